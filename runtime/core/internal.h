@@ -1,0 +1,325 @@
+/*
+ * Internal contract of the runtime: the context, handles, the backend ops table
+ * and the bootstrap interface. Everything here is hidden (-fvisibility=hidden);
+ * internal names are symm__*.
+ *
+ * Dependency direction: core -> (backend ops table, bootstrap). A backend never
+ * calls another backend; the core reaches a backend only through its ops.
+ */
+#ifndef SYMM_RUNTIME_INTERNAL_H
+#define SYMM_RUNTIME_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <symm/symm.h>
+
+#include "loader/symm_dispatch.h"
+
+/* ------------------------------------------------------------------------ */
+/* Errors (error.c)                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* Record status + formatted message in the thread-local last error; returns
+ * status so callers can `return symm__err(...)`. */
+symm_status symm__err(symm_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Like symm__err, appending ": strerror(errno_value)". */
+symm_status symm__err_errno(symm_status status, int errno_value, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Clear the thread-local message (called at the start of each public entry). */
+void symm__err_clear(void);
+const char *symm__last_error(void);
+
+/* One-line argument check: `SYMM_CHECK(cond, SYMM_ERR_INVALID_ARG, "fmt", ...)` */
+#define SYMM_CHECK(cond, status, ...)                                          \
+    do {                                                                       \
+        if (!(cond)) return symm__err((status), __VA_ARGS__);                  \
+    } while (0)
+#define SYMM_TRY(expr)                                                         \
+    do {                                                                       \
+        symm_status symm__st_ = (expr);                                        \
+        if (symm__st_ != SYMM_SUCCESS) return symm__st_;                       \
+    } while (0)
+
+/* ------------------------------------------------------------------------ */
+/* Configuration (config.c): environment, parsed once per symm_init          */
+/* ------------------------------------------------------------------------ */
+
+#define SYMM__DEFAULT_HEAP_CAP (16ull << 30)  /* per PE, virtual reservation */
+#define SYMM__DEFAULT_HEAP_CHUNK (64ull << 20)
+#define SYMM__DEFAULT_TIMEOUT_MS 60000u
+#define SYMM__HEAP_ALIGN 256u
+
+typedef struct symm__config {
+    uint32_t backend;      /* SYMM_BACKEND_* after env override             */
+    uint32_t bootstrap;    /* SYMM_BOOTSTRAP_*                              */
+    uint32_t thread_level;
+    uint64_t heap_cap;     /* rounded to the chunk size                     */
+    uint64_t heap_chunk;   /* growth granularity (SYMM_HEAP_CHUNK)          */
+    uint32_t timeout_ms;
+    int32_t device;
+    int32_t uid_rank, uid_n_pes;
+    symm_unique_id unique_id;
+} symm__config;
+
+/* Parse "64M", "1G", "4096" into bytes; false on junk. */
+bool symm__parse_size(const char *text, uint64_t *out);
+symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg);
+
+/* ------------------------------------------------------------------------ */
+/* Handles (handles.c)                                                       */
+/* ------------------------------------------------------------------------ */
+/* A handle is never a pointer to runtime memory: it encodes kind, generation
+ * and slot index, so a stale or foreign value is caught by lookup. */
+
+#define SYMM__KIND_CTX 1u
+#define SYMM__KIND_TEAM 2u
+#define SYMM__KIND_BUF 3u
+
+uint64_t symm__handle_new(uint32_t kind, void *obj);  /* 0 when the table is full */
+void *symm__handle_get(uint32_t kind, uint64_t handle); /* NULL when invalid      */
+void symm__handle_release(uint32_t kind, uint64_t handle);
+
+/* ------------------------------------------------------------------------ */
+/* Bootstrap (bootstrap.c, wire.c)                                           */
+/* ------------------------------------------------------------------------ */
+
+typedef struct symm__boot symm__boot;
+
+typedef struct symm__boot_info {
+    int32_t rank, n_pes;
+    int32_t local_rank, local_n_pes;
+    int32_t *local_index;  /* [n_pes]: index among PEs of my host, or -1       */
+    uint64_t *host_id;     /* [n_pes]: same value <=> same host                 */
+    int32_t *pid;          /* [n_pes]                                           */
+} symm__boot_info;
+
+/* Form the job from cfg (symmrun, env, uid or single). On success *info is
+ * filled (arrays owned by the boot object). */
+symm_status symm__boot_open(const symm__config *cfg, symm__boot **boot, symm__boot_info *info);
+/* all receives n_pes * len bytes, rank-ordered. Collective over the job. */
+symm_status symm__boot_allgather(symm__boot *b, const void *mine, void *all, size_t len);
+symm_status symm__boot_barrier(symm__boot *b);
+/* Share an fd with every PE of this host: fds[local_index] receives each local
+ * peer's descriptor (fds[my local index] = dup of mine). Collective over the
+ * job (PEs without local peers still call). Caller closes the received fds. */
+symm_status symm__boot_share_fd(symm__boot *b, int fd, int *fds);
+/* Non-blocking: SYMM_ERR_PEER_FAILED when the job lost a PE, else success. */
+symm_status symm__boot_check(symm__boot *b);
+/* Leave the job (no collective) and free everything. NULL accepted. */
+void symm__boot_close(symm__boot *b);
+
+/* ------------------------------------------------------------------------ */
+/* Backends (runtime/backends/<name>)                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef struct symm__ctx symm__ctx;
+struct symm__team;
+struct symm__coll;
+
+/* Flags for put/get: */
+#define SYMM__NBI 1u /* may complete at the next quiet */
+
+typedef struct symm__backend_ops {
+    const char *name;
+    uint32_t id; /* SYMM_BACKEND_* */
+    /* Reserve the heap (ctx->heap_cap bytes of address space for this PE and
+     * each reachable peer), set ctx->heap_base / peer_base[]. Collective. */
+    symm_status (*heap_init)(symm__ctx *ctx);
+    /* Back [0, new_mapped) of every PE's heap (new_mapped > ctx->heap_mapped,
+     * a multiple of the chunk). Collective; all PEs pass the same size. */
+    symm_status (*heap_grow)(symm__ctx *ctx, uint64_t new_mapped);
+    /* Release everything heap_init/heap_grow made. Local, never fails. */
+    void (*heap_fini)(symm__ctx *ctx);
+    /* Data movement between local memory and pe's heap at byte offset off. */
+    symm_status (*put)(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
+                       uint32_t flags);
+    symm_status (*get)(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
+                       uint32_t flags);
+    /* Atomic op on a 4/8-byte element at pe's offset off (dtype of element). */
+    symm_status (*atomic)(symm__ctx *ctx, int32_t pe, uint64_t off, uint32_t dtype, uint32_t op,
+                          const void *value, const void *compare, void *fetched);
+    symm_status (*quiet)(symm__ctx *ctx);
+    symm_status (*fence)(symm__ctx *ctx);
+    /* Zero [off, off + n) of this PE's heap. */
+    symm_status (*memset0)(symm__ctx *ctx, uint64_t off, uint64_t n);
+    void (*fini)(symm__ctx *ctx); /* after heap_fini; NULL allowed */
+
+    /* ---- Optional hooks (NULL: the core's fallback is used) ---- */
+    /* Collective data movement for one collective call. stream NULL means
+     * blocking. NULL hook: the core's generic algorithm over put/get + sync
+     * (blocking) or NOT_SUPPORTED (stream forms). */
+    symm_status (*coll)(symm__ctx *ctx, const struct symm__coll *c, void *stream);
+    /* Stream-ordered forms. NULL hook: the blocking form runs at call time. */
+    symm_status (*put_stream)(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src,
+                              uint64_t n, void *stream);
+    symm_status (*get_stream)(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
+                              void *stream);
+    symm_status (*signal_stream)(symm__ctx *ctx, int32_t pe, uint64_t off, uint64_t value,
+                                 uint32_t sig_op, void *stream);
+    symm_status (*wait_stream)(symm__ctx *ctx, uint64_t off, uint32_t cmp, uint64_t value,
+                               void *stream);
+    symm_status (*quiet_stream)(symm__ctx *ctx, void *stream);
+    symm_status (*sync_stream)(symm__ctx *ctx, struct symm__team *team, void *stream);
+    /* Map caller-owned memory at [off, off + bytes) of every PE's heap
+     * (collective) / undo it (local). NULL: registration not supported. */
+    symm_status (*register_mem)(symm__ctx *ctx, void *ptr, uint64_t bytes, uint64_t off);
+    void (*unregister_mem)(symm__ctx *ctx, uint64_t off, uint64_t bytes);
+    /* Fill a device context. NULL: NOT_SUPPORTED. */
+    symm_status (*device_ctx)(symm__ctx *ctx, symm_device_ctx *out);
+} symm__backend_ops;
+
+/* One collective call, validated by the core (offsets are heap byte offsets). */
+#define SYMM__COLL_BROADCAST 1
+#define SYMM__COLL_FCOLLECT 2
+#define SYMM__COLL_COLLECT 3
+#define SYMM__COLL_ALLTOALL 4
+#define SYMM__COLL_REDUCE 5
+#define SYMM__COLL_REDUCESCATTER 6
+
+typedef struct symm__coll {
+    uint32_t kind;          /* SYMM__COLL_*                                 */
+    struct symm__team *team;
+    uint32_t dtype, elem_size;
+    uint32_t op;            /* SYMM_OP_* (reductions)                       */
+    int32_t root;           /* team PE (broadcast)                          */
+    uint64_t dst_off, src_off;
+    uint64_t nelems;        /* per PE (per block for alltoall/reducescatter)*/
+    const uint64_t *counts; /* collect: [team n_pes] elements per PE        */
+} symm__coll;
+
+extern const symm__backend_ops symm__host_ops;
+#ifdef SYMM_HAVE_CUDA
+extern const symm__backend_ops symm__cuda_ops;
+/* SYMM_SUCCESS when a GPU is usable (for AUTO); a status + message otherwise. */
+symm_status symm__cuda_probe(void);
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Allocator (heap.c): deterministic first fit over [start, cap)             */
+/* ------------------------------------------------------------------------ */
+
+typedef struct symm__range {
+    uint64_t off, len;
+} symm__range;
+
+typedef struct symm__alloc {
+    symm__range *free_list; /* sorted by off, coalesced */
+    size_t n_free, cap_free;
+    uint64_t used;
+} symm__alloc;
+
+symm_status symm__alloc_init(symm__alloc *a, uint64_t start, uint64_t end);
+/* Returns false when no range fits. Same call sequence => same offsets. */
+bool symm__alloc_take(symm__alloc *a, uint64_t len, uint64_t align, uint64_t *off);
+void symm__alloc_give(symm__alloc *a, uint64_t off, uint64_t len);
+void symm__alloc_fini(symm__alloc *a);
+
+/* ------------------------------------------------------------------------ */
+/* Teams                                                                     */
+/* ------------------------------------------------------------------------ */
+
+#define SYMM__MAX_TEAMS 128        /* team slots per context (sync areas)   */
+#define SYMM__TEAM_SLOT_BYTES 1024 /* per slot in the system area           */
+#define SYMM__SYS_BYTES (SYMM__MAX_TEAMS * SYMM__TEAM_SLOT_BYTES)
+
+typedef struct symm__team {
+    uint64_t handle;
+    symm__ctx *ctx;
+    int32_t my_pe, n_pes;   /* in the team                                  */
+    int32_t start, stride;  /* world PE of team PE i = start + i * stride   */
+    int32_t slot;           /* sync area index                              */
+    bool predefined;
+    int32_t *members;       /* [n_pes] world PEs (for non-strided teams)    */
+    uint64_t epoch;         /* barrier epoch                                */
+    symm_team_config config;
+} symm__team;
+
+/* World PE of team PE i. */
+static inline int32_t symm__team_world_pe(const symm__team *t, int32_t i) {
+    return t->members ? t->members[i] : t->start + i * t->stride;
+}
+/* Byte offset of the sync area of a team slot. */
+static inline uint64_t symm__team_sync_off(int32_t slot) {
+    return (uint64_t)slot * SYMM__TEAM_SLOT_BYTES;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Buffers                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct symm__buf {
+    uint64_t handle;
+    symm__ctx *ctx;
+    uint32_t dtype, elem_size;
+    uint64_t count;
+    uint64_t off;   /* symmetric byte offset in the heap */
+    uint64_t bytes; /* reserved bytes (aligned)          */
+    struct symm__buf *next, *prev; /* ctx's live list     */
+} symm__buf;
+
+/* ------------------------------------------------------------------------ */
+/* The context                                                               */
+/* ------------------------------------------------------------------------ */
+
+struct symm__ctx {
+    uint64_t handle;
+    symm__config cfg;
+    int32_t my_pe, n_pes;
+    int32_t local_pe, local_n_pes;
+    uint32_t thread_level;
+    pthread_t init_thread;
+    symm__boot *boot;
+    symm__boot_info boot_info;
+
+    const symm__backend_ops *ops;
+    void *backend; /* backend-private state */
+
+    /* heap */
+    uint8_t *heap_base;   /* this PE's heap (local mapping)                  */
+    uint8_t **peer_base;  /* [n_pes] load/store mapping, NULL if unreachable */
+    uint64_t heap_cap;    /* reserved bytes per PE                           */
+    uint64_t heap_mapped; /* backed bytes per PE (same on every PE)          */
+    symm__alloc alloc;
+    symm__buf *bufs;      /* live buffers                                    */
+    uint64_t alloc_seq;   /* collective allocation counter (mismatch check)  */
+
+    /* teams */
+    symm__team *predef[4];             /* SYMM_TEAM_WORLD..SAME_LOCAL_PE */
+    uint8_t team_slot_used[SYMM__MAX_TEAMS];
+
+    pthread_mutex_t lock;   /* heap, teams, bootstrap traffic              */
+    atomic_int failed;      /* a peer died: every wait returns PEER_FAILED */
+};
+
+/* Resolve handles, recording INVALID_HANDLE on failure. */
+symm_status symm__ctx_get(symm_ctx h, symm__ctx **ctx);
+symm_status symm__buf_get(symm_buf h, symm__buf **buf);
+symm_status symm__team_get(symm_team h, symm__team **team);
+
+/* Thread-level check for an entry point (FUNNELED: only the init thread). */
+symm_status symm__thread_check(const symm__ctx *ctx);
+
+/* Validate pe in [0, n_pes) and an element range of buf. */
+symm_status symm__check_pe(const symm__ctx *ctx, int32_t pe);
+symm_status symm__check_range(const symm__buf *buf, uint64_t index, uint64_t nelems);
+
+/* Spin-wait helper: poll until done(arg) is true. Checks peer failure every
+ * ~millisecond and yields the CPU when spinning long. */
+symm_status symm__wait(symm__ctx *ctx, bool (*done)(void *arg), void *arg);
+/* Peer failure check (cheap, non-blocking). */
+symm_status symm__check_failed(symm__ctx *ctx);
+
+/* Team barrier / sync (sync.c), used by the collectives and alloc. */
+symm_status symm__team_sync(symm__team *team);
+
+/* Local address of this PE's heap byte offset. */
+static inline void *symm__local(const symm__ctx *ctx, uint64_t off) {
+    return ctx->heap_base + off;
+}
+
+#endif /* SYMM_RUNTIME_INTERNAL_H */
