@@ -379,6 +379,10 @@ SYMM_API symm_status symm_put_signal(symm_buf dst, uint64_t dst_index, const voi
 SYMM_API symm_status symm_put_signal_nbi(symm_buf dst, uint64_t dst_index, const void *src,
                                          uint64_t nelems, symm_buf sig, uint64_t sig_index,
                                          uint64_t signal, uint32_t sig_op, int32_t pe);
+/* dst and sig must belong to one context, and the signal element may not lie
+ * inside the data range (INVALID_ARG). nelems may be 0 (the signal is still
+ * updated). SET/ADD act on the uint64 signal; ADD wraps modulo 2^64. */
+
 /* Update pe's signal without data. */
 SYMM_API symm_status symm_signal_op(symm_buf sig, uint64_t sig_index, uint64_t signal,
                                     uint32_t sig_op, int32_t pe);
@@ -393,8 +397,22 @@ SYMM_API symm_status symm_signal_wait_until(symm_buf sig, uint64_t sig_index, ui
 /* Point-to-point waits and tests on this PE's buffer elements               */
 /* ------------------------------------------------------------------------ */
 /* Integer dtypes only (INVALID_ARG otherwise). value/values point to elements
- * of the buffer's dtype. status (optional, nelems int32_t) excludes element i
- * when status[i] != 0. Waits return PEER_FAILED if a peer dies. */
+ * of the buffer's dtype (host memory); comparisons are signed for INT*
+ * dtypes, unsigned for UINT*. status (optional, nelems int32_t) excludes
+ * element i when status[i] != 0. value/values may be NULL only when nelems is
+ * 0. Waits return PEER_FAILED if a peer dies; a test that finds its condition
+ * unsatisfied also returns PEER_FAILED once the job lost a PE, so polling
+ * loops end.
+ * Empty sets (nelems 0 or every element excluded) return at once: _all is
+ * satisfied; _any gives *found = SYMM_INDEX_NONE and, for test_any,
+ * *satisfied = 0; _some gives *nfound = 0.
+ * _all passes the elements in order and does not re-read an element that has
+ * compared true. _some reports every included element that compared true in
+ * one pass, in increasing index order.
+ * Out-parameters of waits (found, indices, nfound) are optional (NULL); tests
+ * need their result (satisfied, or nfound for the _some forms). An
+ * unsatisfied test_any sets *found = SYMM_INDEX_NONE. */
+#define SYMM_INDEX_NONE UINT64_MAX
 
 SYMM_API symm_status symm_wait_until(symm_buf buf, uint64_t index, uint32_t cmp,
                                      const void *value);
@@ -469,6 +487,8 @@ SYMM_API symm_status symm_test_some_vector(symm_buf buf, uint64_t index, uint64_
 #define SYMM_AMO_FETCH_XOR     12
 #define SYMM_AMO_XOR           13
 
+/* symm_atomic_nbi currently completes before returning (allowed: earlier than
+ * the next quiet). Operand pointers need no alignment. */
 SYMM_API symm_status symm_atomic(symm_buf buf, uint64_t index, uint32_t op, const void *value,
                                  const void *compare, int32_t pe, void *fetched);
 /* Non-blocking: *fetched is written by the next quiet on the buffer's context. */

@@ -30,6 +30,8 @@ symm_status symm__err(symm_status status, const char *fmt, ...)
 /* Like symm__err, appending ": strerror(errno_value)". */
 symm_status symm__err_errno(symm_status status, int errno_value, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Re-record the last error as "fn: <message>"; returns status. */
+symm_status symm__err_prefix(const char *fn, symm_status status);
 /* Clear the thread-local message (called at the start of each public entry). */
 void symm__err_clear(void);
 const char *symm__last_error(void);
@@ -43,6 +45,12 @@ const char *symm__last_error(void);
     do {                                                                       \
         symm_status symm__st_ = (expr);                                        \
         if (symm__st_ != SYMM_SUCCESS) return symm__st_;                       \
+    } while (0)
+/* SYMM_TRY that prefixes the failure's message with fn. */
+#define SYMM_TRY_IN(fn, expr)                                                  \
+    do {                                                                       \
+        symm_status symm__st_ = (expr);                                        \
+        if (symm__st_ != SYMM_SUCCESS) return symm__err_prefix((fn), symm__st_); \
     } while (0)
 
 /* ------------------------------------------------------------------------ */
@@ -149,7 +157,12 @@ typedef struct symm__backend_ops {
     symm_status (*memset0)(symm__ctx *ctx, uint64_t off, uint64_t n);
     void (*fini)(symm__ctx *ctx); /* after heap_fini; NULL allowed */
 
-    /* ---- Optional hooks (NULL: the core's fallback is used) ---- */
+    /* ---- Optional hooks (NULL: the core's fallback is used) ----
+     * In every hook, stream == NULL means "blocking: complete before
+     * returning". The public *_on_stream entries pass a user's NULL stream
+     * (the legacy default stream) as (void *)1, i.e. CU_STREAM_LEGACY.
+     * symm__team_sync (blocking barriers) calls sync_stream(ctx, team, NULL)
+     * when the hook exists. */
     /* Collective data movement for one collective call. stream NULL means
      * blocking. NULL hook: the core's generic algorithm over put/get + sync
      * (blocking) or NOT_SUPPORTED (stream forms). */
@@ -313,6 +326,15 @@ symm_status symm__check_range(const symm__buf *buf, uint64_t index, uint64_t nel
 symm_status symm__wait(symm__ctx *ctx, bool (*done)(void *arg), void *arg);
 /* Peer failure check (cheap, non-blocking). */
 symm_status symm__check_failed(symm__ctx *ctx);
+
+/* wait.c: INVALID_ARG unless cmp is a SYMM_CMP_* code. */
+symm_status symm__check_cmp(const char *fn, uint32_t cmp);
+/* wait.c: block until element index of this PE's copy of buf (an integer
+ * dtype) compares true against value (widened: sign-extended for signed
+ * dtypes); *seen (optional) receives the value that satisfied it. PEER_FAILED
+ * when a peer dies. */
+symm_status symm__wait_elem(symm__buf *buf, uint64_t index, uint32_t cmp, uint64_t value,
+                            uint64_t *seen);
 
 /* Team barrier / sync (sync.c), used by the collectives and alloc. */
 symm_status symm__team_sync(symm__team *team);

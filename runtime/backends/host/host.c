@@ -1,0 +1,206 @@
+/*
+ * Host backend: each PE's heap is a memfd, mapped by every PE of the host
+ * (SCM_RIGHTS through the bootstrap) inside a reserved address range, so
+ * peers are reached with plain CPU loads, stores and atomics. It runs every
+ * semantic of symm on machines without GPUs.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+typedef struct host_state {
+    int *fds;          /* [n_pes]: memfd of each local PE, -1 otherwise */
+    uint8_t **reserv;  /* [n_pes]: reserved range of each mapped PE      */
+} host_state;
+
+static symm_status host_heap_init(symm__ctx *ctx) {
+    host_state *hs = calloc(1, sizeof *hs);
+    if (!hs) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "host backend: out of host memory");
+    ctx->backend = hs;
+    hs->fds = malloc((size_t)ctx->n_pes * sizeof *hs->fds);
+    hs->reserv = calloc((size_t)ctx->n_pes, sizeof *hs->reserv);
+    int *local_fds = malloc((size_t)(ctx->local_n_pes > 0 ? ctx->local_n_pes : 1) * sizeof(int));
+    if (!hs->fds || !hs->reserv || !local_fds) {
+        free(local_fds);
+        return symm__err(SYMM_ERR_OUT_OF_MEMORY, "host backend: out of host memory");
+    }
+    for (int32_t pe = 0; pe < ctx->n_pes; pe++) hs->fds[pe] = -1;
+
+    int fd = memfd_create("symm-heap", MFD_CLOEXEC);
+    if (fd < 0) {
+        free(local_fds);
+        return symm__err_errno(SYMM_ERR_SYSTEM, errno, "host backend: memfd_create");
+    }
+    for (int32_t i = 0; i < ctx->local_n_pes; i++) local_fds[i] = -1;
+    symm_status st = symm__boot_share_fd(ctx->boot, fd, local_fds);
+    close(fd);
+    if (st) {
+        free(local_fds);
+        return st;
+    }
+    for (int32_t pe = 0; pe < ctx->n_pes; pe++) {
+        int32_t li = ctx->boot_info.local_index[pe];
+        if (li >= 0) hs->fds[pe] = local_fds[li];
+    }
+    free(local_fds);
+    for (int32_t pe = 0; pe < ctx->n_pes; pe++) {
+        if (hs->fds[pe] < 0) continue;
+        void *r = mmap(NULL, ctx->heap_cap, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+        if (r == MAP_FAILED)
+            return symm__err_errno(SYMM_ERR_OUT_OF_MEMORY, errno,
+                                   "host backend: reserving %llu bytes of address space for PE %d "
+                                   "(lower SYMM_HEAP_CAP)", (unsigned long long)ctx->heap_cap, pe);
+        hs->reserv[pe] = r;
+        ctx->peer_base[pe] = r;
+    }
+    ctx->heap_base = ctx->peer_base[ctx->my_pe];
+    return SYMM_SUCCESS;
+}
+
+static symm_status host_heap_grow(symm__ctx *ctx, uint64_t new_mapped) {
+    host_state *hs = ctx->backend;
+    uint64_t old = ctx->heap_mapped;
+    if (ftruncate(hs->fds[ctx->my_pe], (off_t)new_mapped) != 0)
+        return symm__err_errno(SYMM_ERR_OUT_OF_MEMORY, errno,
+                               "host backend: growing the heap to %llu bytes",
+                               (unsigned long long)new_mapped);
+    /* Map the new span of every local PE's memfd. A peer's memfd may not be
+     * extended yet; nobody touches the span before the collective that
+     * follows every growth completes. */
+    for (int32_t pe = 0; pe < ctx->n_pes; pe++) {
+        if (!hs->reserv[pe]) continue;
+        void *p = mmap(hs->reserv[pe] + old, new_mapped - old, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_FIXED, hs->fds[pe], (off_t)old);
+        if (p == MAP_FAILED)
+            return symm__err_errno(SYMM_ERR_SYSTEM, errno, "host backend: mapping PE %d's heap", pe);
+    }
+    return SYMM_SUCCESS;
+}
+
+static void host_heap_fini(symm__ctx *ctx) {
+    host_state *hs = ctx->backend;
+    if (!hs) return;
+    for (int32_t pe = 0; pe < ctx->n_pes; pe++) {
+        if (hs->reserv && hs->reserv[pe]) munmap(hs->reserv[pe], ctx->heap_cap);
+        if (hs->fds && hs->fds[pe] >= 0) close(hs->fds[pe]);
+        ctx->peer_base[pe] = NULL;
+    }
+    free(hs->fds);
+    free(hs->reserv);
+    free(hs);
+    ctx->backend = NULL;
+    ctx->heap_base = NULL;
+}
+
+static symm_status unreachable(int32_t pe) {
+    return symm__err(SYMM_ERR_NOT_SUPPORTED, "host backend: PE %d is not mapped", pe);
+}
+
+static symm_status host_put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
+                            uint32_t flags) {
+    if (!ctx->peer_base[pe]) return unreachable(pe);
+    memcpy(ctx->peer_base[pe] + off, src, n);
+    return SYMM_SUCCESS;
+}
+
+static symm_status host_get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
+                            uint32_t flags) {
+    if (!ctx->peer_base[pe]) return unreachable(pe);
+    memcpy(dst, ctx->peer_base[pe] + off, n);
+    return SYMM_SUCCESS;
+}
+
+/* One integer AMO on T at p. */
+#define INT_AMO(T)                                                                      \
+    do {                                                                                \
+        T *p = (T *)addr, v = value ? *(const T *)value : (T)0, old = 0;                \
+        switch (op) {                                                                   \
+        case SYMM_AMO_FETCH: old = __atomic_load_n(p, __ATOMIC_SEQ_CST); break;         \
+        case SYMM_AMO_SET: __atomic_store_n(p, v, __ATOMIC_SEQ_CST); break;             \
+        case SYMM_AMO_SWAP: old = __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); break;   \
+        case SYMM_AMO_COMPARE_SWAP: {                                                   \
+            old = *(const T *)compare;                                                  \
+            __atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST,            \
+                                        __ATOMIC_SEQ_CST);                              \
+            break;                                                                      \
+        }                                                                               \
+        case SYMM_AMO_FETCH_INC: case SYMM_AMO_INC:                                     \
+            old = __atomic_fetch_add(p, (T)1, __ATOMIC_SEQ_CST); break;                 \
+        case SYMM_AMO_FETCH_ADD: case SYMM_AMO_ADD:                                     \
+            old = __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); break;                    \
+        case SYMM_AMO_FETCH_AND: case SYMM_AMO_AND:                                     \
+            old = __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST); break;                    \
+        case SYMM_AMO_FETCH_OR: case SYMM_AMO_OR:                                       \
+            old = __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); break;                     \
+        case SYMM_AMO_FETCH_XOR: case SYMM_AMO_XOR:                                     \
+            old = __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST); break;                    \
+        default: return symm__err(SYMM_ERR_INVALID_ARG, "unknown atomic op %u", op);   \
+        }                                                                               \
+        if (fetched) *(T *)fetched = old;                                               \
+    } while (0)
+
+/* FETCH/SET/SWAP on floating types, through same-size integers. */
+#define BITS_AMO(T)                                                                     \
+    do {                                                                                \
+        T *p = (T *)addr, v = 0, old = 0;                                               \
+        if (value) memcpy(&v, value, sizeof v);                                         \
+        switch (op) {                                                                   \
+        case SYMM_AMO_FETCH: old = __atomic_load_n(p, __ATOMIC_SEQ_CST); break;         \
+        case SYMM_AMO_SET: __atomic_store_n(p, v, __ATOMIC_SEQ_CST); break;             \
+        case SYMM_AMO_SWAP: old = __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); break;   \
+        case SYMM_AMO_COMPARE_SWAP: {                                                   \
+            memcpy(&old, compare, sizeof old);                                          \
+            __atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST,            \
+                                        __ATOMIC_SEQ_CST);                              \
+            break;                                                                      \
+        }                                                                               \
+        default:                                                                        \
+            return symm__err(SYMM_ERR_INVALID_ARG, "atomic op %u needs an integer type", op); \
+        }                                                                               \
+        if (fetched) memcpy(fetched, &old, sizeof old);                                 \
+    } while (0)
+
+static symm_status host_atomic(symm__ctx *ctx, int32_t pe, uint64_t off, uint32_t dtype,
+                               uint32_t op, const void *value, const void *compare, void *fetched) {
+    if (!ctx->peer_base[pe]) return unreachable(pe);
+    void *addr = ctx->peer_base[pe] + off;
+    switch (dtype) {
+    case SYMM_DTYPE_INT32: INT_AMO(int32_t); break;
+    case SYMM_DTYPE_UINT32: INT_AMO(uint32_t); break;
+    case SYMM_DTYPE_INT64: INT_AMO(int64_t); break;
+    case SYMM_DTYPE_UINT64: INT_AMO(uint64_t); break;
+    case SYMM_DTYPE_FLOAT32: BITS_AMO(uint32_t); break;
+    case SYMM_DTYPE_FLOAT64: BITS_AMO(uint64_t); break;
+    default: return symm__err(SYMM_ERR_INVALID_ARG, "atomics need a 32/64-bit dtype (got %u)", dtype);
+    }
+    return SYMM_SUCCESS;
+}
+
+static symm_status host_quiet(symm__ctx *ctx) {
+    atomic_thread_fence(memory_order_seq_cst);
+    return SYMM_SUCCESS;
+}
+
+static symm_status host_memset0(symm__ctx *ctx, uint64_t off, uint64_t n) {
+    memset(ctx->heap_base + off, 0, n);
+    return SYMM_SUCCESS;
+}
+
+const symm__backend_ops symm__host_ops = {
+    .name = "host",
+    .id = SYMM_BACKEND_HOST,
+    .heap_init = host_heap_init,
+    .heap_grow = host_heap_grow,
+    .heap_fini = host_heap_fini,
+    .put = host_put,
+    .get = host_get,
+    .atomic = host_atomic,
+    .quiet = host_quiet,
+    .fence = host_quiet,
+    .memset0 = host_memset0,
+};

@@ -1,0 +1,102 @@
+/* Run-time configuration: init attributes + environment (docs/CONFIG.md). */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "internal.h"
+
+bool symm__parse_size(const char *text, uint64_t *out) {
+    if (!text || !*text) return false;
+    char *end = NULL;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (end == text || text[0] == '-') return false;
+    uint64_t mul = 1;
+    switch (toupper((unsigned char)*end)) {
+    case '\0': break;
+    case 'K': mul = 1ull << 10; end++; break;
+    case 'M': mul = 1ull << 20; end++; break;
+    case 'G': mul = 1ull << 30; end++; break;
+    case 'T': mul = 1ull << 40; end++; break;
+    default: return false;
+    }
+    if (*end == 'i' || *end == 'I') end++;
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end != '\0') return false;
+    if (mul > 1 && v > UINT64_MAX / mul) return false;
+    *out = (uint64_t)v * mul;
+    return true;
+}
+
+static symm_status env_size(const char *name, uint64_t *out) {
+    const char *v = getenv(name);
+    if (!v) return SYMM_SUCCESS;
+    if (!symm__parse_size(v, out))
+        return symm__err(SYMM_ERR_INVALID_ARG, "%s=\"%s\": expected a size such as 4096, 64M or 2G",
+                         name, v);
+    return SYMM_SUCCESS;
+}
+
+symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg) {
+    symm_init_attr a;
+    symm_init_attr_init(&a, sizeof a);
+    if (attr) {
+        SYMM_CHECK(attr->struct_size >= offsetof(symm_init_attr, heap_cap),
+                   SYMM_ERR_INVALID_ARG,
+                   "symm_init: attr->struct_size %u is too small (use SYMM_INIT_ATTR_INIT)",
+                   attr->struct_size);
+        size_t n = attr->struct_size < sizeof a ? attr->struct_size : sizeof a;
+        memcpy(&a, attr, n); /* newer fields keep their defaults */
+        a.struct_size = sizeof a;
+    }
+    memset(cfg, 0, sizeof *cfg);
+    SYMM_CHECK(a.backend <= SYMM_BACKEND_CUDA, SYMM_ERR_INVALID_ARG,
+               "symm_init: unknown backend %u", a.backend);
+    SYMM_CHECK(a.bootstrap <= SYMM_BOOTSTRAP_SINGLE, SYMM_ERR_INVALID_ARG,
+               "symm_init: unknown bootstrap mode %u", a.bootstrap);
+    SYMM_CHECK(a.thread_level <= SYMM_THREAD_MULTIPLE, SYMM_ERR_INVALID_ARG,
+               "symm_init: unknown thread level %u", a.thread_level);
+    cfg->backend = a.backend;
+    cfg->bootstrap = a.bootstrap;
+    cfg->thread_level = a.thread_level;
+    cfg->heap_cap = a.heap_cap;
+    cfg->timeout_ms = a.timeout_ms ? a.timeout_ms : SYMM__DEFAULT_TIMEOUT_MS;
+    cfg->device = a.device;
+    cfg->uid_rank = a.rank;
+    cfg->uid_n_pes = a.n_pes;
+    cfg->unique_id = a.unique_id;
+    cfg->heap_chunk = SYMM__DEFAULT_HEAP_CHUNK;
+
+    const char *b = getenv("SYMM_BACKEND");
+    if (b && cfg->backend == SYMM_BACKEND_AUTO) {
+        if (strcasecmp(b, "host") == 0) cfg->backend = SYMM_BACKEND_HOST;
+        else if (strcasecmp(b, "cuda") == 0) cfg->backend = SYMM_BACKEND_CUDA;
+        else if (strcasecmp(b, "auto") != 0)
+            return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_BACKEND=\"%s\": expected auto, host or cuda", b);
+    }
+    if (cfg->heap_cap == 0) {
+        cfg->heap_cap = SYMM__DEFAULT_HEAP_CAP;
+        SYMM_TRY(env_size("SYMM_HEAP_CAP", &cfg->heap_cap));
+    }
+    SYMM_TRY(env_size("SYMM_HEAP_CHUNK", &cfg->heap_chunk));
+    SYMM_CHECK(cfg->heap_chunk >= (64u << 10) && (cfg->heap_chunk & (cfg->heap_chunk - 1)) == 0,
+               SYMM_ERR_INVALID_ARG, "SYMM_HEAP_CHUNK must be a power of two >= 64K (got %llu)",
+               (unsigned long long)cfg->heap_chunk);
+    const char *t = getenv("SYMM_TIMEOUT_MS");
+    if (t && a.timeout_ms == 0) {
+        uint64_t v;
+        if (!symm__parse_size(t, &v) || v == 0 || v > UINT32_MAX)
+            return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_TIMEOUT_MS=\"%s\": expected milliseconds", t);
+        cfg->timeout_ms = (uint32_t)v;
+    }
+    /* The cap covers the system area and is a whole number of chunks. */
+    uint64_t min_cap = SYMM__SYS_BYTES + cfg->heap_chunk;
+    if (cfg->heap_cap < min_cap) cfg->heap_cap = min_cap;
+    cfg->heap_cap = (cfg->heap_cap + cfg->heap_chunk - 1) & ~(cfg->heap_chunk - 1);
+    if (cfg->bootstrap == SYMM_BOOTSTRAP_UID) {
+        SYMM_CHECK(cfg->uid_n_pes >= 1 && cfg->uid_rank >= 0 && cfg->uid_rank < cfg->uid_n_pes,
+                   SYMM_ERR_INVALID_ARG, "symm_init: UID bootstrap needs 0 <= rank (%d) < n_pes (%d)",
+                   cfg->uid_rank, cfg->uid_n_pes);
+    }
+    return SYMM_SUCCESS;
+}

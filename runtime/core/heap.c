@@ -1,0 +1,273 @@
+/*
+ * The symmetric heap: a deterministic first-fit allocator over byte offsets,
+ * and the collective buffer calls built on it. Every PE runs the same
+ * allocator on the same call sequence, so offsets agree; an all-gather of
+ * each call's arguments catches PEs that disagree before anything changes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- allocator ---- */
+
+symm_status symm__alloc_init(symm__alloc *a, uint64_t start, uint64_t end) {
+    memset(a, 0, sizeof *a);
+    a->cap_free = 16;
+    a->free_list = malloc(a->cap_free * sizeof *a->free_list);
+    if (!a->free_list) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "allocator: out of host memory");
+    a->free_list[0] = (symm__range){start, end - start};
+    a->n_free = 1;
+    return SYMM_SUCCESS;
+}
+
+void symm__alloc_fini(symm__alloc *a) {
+    free(a->free_list);
+    memset(a, 0, sizeof *a);
+}
+
+bool symm__alloc_take(symm__alloc *a, uint64_t len, uint64_t align, uint64_t *off) {
+    for (size_t i = 0; i < a->n_free; i++) {
+        symm__range *r = &a->free_list[i];
+        uint64_t start = (r->off + align - 1) & ~(align - 1);
+        uint64_t pad = start - r->off;
+        if (pad > r->len || r->len - pad < len) continue;
+        uint64_t tail_off = start + len, tail_len = r->len - pad - len;
+        if (pad == 0 && tail_len == 0) {
+            memmove(r, r + 1, (a->n_free - i - 1) * sizeof *r);
+            a->n_free--;
+        } else if (pad == 0) {
+            *r = (symm__range){tail_off, tail_len};
+        } else if (tail_len == 0) {
+            r->len = pad;
+        } else {
+            if (a->n_free == a->cap_free) {
+                symm__range *n = realloc(a->free_list, 2 * a->cap_free * sizeof *n);
+                if (!n) return false;
+                a->free_list = n;
+                a->cap_free *= 2;
+                r = &a->free_list[i];
+            }
+            memmove(r + 2, r + 1, (a->n_free - i - 1) * sizeof *r);
+            r->len = pad;
+            r[1] = (symm__range){tail_off, tail_len};
+            a->n_free++;
+        }
+        a->used += len;
+        *off = start;
+        return true;
+    }
+    return false;
+}
+
+void symm__alloc_give(symm__alloc *a, uint64_t off, uint64_t len) {
+    size_t i = 0;
+    while (i < a->n_free && a->free_list[i].off < off) i++;
+    bool join_prev = i > 0 && a->free_list[i - 1].off + a->free_list[i - 1].len == off;
+    bool join_next = i < a->n_free && off + len == a->free_list[i].off;
+    a->used -= len;
+    if (join_prev && join_next) {
+        a->free_list[i - 1].len += len + a->free_list[i].len;
+        memmove(&a->free_list[i], &a->free_list[i + 1], (a->n_free - i - 1) * sizeof(symm__range));
+        a->n_free--;
+    } else if (join_prev) {
+        a->free_list[i - 1].len += len;
+    } else if (join_next) {
+        a->free_list[i].off = off;
+        a->free_list[i].len += len;
+    } else {
+        if (a->n_free == a->cap_free) {
+            symm__range *n = realloc(a->free_list, 2 * a->cap_free * sizeof *n);
+            if (!n) return; /* leaks the range, never corrupts */
+            a->free_list = n;
+            a->cap_free *= 2;
+        }
+        memmove(&a->free_list[i + 1], &a->free_list[i], (a->n_free - i) * sizeof(symm__range));
+        a->free_list[i] = (symm__range){off, len};
+        a->n_free++;
+    }
+}
+
+/* ---- collective agreement ---- */
+
+typedef struct call_sig {
+    uint64_t seq;
+    uint32_t kind; /* 1 alloc, 2 free, 3 register, 4 outcome */
+    uint32_t dtype;
+    uint64_t a, b; /* alloc: count, bytes; free: offset; outcome: status */
+} call_sig;
+
+/* All-gather this PE's call signature; MISMATCH (on every PE) if any differs. */
+static symm_status agree(symm__ctx *ctx, const char *what, const call_sig *mine) {
+    if (ctx->n_pes == 1) return SYMM_SUCCESS;
+    call_sig *all = calloc((size_t)ctx->n_pes, sizeof *all);
+    if (!all) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "%s: out of host memory", what);
+    symm_status st = symm__boot_allgather(ctx->boot, mine, all, sizeof *mine);
+    if (st) {
+        free(all);
+        if (st == SYMM_ERR_PEER_FAILED) atomic_store(&ctx->failed, 1);
+        return st;
+    }
+    for (int32_t pe = 0; pe < ctx->n_pes; pe++) {
+        if (memcmp(&all[pe], mine, sizeof *mine) != 0) {
+            st = symm__err(SYMM_ERR_MISMATCH,
+                           "%s: PEs disagree (PE %d: call #%llu kind %u dtype %u args %llu/%llu; "
+                           "PE %d: call #%llu kind %u dtype %u args %llu/%llu); nothing was changed",
+                           what, ctx->my_pe, (unsigned long long)mine->seq, mine->kind, mine->dtype,
+                           (unsigned long long)mine->a, (unsigned long long)mine->b, pe,
+                           (unsigned long long)all[pe].seq, all[pe].kind, all[pe].dtype,
+                           (unsigned long long)all[pe].a, (unsigned long long)all[pe].b);
+            break;
+        }
+    }
+    free(all);
+    return st;
+}
+
+/* All-gather one status; the first failing PE's status wins everywhere. */
+static symm_status agree_outcome(symm__ctx *ctx, const char *what, symm_status local) {
+    if (ctx->n_pes == 1) return local;
+    int32_t *all = calloc((size_t)ctx->n_pes, sizeof *all);
+    if (!all) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "%s: out of host memory", what);
+    char saved[512];
+    snprintf(saved, sizeof saved, "%s", symm__last_error());
+    symm_status st = symm__boot_allgather(ctx->boot, &local, all, sizeof local);
+    if (st == SYMM_SUCCESS) {
+        for (int32_t pe = 0; pe < ctx->n_pes; pe++) {
+            if (all[pe] != SYMM_SUCCESS) {
+                st = pe == ctx->my_pe ? symm__err(all[pe], "%s", saved)
+                                      : symm__err(all[pe], "%s failed on PE %d (%s)", what, pe,
+                                                  symm__status_name(all[pe]));
+                break;
+            }
+        }
+    }
+    free(all);
+    return st;
+}
+
+/* ---- buffers ---- */
+
+static uint64_t align_up(uint64_t v, uint64_t a) {
+    return (v + a - 1) & ~(a - 1);
+}
+
+symm_status symm_buf_alloc(symm_ctx h, uint32_t dtype, uint64_t count, symm_buf *out) {
+    symm__err_clear();
+    symm__ctx *ctx = NULL;
+    SYMM_TRY(symm__ctx_get(h, &ctx));
+    SYMM_TRY(symm__thread_check(ctx));
+    SYMM_CHECK(out, SYMM_ERR_INVALID_ARG, "symm_buf_alloc: buf out-parameter is NULL");
+    uint32_t es = symm__dtype_size(dtype);
+    SYMM_CHECK(es, SYMM_ERR_INVALID_ARG, "symm_buf_alloc: unknown dtype %u", dtype);
+    SYMM_CHECK(count <= ctx->heap_cap / es, SYMM_ERR_OUT_OF_MEMORY,
+               "symm_buf_alloc: %llu elements of %u bytes exceed the heap cap of %llu bytes "
+               "(SYMM_HEAP_CAP)", (unsigned long long)count, es, (unsigned long long)ctx->heap_cap);
+    uint64_t bytes = count * es;
+    uint64_t len = align_up(bytes ? bytes : 1, SYMM__HEAP_ALIGN);
+
+    pthread_mutex_lock(&ctx->lock);
+    call_sig sig = {ctx->alloc_seq, 1, dtype, count, bytes};
+    symm_status st = symm__check_failed(ctx);
+    if (st == SYMM_SUCCESS) st = agree(ctx, "symm_buf_alloc", &sig);
+    if (st) goto out;
+    ctx->alloc_seq++;
+
+    uint64_t off = 0;
+    symm_status local = SYMM_SUCCESS;
+    if (!symm__alloc_take(&ctx->alloc, len, SYMM__HEAP_ALIGN, &off)) {
+        /* Same allocator state everywhere: every PE lands here together. */
+        st = symm__err(SYMM_ERR_OUT_OF_MEMORY,
+                       "symm_buf_alloc: no room for %llu bytes in the heap (cap %llu bytes, %llu in "
+                       "use); raise SYMM_HEAP_CAP or the heap_cap attribute",
+                       (unsigned long long)len, (unsigned long long)ctx->heap_cap,
+                       (unsigned long long)ctx->alloc.used);
+        goto out;
+    }
+    if (off + len > ctx->heap_mapped) {
+        uint64_t new_mapped = align_up(off + len, ctx->cfg.heap_chunk);
+        st = ctx->ops->heap_grow(ctx, new_mapped); /* collective */
+        if (st) {
+            symm__alloc_give(&ctx->alloc, off, len);
+            goto out;
+        }
+        ctx->heap_mapped = new_mapped;
+    }
+    local = ctx->ops->memset0(ctx, off, len);
+    symm__buf *b = NULL;
+    if (local == SYMM_SUCCESS) {
+        b = calloc(1, sizeof *b);
+        if (!b) local = symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_buf_alloc: out of host memory");
+    }
+    /* The outcome exchange doubles as the barrier that makes the zeroing
+     * visible before any peer can write into the new buffer. */
+    st = agree_outcome(ctx, "symm_buf_alloc", local);
+    if (st == SYMM_SUCCESS) {
+        b->ctx = ctx;
+        b->dtype = dtype;
+        b->elem_size = es;
+        b->count = count;
+        b->off = off;
+        b->bytes = len;
+        b->handle = symm__handle_new(SYMM__KIND_BUF, b);
+        if (!b->handle) st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_buf_alloc: handle table full");
+    }
+    if (st) {
+        free(b);
+        symm__alloc_give(&ctx->alloc, off, len);
+        goto out;
+    }
+    b->next = ctx->bufs;
+    if (ctx->bufs) ctx->bufs->prev = b;
+    ctx->bufs = b;
+    *out = (symm_buf)(uintptr_t)b->handle;
+out:
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
+}
+
+symm_status symm_buf_free(symm_buf h) {
+    symm__err_clear();
+    if (!h) return SYMM_SUCCESS;
+    symm__buf *b;
+    SYMM_TRY(symm__buf_get(h, &b));
+    symm__ctx *ctx = b->ctx;
+    SYMM_TRY(symm__thread_check(ctx));
+    pthread_mutex_lock(&ctx->lock);
+    symm_status st = ctx->ops->quiet(ctx);
+    call_sig sig = {ctx->alloc_seq, 2, b->dtype, b->off, b->count};
+    if (st == SYMM_SUCCESS) st = symm__check_failed(ctx);
+    /* The agreement is also the barrier: no peer still targets the buffer. */
+    if (st == SYMM_SUCCESS) st = agree(ctx, "symm_buf_free", &sig);
+    if (st == SYMM_SUCCESS) {
+        ctx->alloc_seq++;
+        if (b->prev) b->prev->next = b->next;
+        else ctx->bufs = b->next;
+        if (b->next) b->next->prev = b->prev;
+        symm__handle_release(SYMM__KIND_BUF, b->handle);
+        symm__alloc_give(&ctx->alloc, b->off, b->bytes);
+        free(b);
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
+}
+
+symm_status symm_buf_ptr(symm_buf h, void **ptr) {
+    symm__err_clear();
+    symm__buf *b;
+    SYMM_TRY(symm__buf_get(h, &b));
+    SYMM_CHECK(ptr, SYMM_ERR_INVALID_ARG, "symm_buf_ptr: ptr is NULL");
+    *ptr = symm__local(b->ctx, b->off);
+    return SYMM_SUCCESS;
+}
+
+symm_status symm_buf_query(symm_buf h, uint32_t *dtype, uint64_t *count, uint64_t *offset) {
+    symm__err_clear();
+    symm__buf *b;
+    SYMM_TRY(symm__buf_get(h, &b));
+    if (dtype) *dtype = b->dtype;
+    if (count) *count = b->count;
+    if (offset) *offset = b->off;
+    return SYMM_SUCCESS;
+}

@@ -1,0 +1,305 @@
+/* Context lifecycle, queries, and the validation helpers every entry uses. */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+#include "teams.h"
+
+symm_status symm_get_version(uint32_t *runtime_version) {
+    symm__err_clear();
+    SYMM_CHECK(runtime_version, SYMM_ERR_INVALID_ARG, "symm_get_version: runtime_version is NULL");
+    *runtime_version = SYMM_VERSION;
+    return SYMM_SUCCESS;
+}
+
+symm_status symm_init_attr_init(symm_init_attr *attr, uint32_t struct_size) {
+    symm__err_clear();
+    SYMM_CHECK(attr, SYMM_ERR_INVALID_ARG, "symm_init_attr_init: attr is NULL");
+    SYMM_CHECK(struct_size >= offsetof(symm_init_attr, heap_cap), SYMM_ERR_INVALID_ARG,
+               "symm_init_attr_init: struct_size %u is smaller than any released layout",
+               struct_size);
+    symm_init_attr d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = struct_size < sizeof d ? struct_size : (uint32_t)sizeof d;
+    d.backend = SYMM_BACKEND_AUTO;
+    d.bootstrap = SYMM_BOOTSTRAP_AUTO;
+    d.thread_level = SYMM_THREAD_SINGLE;
+    d.device = -1;
+    /* Callers with a newer, larger struct keep their tail zeroed. */
+    if (struct_size > sizeof d) memset((char *)attr + sizeof d, 0, struct_size - sizeof d);
+    memcpy(attr, &d, d.struct_size);
+    return SYMM_SUCCESS;
+}
+
+/* ---- handle resolution and common checks ---- */
+
+symm_status symm__ctx_get(symm_ctx h, symm__ctx **ctx) {
+    symm__ctx *c = symm__handle_get(SYMM__KIND_CTX, (uint64_t)(uintptr_t)h);
+    if (!c) return symm__err(SYMM_ERR_INVALID_HANDLE, "invalid symm_ctx %p (NULL, finalized or not a context)", (void *)h);
+    *ctx = c;
+    return SYMM_SUCCESS;
+}
+
+symm_status symm__buf_get(symm_buf h, symm__buf **buf) {
+    symm__buf *b = symm__handle_get(SYMM__KIND_BUF, (uint64_t)(uintptr_t)h);
+    if (!b) return symm__err(SYMM_ERR_INVALID_HANDLE, "invalid symm_buf %p (NULL, freed or not a buffer)", (void *)h);
+    *buf = b;
+    return SYMM_SUCCESS;
+}
+
+symm_status symm__team_get(symm_team h, symm__team **team) {
+    symm__team *t = symm__handle_get(SYMM__KIND_TEAM, (uint64_t)(uintptr_t)h);
+    if (!t) return symm__err(SYMM_ERR_INVALID_HANDLE, "invalid symm_team %p (NULL, destroyed or not a team)", (void *)h);
+    *team = t;
+    return SYMM_SUCCESS;
+}
+
+symm_status symm__thread_check(const symm__ctx *ctx) {
+    if (ctx->thread_level == SYMM_THREAD_FUNNELED && !pthread_equal(pthread_self(), ctx->init_thread))
+        return symm__err(SYMM_ERR_THREAD_LEVEL,
+                         "context was created with SYMM_THREAD_FUNNELED: only the thread that "
+                         "called symm_init may call symm");
+    return SYMM_SUCCESS;
+}
+
+symm_status symm__check_pe(const symm__ctx *ctx, int32_t pe) {
+    if (pe < 0 || pe >= ctx->n_pes)
+        return symm__err(SYMM_ERR_INVALID_ARG, "pe %d is outside [0, %d)", pe, ctx->n_pes);
+    return SYMM_SUCCESS;
+}
+
+symm_status symm__check_range(const symm__buf *buf, uint64_t index, uint64_t nelems) {
+    if (index > buf->count || nelems > buf->count - index)
+        return symm__err(SYMM_ERR_OUT_OF_BOUNDS,
+                         "elements [%llu, %llu + %llu) are outside the buffer of %llu elements",
+                         (unsigned long long)index, (unsigned long long)index,
+                         (unsigned long long)nelems, (unsigned long long)buf->count);
+    return SYMM_SUCCESS;
+}
+
+symm_status symm__check_failed(symm__ctx *ctx) {
+    if (atomic_load_explicit(&ctx->failed, memory_order_relaxed))
+        return symm__err(SYMM_ERR_PEER_FAILED, "a peer PE of this job failed; the context is unusable");
+    if (ctx->boot && symm__boot_check(ctx->boot) != SYMM_SUCCESS) {
+        atomic_store(&ctx->failed, 1);
+        return SYMM_ERR_PEER_FAILED; /* boot_check left the message */
+    }
+    return SYMM_SUCCESS;
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+symm_status symm__wait(symm__ctx *ctx, bool (*done)(void *arg), void *arg) {
+    /* Spin briefly (latency), then yield (PEs may outnumber cores), then
+     * sleep in short naps; check for failed peers about every millisecond. */
+    for (int i = 0; i < 128; i++) {
+        if (done(arg)) return SYMM_SUCCESS;
+    }
+    uint64_t start = now_ns(), last_check = start;
+    for (uint64_t iter = 0;; iter++) {
+        if (done(arg)) return SYMM_SUCCESS;
+        uint64_t t = now_ns();
+        if (t - last_check > 1000000ull) {
+            last_check = t;
+            SYMM_TRY(symm__check_failed(ctx));
+        }
+        if (t - start < 20000000ull) {
+            sched_yield();
+        } else {
+            struct timespec nap = {0, 50000};
+            nanosleep(&nap, NULL);
+        }
+    }
+}
+
+/* ---- init / finalize ---- */
+
+static symm_status pick_backend(symm__ctx *ctx) {
+    uint32_t want = ctx->cfg.backend;
+#ifdef SYMM_HAVE_CUDA
+    if (want == SYMM_BACKEND_AUTO || want == SYMM_BACKEND_CUDA) {
+        symm_status st = symm__cuda_probe();
+        if (st == SYMM_SUCCESS) {
+            ctx->ops = &symm__cuda_ops;
+            return SYMM_SUCCESS;
+        }
+        if (want == SYMM_BACKEND_CUDA) return st; /* NO_DEVICE + reason */
+    }
+#else
+    if (want == SYMM_BACKEND_CUDA)
+        return symm__err(SYMM_ERR_NO_DEVICE,
+                         "the CUDA backend was requested but this runtime was built without it");
+#endif
+    ctx->ops = &symm__host_ops;
+    return SYMM_SUCCESS;
+}
+
+static void ctx_destroy(symm__ctx *ctx) {
+    while (ctx->bufs) {
+        symm__buf *b = ctx->bufs;
+        ctx->bufs = b->next;
+        symm__handle_release(SYMM__KIND_BUF, b->handle);
+        free(b);
+    }
+    symm__teams_fini(ctx);
+    if (ctx->ops && ctx->heap_base) ctx->ops->heap_fini(ctx);
+    if (ctx->ops && ctx->ops->fini) ctx->ops->fini(ctx);
+    symm__alloc_fini(&ctx->alloc);
+    free(ctx->peer_base);
+    symm__boot_close(ctx->boot);
+    if (ctx->handle) symm__handle_release(SYMM__KIND_CTX, ctx->handle);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+}
+
+symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
+    symm__err_clear();
+    SYMM_CHECK(out, SYMM_ERR_INVALID_ARG, "symm_init: ctx out-parameter is NULL");
+    symm__ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory");
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&ctx->lock, &ma);
+    pthread_mutexattr_destroy(&ma);
+    ctx->init_thread = pthread_self();
+
+    symm_status st = symm__config_load(attr, &ctx->cfg);
+    if (st) goto fail;
+    ctx->thread_level = ctx->cfg.thread_level;
+
+    st = symm__boot_open(&ctx->cfg, &ctx->boot, &ctx->boot_info);
+    if (st) goto fail;
+    ctx->my_pe = ctx->boot_info.rank;
+    ctx->n_pes = ctx->boot_info.n_pes;
+    ctx->local_pe = ctx->boot_info.local_rank;
+    ctx->local_n_pes = ctx->boot_info.local_n_pes;
+
+    /* Every PE must pick the same backend. */
+    st = pick_backend(ctx);
+    uint32_t mine[2] = {st == SYMM_SUCCESS ? ctx->ops->id : 0u, (uint32_t)st};
+    uint32_t *all = calloc((size_t)ctx->n_pes, sizeof mine);
+    if (!all) { st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory"); goto fail; }
+    char saved[512];
+    snprintf(saved, sizeof saved, "%s", symm__last_error());
+    symm_status gst = symm__boot_allgather(ctx->boot, mine, all, sizeof mine);
+    if (gst) { free(all); st = gst; goto fail; }
+    for (int32_t pe = 0; pe < ctx->n_pes && st == SYMM_SUCCESS; pe++) {
+        if (all[2 * pe + 1] != SYMM_SUCCESS) {
+            st = symm__err((symm_status)all[2 * pe + 1], "symm_init: PE %d could not set up its backend", pe);
+        } else if (all[2 * pe] != mine[0]) {
+            st = symm__err(SYMM_ERR_MISMATCH,
+                           "symm_init: PEs chose different backends (PE %d: %u, PE %d: %u); set SYMM_BACKEND",
+                           ctx->my_pe, mine[0], pe, all[2 * pe]);
+        }
+    }
+    free(all);
+    if (st) {
+        if (mine[1] != SYMM_SUCCESS) symm__err((symm_status)mine[1], "%s", saved);
+        goto fail;
+    }
+    if (ctx->ops->id == SYMM_BACKEND_HOST && ctx->local_n_pes != ctx->n_pes) {
+        st = symm__err(SYMM_ERR_NOT_SUPPORTED,
+                       "the host backend needs every PE on one host (%d of %d are local); "
+                       "no transport for other hosts is available yet",
+                       ctx->local_n_pes, ctx->n_pes);
+        goto fail;
+    }
+
+    ctx->peer_base = calloc((size_t)ctx->n_pes, sizeof *ctx->peer_base);
+    if (!ctx->peer_base) { st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory"); goto fail; }
+    ctx->heap_cap = ctx->cfg.heap_cap;
+    st = ctx->ops->heap_init(ctx);
+    if (st) goto fail;
+    st = ctx->ops->heap_grow(ctx, ctx->cfg.heap_chunk);
+    if (st) goto fail;
+    ctx->heap_mapped = ctx->cfg.heap_chunk;
+    st = ctx->ops->memset0(ctx, 0, SYMM__SYS_BYTES);
+    if (st) goto fail;
+    st = symm__alloc_init(&ctx->alloc, SYMM__SYS_BYTES, ctx->heap_cap);
+    if (st) goto fail;
+    st = symm__teams_init(ctx);
+    if (st) goto fail;
+    /* Nobody touches a peer's system area before it is zeroed. */
+    st = symm__boot_barrier(ctx->boot);
+    if (st) goto fail;
+
+    ctx->handle = symm__handle_new(SYMM__KIND_CTX, ctx);
+    if (!ctx->handle) { st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: handle table full"); goto fail; }
+    *out = (symm_ctx)(uintptr_t)ctx->handle;
+    return SYMM_SUCCESS;
+
+fail:;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", symm__last_error());
+    ctx_destroy(ctx);
+    return symm__err(st, "%s", msg);
+}
+
+symm_status symm_finalize(symm_ctx *pctx) {
+    symm__err_clear();
+    if (!pctx || !*pctx) return SYMM_SUCCESS;
+    symm__ctx *ctx = NULL;
+    SYMM_TRY(symm__ctx_get(*pctx, &ctx));
+    SYMM_TRY(symm__thread_check(ctx));
+    pthread_mutex_lock(&ctx->lock);
+    symm_status st = symm__check_failed(ctx);
+    if (st == SYMM_SUCCESS) st = ctx->ops->quiet(ctx);
+    /* Peers may still be writing into this heap: leave together. */
+    if (st == SYMM_SUCCESS) st = symm__boot_barrier(ctx->boot);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", symm__last_error());
+    /* The handle goes stale first, so concurrent calls fail cleanly. */
+    symm__handle_release(SYMM__KIND_CTX, ctx->handle);
+    ctx->handle = 0;
+    pthread_mutex_unlock(&ctx->lock);
+    ctx_destroy(ctx);
+    *pctx = NULL;
+    if (st) return symm__err(st, "symm_finalize: %s (local resources were released)", msg);
+    return SYMM_SUCCESS;
+}
+
+int32_t symm_my_pe(symm_ctx h) {
+    symm__ctx *ctx = symm__handle_get(SYMM__KIND_CTX, (uint64_t)(uintptr_t)h);
+    return ctx ? ctx->my_pe : -1;
+}
+
+int32_t symm_n_pes(symm_ctx h) {
+    symm__ctx *ctx = symm__handle_get(SYMM__KIND_CTX, (uint64_t)(uintptr_t)h);
+    return ctx ? ctx->n_pes : -1;
+}
+
+symm_status symm_ctx_query(symm_ctx h, symm_ctx_info *info) {
+    symm__err_clear();
+    symm__ctx *ctx = NULL;
+    SYMM_TRY(symm__ctx_get(h, &ctx));
+    SYMM_CHECK(info, SYMM_ERR_INVALID_ARG, "symm_ctx_query: info is NULL");
+    SYMM_CHECK(info->struct_size >= offsetof(symm_ctx_info, heap_cap), SYMM_ERR_INVALID_ARG,
+               "symm_ctx_query: info->struct_size %u is too small (set it to sizeof(symm_ctx_info))",
+               info->struct_size);
+    symm_ctx_info d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = info->struct_size < sizeof d ? info->struct_size : (uint32_t)sizeof d;
+    d.backend = ctx->ops->id;
+    d.thread_level = ctx->thread_level;
+    d.my_pe = ctx->my_pe;
+    d.n_pes = ctx->n_pes;
+    d.local_pe = ctx->local_pe;
+    d.local_n_pes = ctx->local_n_pes;
+    d.device = ctx->ops->id == SYMM_BACKEND_HOST ? -1 : ctx->cfg.device;
+    d.heap_cap = ctx->heap_cap;
+    pthread_mutex_lock(&ctx->lock);
+    d.heap_mapped = ctx->heap_mapped;
+    d.heap_used = ctx->alloc.used;
+    pthread_mutex_unlock(&ctx->lock);
+    memcpy(info, &d, d.struct_size);
+    return SYMM_SUCCESS;
+}

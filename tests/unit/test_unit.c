@@ -1,0 +1,160 @@
+/* Unit tests of runtime internals: allocator, handle tables, size parsing,
+ * attribute defaults. Linked against the runtime's objects directly. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "symm_test.h"
+
+/* The loader answers these in applications; the unit test links the runtime
+ * objects directly, so it supplies them. */
+const char *symm_status_string(symm_status s) { return symm__status_name(s); }
+const char *symm_last_error(void) { return symm__last_error(); }
+
+/* Reference model: a byte map of the range; checks allocations never overlap,
+ * stay in range, honour alignment, and that freed space is reusable. */
+static void test_alloc_random(void) {
+    enum { START = 4096, END = 1 << 20, N = 256 };
+    symm__alloc a, b;
+    CHECK_OK(symm__alloc_init(&a, START, END));
+    CHECK_OK(symm__alloc_init(&b, START, END));
+    uint8_t *owner = calloc(END, 1);
+    uint64_t offs[N] = {0}, lens[N] = {0};
+    unsigned seed = 12345;
+    for (int step = 0; step < 20000; step++) {
+        int i = rand_r(&seed) % N;
+        if (lens[i]) {
+            for (uint64_t k = 0; k < lens[i]; k++) ASSERT_EQ(owner[offs[i] + k], (uint8_t)(i + 1));
+            memset(owner + offs[i], 0, lens[i]);
+            symm__alloc_give(&a, offs[i], lens[i]);
+            symm__alloc_give(&b, offs[i], lens[i]);
+            lens[i] = 0;
+        } else {
+            uint64_t len = (uint64_t)(rand_r(&seed) % 8192 + 1);
+            uint64_t align = 1ull << (rand_r(&seed) % 9);
+            uint64_t off, off2;
+            bool ok = symm__alloc_take(&a, len, align, &off);
+            bool ok2 = symm__alloc_take(&b, len, align, &off2);
+            ASSERT_EQ(ok, ok2); /* determinism: same sequence, same answer */
+            if (!ok) continue;
+            ASSERT_U64_EQ(off, off2);
+            ASSERT_EQ(off % align, 0);
+            ASSERT_TRUE(off >= START && off + len <= END);
+            for (uint64_t k = 0; k < len; k++) {
+                ASSERT_EQ(owner[off + k], 0);
+                owner[off + k] = (uint8_t)(i + 1);
+            }
+            offs[i] = off;
+            lens[i] = len;
+        }
+    }
+    for (int i = 0; i < N; i++)
+        if (lens[i]) symm__alloc_give(&a, offs[i], lens[i]);
+    /* Everything coalesces back into one range. */
+    ASSERT_EQ(a.n_free, 1);
+    ASSERT_U64_EQ(a.used, 0);
+    uint64_t off;
+    ASSERT_TRUE(symm__alloc_take(&a, END - START, 1, &off));
+    ASSERT_U64_EQ(off, START);
+    ASSERT_TRUE(!symm__alloc_take(&a, 1, 1, &off)); /* full */
+    symm__alloc_fini(&a);
+    symm__alloc_fini(&b);
+    free(owner);
+}
+
+static void test_handles(void) {
+    int x, y;
+    uint64_t h1 = symm__handle_new(SYMM__KIND_BUF, &x);
+    ASSERT_TRUE(h1 != 0);
+    ASSERT_TRUE(symm__handle_get(SYMM__KIND_BUF, h1) == &x);
+    ASSERT_TRUE(symm__handle_get(SYMM__KIND_TEAM, h1) == NULL); /* wrong kind */
+    ASSERT_TRUE(symm__handle_get(SYMM__KIND_BUF, 0) == NULL);
+    ASSERT_TRUE(symm__handle_get(SYMM__KIND_BUF, 0xdeadbeefcafef00dull) == NULL);
+    symm__handle_release(SYMM__KIND_BUF, h1);
+    ASSERT_TRUE(symm__handle_get(SYMM__KIND_BUF, h1) == NULL); /* stale */
+    uint64_t h2 = symm__handle_new(SYMM__KIND_BUF, &y);        /* reuses the slot */
+    ASSERT_TRUE(h2 != h1);
+    ASSERT_TRUE(symm__handle_get(SYMM__KIND_BUF, h1) == NULL);
+    ASSERT_TRUE(symm__handle_get(SYMM__KIND_BUF, h2) == &y);
+    symm__handle_release(SYMM__KIND_BUF, h2);
+    symm__handle_release(SYMM__KIND_BUF, h2); /* double release is harmless */
+    /* Many live handles, all distinct and resolvable. */
+    enum { M = 5000 };
+    static uint64_t hs[M];
+    for (int i = 0; i < M; i++) hs[i] = symm__handle_new(SYMM__KIND_CTX, &hs[i]);
+    for (int i = 0; i < M; i++) ASSERT_TRUE(symm__handle_get(SYMM__KIND_CTX, hs[i]) == &hs[i]);
+    for (int i = 0; i < M; i++) symm__handle_release(SYMM__KIND_CTX, hs[i]);
+    for (int i = 0; i < M; i++) ASSERT_TRUE(symm__handle_get(SYMM__KIND_CTX, hs[i]) == NULL);
+}
+
+static void test_parse_size(void) {
+    uint64_t v;
+    ASSERT_TRUE(symm__parse_size("4096", &v) && v == 4096);
+    ASSERT_TRUE(symm__parse_size("64M", &v) && v == 64ull << 20);
+    ASSERT_TRUE(symm__parse_size("2g", &v) && v == 2ull << 30);
+    ASSERT_TRUE(symm__parse_size("1GiB", &v) && v == 1ull << 30);
+    ASSERT_TRUE(symm__parse_size("3KB", &v) && v == 3072);
+    ASSERT_TRUE(!symm__parse_size("", &v));
+    ASSERT_TRUE(!symm__parse_size("12X", &v));
+    ASSERT_TRUE(!symm__parse_size("-1", &v));
+    ASSERT_TRUE(!symm__parse_size("99999999999999T", &v)); /* overflow */
+    ASSERT_TRUE(!symm__parse_size("M", &v));
+}
+
+static void test_attr_defaults(void) {
+    symm_init_attr a;
+    memset(&a, 0xff, sizeof a);
+    CHECK_OK(symm_init_attr_init(&a, sizeof a));
+    ASSERT_EQ(a.struct_size, sizeof a);
+    ASSERT_EQ(a.backend, SYMM_BACKEND_AUTO);
+    ASSERT_EQ(a.device, -1);
+    ASSERT_U64_EQ(a.heap_cap, 0);
+    CHECK_STATUS(symm_init_attr_init(NULL, sizeof a), SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_init_attr_init(&a, 4), SYMM_ERR_INVALID_ARG);
+    /* An older, smaller struct: only its bytes are written. */
+    unsigned char small[sizeof a + 8];
+    memset(small, 0xab, sizeof small);
+    uint32_t old_size = (uint32_t)offsetof(symm_init_attr, device);
+    CHECK_OK(symm_init_attr_init((symm_init_attr *)small, old_size));
+    for (size_t i = old_size; i < sizeof small; i++) ASSERT_EQ(small[i], 0xab);
+
+    symm__config cfg;
+    setenv("SYMM_HEAP_CHUNK", "3M", 1); /* not a power of two */
+    CHECK_STATUS(symm__config_load(NULL, &cfg), SYMM_ERR_INVALID_ARG);
+    setenv("SYMM_HEAP_CHUNK", "1M", 1);
+    setenv("SYMM_HEAP_CAP", "10M", 1);
+    CHECK_OK(symm__config_load(NULL, &cfg));
+    ASSERT_U64_EQ(cfg.heap_cap, 10ull << 20);
+    setenv("SYMM_HEAP_CAP", "lots", 1);
+    CHECK_STATUS(symm__config_load(NULL, &cfg), SYMM_ERR_INVALID_ARG);
+    unsetenv("SYMM_HEAP_CAP");
+    setenv("SYMM_BACKEND", "quantum", 1);
+    CHECK_STATUS(symm__config_load(NULL, &cfg), SYMM_ERR_INVALID_ARG);
+    unsetenv("SYMM_BACKEND");
+    symm_init_attr bad;
+    symm_init_attr_init(&bad, sizeof bad);
+    bad.thread_level = 9;
+    CHECK_STATUS(symm__config_load(&bad, &cfg), SYMM_ERR_INVALID_ARG);
+    symm_init_attr_init(&bad, sizeof bad);
+    bad.bootstrap = SYMM_BOOTSTRAP_UID;
+    bad.n_pes = 2;
+    bad.rank = 2;
+    CHECK_STATUS(symm__config_load(&bad, &cfg), SYMM_ERR_INVALID_ARG);
+}
+
+static void test_status_names(void) {
+    ASSERT_TRUE(strcmp(symm__status_name(SYMM_ERR_OUT_OF_BOUNDS), "SYMM_ERR_OUT_OF_BOUNDS") == 0);
+    ASSERT_TRUE(strcmp(symm__status_name(-4), "SYMM_ERR_UNKNOWN") == 0);
+    ASSERT_TRUE(strcmp(symm__status_name(SYMM_STATUS_COUNT), "SYMM_ERR_UNKNOWN") == 0);
+    for (int s = 0; s < SYMM_STATUS_COUNT; s++) ASSERT_TRUE(strncmp(symm__status_name(s), "SYMM_", 5) == 0);
+}
+
+int main(void) {
+    test_alloc_random();
+    test_handles();
+    test_parse_size();
+    test_attr_defaults();
+    test_status_names();
+    printf("unit: all passed\n");
+    return 0;
+}
