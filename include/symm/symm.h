@@ -309,6 +309,13 @@ SYMM_API symm_status symm_sync_all(symm_ctx ctx);
  * destroyed with symm_team_destroy (collective over the team). A PE that is not
  * in a new team gets NULL. */
 
+/* A context has 128 team slots per PE; the 4 predefined teams use 4. A split
+ * needs a slot free on all of the new team's members (teams with no PE in
+ * common may share one), so up to 124 split teams can include one PE at a
+ * time; the next split gives TEAM_EXHAUSTED on every PE of the parent.
+ * Split and destroy calls on one context must not run concurrently from
+ * several threads. PEs that disagree on a split's arguments all get MISMATCH. */
+
 #define SYMM_TEAM_WORLD            0 /* every PE of the context                 */
 #define SYMM_TEAM_SHARED           1 /* PEs load/store reachable from this PE   */
 #define SYMM_TEAM_NODE             2 /* PEs of this host                        */
@@ -504,6 +511,16 @@ SYMM_API symm_status symm_atomic_nbi(symm_buf buf, uint64_t index, uint32_t op,
  * (dst range == src range) is allowed for broadcast, reduce and (when src is
  * this PE's block of dst) fcollect/collect; other overlaps are INVALID_ARG.
  * Cheap cross-PE checks report MISMATCH (nelems, root, op, dtype). */
+
+/* SYMM_OP_AND/OR/XOR on FLOAT16/BFLOAT16/FLOAT32/FLOAT64 return
+ * SYMM_ERR_NOT_SUPPORTED; an op outside SYMM_OP_* is INVALID_ARG.
+ * Reductions combine the team's PEs in team order on every PE, so every PE
+ * gets bitwise-identical results; integer SUM/PROD wrap around; floating
+ * MIN/MAX follow fmin/fmax; FLOAT16/BFLOAT16 are accumulated in float32 and
+ * rounded to nearest-even once. nelems 0 is a valid call (it synchronises).
+ * A PE whose own arguments are rejected returns its error and its team peers
+ * return MISMATCH (no PE is left waiting). On return every peer has finished
+ * reading this PE's src, which may be reused at once. */
 
 #define SYMM_OP_SUM  0
 #define SYMM_OP_PROD 1

@@ -265,6 +265,8 @@ static inline uint64_t symm__team_sync_off(int32_t slot) {
 /* Buffers                                                                   */
 /* ------------------------------------------------------------------------ */
 
+#define SYMM__BUF_REGISTERED 1u /* caller-owned memory (symm_buf_register) */
+
 typedef struct symm__buf {
     uint64_t handle;
     symm__ctx *ctx;
@@ -272,6 +274,7 @@ typedef struct symm__buf {
     uint64_t count;
     uint64_t off;   /* symmetric byte offset in the heap */
     uint64_t bytes; /* reserved bytes (aligned)          */
+    uint32_t flags; /* SYMM__BUF_*                       */
     struct symm__buf *next, *prev; /* ctx's live list     */
 } symm__buf;
 

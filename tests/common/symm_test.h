@@ -73,18 +73,33 @@ static int symm_test_pe = -1; /* set by tests once they know their PE */
             TEST_FAIL_("%s: no error message", #call);                         \
     } while (0)
 
-/* Init with the default bootstrap (symmrun env) and record the PE. */
+/* Init with the default bootstrap (symmrun env) and record the PE. The
+ * backend is the host unless SYMM_TEST_BACKEND=cuda (the GPU suite sets it);
+ * a CUDA run on a machine without a usable GPU is a skip (exit 77). */
 static inline symm_ctx symm_test_init(uint32_t backend) {
     symm_init_attr attr;
     symm_ctx ctx = NULL;
     CHECK_OK(SYMM_INIT_ATTR_INIT(&attr));
-    attr.backend = backend;
     const char *b = getenv("SYMM_TEST_BACKEND");
-    if (backend == SYMM_BACKEND_AUTO && b && strcmp(b, "cuda") == 0) attr.backend = SYMM_BACKEND_CUDA;
-    if (backend == SYMM_BACKEND_AUTO && b && strcmp(b, "host") == 0) attr.backend = SYMM_BACKEND_HOST;
-    CHECK_OK(symm_init(&attr, &ctx));
+    if (backend == SYMM_BACKEND_AUTO)
+        backend = (b && strcmp(b, "cuda") == 0) ? SYMM_BACKEND_CUDA : SYMM_BACKEND_HOST;
+    attr.backend = backend;
+    symm_status st = symm_init(&attr, &ctx);
+    if (st == SYMM_ERR_NO_DEVICE && backend == SYMM_BACKEND_CUDA) {
+        printf("SKIP: no usable GPU (%s)\n", symm_last_error());
+        exit(77);
+    }
+    if (st != SYMM_SUCCESS)
+        TEST_FAIL_("symm_init -> %s (%s)", symm_status_string(st), symm_last_error());
     symm_test_pe = symm_my_pe(ctx);
     return ctx;
+}
+
+/* Read n elements of this PE's copy of buf into host memory (works for host
+ * and device memory alike). */
+static inline void symm_test_read_local(symm_ctx ctx, symm_buf buf, uint64_t index,
+                                        uint64_t nelems, void *out) {
+    CHECK_OK(symm_get(out, buf, index, nelems, symm_my_pe(ctx)));
 }
 
 #endif /* SYMM_TEST_H */

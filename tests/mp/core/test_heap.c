@@ -17,8 +17,8 @@ static void check_same_offset(symm_buf b) {
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT64, (uint64_t)n, &offs));
     for (int pe = 0; pe < n; pe++) CHECK_OK(symm_p(offs, (uint64_t)me, &off, pe));
     CHECK_OK(symm_barrier_all(ctx));
-    uint64_t *all;
-    CHECK_OK(symm_buf_ptr(offs, (void **)&all));
+    uint64_t all[64];
+    symm_test_read_local(ctx, offs, 0, (uint64_t)n, all);
     for (int pe = 0; pe < n; pe++) ASSERT_U64_EQ(all[pe], off);
     CHECK_OK(symm_barrier_all(ctx));
     CHECK_OK(symm_buf_free(offs));
@@ -34,9 +34,11 @@ static void test_sequences(void) {
         int i = (int)(rand_r(&seed) % K);
         if (bufs[i]) {
             /* verify contents written earlier, then free */
-            int32_t *p;
-            CHECK_OK(symm_buf_ptr(bufs[i], (void **)&p));
-            for (uint64_t k = 0; k < counts[i]; k += 97) ASSERT_EQ(p[k], (int32_t)(prev * 7 + i + (int)k));
+            for (uint64_t k = 0; k < counts[i]; k += 97) {
+                int32_t v;
+                symm_test_read_local(ctx, bufs[i], k, 1, &v);
+                ASSERT_EQ(v, (int32_t)(prev * 7 + i + (int)k));
+            }
             CHECK_OK(symm_buf_free(bufs[i]));
             bufs[i] = NULL;
         } else {
@@ -50,9 +52,11 @@ static void test_sequences(void) {
             CHECK_OK(symm_buf_query(bufs[i], &dt, &cnt, NULL));
             ASSERT_EQ(dt, SYMM_DTYPE_INT32);
             ASSERT_U64_EQ(cnt, c);
-            int32_t *p;
-            CHECK_OK(symm_buf_ptr(bufs[i], (void **)&p));
-            for (uint64_t k = 0; k < c; k += 97) ASSERT_EQ(p[k], 0);
+            for (uint64_t k = 0; k < c; k += 97) {
+                int32_t v = -1;
+                symm_test_read_local(ctx, bufs[i], k, 1, &v);
+                ASSERT_EQ(v, 0);
+            }
             CHECK_OK(symm_barrier_all(ctx)); /* nobody writes before everyone checked */
             for (uint64_t k = 0; k < c; k += 97) {
                 int32_t v = (int32_t)(me * 7 + i + (int)k);
@@ -119,9 +123,9 @@ static void test_cap_and_errors(void) {
     int16_t x = 42;
     CHECK_OK(symm_p(b, 99, &x, next));
     CHECK_OK(symm_barrier_all(ctx));
-    int16_t *loc;
-    CHECK_OK(symm_buf_ptr(b, (void **)&loc));
-    ASSERT_EQ(loc[99], 42);
+    int16_t last = 0;
+    symm_test_read_local(ctx, b, 99, 1, &last);
+    ASSERT_EQ(last, 42);
     CHECK_OK(symm_buf_free(b));
     /* stale handle after free */
     CHECK_STATUS(symm_put(b, 0, v, 1, next), SYMM_ERR_INVALID_HANDLE);
@@ -143,7 +147,9 @@ static void test_cap_and_errors(void) {
 static void test_two_contexts(void) {
     symm_init_attr attr;
     CHECK_OK(SYMM_INIT_ATTR_INIT(&attr));
-    attr.backend = SYMM_BACKEND_HOST;
+    symm_ctx_info ci = {.struct_size = sizeof ci};
+    CHECK_OK(symm_ctx_query(ctx, &ci));
+    attr.backend = ci.backend;
     attr.heap_cap = 8u << 20;
     symm_ctx c2 = NULL;
     CHECK_OK(symm_init(&attr, &c2));
@@ -158,15 +164,18 @@ static void test_two_contexts(void) {
     CHECK_OK(symm_p(b, 0, &vb, next));
     CHECK_OK(symm_barrier_all(c2));
     CHECK_OK(symm_barrier_all(ctx));
-    int32_t *pa, *pb;
-    CHECK_OK(symm_buf_ptr(a, (void **)&pa));
-    CHECK_OK(symm_buf_ptr(b, (void **)&pb));
-    ASSERT_EQ(pa[0], 100 + prev);
-    ASSERT_EQ(pb[0], 200 + prev);
+    int32_t va2 = 0, vb2 = 0;
+    void *pa, *pb;
+    symm_test_read_local(ctx, a, 0, 1, &va2);
+    symm_test_read_local(c2, b, 0, 1, &vb2);
+    ASSERT_EQ(va2, 100 + prev);
+    ASSERT_EQ(vb2, 200 + prev);
+    CHECK_OK(symm_buf_ptr(a, &pa));
+    CHECK_OK(symm_buf_ptr(b, &pb));
     ASSERT_TRUE(pa != pb);
     CHECK_OK(symm_buf_free(b));
     CHECK_OK(symm_finalize(&c2));
-    CHECK_STATUS(symm_buf_ptr(b, (void **)&pb), SYMM_ERR_INVALID_HANDLE);
+    CHECK_STATUS(symm_buf_ptr(b, &pb), SYMM_ERR_INVALID_HANDLE);
     CHECK_OK(symm_finalize(&c2)); /* NULL now: accepted */
     CHECK_OK(symm_buf_free(a));
 }
@@ -187,6 +196,9 @@ static void test_threads(void) {
     symm_init_attr attr;
     CHECK_OK(SYMM_INIT_ATTR_INIT(&attr));
     attr.thread_level = SYMM_THREAD_MULTIPLE;
+    symm_ctx_info ci = {.struct_size = sizeof ci};
+    CHECK_OK(symm_ctx_query(ctx, &ci));
+    attr.backend = ci.backend;
     symm_ctx c3 = NULL;
     CHECK_OK(symm_init(&attr, &c3));
     symm_ctx_info info = {.struct_size = sizeof info};
@@ -207,8 +219,8 @@ static void test_threads(void) {
         ASSERT_TRUE(r == NULL);
     }
     CHECK_OK(symm_barrier_all(c3));
-    int64_t *p;
-    CHECK_OK(symm_buf_ptr(b, (void **)&p));
+    static int64_t p[T * 200];
+    symm_test_read_local(c3, b, 0, T * 200, p);
     int prev = (me + n - 1) % n;
     for (int t = 0; t < T; t++)
         for (int i = 0; i < 200; i++) ASSERT_EQ(p[t * 200 + i], (int64_t)prev * 1000000 + t * 1000 + i);
@@ -226,6 +238,9 @@ static void test_funneled(void) {
     symm_init_attr attr;
     CHECK_OK(SYMM_INIT_ATTR_INIT(&attr));
     attr.thread_level = SYMM_THREAD_FUNNELED;
+    symm_ctx_info ci = {.struct_size = sizeof ci};
+    CHECK_OK(symm_ctx_query(ctx, &ci));
+    attr.backend = ci.backend;
     symm_ctx c4 = NULL;
     CHECK_OK(symm_init(&attr, &c4));
     CHECK_OK(symm_quiet(c4));
