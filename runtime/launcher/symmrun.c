@@ -1,0 +1,340 @@
+/*
+ * symmrun: run N processing elements of one symm job on this host.
+ *
+ *   symmrun -n N [--timeout SEC] [--] program [args...]
+ *
+ * symmrun makes a random job secret, serves the job's rendezvous on an
+ * abstract Unix socket from its own event loop (rendezvous.c), and starts N
+ * copies of the program with
+ *   SYMM_RANK, SYMM_N_PES, SYMM_LOCAL_RANK, SYMM_LOCAL_N_PES,
+ *   SYMM_BOOTSTRAP_ADDR (unix:@symmrun-...), SYMM_JOB_SECRET (64 hex digits),
+ *   SYMM_LAUNCHER=symmrun (so no PE starts a server of its own),
+ *   SYMM_RUNTIME=<symmrun's directory>/libsymm_runtime.so.1 when SYMM_RUNTIME
+ *     is unset and that file exists (the build tree lays them out this way;
+ *     an installed symmrun lives in bin/ and the loader finds the runtime).
+ * Each PE gets SIGKILL if symmrun dies (PR_SET_PDEATHSIG).
+ *
+ * Exit status: 0 when every PE exits 0. When a PE exits non-zero or dies of a
+ * signal, symmrun sends SIGTERM to the others, SIGKILL 2 s later, and exits
+ * with that first failing PE's status (its exit code, or 128 + signal).
+ * --timeout SEC: the job is stopped the same way after SEC seconds and
+ * symmrun exits 124. SIGINT/SIGTERM/SIGHUP sent to symmrun are forwarded to
+ * the PEs (a second one sends SIGKILL). Usage errors exit 2.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "rendezvous.h"
+#include "wire.h"
+
+#define MAX_PES 4096
+#define KILL_GRACE_MS 2000
+#define EXIT_USAGE 2
+#define EXIT_TIMEOUT 124
+#define EXIT_INTERNAL 1
+
+static const char usage_text[] =
+    "usage: symmrun -n N [--timeout SEC] [--] program [args...]\n"
+    "\n"
+    "Run N processing elements (PEs) of a symm job on this host.\n"
+    "\n"
+    "  -n, --np N        number of PEs (1.." "4096" ")\n"
+    "  -t, --timeout SEC stop the job after SEC seconds (exit status 124)\n"
+    "  -h, --help        show this help\n"
+    "\n"
+    "Each PE gets SYMM_RANK, SYMM_N_PES, SYMM_LOCAL_RANK, SYMM_LOCAL_N_PES,\n"
+    "SYMM_BOOTSTRAP_ADDR, SYMM_JOB_SECRET and SYMM_LAUNCHER=symmrun; symm_init\n"
+    "joins the job through symmrun. When one PE exits non-zero or dies, the\n"
+    "others are stopped (SIGTERM, then SIGKILL after 2 s) and symmrun exits with\n"
+    "that PE's status (exit code, or 128 + signal number).\n"
+    "\n"
+    "When SYMM_RUNTIME is unset and libsymm_runtime.so.1 sits next to symmrun (a\n"
+    "build tree), the PEs get SYMM_RUNTIME pointing at it.\n";
+
+static int usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "symmrun: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(symmrun --help shows the usage)\n");
+    return EXIT_USAGE;
+}
+
+typedef struct pe {
+    pid_t pid;
+    bool running;
+} pe;
+
+static void signal_all(pe *pes, int n, int sig) {
+    for (int i = 0; i < n; i++)
+        if (pes[i].running) kill(pes[i].pid, sig);
+}
+
+static int running_count(const pe *pes, int n) {
+    int k = 0;
+    for (int i = 0; i < n; i++) k += pes[i].running;
+    return k;
+}
+
+/* Point SYMM_RUNTIME at the runtime next to symmrun (the build tree). */
+static void set_runtime_path(void) {
+    if (getenv("SYMM_RUNTIME")) return;
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) return;
+    exe[len] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return;
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%.*s/libsymm_runtime.so.1", (int)(slash - exe), exe);
+    if (access(path, F_OK) == 0) setenv("SYMM_RUNTIME", path, 1);
+}
+
+static void child_exec(int rank, pid_t parent, const sigset_t *mask, char **argv) {
+    sigprocmask(SIG_SETMASK, mask, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(EXIT_INTERNAL); /* symmrun died before prctl */
+    char v[16];
+    snprintf(v, sizeof v, "%d", rank);
+    setenv("SYMM_RANK", v, 1);
+    setenv("SYMM_LOCAL_RANK", v, 1);
+    execvp(argv[0], argv);
+    int e = errno;
+    fprintf(stderr, "symmrun: PE %d: cannot run %s: %s\n", rank, argv[0], strerror(e));
+    _exit(e == ENOENT ? 127 : 126);
+}
+
+/* Status as a shell reports it, and a sentence for the message. */
+static int describe(int status, char *text, size_t n) {
+    if (WIFEXITED(status)) {
+        snprintf(text, n, "exited with status %d", WEXITSTATUS(status));
+        return WEXITSTATUS(status);
+    }
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        snprintf(text, n, "was killed by signal %d (%s)%s", sig, strsignal(sig),
+                 WCOREDUMP(status) ? ", core dumped" : "");
+        return 128 + sig;
+    }
+    snprintf(text, n, "ended with wait status 0x%x", status);
+    return EXIT_INTERNAL;
+}
+
+int main(int argc, char **argv) {
+    long n = 0;
+    double timeout_s = 0;
+    int i = 1;
+    while (i < argc) {
+        const char *a = argv[i];
+        const char *val = NULL;
+        bool is_n = false, is_t = false;
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        }
+        if (strcmp(a, "-n") == 0 || strcmp(a, "--np") == 0 || strcmp(a, "-np") == 0) {
+            is_n = true;
+        } else if (strncmp(a, "--np=", 5) == 0) {
+            is_n = true;
+            val = a + 5;
+        } else if (strncmp(a, "-n", 2) == 0 && a[2] >= '0' && a[2] <= '9') {
+            is_n = true;
+            val = a + 2;
+        } else if (strcmp(a, "-t") == 0 || strcmp(a, "--timeout") == 0) {
+            is_t = true;
+        } else if (strncmp(a, "--timeout=", 10) == 0) {
+            is_t = true;
+            val = a + 10;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return usage_error("unknown option %s", a);
+        } else {
+            break; /* the program */
+        }
+        if (!val) {
+            if (i + 1 >= argc) return usage_error("%s needs a value", a);
+            val = argv[++i];
+        }
+        i++;
+        char *end = NULL;
+        errno = 0;
+        if (is_n) {
+            n = strtol(val, &end, 10);
+            if (errno || end == val || *end || n < 1 || n > MAX_PES)
+                return usage_error("-n wants a PE count in 1..4096, not \"%s\"", val);
+        } else if (is_t) {
+            timeout_s = strtod(val, &end);
+            if (errno || end == val || *end || !(timeout_s > 0) || !isfinite(timeout_s) ||
+                timeout_s > 1e9)
+                return usage_error("--timeout wants a positive number of seconds, not \"%s\"", val);
+        }
+    }
+    if (n == 0) return usage_error("%s", "missing -n N (the number of PEs)");
+    if (i >= argc) return usage_error("%s", "missing the program to run");
+    char **prog = argv + i;
+
+    /* The job: secret, address, rendezvous server. */
+    uint8_t secret[SYMM__SECRET_BYTES];
+    char secret_hex[2 * SYMM__SECRET_BYTES + 1], addr_text[96], tag[17];
+    if (symm__random(secret, sizeof secret) != SYMM_SUCCESS) {
+        fprintf(stderr, "symmrun: %s\n", symm__last_error());
+        return EXIT_INTERNAL;
+    }
+    symm__hex(secret_hex, secret, sizeof secret);
+    uint8_t tag_bytes[8]; /* the socket name is public: not from the secret */
+    if (symm__random(tag_bytes, sizeof tag_bytes) != SYMM_SUCCESS) {
+        fprintf(stderr, "symmrun: %s\n", symm__last_error());
+        return EXIT_INTERNAL;
+    }
+    symm__hex(tag, tag_bytes, sizeof tag_bytes);
+    snprintf(addr_text, sizeof addr_text, "unix:@symmrun-%d-%s", (int)getpid(), tag);
+    symm__addr addr;
+    int listen_fd = -1;
+    symm__rdv *rdv = NULL;
+    symm__rdv_config rc;
+    memset(&rc, 0, sizeof rc);
+    if (symm__addr_parse(addr_text, &addr) != SYMM_SUCCESS ||
+        symm__addr_listen(&addr, false, &listen_fd, NULL) != SYMM_SUCCESS) {
+        fprintf(stderr, "symmrun: %s\n", symm__last_error());
+        return EXIT_INTERNAL;
+    }
+    rc.listen_fd = listen_fd;
+    rc.addr_text = addr_text;
+    rc.log_prefix = "symmrun";
+    memcpy(rc.secret, secret, sizeof secret);
+    rc.n_pes = (int32_t)n;
+    rc.hello_timeout_ms = SYMM__DEFAULT_TIMEOUT_MS;
+    if (symm__rdv_create(&rc, &rdv) != SYMM_SUCCESS) {
+        fprintf(stderr, "symmrun: %s\n", symm__last_error());
+        return EXIT_INTERNAL;
+    }
+
+    /* Signals arrive through a signalfd; the PEs get the old mask back. */
+    sigset_t mask, old_mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, &old_mask);
+    int sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sig_fd < 0) {
+        fprintf(stderr, "symmrun: signalfd: %s\n", strerror(errno));
+        symm__rdv_destroy(rdv);
+        return EXIT_INTERNAL;
+    }
+
+    char v[32];
+    snprintf(v, sizeof v, "%ld", n);
+    setenv("SYMM_N_PES", v, 1);
+    setenv("SYMM_LOCAL_N_PES", v, 1);
+    setenv("SYMM_BOOTSTRAP_ADDR", addr_text, 1);
+    setenv("SYMM_JOB_SECRET", secret_hex, 1);
+    setenv("SYMM_LAUNCHER", "symmrun", 1);
+    set_runtime_path();
+
+    pe *pes = calloc((size_t)n, sizeof *pes);
+    if (!pes) {
+        fprintf(stderr, "symmrun: out of memory\n");
+        return EXIT_INTERNAL;
+    }
+    fflush(NULL);
+    pid_t self = getpid();
+    int exit_code = 0;
+    int first_failed = -1;
+    bool timed_out = false;
+    int64_t kill_at = 0; /* SIGKILL whatever still runs at this time */
+    for (int r = 0; r < n; r++) {
+        pid_t pid = fork();
+        if (pid == 0) child_exec(r, self, &old_mask, prog);
+        if (pid < 0) {
+            fprintf(stderr, "symmrun: cannot start PE %d: %s; stopping the job\n", r,
+                    strerror(errno));
+            signal_all(pes, r, SIGKILL);
+            exit_code = EXIT_INTERNAL;
+            first_failed = r;
+            break;
+        }
+        pes[r].pid = pid;
+        pes[r].running = true;
+    }
+
+    int64_t deadline = timeout_s > 0 ? symm__now_ms() + (int64_t)(timeout_s * 1000.0) : 0;
+    int forwarded = 0;
+    while (running_count(pes, (int)n) > 0) {
+        int64_t now = symm__now_ms(), wake = INT64_MAX;
+        if (deadline && !timed_out) wake = deadline;
+        if (kill_at && kill_at < wake) wake = kill_at;
+        int wait_ms = -1;
+        if (wake != INT64_MAX) wait_ms = wake <= now ? 0 : (int)(wake - now > 1000000 ? 1000000 : wake - now);
+        struct pollfd sp = {.fd = sig_fd, .events = POLLIN};
+        if (symm__rdv_step(rdv, &sp, 1, wait_ms) != SYMM_SUCCESS) {
+            fprintf(stderr, "symmrun: %s; stopping the job\n", symm__last_error());
+            signal_all(pes, (int)n, SIGKILL);
+            struct timespec ts = {0, 10000000};
+            nanosleep(&ts, NULL);
+        }
+        struct signalfd_siginfo si;
+        while ((sp.revents & POLLIN) && read(sig_fd, &si, sizeof si) == (ssize_t)sizeof si) {
+            if (si.ssi_signo == SIGCHLD) continue; /* reaped below */
+            /* Terminal signals reached the PEs already (same process group). */
+            if (si.ssi_code == SI_KERNEL) continue;
+            if (++forwarded == 1) {
+                signal_all(pes, (int)n, (int)si.ssi_signo);
+            } else {
+                fprintf(stderr, "symmrun: second %s: killing the PEs\n",
+                        strsignal((int)si.ssi_signo));
+                signal_all(pes, (int)n, SIGKILL);
+            }
+        }
+        int status;
+        pid_t pid;
+        while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+            int r = 0;
+            while (r < n && pes[r].pid != pid) r++;
+            if (r == n) continue;
+            pes[r].running = false;
+            char text[128];
+            int code = describe(status, text, sizeof text);
+            if (code == 0 || first_failed >= 0 || timed_out) continue;
+            first_failed = r;
+            exit_code = code;
+            int others = running_count(pes, (int)n);
+            if (others > 0)
+                fprintf(stderr, "symmrun: PE %d (pid %d) %s; stopping the other %d PE%s\n", r,
+                        (int)pid, text, others, others == 1 ? "" : "s");
+            else
+                fprintf(stderr, "symmrun: PE %d (pid %d) %s\n", r, (int)pid, text);
+            signal_all(pes, (int)n, SIGTERM);
+            kill_at = symm__now_ms() + KILL_GRACE_MS;
+        }
+        now = symm__now_ms();
+        if (deadline && !timed_out && now >= deadline && running_count(pes, (int)n) > 0) {
+            timed_out = true;
+            fprintf(stderr, "symmrun: the job timed out after %g s; stopping %d PE%s\n", timeout_s,
+                    running_count(pes, (int)n), running_count(pes, (int)n) == 1 ? "" : "s");
+            signal_all(pes, (int)n, SIGTERM);
+            if (!kill_at) kill_at = now + KILL_GRACE_MS;
+        }
+        if (kill_at && now >= kill_at) {
+            signal_all(pes, (int)n, SIGKILL);
+            kill_at = 0;
+        }
+    }
+    free(pes);
+    close(sig_fd);
+    symm__rdv_destroy(rdv);
+    return timed_out ? EXIT_TIMEOUT : exit_code;
+}

@@ -1,0 +1,214 @@
+/*
+ * symmrun as a program: exit-status propagation, stopping the job when a PE
+ * fails or dies, --timeout, signal forwarding, PEs dying with symmrun, usage
+ * errors.
+ *
+ *   test_symmrun SYMMRUN PE_PROGRAM
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "symm_test.h"
+
+static const char *symmrun, *pe_prog;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct result {
+    int code;      /* shell-style exit status */
+    double secs;
+    char out[8192], err[8192];
+} result;
+
+static void drain(int fd, char *buf, size_t cap) {
+    size_t len = strlen(buf);
+    for (;;) {
+        ssize_t n = read(fd, buf + len, cap - 1 - len);
+        if (n <= 0) break;
+        len += (size_t)n;
+        if (len == cap - 1) break;
+    }
+    buf[len] = '\0';
+}
+
+/* Run symmrun with argv (NULL-terminated); kill_after > 0 sends sig to
+ * symmrun after that many seconds. */
+static void run(result *r, double kill_after, int sig, const char *const *args) {
+    int out[2], err[2];
+    ASSERT_EQ(pipe(out), 0);
+    ASSERT_EQ(pipe(err), 0);
+    const char *argv[32] = {symmrun};
+    int n = 1;
+    for (; args[n - 1]; n++) argv[n] = args[n - 1];
+    argv[n] = NULL;
+    double t0 = now_s();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(out[1], 1);
+        dup2(err[1], 2);
+        close(out[0]);
+        close(err[0]);
+        setpgid(0, 0); /* keep test signals away from us */
+        execv(symmrun, (char **)argv);
+        _exit(99);
+    }
+    close(out[1]);
+    close(err[1]);
+    int status;
+    if (kill_after > 0) {
+        struct timespec ts = {(time_t)kill_after, (long)((kill_after - (double)(time_t)kill_after) * 1e9)};
+        nanosleep(&ts, NULL);
+        kill(pid, sig);
+    }
+    r->out[0] = r->err[0] = '\0';
+    drain(out[0], r->out, sizeof r->out);
+    drain(err[0], r->err, sizeof r->err);
+    waitpid(pid, &status, 0);
+    r->secs = now_s() - t0;
+    r->code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    close(out[0]);
+    close(err[0]);
+}
+
+#define RUN(r, ...)                                                                 \
+    do {                                                                            \
+        const char *a_[] = {__VA_ARGS__, NULL};                                     \
+        run((r), 0, 0, a_);                                                         \
+    } while (0)
+
+static void expect_text(const char *where, const char *text, const char *needle) {
+    if (!strstr(text, needle)) TEST_FAIL_("%s lacks \"%s\":\n%s", where, needle, text);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: test_symmrun SYMMRUN PE_PROGRAM\n");
+        return 2;
+    }
+    symmrun = argv[1];
+    pe_prog = argv[2];
+    static result r;
+
+    /* Everyone exits 0: 0; the environment is as documented. */
+    RUN(&r, "-n", "4", pe_prog, "env");
+    ASSERT_EQ(r.code, 0);
+    RUN(&r, "-n1", "--", pe_prog, "env");
+    ASSERT_EQ(r.code, 0);
+    RUN(&r, "--np=3", "--timeout=30", pe_prog, "env");
+    ASSERT_EQ(r.code, 0);
+
+    /* One PE exits 3: symmrun exits 3 and stops the sleeping others fast. */
+    RUN(&r, "-n", "4", pe_prog, "exit", "2", "3");
+    ASSERT_EQ(r.code, 3);
+    ASSERT_LT(r.secs, 5.0);
+    expect_text("stderr", r.err, "PE 2");
+    expect_text("stderr", r.err, "exited with status 3");
+
+    /* A PE killed by SIGKILL: 128 + 9. */
+    RUN(&r, "-n", "3", pe_prog, "kill", "1");
+    ASSERT_EQ(r.code, 137);
+    ASSERT_LT(r.secs, 5.0);
+    expect_text("stderr", r.err, "PE 1");
+    expect_text("stderr", r.err, "signal 9");
+
+    /* PEs that ignore SIGTERM get SIGKILL 2 s later. */
+    RUN(&r, "-n", "3", pe_prog, "term-ignore");
+    ASSERT_EQ(r.code, 5);
+    ASSERT_TRUE(r.secs >= 2.0 && r.secs < 6.0);
+
+    /* --timeout: 124. */
+    RUN(&r, "-n", "2", "--timeout", "1", pe_prog, "sleep", "30");
+    ASSERT_EQ(r.code, 124);
+    ASSERT_TRUE(r.secs >= 1.0 && r.secs < 5.0);
+    expect_text("stderr", r.err, "timed out");
+
+    /* A program that does not exist: 127 from the PE. */
+    RUN(&r, "-n", "2", "/nonexistent/program");
+    ASSERT_EQ(r.code, 127);
+    expect_text("stderr", r.err, "cannot run");
+
+    /* SIGTERM to symmrun reaches the PEs: they die of it, symmrun reports 143. */
+    {
+        const char *a[] = {"-n", "2", pe_prog, "sleep", "30", NULL};
+        run(&r, 0.5, SIGTERM, a);
+        ASSERT_EQ(r.code, 128 + SIGTERM);
+        ASSERT_LT(r.secs, 4.0);
+    }
+
+    /* symmrun killed with SIGKILL: its PEs die too (PR_SET_PDEATHSIG). */
+    {
+        char dir[] = "/tmp/symmrun-test-XXXXXX";
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        const char *a[] = {"-n", "3", pe_prog, "pidfile", dir, NULL};
+        run(&r, 1.0, SIGKILL, a);
+        ASSERT_EQ(r.code, 128 + SIGKILL);
+        for (int rank = 0; rank < 3; rank++) {
+            char path[256];
+            snprintf(path, sizeof path, "%s/%d.pid", dir, rank);
+            FILE *f = fopen(path, "r");
+            ASSERT_TRUE(f != NULL);
+            int pid = 0;
+            ASSERT_EQ(fscanf(f, "%d", &pid), 1);
+            fclose(f);
+            unlink(path);
+            bool gone = false;
+            for (int k = 0; k < 200 && !gone; k++) {
+                char stat[64], buf[512] = "";
+                snprintf(stat, sizeof stat, "/proc/%d/stat", pid);
+                FILE *s = fopen(stat, "r");
+                if (!s) {
+                    gone = true;
+                    break;
+                }
+                size_t len = fread(buf, 1, sizeof buf - 1, s);
+                buf[len] = '\0';
+                fclose(s);
+                const char *close_paren = strrchr(buf, ')');
+                if (close_paren && close_paren[1] == ' ' && close_paren[2] == 'Z') gone = true;
+                else {
+                    struct timespec ts = {0, 10 * 1000000};
+                    nanosleep(&ts, NULL);
+                }
+            }
+            if (!gone) TEST_FAIL_("PE %d (pid %d) outlived symmrun", rank, pid);
+        }
+        rmdir(dir);
+    }
+
+    /* Usage errors: 2, with a message; --help: 0 with the usage on stdout. */
+    RUN(&r, "--help");
+    ASSERT_EQ(r.code, 0);
+    expect_text("stdout", r.out, "usage: symmrun -n N");
+    {
+        const char *bad[][6] = {
+            {NULL},
+            {"-n", NULL},
+            {"-n", "0", pe_prog, NULL},
+            {"-n", "abc", pe_prog, NULL},
+            {"-n", "99999999", pe_prog, NULL},
+            {"-n", "2", NULL},
+            {"--bogus", "-n", "2", pe_prog, NULL},
+            {pe_prog, "env", NULL},
+            {"-n", "2", "--timeout", "-1", pe_prog, NULL},
+            {"-n", "2", "--timeout", "soon", pe_prog, NULL},
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            run(&r, 0, 0, bad[i]);
+            if (r.code != 2) TEST_FAIL_("usage case %zu: exit %d, expected 2\n%s", i, r.code, r.err);
+            expect_text("stderr", r.err, "symmrun: ");
+        }
+    }
+    printf("test_symmrun: ok\n");
+    return 0;
+}
