@@ -1,26 +1,619 @@
-/* PLACEHOLDER: replaced by the real implementation. */
+/*
+ * Collectives over teams: broadcast, fcollect, collect, alltoall, reduce and
+ * reducescatter (blocking forms).
+ *
+ * Every call first checks its own arguments (handles, one context, one dtype,
+ * ranges, overlaps, root, op). Then:
+ *  - if the backend has a `coll` hook, the call is handed to it as a
+ *    symm__coll (collect first exchanges the per-PE counts: see below); the
+ *    cross-PE checks below are not made on that path;
+ *  - otherwise the generic algorithm runs over ctx->ops only (so it works on
+ *    any backend whose peers are reachable by put/get):
+ *      1. exchange: each PE publishes a symm__xrec (kind, its argument
+ *         status, dtype, op, root, nelems, its src/dst offsets) in its team
+ *         scratch and syncs the team; every PE reads every record;
+ *      2. verdict, the same on all PEs: a different collective on some PE,
+ *         or differing dtype/op/root/nelems is SYMM_ERR_MISMATCH; a PE whose
+ *         own checks failed returns its error, the others MISMATCH (so a bad
+ *         argument on one PE does not leave the others hanging);
+ *      3. each PE pulls what it needs with ops->get into its own dst (reads
+ *         peers' src at the offsets they published), computing reductions
+ *         in bounded chunks;
+ *      4. closing sync: on return every peer has finished reading this PE's
+ *         src, so it may be reused.
+ *
+ * Decisions documented here (symm.h leaves them open):
+ *  - SYMM_OP_AND/OR/XOR on FLOAT16/BFLOAT16/FLOAT32/FLOAT64 is
+ *    SYMM_ERR_NOT_SUPPORTED (the op and the dtype are each valid; the pair is
+ *    not defined); an op number outside SYMM_OP_* is SYMM_ERR_INVALID_ARG.
+ *  - Reductions combine team PEs in order 0, 1, ..., n-1 on every PE, so all
+ *    PEs get bitwise-identical results. Integer SUM/PROD wrap around
+ *    (two's complement). Floating MIN/MAX follow fmin/fmax (a NaN operand is
+ *    ignored unless all are NaN). FLOAT16/BFLOAT16 are accumulated in float32
+ *    and rounded to nearest-even once, at the end.
+ *  - In place: broadcast and reduce when dst range == src range; fcollect and
+ *    collect when src is this PE's block of dst. Any other overlap of dst and
+ *    src is SYMM_ERR_INVALID_ARG. alltoall and reducescatter are never in
+ *    place.
+ *  - nelems == 0 is a valid collective (it still synchronises the team).
+ *
+ * Thread safety: as every collective: any thread allowed by the context's
+ * level, calls on one team serialised by the caller.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "internal.h"
+#include "teams.h"
 
-symm_status symm_broadcast(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems, int32_t root) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_broadcast: not implemented yet");
+/* Elements per reduction chunk: the accumulator and the receive buffer are
+ * 2 * 8 * COLL_CHUNK bytes of host memory per call. */
+#ifndef SYMM__COLL_CHUNK
+#define SYMM__COLL_CHUNK 32768u
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* dtypes and ops                                                            */
+/* ------------------------------------------------------------------------ */
+
+static const char *dtype_name(uint32_t dtype) {
+    static const char *const names[] = {
+        "?", "SYMM_DTYPE_INT8", "SYMM_DTYPE_INT16", "SYMM_DTYPE_INT32", "SYMM_DTYPE_INT64",
+        "SYMM_DTYPE_UINT8", "SYMM_DTYPE_UINT16", "SYMM_DTYPE_UINT32", "SYMM_DTYPE_UINT64",
+        "SYMM_DTYPE_FLOAT16", "SYMM_DTYPE_BFLOAT16", "SYMM_DTYPE_FLOAT32", "SYMM_DTYPE_FLOAT64"};
+    return dtype < SYMM_DTYPE_COUNT ? names[dtype] : "?";
 }
 
-symm_status symm_fcollect(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_fcollect: not implemented yet");
+static const char *op_name(uint32_t op) {
+    static const char *const names[] = {"SYMM_OP_SUM", "SYMM_OP_PROD", "SYMM_OP_MIN",
+                                        "SYMM_OP_MAX", "SYMM_OP_AND", "SYMM_OP_OR",
+                                        "SYMM_OP_XOR"};
+    return op <= SYMM_OP_XOR ? names[op] : "?";
 }
 
-symm_status symm_collect(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_collect: not implemented yet");
+static bool dtype_is_float(uint32_t dtype) {
+    return dtype == SYMM_DTYPE_FLOAT16 || dtype == SYMM_DTYPE_BFLOAT16 ||
+           dtype == SYMM_DTYPE_FLOAT32 || dtype == SYMM_DTYPE_FLOAT64;
 }
 
-symm_status symm_alltoall(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_alltoall: not implemented yet");
+static bool dtype_is_half(uint32_t dtype) {
+    return dtype == SYMM_DTYPE_FLOAT16 || dtype == SYMM_DTYPE_BFLOAT16;
 }
 
-symm_status symm_reduce(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems, uint32_t op) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_reduce: not implemented yet");
+static const char *kind_name(uint32_t kind) {
+    switch (kind) {
+    case SYMM__COLL_BROADCAST: return "symm_broadcast";
+    case SYMM__COLL_FCOLLECT: return "symm_fcollect";
+    case SYMM__COLL_COLLECT: return "symm_collect";
+    case SYMM__COLL_ALLTOALL: return "symm_alltoall";
+    case SYMM__COLL_REDUCE: return "symm_reduce";
+    case SYMM__COLL_REDUCESCATTER: return "symm_reducescatter";
+    case SYMM__X_SPLIT_STRIDED: return "symm_team_split_strided";
+    case SYMM__X_SPLIT_2D: return "symm_team_split_2d";
+    case SYMM__X_DESTROY: return "symm_team_destroy";
+    default: return "an unknown call";
+    }
 }
 
-symm_status symm_reducescatter(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems, uint32_t op) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_reducescatter: not implemented yet");
+/* ---- binary16 / bfloat16 <-> float32 (round to nearest even) ---- */
+
+static float f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    uint32_t bits;
+    if (exp == 0) {
+        float f = (float)man * 0x1p-24f; /* zero or subnormal, exact */
+        return sign ? -f : f;
+    }
+    if (exp == 31) bits = sign | 0x7f800000u | (man << 13); /* inf / nan */
+    else bits = sign | ((exp + 112u) << 23) | (man << 13);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static uint16_t f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) /* inf, or nan kept quiet with its top payload */
+        return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0));
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to inf */
+    if (ax >= 0x38800000u) { /* normal half */
+        uint32_t h = ((((ax >> 23) - 112u) << 10) | ((ax & 0x7fffffu) >> 13));
+        uint32_t rem = ax & 0x1fffu;
+        if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
+        return (uint16_t)(sign | h);
+    }
+    if (ax <= 0x33000000u) return (uint16_t)sign; /* <= 2^-25 rounds to zero */
+    uint32_t e = ax >> 23, mant = (ax & 0x7fffffu) | 0x800000u;
+    uint32_t shift = 126u - e; /* 14..24 */
+    uint32_t m = mant >> shift, rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+    if (rem > half || (rem == half && (m & 1u))) m++;
+    return (uint16_t)(sign | m);
+}
+
+static float bf16_to_f32(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static uint16_t f32_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet nan */
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+/* ---- element-wise kernels: acc op= src ---- */
+
+#define RED_LOOP(T, S, CONV, EXPR)                                             \
+    do {                                                                       \
+        T *a_ = acc;                                                           \
+        const S *b_ = src;                                                     \
+        for (size_t i_ = 0; i_ < n; i_++) {                                    \
+            T x = a_[i_], y = CONV(b_[i_]);                                    \
+            a_[i_] = (EXPR);                                                   \
+        }                                                                      \
+    } while (0)
+#define RED_SAME(v) (v)
+
+/* Integers: SUM/PROD in the unsigned type W (wrap-around, no UB). */
+#define RED_INT(T, W)                                                          \
+    do {                                                                       \
+        switch (op) {                                                          \
+        case SYMM_OP_SUM: RED_LOOP(T, T, RED_SAME, (T)((W)x + (W)y)); break;   \
+        case SYMM_OP_PROD: RED_LOOP(T, T, RED_SAME, (T)((W)x * (W)y)); break;  \
+        case SYMM_OP_MIN: RED_LOOP(T, T, RED_SAME, y < x ? y : x); break;      \
+        case SYMM_OP_MAX: RED_LOOP(T, T, RED_SAME, y > x ? y : x); break;      \
+        case SYMM_OP_AND: RED_LOOP(T, T, RED_SAME, (T)(x & y)); break;         \
+        case SYMM_OP_OR: RED_LOOP(T, T, RED_SAME, (T)(x | y)); break;          \
+        case SYMM_OP_XOR: RED_LOOP(T, T, RED_SAME, (T)(x ^ y)); break;         \
+        }                                                                      \
+    } while (0)
+
+#define RED_FLOAT(T, S, CONV, FMIN, FMAX)                                      \
+    do {                                                                       \
+        switch (op) {                                                          \
+        case SYMM_OP_SUM: RED_LOOP(T, S, CONV, x + y); break;                  \
+        case SYMM_OP_PROD: RED_LOOP(T, S, CONV, x * y); break;                 \
+        case SYMM_OP_MIN: RED_LOOP(T, S, CONV, FMIN(x, y)); break;             \
+        case SYMM_OP_MAX: RED_LOOP(T, S, CONV, FMAX(x, y)); break;             \
+        }                                                                      \
+    } while (0)
+
+/* acc (n accumulators) op= src (n elements of dtype). Ops are validated. */
+static void red_apply(uint32_t dtype, uint32_t op, void *acc, const void *src, size_t n) {
+    switch (dtype) {
+    case SYMM_DTYPE_INT8: RED_INT(int8_t, uint32_t); break;
+    case SYMM_DTYPE_INT16: RED_INT(int16_t, uint32_t); break;
+    case SYMM_DTYPE_INT32: RED_INT(int32_t, uint32_t); break;
+    case SYMM_DTYPE_INT64: RED_INT(int64_t, uint64_t); break;
+    case SYMM_DTYPE_UINT8: RED_INT(uint8_t, uint32_t); break;
+    case SYMM_DTYPE_UINT16: RED_INT(uint16_t, uint32_t); break;
+    case SYMM_DTYPE_UINT32: RED_INT(uint32_t, uint32_t); break;
+    case SYMM_DTYPE_UINT64: RED_INT(uint64_t, uint64_t); break;
+    case SYMM_DTYPE_FLOAT16: RED_FLOAT(float, uint16_t, f16_to_f32, fminf, fmaxf); break;
+    case SYMM_DTYPE_BFLOAT16: RED_FLOAT(float, uint16_t, bf16_to_f32, fminf, fmaxf); break;
+    case SYMM_DTYPE_FLOAT32: RED_FLOAT(float, float, RED_SAME, fminf, fmaxf); break;
+    case SYMM_DTYPE_FLOAT64: RED_FLOAT(double, double, RED_SAME, fmin, fmax); break;
+    }
+}
+
+/* Half types: float accumulators <-> 16-bit elements. */
+static void half_load(uint32_t dtype, float *acc, const uint16_t *src, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        acc[i] = dtype == SYMM_DTYPE_FLOAT16 ? f16_to_f32(src[i]) : bf16_to_f32(src[i]);
+}
+
+static void half_store(uint32_t dtype, uint16_t *out, const float *acc, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        out[i] = dtype == SYMM_DTYPE_FLOAT16 ? f32_to_f16(acc[i]) : f32_to_bf16(acc[i]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Argument checks                                                           */
+/* ------------------------------------------------------------------------ */
+
+typedef struct coll_call {
+    uint32_t kind;
+    symm_team team_h;
+    symm_buf dst_h, src_h;
+    uint64_t dst_index, src_index, nelems;
+    int32_t root;
+    uint32_t op;
+} coll_call;
+
+/* What one PE's call resolved to. */
+typedef struct coll_plan {
+    const char *fn;
+    symm__team *team;
+    symm__ctx *ctx;
+    uint32_t dtype, es;
+    uint64_t dst_off, src_off, dst_end;
+    bool inplace;
+    uint64_t *counts; /* collect: [n_pes] */
+    void *acc, *tmp;  /* reductions       */
+} coll_plan;
+
+static bool ranges_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen) {
+    return alen && blen && a < b + blen && b < a + alen;
+}
+
+/* Range [index, index + count) of buf, with count = nelems * mult. */
+static symm_status check_range(const char *fn, const char *which, const symm__buf *b,
+                               uint64_t index, uint64_t nelems, uint64_t mult) {
+    if (mult > 1 && nelems > UINT64_MAX / mult)
+        return symm__err(SYMM_ERR_OUT_OF_BOUNDS, "%s: %s range of %llu x %llu elements overflows",
+                         fn, which, (unsigned long long)nelems, (unsigned long long)mult);
+    symm_status st = symm__check_range(b, index, nelems * mult);
+    return st ? symm__err(st, "%s: %s %s", fn, which, symm__last_error()) : SYMM_SUCCESS;
+}
+
+static symm_status check_op(const char *fn, uint32_t op, uint32_t dtype) {
+    SYMM_CHECK(op <= SYMM_OP_XOR, SYMM_ERR_INVALID_ARG,
+               "%s: unknown reduction op %u (expected SYMM_OP_SUM ... SYMM_OP_XOR)", fn, op);
+    SYMM_CHECK(op < SYMM_OP_AND || !dtype_is_float(dtype), SYMM_ERR_NOT_SUPPORTED,
+               "%s: %s is defined for integer dtypes only, not %s", fn, op_name(op),
+               dtype_name(dtype));
+    return SYMM_SUCCESS;
+}
+
+/* This PE's own checks. Fills p (offsets, in-place). */
+static symm_status coll_check(const coll_call *c, coll_plan *p) {
+    const char *fn = p->fn;
+    symm__team *team = p->team;
+    symm__buf *dst, *src;
+    symm_status st = symm__buf_get(c->dst_h, &dst);
+    if (st) return symm__err(st, "%s: dst: %s", fn, "invalid symm_buf (NULL, freed or not a buffer)");
+    st = symm__buf_get(c->src_h, &src);
+    if (st) return symm__err(st, "%s: src: %s", fn, "invalid symm_buf (NULL, freed or not a buffer)");
+    SYMM_CHECK(dst->ctx == p->ctx && src->ctx == p->ctx, SYMM_ERR_INVALID_ARG,
+               "%s: dst and src must belong to the team's context", fn);
+    SYMM_CHECK(dst->dtype == src->dtype, SYMM_ERR_INVALID_ARG,
+               "%s: dst is %s but src is %s", fn, dtype_name(dst->dtype), dtype_name(src->dtype));
+    p->dtype = dst->dtype;
+    p->es = dst->elem_size;
+    const uint64_t n = (uint64_t)team->n_pes, ne = c->nelems, es = p->es;
+    uint64_t dmult = 1, smult = 1; /* range lengths in units of nelems */
+    switch (c->kind) {
+    case SYMM__COLL_BROADCAST:
+        SYMM_CHECK(c->root >= 0 && c->root < team->n_pes, SYMM_ERR_INVALID_ARG,
+                   "%s: root %d is outside the team [0, %d)", fn, c->root, team->n_pes);
+        break;
+    case SYMM__COLL_FCOLLECT: dmult = n; break;
+    case SYMM__COLL_COLLECT: dmult = 0; break; /* known after the exchange */
+    case SYMM__COLL_ALLTOALL: dmult = smult = n; break;
+    case SYMM__COLL_REDUCE: SYMM_TRY(check_op(fn, c->op, p->dtype)); break;
+    case SYMM__COLL_REDUCESCATTER:
+        SYMM_TRY(check_op(fn, c->op, p->dtype));
+        smult = n;
+        break;
+    }
+    SYMM_TRY(check_range(fn, "src", src, c->src_index, ne, smult));
+    if (dmult) SYMM_TRY(check_range(fn, "dst", dst, c->dst_index, ne, dmult));
+    else SYMM_TRY(check_range(fn, "dst", dst, c->dst_index, 0, 1));
+    p->dst_off = dst->off + c->dst_index * es;
+    p->src_off = src->off + c->src_index * es;
+    p->dst_end = dst->off + dst->count * es;
+
+    const uint64_t dlen = ne * dmult * es, slen = ne * smult * es;
+    if (c->kind == SYMM__COLL_COLLECT || !ranges_overlap(p->dst_off, dlen, p->src_off, slen))
+        return SYMM_SUCCESS;
+    switch (c->kind) {
+    case SYMM__COLL_BROADCAST:
+    case SYMM__COLL_REDUCE:
+        SYMM_CHECK(p->dst_off == p->src_off, SYMM_ERR_INVALID_ARG,
+                   "%s: dst and src ranges partially overlap (only identical ranges may be used "
+                   "in place)", fn);
+        p->inplace = true;
+        return SYMM_SUCCESS;
+    case SYMM__COLL_FCOLLECT:
+        SYMM_CHECK(p->src_off == p->dst_off + (uint64_t)team->my_pe * ne * es,
+                   SYMM_ERR_INVALID_ARG,
+                   "%s: src overlaps dst but is not this PE's block of it (dst index + %d * %llu)",
+                   fn, team->my_pe, (unsigned long long)ne);
+        p->inplace = true;
+        return SYMM_SUCCESS;
+    default:
+        return symm__err(SYMM_ERR_INVALID_ARG, "%s: dst and src overlap (%s is never in place)",
+                         fn, fn);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Cross-PE verdict                                                          */
+/* ------------------------------------------------------------------------ */
+
+static symm_status coll_verdict(const coll_call *c, coll_plan *p, const symm__xrec *all,
+                                symm_status local, const char *saved) {
+    const char *fn = p->fn;
+    symm__team *team = p->team;
+    const int32_t n = team->n_pes, me = team->my_pe;
+    for (int32_t i = 0; i < n; i++)
+        if (all[i].kind != c->kind)
+            return symm__err(SYMM_ERR_MISMATCH,
+                             "%s: team PE %d called %s while team PE %d called %s (collectives "
+                             "on a team must be made in the same order)",
+                             fn, i, kind_name(all[i].kind), me, fn);
+    if (local) return symm__err(local, "%s", saved);
+    for (int32_t i = 0; i < n; i++)
+        if (all[i].status)
+            return symm__err(SYMM_ERR_MISMATCH, "%s: team PE %d rejected its arguments (%s)", fn,
+                             i, symm__status_name(all[i].status));
+    const symm__xrec *r0 = &all[me];
+    for (int32_t i = 0; i < n; i++) {
+        const symm__xrec *r = &all[i];
+        SYMM_CHECK(r->dtype == r0->dtype, SYMM_ERR_MISMATCH,
+                   "%s: dtype differs (team PE %d: %s, team PE %d: %s)", fn, me,
+                   dtype_name(r0->dtype), i, dtype_name(r->dtype));
+        SYMM_CHECK(r->op == r0->op, SYMM_ERR_MISMATCH,
+                   "%s: op differs (team PE %d: %s, team PE %d: %s)", fn, me, op_name(r0->op), i,
+                   op_name(r->op));
+        SYMM_CHECK(r->root == r0->root, SYMM_ERR_MISMATCH,
+                   "%s: root differs (team PE %d: %d, team PE %d: %d)", fn, me, r0->root, i,
+                   r->root);
+        SYMM_CHECK(c->kind == SYMM__COLL_COLLECT || r->nelems == r0->nelems, SYMM_ERR_MISMATCH,
+                   "%s: nelems differs (team PE %d: %llu, team PE %d: %llu)", fn, me,
+                   (unsigned long long)r0->nelems, i, (unsigned long long)r->nelems);
+    }
+    if (c->kind != SYMM__COLL_COLLECT) return SYMM_SUCCESS;
+
+    /* collect: counts, then every PE's dst bounds and overlap, judged by all */
+    const uint64_t es = p->es;
+    uint64_t total = 0;
+    for (int32_t i = 0; i < n; i++) {
+        p->counts[i] = all[i].nelems;
+        SYMM_CHECK(all[i].nelems <= UINT64_MAX / es - total, SYMM_ERR_OUT_OF_BOUNDS,
+                   "%s: the collected elements overflow", fn);
+        total += all[i].nelems;
+    }
+    /* This PE's own range first (its specific error), then every peer's. */
+    for (int pass = 0; pass < 2; pass++) {
+        uint64_t prefix = 0;
+        for (int32_t i = 0; i < n; prefix += all[i].nelems, i++) {
+            if ((pass == 0) != (i == me)) continue;
+            const symm__xrec *r = &all[i];
+            bool oob = total * es > r->dst_end - r->dst_off;
+            bool overlap = !oob && ranges_overlap(r->dst_off, total * es, r->src_off,
+                                                  r->nelems * es);
+            bool bad_overlap = overlap && r->src_off != r->dst_off + prefix * es;
+            if (i == me && oob)
+                return symm__err(SYMM_ERR_OUT_OF_BOUNDS,
+                                 "%s: dst has room for %llu elements after its index, the team "
+                                 "collects %llu", fn,
+                                 (unsigned long long)((r->dst_end - r->dst_off) / es),
+                                 (unsigned long long)total);
+            if (i == me && bad_overlap)
+                return symm__err(SYMM_ERR_INVALID_ARG,
+                                 "%s: src overlaps dst but is not this PE's block of it (dst "
+                                 "index + %llu)", fn, (unsigned long long)prefix);
+            if (oob || bad_overlap)
+                return symm__err(SYMM_ERR_MISMATCH, "%s: team PE %d's dst range is %s", fn, i,
+                                 oob ? "out of bounds" : "overlapping its src");
+            if (i == me) p->inplace = overlap;
+        }
+    }
+    return SYMM_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Generic data movement                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Pull n bytes of team PE j's heap at off into this PE's heap at dst_off. */
+static symm_status pull(coll_plan *p, int32_t j, uint64_t off, uint64_t dst_off, uint64_t n) {
+    if (n == 0) return SYMM_SUCCESS;
+    symm__ctx *ctx = p->ctx;
+    return ctx->ops->get(ctx, symm__local(ctx, dst_off), symm__team_world_pe(p->team, j), off, n,
+                         SYMM__NBI);
+}
+
+/* Reduce nelems elements of every PE's src (at its published offset + shift)
+ * into this PE's dst, chunk by chunk. With chunk_sync (some PE reduces in
+ * place), the team syncs between reading a chunk and writing it. After a
+ * failure the remaining syncs are still made, so peers are not stranded. */
+static symm_status reduce_run(coll_plan *p, const coll_call *c, const symm__xrec *all,
+                              uint64_t shift, bool chunk_sync) {
+    symm__ctx *ctx = p->ctx;
+    symm__team *team = p->team;
+    const uint64_t es = p->es, ne = c->nelems;
+    const bool half = dtype_is_half(p->dtype);
+    symm_status st = SYMM_SUCCESS;
+    for (uint64_t c0 = 0; c0 < ne; c0 += SYMM__COLL_CHUNK) {
+        size_t m = (size_t)(ne - c0 < SYMM__COLL_CHUNK ? ne - c0 : SYMM__COLL_CHUNK);
+        uint64_t boff = c0 * es;
+        for (int32_t j = 0; j < team->n_pes && st == SYMM_SUCCESS; j++) {
+            void *into = j == 0 && !half ? p->acc : p->tmp;
+            st = ctx->ops->get(ctx, into, symm__team_world_pe(team, j),
+                               all[j].src_off + shift + boff, m * es, 0);
+            if (st) break;
+            if (j > 0) red_apply(p->dtype, c->op, p->acc, p->tmp, m);
+            else if (half) half_load(p->dtype, p->acc, p->tmp, m);
+        }
+        const void *out = p->acc;
+        if (st == SYMM_SUCCESS && half) {
+            half_store(p->dtype, p->tmp, p->acc, m);
+            out = p->tmp;
+        }
+        if (chunk_sync) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", symm__last_error());
+            symm_status sst = symm__team_sync(team);
+            if (st == SYMM_SUCCESS) st = sst;
+            else symm__err(st, "%s", msg);
+        }
+        if (st == SYMM_SUCCESS) st = ctx->ops->put(ctx, ctx->my_pe, p->dst_off + boff, out, m * es, 0);
+        if (st && !chunk_sync) break;
+    }
+    return st;
+}
+
+static symm_status coll_move(const coll_call *c, coll_plan *p, const symm__xrec *all) {
+    symm__ctx *ctx = p->ctx;
+    symm__team *team = p->team;
+    const int32_t n = team->n_pes, me = team->my_pe;
+    const uint64_t bytes = c->nelems * p->es;
+    switch (c->kind) {
+    case SYMM__COLL_BROADCAST:
+        if (me != c->root || !p->inplace)
+            SYMM_TRY(pull(p, c->root, all[c->root].src_off, p->dst_off, bytes));
+        break;
+    case SYMM__COLL_FCOLLECT:
+        for (int32_t j = 0; j < n; j++)
+            if (j != me || !p->inplace)
+                SYMM_TRY(pull(p, j, all[j].src_off, p->dst_off + (uint64_t)j * bytes, bytes));
+        break;
+    case SYMM__COLL_COLLECT: {
+        uint64_t at = p->dst_off;
+        for (int32_t j = 0; j < n; j++) {
+            uint64_t b = all[j].nelems * p->es;
+            if (j != me || !p->inplace) SYMM_TRY(pull(p, j, all[j].src_off, at, b));
+            at += b;
+        }
+        break;
+    }
+    case SYMM__COLL_ALLTOALL:
+        for (int32_t j = 0; j < n; j++)
+            SYMM_TRY(pull(p, j, all[j].src_off + (uint64_t)me * bytes,
+                          p->dst_off + (uint64_t)j * bytes, bytes));
+        break;
+    case SYMM__COLL_REDUCE: {
+        bool any_inplace = false;
+        for (int32_t j = 0; j < n; j++) any_inplace |= (all[j].flags & SYMM__XF_INPLACE) != 0;
+        return reduce_run(p, c, all, 0, any_inplace);
+    }
+    case SYMM__COLL_REDUCESCATTER:
+        return reduce_run(p, c, all, (uint64_t)me * bytes, false);
+    }
+    return ctx->ops->quiet(ctx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The driver                                                                */
+/* ------------------------------------------------------------------------ */
+
+static symm_status coll_hook(const coll_call *c, coll_plan *p) {
+    symm__coll d;
+    memset(&d, 0, sizeof d);
+    d.kind = c->kind;
+    d.team = p->team;
+    d.dtype = p->dtype;
+    d.elem_size = p->es;
+    d.op = c->op;
+    d.root = c->root;
+    d.dst_off = p->dst_off;
+    d.src_off = p->src_off;
+    d.nelems = c->nelems;
+    d.counts = p->counts;
+    return p->ctx->ops->coll(p->ctx, &d, NULL);
+}
+
+static symm_status coll_run(const coll_call *c) {
+    symm__err_clear();
+    coll_plan p;
+    memset(&p, 0, sizeof p);
+    p.fn = kind_name(c->kind);
+    symm_status st = symm__team_get(c->team_h, &p.team);
+    if (st) return symm__err_prefix(p.fn, st);
+    p.ctx = p.team->ctx;
+    st = symm__thread_check(p.ctx);
+    if (st) return symm__err_prefix(p.fn, st);
+
+    const bool hook = p.ctx->ops->coll != NULL;
+    const bool reduction = c->kind == SYMM__COLL_REDUCE || c->kind == SYMM__COLL_REDUCESCATTER;
+    symm_status local = coll_check(c, &p);
+    if (hook && local) return local;
+    if (hook && c->kind != SYMM__COLL_COLLECT) return coll_hook(c, &p);
+
+    /* Host memory is taken before the exchange: a failure is this PE's
+     * status, seen by all, not a hang. */
+    if (local == SYMM_SUCCESS && c->kind == SYMM__COLL_COLLECT) {
+        p.counts = malloc((size_t)p.team->n_pes * sizeof *p.counts);
+        if (!p.counts) local = symm__err(SYMM_ERR_OUT_OF_MEMORY, "%s: out of host memory", p.fn);
+    }
+    if (local == SYMM_SUCCESS && reduction && c->nelems) {
+        p.acc = malloc((size_t)SYMM__COLL_CHUNK * 8);
+        p.tmp = malloc((size_t)SYMM__COLL_CHUNK * 8);
+        if (!p.acc || !p.tmp)
+            local = symm__err(SYMM_ERR_OUT_OF_MEMORY, "%s: out of host memory", p.fn);
+    }
+    char saved[1024] = "";
+    if (local) snprintf(saved, sizeof saved, "%s", symm__last_error());
+
+    symm__xrec rec;
+    memset(&rec, 0, sizeof rec);
+    rec.kind = c->kind;
+    rec.status = local;
+    if (local == SYMM_SUCCESS) {
+        rec.dtype = p.dtype;
+        rec.op = reduction ? c->op : 0;
+        rec.root = c->kind == SYMM__COLL_BROADCAST ? c->root : 0;
+        rec.flags = p.inplace ? SYMM__XF_INPLACE : 0;
+        rec.nelems = c->nelems;
+        rec.src_off = p.src_off;
+        rec.dst_off = p.dst_off;
+        rec.dst_end = p.dst_end;
+    }
+    const symm__xrec *all = NULL;
+    st = symm__team_exchange(p.team, &rec, &all);
+    if (st == SYMM_SUCCESS) {
+        st = coll_verdict(c, &p, all, local, saved);
+        if (st == SYMM_SUCCESS && !hook) st = coll_move(c, &p, all);
+        /* Closing sync: peers are done reading our record and our src. */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", symm__last_error());
+        symm_status sst = symm__team_sync(p.team);
+        if (st == SYMM_SUCCESS) st = sst;
+        else symm__err(st, "%s", msg);
+        if (st == SYMM_SUCCESS && hook) st = coll_hook(c, &p);
+    }
+    free(p.counts);
+    free(p.acc);
+    free(p.tmp);
+    return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Entry points                                                              */
+/* ------------------------------------------------------------------------ */
+
+symm_status symm_broadcast(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
+                           uint64_t src_index, uint64_t nelems, int32_t root) {
+    coll_call c = {SYMM__COLL_BROADCAST, team, dst, src, dst_index, src_index, nelems, root, 0};
+    return coll_run(&c);
+}
+
+symm_status symm_fcollect(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
+                          uint64_t src_index, uint64_t nelems) {
+    coll_call c = {SYMM__COLL_FCOLLECT, team, dst, src, dst_index, src_index, nelems, 0, 0};
+    return coll_run(&c);
+}
+
+symm_status symm_collect(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
+                         uint64_t src_index, uint64_t nelems) {
+    coll_call c = {SYMM__COLL_COLLECT, team, dst, src, dst_index, src_index, nelems, 0, 0};
+    return coll_run(&c);
+}
+
+symm_status symm_alltoall(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
+                          uint64_t src_index, uint64_t nelems) {
+    coll_call c = {SYMM__COLL_ALLTOALL, team, dst, src, dst_index, src_index, nelems, 0, 0};
+    return coll_run(&c);
+}
+
+symm_status symm_reduce(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
+                        uint64_t src_index, uint64_t nelems, uint32_t op) {
+    coll_call c = {SYMM__COLL_REDUCE, team, dst, src, dst_index, src_index, nelems, 0, op};
+    return coll_run(&c);
+}
+
+symm_status symm_reducescatter(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
+                               uint64_t src_index, uint64_t nelems, uint32_t op) {
+    coll_call c = {SYMM__COLL_REDUCESCATTER, team, dst, src, dst_index, src_index, nelems, 0, op};
+    return coll_run(&c);
 }

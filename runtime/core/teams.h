@@ -18,13 +18,28 @@ symm_status symm__teams_init(symm__ctx *ctx);
 void symm__teams_fini(symm__ctx *ctx);
 
 /* Team slot layout (SYMM__TEAM_SLOT_BYTES per slot, at symm__team_sync_off):
- * bytes [0, 512): barrier flags owned by sync.c (one uint64 per round);
- * bytes [512, 1024): scratch for teams.c / coll.c: each PE publishes one
- * symm__xrec there (written only by its owner, read by team peers).
- * A slot is zeroed on every member of a new split team before the parent's
- * closing sync, so a team always starts from a zeroed slot with epoch 0. */
+ *   [0, 256)    host barrier flags (sync.c): one uint64 per dissemination
+ *               round, at most 31 rounds for an int32 team size;
+ *   [256, 512)  scratch for teams.c / coll.c: each PE publishes one
+ *               symm__xrec there (written only by its owner, read by peers);
+ *   [512, 1024) device/stream barrier flags of the CUDA backend
+ *               (symm_device.cuh: SYMM_DEVICE_BARRIER_OFF, one uint64 per
+ *               team PE, up to SYMM_DEVICE_MAX_PES).
+ * The whole slot is zeroed on every member of a new split team before the
+ * parent's closing sync, so a team always starts from a zeroed slot with
+ * epoch 0. */
 #define SYMM__SLOT_BARRIER_OFF 0u
-#define SYMM__SLOT_SCRATCH_OFF 512u
+#define SYMM__SLOT_BARRIER_BYTES 256u
+#define SYMM__SLOT_SCRATCH_OFF 256u
+#define SYMM__SLOT_SCRATCH_BYTES 256u
+#define SYMM__SLOT_DEVICE_OFF 512u
+
+_Static_assert(31 * sizeof(uint64_t) <= SYMM__SLOT_BARRIER_BYTES, "host barrier rounds fit");
+_Static_assert(SYMM__SLOT_SCRATCH_OFF + SYMM__SLOT_SCRATCH_BYTES <= SYMM__SLOT_DEVICE_OFF,
+               "scratch ends where the device barrier starts");
+_Static_assert(SYMM__SLOT_DEVICE_OFF + SYMM_DEVICE_MAX_PES * sizeof(uint64_t) <=
+                   SYMM__TEAM_SLOT_BYTES,
+               "device barrier flags fit in a slot");
 
 #define SYMM__SLOT_PREDEF_COUNT 4 /* slots 0..3 belong to the predefined teams */
 #define SYMM__SLOT_BITMAP_BYTES (SYMM__MAX_TEAMS / 8)
@@ -53,7 +68,7 @@ typedef struct symm__xrec {
     uint8_t free_slots[SYMM__SLOT_BITMAP_BYTES]; /* splits: bit s = slot free */
 } symm__xrec;
 
-_Static_assert(sizeof(symm__xrec) <= SYMM__TEAM_SLOT_BYTES - SYMM__SLOT_SCRATCH_OFF,
+_Static_assert(sizeof(symm__xrec) <= SYMM__SLOT_SCRATCH_BYTES,
                "exchange record must fit the slot scratch");
 _Static_assert(SYMM__MAX_TEAMS % 8 == 0, "slot bitmap is whole bytes");
 
@@ -74,8 +89,5 @@ static inline symm__team_x *symm__team_x_of(symm__team *t) {
  * PE overwrites its record while a peer still reads it. */
 symm_status symm__team_exchange(symm__team *team, const symm__xrec *mine,
                                 const symm__xrec **all);
-
-/* Name of a status code (for messages about peers' failures). */
-const char *symm__team_status_name(symm_status st);
 
 #endif
