@@ -1,22 +1,126 @@
-/* PLACEHOLDER: replaced by the real implementation. */
+/*
+ * Signals: one element of a SYMM_DTYPE_UINT64 buffer, updated with an atomic
+ * SET or ADD, optionally after a put whose data it announces.
+ *
+ * put_signal = ops->put, ops->fence, ops->atomic on the signal: the fence
+ * orders the data before the signal at the target, so a PE that sees the
+ * signal (signal_wait_until, or any wait/test on it) then reads the data.
+ * The _nbi form issues the data put as nbi (src must stay untouched until the
+ * next quiet); the signal update itself is issued at once and is ordered after
+ * the data by the fence. Completing earlier than quiet is allowed.
+ */
+#include <inttypes.h>
+
 #include "internal.h"
 
-symm_status symm_put_signal(symm_buf dst, uint64_t dst_index, const void *src, uint64_t nelems, symm_buf sig, uint64_t sig_index, uint64_t signal, uint32_t sig_op, int32_t pe) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_put_signal: not implemented yet");
+/* A signal element: uint64 buffer, index inside it. */
+static symm_status check_signal(const char *fn, const symm__buf *sig, uint64_t sig_index) {
+    SYMM_CHECK(sig->dtype == SYMM_DTYPE_UINT64, SYMM_ERR_INVALID_ARG,
+               "%s: a signal buffer must be SYMM_DTYPE_UINT64 (dtype %u given)", fn, sig->dtype);
+    SYMM_TRY_IN(fn, symm__check_range(sig, sig_index, 1));
+    return SYMM_SUCCESS;
 }
 
-symm_status symm_put_signal_nbi(symm_buf dst, uint64_t dst_index, const void *src, uint64_t nelems, symm_buf sig, uint64_t sig_index, uint64_t signal, uint32_t sig_op, int32_t pe) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_put_signal_nbi: not implemented yet");
+/* SYMM_SIGNAL_* -> SYMM_AMO_*. */
+static symm_status signal_amo(const char *fn, uint32_t sig_op, uint32_t *amo) {
+    switch (sig_op) {
+    case SYMM_SIGNAL_SET: *amo = SYMM_AMO_SET; return SYMM_SUCCESS;
+    case SYMM_SIGNAL_ADD: *amo = SYMM_AMO_ADD; return SYMM_SUCCESS;
+    default:
+        return symm__err(SYMM_ERR_INVALID_ARG,
+                         "%s: unknown signal op %u (expected SYMM_SIGNAL_SET or SYMM_SIGNAL_ADD)",
+                         fn, sig_op);
+    }
 }
 
-symm_status symm_signal_op(symm_buf sig, uint64_t sig_index, uint64_t signal, uint32_t sig_op, int32_t pe) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_signal_op: not implemented yet");
+static symm_status put_signal(const char *fn, symm_buf dst_h, uint64_t dst_index,
+                              const void *src, uint64_t nelems, symm_buf sig_h,
+                              uint64_t sig_index, uint64_t signal, uint32_t sig_op, int32_t pe,
+                              uint32_t flags) {
+    symm__err_clear();
+    symm__buf *dst, *sig;
+    SYMM_TRY_IN(fn, symm__buf_get(dst_h, &dst));
+    SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
+    symm__ctx *ctx = dst->ctx;
+    SYMM_TRY_IN(fn, symm__thread_check(ctx));
+    SYMM_CHECK(sig->ctx == ctx, SYMM_ERR_INVALID_ARG,
+               "%s: dst and sig belong to different contexts", fn);
+    SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
+    uint32_t amo = SYMM_AMO_SET;
+    SYMM_TRY(signal_amo(fn, sig_op, &amo));
+    SYMM_TRY(check_signal(fn, sig, sig_index));
+    SYMM_TRY_IN(fn, symm__check_range(dst, dst_index, nelems));
+    SYMM_CHECK(src || nelems == 0, SYMM_ERR_INVALID_ARG, "%s: src is NULL", fn);
+    SYMM_CHECK(sig != dst || sig_index < dst_index || sig_index - dst_index >= nelems,
+               SYMM_ERR_INVALID_ARG,
+               "%s: the signal element %" PRIu64 " lies inside the data range [%" PRIu64
+               ", %" PRIu64 ")", fn, sig_index, dst_index, dst_index + nelems);
+
+    if (nelems > 0)
+        SYMM_TRY(ctx->ops->put(ctx, pe, dst->off + dst_index * dst->elem_size, src,
+                               nelems * dst->elem_size, flags));
+    SYMM_TRY(ctx->ops->fence(ctx));
+    return ctx->ops->atomic(ctx, pe, sig->off + sig_index * sizeof(uint64_t), SYMM_DTYPE_UINT64,
+                            amo, &signal, NULL, NULL);
 }
 
-symm_status symm_signal_fetch(symm_buf sig, uint64_t sig_index, uint64_t *value) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_signal_fetch: not implemented yet");
+symm_status symm_put_signal(symm_buf dst, uint64_t dst_index, const void *src, uint64_t nelems,
+                            symm_buf sig, uint64_t sig_index, uint64_t signal, uint32_t sig_op,
+                            int32_t pe) {
+    return put_signal(__func__, dst, dst_index, src, nelems, sig, sig_index, signal, sig_op, pe,
+                      0);
 }
 
-symm_status symm_signal_wait_until(symm_buf sig, uint64_t sig_index, uint32_t cmp, uint64_t value, uint64_t *value_out) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_signal_wait_until: not implemented yet");
+symm_status symm_put_signal_nbi(symm_buf dst, uint64_t dst_index, const void *src,
+                                uint64_t nelems, symm_buf sig, uint64_t sig_index,
+                                uint64_t signal, uint32_t sig_op, int32_t pe) {
+    return put_signal(__func__, dst, dst_index, src, nelems, sig, sig_index, signal, sig_op, pe,
+                      SYMM__NBI);
+}
+
+symm_status symm_signal_op(symm_buf sig_h, uint64_t sig_index, uint64_t signal, uint32_t sig_op,
+                           int32_t pe) {
+    const char *fn = __func__;
+    symm__err_clear();
+    symm__buf *sig;
+    SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
+    symm__ctx *ctx = sig->ctx;
+    SYMM_TRY_IN(fn, symm__thread_check(ctx));
+    SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
+    uint32_t amo = SYMM_AMO_SET;
+    SYMM_TRY(signal_amo(fn, sig_op, &amo));
+    SYMM_TRY(check_signal(fn, sig, sig_index));
+    return ctx->ops->atomic(ctx, pe, sig->off + sig_index * sizeof(uint64_t), SYMM_DTYPE_UINT64,
+                            amo, &signal, NULL, NULL);
+}
+
+symm_status symm_signal_fetch(symm_buf sig_h, uint64_t sig_index, uint64_t *value) {
+    const char *fn = __func__;
+    symm__err_clear();
+    symm__buf *sig;
+    SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
+    symm__ctx *ctx = sig->ctx;
+    SYMM_TRY_IN(fn, symm__thread_check(ctx));
+    SYMM_TRY(check_signal(fn, sig, sig_index));
+    SYMM_CHECK(value, SYMM_ERR_INVALID_ARG, "%s: value is NULL", fn);
+    uint64_t zero = 0, v = 0;
+    SYMM_TRY(ctx->ops->atomic(ctx, ctx->my_pe, sig->off + sig_index * sizeof(uint64_t),
+                              SYMM_DTYPE_UINT64, SYMM_AMO_FETCH, &zero, NULL, &v));
+    *value = v;
+    return SYMM_SUCCESS;
+}
+
+symm_status symm_signal_wait_until(symm_buf sig_h, uint64_t sig_index, uint32_t cmp,
+                                   uint64_t value, uint64_t *value_out) {
+    const char *fn = __func__;
+    symm__err_clear();
+    symm__buf *sig;
+    SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
+    SYMM_TRY_IN(fn, symm__thread_check(sig->ctx));
+    SYMM_TRY(check_signal(fn, sig, sig_index));
+    SYMM_TRY(symm__check_cmp(fn, cmp));
+    uint64_t seen = 0;
+    SYMM_TRY(symm__wait_elem(sig, sig_index, cmp, value, &seen));
+    if (value_out) *value_out = seen;
+    return SYMM_SUCCESS;
 }
