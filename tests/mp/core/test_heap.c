@@ -1,6 +1,7 @@
 /* Collective allocation: many sizes, interleaved frees, growth past the first
  * chunk, identical offsets on every PE, mismatch detection, the cap, errors on
  * bad handles and bounds, several contexts in one process, thread levels. */
+#include <dirent.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -143,8 +144,19 @@ static void test_cap_and_errors(void) {
     CHECK_STATUS(symm_quiet(NULL), SYMM_ERR_INVALID_HANDLE);
 }
 
-/* A second, independent context in the same process (two libraries). */
+static int count_fds(void) {
+    int count = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    while (readdir(d)) count++;
+    closedir(d);
+    return count;
+}
+
+/* A second, independent context in the same process (two libraries); its
+ * init/finalize cycle leaves no descriptor behind. */
 static void test_two_contexts(void) {
+    int fds_before = count_fds();
     symm_init_attr attr;
     CHECK_OK(SYMM_INIT_ATTR_INIT(&attr));
     symm_ctx_info ci = {.struct_size = sizeof ci};
@@ -177,6 +189,7 @@ static void test_two_contexts(void) {
     CHECK_OK(symm_finalize(&c2));
     CHECK_STATUS(symm_buf_ptr(b, &pb), SYMM_ERR_INVALID_HANDLE);
     CHECK_OK(symm_finalize(&c2)); /* NULL now: accepted */
+    ASSERT_EQ(count_fds(), fds_before);
     CHECK_OK(symm_buf_free(a));
 }
 
