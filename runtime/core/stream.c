@@ -1,94 +1,687 @@
-/* PLACEHOLDER: replaced by the real implementation. */
+/*
+ * Stream-ordered operations, direct access, registration and the device
+ * context: core glue. Each entry validates its arguments exactly like its
+ * blocking form, then calls the backend's optional hook. A backend without
+ * the hook (host) runs the blocking form instead: "on the host backend they
+ * run to completion before returning and stream is ignored".
+ *
+ * Hooks read a NULL stream as "blocking" (internal stream + wait), so the
+ * user's NULL — the legacy default stream — is passed to them as
+ * CU_STREAM_LEGACY.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "internal.h"
+#include "teams.h"
 
-symm_status symm_put_on_stream(symm_buf dst, uint64_t dst_index, const void *src, uint64_t nelems, int32_t pe, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_put_on_stream: not implemented yet");
+#define SYMM__STREAM_LEGACY ((void *)(uintptr_t)1) /* CU_STREAM_LEGACY */
+
+static inline void *hook_stream(symm_stream_t stream) {
+    return stream ? stream : SYMM__STREAM_LEGACY;
 }
 
-symm_status symm_get_on_stream(void *dst, symm_buf src, uint64_t src_index, uint64_t nelems, int32_t pe, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_get_on_stream: not implemented yet");
+/* ------------------------------------------------------------------------ */
+/* Validation shared by the entries (mirrors rma.c, signal.c, coll.c)        */
+/* ------------------------------------------------------------------------ */
+
+/* Buffer element range on pe: fills *bp and the heap byte offset *off. */
+static symm_status buf_target(const char *fn, symm_buf h, uint64_t index, uint64_t nelems,
+                              int32_t pe, const void *local, symm__buf **bp, uint64_t *off) {
+    symm__buf *b;
+    SYMM_TRY_IN(fn, symm__buf_get(h, &b));
+    SYMM_TRY_IN(fn, symm__thread_check(b->ctx));
+    SYMM_TRY_IN(fn, symm__check_pe(b->ctx, pe));
+    SYMM_TRY_IN(fn, symm__check_range(b, index, nelems));
+    SYMM_CHECK(local || nelems == 0, SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
+    *bp = b;
+    *off = b->off + index * b->elem_size;
+    return SYMM_SUCCESS;
 }
 
-symm_status symm_put_nbi_on_stream(symm_buf dst, uint64_t dst_index, const void *src, uint64_t nelems, int32_t pe, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_put_nbi_on_stream: not implemented yet");
+/* Byte offset of [sym, sym + n) inside this PE's backed heap. */
+static symm_status sym_offset(const char *fn, const symm__ctx *ctx, const void *sym, uint64_t n,
+                              uint64_t *off) {
+    uintptr_t base = (uintptr_t)ctx->heap_base, p = (uintptr_t)sym;
+    uint64_t mapped = ctx->heap_mapped;
+    if (!sym || p < base || p - base > mapped || n > mapped - (p - base))
+        return symm__err(SYMM_ERR_OUT_OF_BOUNDS,
+                         "%s: [%p, +%llu) is not inside the symmetric heap [%p, +%llu)", fn, sym,
+                         (unsigned long long)n, (void *)ctx->heap_base, (unsigned long long)mapped);
+    *off = p - base;
+    return SYMM_SUCCESS;
 }
 
-symm_status symm_get_nbi_on_stream(void *dst, symm_buf src, uint64_t src_index, uint64_t nelems, int32_t pe, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_get_nbi_on_stream: not implemented yet");
+static symm_status ctx_entry(const char *fn, symm_ctx h, symm__ctx **ctx) {
+    SYMM_TRY_IN(fn, symm__ctx_get(h, ctx));
+    SYMM_TRY_IN(fn, symm__thread_check(*ctx));
+    return SYMM_SUCCESS;
 }
 
-symm_status symm_p_on_stream(symm_buf dst, uint64_t index, const void *value, int32_t pe, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_p_on_stream: not implemented yet");
+static symm_status team_entry(const char *fn, symm_team h, symm__team **team) {
+    SYMM_TRY_IN(fn, symm__team_get(h, team));
+    SYMM_TRY_IN(fn, symm__thread_check((*team)->ctx));
+    return SYMM_SUCCESS;
 }
 
-symm_status symm_putmem_on_stream(symm_ctx ctx, void *dst_sym, const void *src, uint64_t nbytes, int32_t pe, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_putmem_on_stream: not implemented yet");
+/* A signal element: uint64 buffer, index inside it. */
+static symm_status check_signal(const char *fn, const symm__buf *sig, uint64_t sig_index) {
+    SYMM_CHECK(sig->dtype == SYMM_DTYPE_UINT64, SYMM_ERR_INVALID_ARG,
+               "%s: a signal buffer must be SYMM_DTYPE_UINT64 (dtype %u given)", fn, sig->dtype);
+    SYMM_TRY_IN(fn, symm__check_range(sig, sig_index, 1));
+    return SYMM_SUCCESS;
 }
 
-symm_status symm_getmem_on_stream(symm_ctx ctx, void *dst, const void *src_sym, uint64_t nbytes, int32_t pe, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_getmem_on_stream: not implemented yet");
+static symm_status check_sig_op(const char *fn, uint32_t sig_op) {
+    SYMM_CHECK(sig_op == SYMM_SIGNAL_SET || sig_op == SYMM_SIGNAL_ADD, SYMM_ERR_INVALID_ARG,
+               "%s: unknown signal op %u (expected SYMM_SIGNAL_SET or SYMM_SIGNAL_ADD)", fn,
+               sig_op);
+    return SYMM_SUCCESS;
 }
 
-symm_status symm_put_signal_on_stream(symm_buf dst, uint64_t dst_index, const void *src, uint64_t nelems, symm_buf sig, uint64_t sig_index, uint64_t signal, uint32_t sig_op, int32_t pe, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_put_signal_on_stream: not implemented yet");
+/* ------------------------------------------------------------------------ */
+/* Put / get                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static symm_status put_on_stream(const char *fn, symm_buf dst, uint64_t index, const void *src,
+                                 uint64_t nelems, int32_t pe, symm_stream_t stream) {
+    symm__err_clear();
+    symm__buf *b;
+    uint64_t off;
+    SYMM_TRY(buf_target(fn, dst, index, nelems, pe, src, &b, &off));
+    if (nelems == 0) return SYMM_SUCCESS;
+    symm__ctx *ctx = b->ctx;
+    uint64_t n = nelems * b->elem_size;
+    if (ctx->ops->put_stream) return ctx->ops->put_stream(ctx, pe, off, src, n, hook_stream(stream));
+    return ctx->ops->put(ctx, pe, off, src, n, 0);
 }
 
-symm_status symm_signal_op_on_stream(symm_buf sig, uint64_t sig_index, uint64_t signal, uint32_t sig_op, int32_t pe, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_signal_op_on_stream: not implemented yet");
+static symm_status get_on_stream(const char *fn, void *dst, symm_buf src, uint64_t index,
+                                 uint64_t nelems, int32_t pe, symm_stream_t stream) {
+    symm__err_clear();
+    symm__buf *b;
+    uint64_t off;
+    SYMM_TRY(buf_target(fn, src, index, nelems, pe, dst, &b, &off));
+    if (nelems == 0) return SYMM_SUCCESS;
+    symm__ctx *ctx = b->ctx;
+    uint64_t n = nelems * b->elem_size;
+    if (ctx->ops->get_stream) return ctx->ops->get_stream(ctx, dst, pe, off, n, hook_stream(stream));
+    return ctx->ops->get(ctx, dst, pe, off, n, 0);
 }
 
-symm_status symm_signal_wait_until_on_stream(symm_buf sig, uint64_t sig_index, uint32_t cmp, uint64_t value, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_signal_wait_until_on_stream: not implemented yet");
+symm_status symm_put_on_stream(symm_buf dst, uint64_t dst_index, const void *src, uint64_t nelems,
+                               int32_t pe, symm_stream_t stream) {
+    return put_on_stream(__func__, dst, dst_index, src, nelems, pe, stream);
 }
 
-symm_status symm_quiet_on_stream(symm_ctx ctx, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_quiet_on_stream: not implemented yet");
+symm_status symm_get_on_stream(void *dst, symm_buf src, uint64_t src_index, uint64_t nelems,
+                               int32_t pe, symm_stream_t stream) {
+    return get_on_stream(__func__, dst, src, src_index, nelems, pe, stream);
 }
 
-symm_status symm_barrier_all_on_stream(symm_ctx ctx, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_barrier_all_on_stream: not implemented yet");
+/* Stream puts/gets already return at once; completion comes at a later quiet. */
+symm_status symm_put_nbi_on_stream(symm_buf dst, uint64_t dst_index, const void *src,
+                                   uint64_t nelems, int32_t pe, symm_stream_t stream) {
+    return put_on_stream(__func__, dst, dst_index, src, nelems, pe, stream);
 }
 
-symm_status symm_barrier_on_stream(symm_team team, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_barrier_on_stream: not implemented yet");
+symm_status symm_get_nbi_on_stream(void *dst, symm_buf src, uint64_t src_index, uint64_t nelems,
+                                   int32_t pe, symm_stream_t stream) {
+    return get_on_stream(__func__, dst, src, src_index, nelems, pe, stream);
 }
 
-symm_status symm_team_sync_on_stream(symm_team team, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_team_sync_on_stream: not implemented yet");
+symm_status symm_p_on_stream(symm_buf dst, uint64_t index, const void *value, int32_t pe,
+                             symm_stream_t stream) {
+    const char *fn = __func__;
+    symm__err_clear();
+    symm__buf *b;
+    uint64_t off;
+    SYMM_TRY(buf_target(fn, dst, index, 1, pe, value, &b, &off));
+    symm__ctx *ctx = b->ctx;
+    /* Read now, from a stack copy: the backend carries pageable bytes in the
+     * kernel parameter, so the stream (or a graph replay) needs no host memory. */
+    uint64_t v = 0;
+    memcpy(&v, value, b->elem_size);
+    if (ctx->ops->put_stream)
+        return ctx->ops->put_stream(ctx, pe, off, &v, b->elem_size, hook_stream(stream));
+    return ctx->ops->put(ctx, pe, off, &v, b->elem_size, 0);
 }
 
-symm_status symm_broadcast_on_stream(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems, int32_t root, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_broadcast_on_stream: not implemented yet");
+symm_status symm_putmem_on_stream(symm_ctx h, void *dst_sym, const void *src, uint64_t nbytes,
+                                  int32_t pe, symm_stream_t stream) {
+    const char *fn = __func__;
+    symm__err_clear();
+    symm__ctx *ctx;
+    SYMM_TRY(ctx_entry(fn, h, &ctx));
+    SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
+    uint64_t off;
+    SYMM_TRY(sym_offset(fn, ctx, dst_sym, nbytes, &off));
+    SYMM_CHECK(src || nbytes == 0, SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
+    if (nbytes == 0) return SYMM_SUCCESS;
+    if (ctx->ops->put_stream)
+        return ctx->ops->put_stream(ctx, pe, off, src, nbytes, hook_stream(stream));
+    return ctx->ops->put(ctx, pe, off, src, nbytes, 0);
 }
 
-symm_status symm_fcollect_on_stream(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_fcollect_on_stream: not implemented yet");
+symm_status symm_getmem_on_stream(symm_ctx h, void *dst, const void *src_sym, uint64_t nbytes,
+                                  int32_t pe, symm_stream_t stream) {
+    const char *fn = __func__;
+    symm__err_clear();
+    symm__ctx *ctx;
+    SYMM_TRY(ctx_entry(fn, h, &ctx));
+    SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
+    uint64_t off;
+    SYMM_TRY(sym_offset(fn, ctx, src_sym, nbytes, &off));
+    SYMM_CHECK(dst || nbytes == 0, SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
+    if (nbytes == 0) return SYMM_SUCCESS;
+    if (ctx->ops->get_stream)
+        return ctx->ops->get_stream(ctx, dst, pe, off, nbytes, hook_stream(stream));
+    return ctx->ops->get(ctx, dst, pe, off, nbytes, 0);
 }
 
-symm_status symm_alltoall_on_stream(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_alltoall_on_stream: not implemented yet");
+/* ------------------------------------------------------------------------ */
+/* Signals                                                                   */
+/* ------------------------------------------------------------------------ */
+
+symm_status symm_put_signal_on_stream(symm_buf dst_h, uint64_t dst_index, const void *src,
+                                      uint64_t nelems, symm_buf sig_h, uint64_t sig_index,
+                                      uint64_t signal, uint32_t sig_op, int32_t pe,
+                                      symm_stream_t stream) {
+    const char *fn = __func__;
+    symm__err_clear();
+    symm__buf *dst, *sig;
+    SYMM_TRY_IN(fn, symm__buf_get(dst_h, &dst));
+    SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
+    symm__ctx *ctx = dst->ctx;
+    SYMM_TRY_IN(fn, symm__thread_check(ctx));
+    SYMM_CHECK(sig->ctx == ctx, SYMM_ERR_INVALID_ARG,
+               "%s: dst and sig belong to different contexts", fn);
+    SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
+    SYMM_TRY(check_sig_op(fn, sig_op));
+    SYMM_TRY(check_signal(fn, sig, sig_index));
+    SYMM_TRY_IN(fn, symm__check_range(dst, dst_index, nelems));
+    SYMM_CHECK(src || nelems == 0, SYMM_ERR_INVALID_ARG, "%s: src is NULL", fn);
+    SYMM_CHECK(sig != dst || sig_index < dst_index || sig_index - dst_index >= nelems,
+               SYMM_ERR_INVALID_ARG,
+               "%s: the signal element %" PRIu64 " lies inside the data range [%" PRIu64
+               ", %" PRIu64 ")", fn, sig_index, dst_index, dst_index + nelems);
+    if (!ctx->ops->put_stream || !ctx->ops->signal_stream)
+        return symm_put_signal(dst_h, dst_index, src, nelems, sig_h, sig_index, signal, sig_op, pe);
+    void *s = hook_stream(stream);
+    if (nelems > 0)
+        SYMM_TRY(ctx->ops->put_stream(ctx, pe, dst->off + dst_index * dst->elem_size, src,
+                                      nelems * dst->elem_size, s));
+    /* stream order + the signal's own fence put the data first */
+    return ctx->ops->signal_stream(ctx, pe, sig->off + sig_index * sizeof(uint64_t), signal,
+                                   sig_op, s);
 }
 
-symm_status symm_reduce_on_stream(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems, uint32_t op, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_reduce_on_stream: not implemented yet");
+symm_status symm_signal_op_on_stream(symm_buf sig_h, uint64_t sig_index, uint64_t signal,
+                                     uint32_t sig_op, int32_t pe, symm_stream_t stream) {
+    const char *fn = __func__;
+    symm__err_clear();
+    symm__buf *sig;
+    SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
+    symm__ctx *ctx = sig->ctx;
+    SYMM_TRY_IN(fn, symm__thread_check(ctx));
+    SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
+    SYMM_TRY(check_sig_op(fn, sig_op));
+    SYMM_TRY(check_signal(fn, sig, sig_index));
+    if (!ctx->ops->signal_stream) return symm_signal_op(sig_h, sig_index, signal, sig_op, pe);
+    return ctx->ops->signal_stream(ctx, pe, sig->off + sig_index * sizeof(uint64_t), signal,
+                                   sig_op, hook_stream(stream));
 }
 
-symm_status symm_reducescatter_on_stream(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems, uint32_t op, symm_stream_t stream) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_reducescatter_on_stream: not implemented yet");
+symm_status symm_signal_wait_until_on_stream(symm_buf sig_h, uint64_t sig_index, uint32_t cmp,
+                                             uint64_t value, symm_stream_t stream) {
+    const char *fn = __func__;
+    symm__err_clear();
+    symm__buf *sig;
+    SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
+    symm__ctx *ctx = sig->ctx;
+    SYMM_TRY_IN(fn, symm__thread_check(ctx));
+    SYMM_TRY(check_signal(fn, sig, sig_index));
+    SYMM_TRY(symm__check_cmp(fn, cmp));
+    if (!ctx->ops->wait_stream) return symm_signal_wait_until(sig_h, sig_index, cmp, value, NULL);
+    return ctx->ops->wait_stream(ctx, sig->off + sig_index * sizeof(uint64_t), cmp, value,
+                                 hook_stream(stream));
 }
 
-symm_status symm_buf_peer_ptr(symm_buf buf, int32_t pe, void **ptr) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_buf_peer_ptr: not implemented yet");
+/* ------------------------------------------------------------------------ */
+/* Ordering and barriers                                                     */
+/* ------------------------------------------------------------------------ */
+
+symm_status symm_quiet_on_stream(symm_ctx h, symm_stream_t stream) {
+    const char *fn = __func__;
+    symm__err_clear();
+    symm__ctx *ctx;
+    SYMM_TRY(ctx_entry(fn, h, &ctx));
+    if (ctx->ops->quiet_stream) return ctx->ops->quiet_stream(ctx, hook_stream(stream));
+    return ctx->ops->quiet(ctx);
 }
 
-symm_status symm_buf_register(symm_ctx ctx, void *ptr, uint32_t dtype, uint64_t count, symm_buf *buf) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_buf_register: not implemented yet");
+/* quiet (when asked) then sync of team on the stream. */
+static symm_status team_sync_on_stream(symm__team *team, bool quiet, symm_stream_t stream) {
+    symm__ctx *ctx = team->ctx;
+    SYMM_TRY(symm__check_failed(ctx));
+    if (!ctx->ops->sync_stream) {
+        if (quiet) SYMM_TRY(ctx->ops->quiet(ctx));
+        return symm__team_sync(team);
+    }
+    void *s = hook_stream(stream);
+    if (quiet && ctx->ops->quiet_stream) SYMM_TRY(ctx->ops->quiet_stream(ctx, s));
+    return ctx->ops->sync_stream(ctx, team, s);
 }
 
-symm_status symm_device_ctx_get(symm_ctx ctx, symm_device_ctx *dctx) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_device_ctx_get: not implemented yet");
+symm_status symm_barrier_all_on_stream(symm_ctx h, symm_stream_t stream) {
+    const char *fn = __func__;
+    symm__err_clear();
+    symm__ctx *ctx;
+    SYMM_TRY(ctx_entry(fn, h, &ctx));
+    SYMM_TRY_IN(fn, team_sync_on_stream(ctx->predef[SYMM_TEAM_WORLD], true, stream));
+    return SYMM_SUCCESS;
 }
 
-symm_status symm_device_team_get(symm_team team, symm_device_team *dteam) {
-    return symm__err(SYMM_ERR_NOT_SUPPORTED, "symm_device_team_get: not implemented yet");
+symm_status symm_barrier_on_stream(symm_team h, symm_stream_t stream) {
+    const char *fn = __func__;
+    symm__err_clear();
+    symm__team *team;
+    SYMM_TRY(team_entry(fn, h, &team));
+    SYMM_TRY_IN(fn, team_sync_on_stream(team, true, stream));
+    return SYMM_SUCCESS;
+}
+
+symm_status symm_team_sync_on_stream(symm_team h, symm_stream_t stream) {
+    const char *fn = __func__;
+    symm__err_clear();
+    symm__team *team;
+    SYMM_TRY(team_entry(fn, h, &team));
+    SYMM_TRY_IN(fn, team_sync_on_stream(team, false, stream));
+    return SYMM_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Collectives (same local checks as coll.c; no cross-PE exchange on streams) */
+/* ------------------------------------------------------------------------ */
+
+static bool ranges_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen) {
+    return alen && blen && a < b + blen && b < a + alen;
+}
+
+static symm_status coll_range(const char *fn, const char *which, const symm__buf *b,
+                              uint64_t index, uint64_t nelems, uint64_t mult) {
+    if (mult > 1 && nelems > UINT64_MAX / mult)
+        return symm__err(SYMM_ERR_OUT_OF_BOUNDS, "%s: %s range of %llu x %llu elements overflows",
+                         fn, which, (unsigned long long)nelems, (unsigned long long)mult);
+    symm_status st = symm__check_range(b, index, nelems * mult);
+    if (st) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", symm__last_error());
+        return symm__err(st, "%s: %s %s", fn, which, msg);
+    }
+    return SYMM_SUCCESS;
+}
+
+static bool dtype_is_float(uint32_t dtype) {
+    return dtype == SYMM_DTYPE_FLOAT16 || dtype == SYMM_DTYPE_BFLOAT16 ||
+           dtype == SYMM_DTYPE_FLOAT32 || dtype == SYMM_DTYPE_FLOAT64;
+}
+
+typedef struct stream_coll {
+    uint32_t kind;
+    symm_team team_h;
+    symm_buf dst_h, src_h;
+    uint64_t dst_index, src_index, nelems;
+    int32_t root;
+    uint32_t op;
+    symm_stream_t stream;
+} stream_coll;
+
+static symm_status run_blocking(const stream_coll *c) {
+    switch (c->kind) {
+    case SYMM__COLL_BROADCAST:
+        return symm_broadcast(c->team_h, c->dst_h, c->dst_index, c->src_h, c->src_index, c->nelems,
+                              c->root);
+    case SYMM__COLL_FCOLLECT:
+        return symm_fcollect(c->team_h, c->dst_h, c->dst_index, c->src_h, c->src_index, c->nelems);
+    case SYMM__COLL_ALLTOALL:
+        return symm_alltoall(c->team_h, c->dst_h, c->dst_index, c->src_h, c->src_index, c->nelems);
+    case SYMM__COLL_REDUCE:
+        return symm_reduce(c->team_h, c->dst_h, c->dst_index, c->src_h, c->src_index, c->nelems,
+                           c->op);
+    default:
+        return symm_reducescatter(c->team_h, c->dst_h, c->dst_index, c->src_h, c->src_index,
+                                  c->nelems, c->op);
+    }
+}
+
+static symm_status coll_on_stream(const char *fn, const stream_coll *c) {
+    symm__err_clear();
+    symm__team *team;
+    SYMM_TRY(team_entry(fn, c->team_h, &team));
+    symm__ctx *ctx = team->ctx;
+    if (!ctx->ops->coll) return run_blocking(c);
+    symm__buf *dst, *src;
+    symm_status st = symm__buf_get(c->dst_h, &dst);
+    if (st) return symm__err(st, "%s: dst: invalid symm_buf (NULL, freed or not a buffer)", fn);
+    st = symm__buf_get(c->src_h, &src);
+    if (st) return symm__err(st, "%s: src: invalid symm_buf (NULL, freed or not a buffer)", fn);
+    SYMM_CHECK(dst->ctx == ctx && src->ctx == ctx, SYMM_ERR_INVALID_ARG,
+               "%s: dst and src must belong to the team's context", fn);
+    SYMM_CHECK(dst->dtype == src->dtype, SYMM_ERR_INVALID_ARG,
+               "%s: dst and src have different dtypes (%u and %u)", fn, dst->dtype, src->dtype);
+    const uint64_t n = (uint64_t)team->n_pes, ne = c->nelems, es = dst->elem_size;
+    uint64_t dmult = 1, smult = 1;
+    switch (c->kind) {
+    case SYMM__COLL_BROADCAST:
+        SYMM_CHECK(c->root >= 0 && c->root < team->n_pes, SYMM_ERR_INVALID_ARG,
+                   "%s: root %d is outside the team [0, %d)", fn, c->root, team->n_pes);
+        break;
+    case SYMM__COLL_FCOLLECT: dmult = n; break;
+    case SYMM__COLL_ALLTOALL: dmult = smult = n; break;
+    case SYMM__COLL_REDUCESCATTER: smult = n; /* fall through */
+    case SYMM__COLL_REDUCE:
+        SYMM_CHECK(c->op <= SYMM_OP_XOR, SYMM_ERR_INVALID_ARG,
+                   "%s: unknown reduction op %u (expected SYMM_OP_SUM ... SYMM_OP_XOR)", fn, c->op);
+        SYMM_CHECK(c->op < SYMM_OP_AND || !dtype_is_float(dst->dtype), SYMM_ERR_NOT_SUPPORTED,
+                   "%s: AND/OR/XOR are defined for integer dtypes only (dtype %u)", fn, dst->dtype);
+        break;
+    }
+    SYMM_TRY(coll_range(fn, "src", src, c->src_index, ne, smult));
+    SYMM_TRY(coll_range(fn, "dst", dst, c->dst_index, ne, dmult));
+    const uint64_t dst_off = dst->off + c->dst_index * es, src_off = src->off + c->src_index * es;
+    if (ranges_overlap(dst_off, ne * dmult * es, src_off, ne * smult * es)) {
+        switch (c->kind) {
+        case SYMM__COLL_BROADCAST:
+        case SYMM__COLL_REDUCE:
+            SYMM_CHECK(dst_off == src_off, SYMM_ERR_INVALID_ARG,
+                       "%s: dst and src ranges partially overlap (only identical ranges may be "
+                       "used in place)", fn);
+            break;
+        case SYMM__COLL_FCOLLECT:
+            SYMM_CHECK(src_off == dst_off + (uint64_t)team->my_pe * ne * es, SYMM_ERR_INVALID_ARG,
+                       "%s: src overlaps dst but is not this PE's block of it", fn);
+            break;
+        default:
+            return symm__err(SYMM_ERR_INVALID_ARG, "%s: dst and src overlap (never in place)", fn);
+        }
+    }
+    SYMM_TRY(symm__check_failed(ctx));
+    symm__coll d;
+    memset(&d, 0, sizeof d);
+    d.kind = c->kind;
+    d.team = team;
+    d.dtype = dst->dtype;
+    d.elem_size = dst->elem_size;
+    d.op = c->op;
+    d.root = c->root;
+    d.dst_off = dst_off;
+    d.src_off = src_off;
+    d.nelems = ne;
+    SYMM_TRY_IN(fn, ctx->ops->coll(ctx, &d, hook_stream(c->stream)));
+    return SYMM_SUCCESS;
+}
+
+symm_status symm_broadcast_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
+                                     symm_buf src, uint64_t src_index, uint64_t nelems,
+                                     int32_t root, symm_stream_t stream) {
+    stream_coll c = {SYMM__COLL_BROADCAST, team, dst, src, dst_index, src_index, nelems, root, 0,
+                     stream};
+    return coll_on_stream(__func__, &c);
+}
+
+symm_status symm_fcollect_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
+                                    symm_buf src, uint64_t src_index, uint64_t nelems,
+                                    symm_stream_t stream) {
+    stream_coll c = {SYMM__COLL_FCOLLECT, team, dst, src, dst_index, src_index, nelems, 0, 0,
+                     stream};
+    return coll_on_stream(__func__, &c);
+}
+
+symm_status symm_alltoall_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
+                                    symm_buf src, uint64_t src_index, uint64_t nelems,
+                                    symm_stream_t stream) {
+    stream_coll c = {SYMM__COLL_ALLTOALL, team, dst, src, dst_index, src_index, nelems, 0, 0,
+                     stream};
+    return coll_on_stream(__func__, &c);
+}
+
+symm_status symm_reduce_on_stream(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
+                                  uint64_t src_index, uint64_t nelems, uint32_t op,
+                                  symm_stream_t stream) {
+    stream_coll c = {SYMM__COLL_REDUCE, team, dst, src, dst_index, src_index, nelems, 0, op,
+                     stream};
+    return coll_on_stream(__func__, &c);
+}
+
+symm_status symm_reducescatter_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
+                                         symm_buf src, uint64_t src_index, uint64_t nelems,
+                                         uint32_t op, symm_stream_t stream) {
+    stream_coll c = {SYMM__COLL_REDUCESCATTER, team, dst, src, dst_index, src_index, nelems, 0, op,
+                     stream};
+    return coll_on_stream(__func__, &c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Direct access                                                             */
+/* ------------------------------------------------------------------------ */
+
+symm_status symm_buf_peer_ptr(symm_buf h, int32_t pe, void **ptr) {
+    const char *fn = __func__;
+    symm__err_clear();
+    symm__buf *b;
+    SYMM_TRY_IN(fn, symm__buf_get(h, &b));
+    SYMM_CHECK(ptr, SYMM_ERR_INVALID_ARG, "%s: ptr is NULL", fn);
+    SYMM_TRY_IN(fn, symm__check_pe(b->ctx, pe));
+    uint8_t *base = b->ctx->peer_base ? b->ctx->peer_base[pe] : NULL;
+    *ptr = base ? base + b->off : NULL;
+    return SYMM_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Registration                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Registered memory is mapped from the top of the heap downwards, aligned to
+ * SYMM__REG_ALIGN (the CUDA VMM granularity), so it never meets the chunks
+ * that back the allocator's first-fit ranges from the bottom. */
+#define SYMM__REG_ALIGN (2ull << 20)
+
+#ifdef SYMM__BUF_REGISTERED /* needs the core's registered-buffer flag */
+/* Take [off, off + len) at the highest aligned place that fits. */
+static bool alloc_take_top(symm__alloc *a, uint64_t len, uint64_t align, uint64_t *off) {
+    for (size_t i = a->n_free; i-- > 0;) {
+        symm__range r = a->free_list[i];
+        if (r.len < len) continue;
+        uint64_t start = (r.off + r.len - len) / align * align;
+        if (start < r.off) continue;
+        /* split r into [r.off, start) + taken + [start + len, end) */
+        uint64_t tail_off = start + len, tail_len = r.off + r.len - tail_off;
+        uint64_t head_len = start - r.off;
+        if (head_len && tail_len) {
+            if (a->n_free == a->cap_free) {
+                symm__range *nl = realloc(a->free_list, 2 * a->cap_free * sizeof *nl);
+                if (!nl) return false;
+                a->free_list = nl;
+                a->cap_free *= 2;
+            }
+            memmove(&a->free_list[i + 2], &a->free_list[i + 1],
+                    (a->n_free - i - 1) * sizeof(symm__range));
+            a->free_list[i] = (symm__range){r.off, head_len};
+            a->free_list[i + 1] = (symm__range){tail_off, tail_len};
+            a->n_free++;
+        } else if (head_len) {
+            a->free_list[i].len = head_len;
+        } else if (tail_len) {
+            a->free_list[i] = (symm__range){tail_off, tail_len};
+        } else {
+            memmove(&a->free_list[i], &a->free_list[i + 1],
+                    (a->n_free - i - 1) * sizeof(symm__range));
+            a->n_free--;
+        }
+        a->used += len;
+        *off = start;
+        return true;
+    }
+    return false;
+}
+
+typedef struct reg_sig {
+    uint64_t seq;
+    uint32_t dtype, pad;
+    uint64_t count;
+    int32_t status, pad2;
+} reg_sig;
+
+#endif
+
+symm_status symm_buf_register(symm_ctx h, void *ptr, uint32_t dtype, uint64_t count,
+                              symm_buf *out) {
+    const char *fn = __func__;
+    symm__err_clear();
+    symm__ctx *ctx;
+    SYMM_TRY(ctx_entry(fn, h, &ctx));
+    SYMM_CHECK(out, SYMM_ERR_INVALID_ARG, "%s: buf out-parameter is NULL", fn);
+    SYMM_CHECK(ptr, SYMM_ERR_INVALID_ARG, "%s: ptr is NULL", fn);
+    uint32_t es = symm__dtype_size(dtype);
+    SYMM_CHECK(es, SYMM_ERR_INVALID_ARG, "%s: unknown dtype %u", fn, dtype);
+    SYMM_CHECK(count > 0 && count <= ctx->heap_cap / es, SYMM_ERR_INVALID_ARG,
+               "%s: count %llu must be in [1, heap cap / element size]", fn,
+               (unsigned long long)count);
+    if (!ctx->ops->register_mem || !ctx->ops->unregister_mem)
+        return symm__err(SYMM_ERR_NOT_SUPPORTED,
+                         "%s: the %s backend cannot register memory (CUDA only)", fn,
+                         ctx->ops->name);
+#ifndef SYMM__BUF_REGISTERED
+    return symm__err(SYMM_ERR_NOT_SUPPORTED,
+                     "%s: this runtime's core cannot free registered buffers yet", fn);
+#else
+    const uint64_t bytes = count * es;
+    const uint64_t len = (bytes + SYMM__REG_ALIGN - 1) / SYMM__REG_ALIGN * SYMM__REG_ALIGN;
+    pthread_mutex_lock(&ctx->lock);
+    symm_status st = symm__check_failed(ctx);
+    /* every PE must register the same shape (the offsets must agree) */
+    reg_sig mine = {ctx->alloc_seq, dtype, 0, count, 0, 0};
+    reg_sig *all = NULL;
+    if (st == SYMM_SUCCESS) {
+        all = calloc((size_t)ctx->n_pes, sizeof *all);
+        if (!all) st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    }
+    if (st == SYMM_SUCCESS) st = symm__boot_allgather(ctx->boot, &mine, all, sizeof mine);
+    for (int32_t pe = 0; st == SYMM_SUCCESS && pe < ctx->n_pes; pe++)
+        if (memcmp(&all[pe], &mine, sizeof mine) != 0)
+            st = symm__err(SYMM_ERR_MISMATCH,
+                           "%s: PEs disagree (PE %d: dtype %u count %llu; PE %d: dtype %u count "
+                           "%llu); nothing was registered", fn, ctx->my_pe, dtype,
+                           (unsigned long long)count, pe, all[pe].dtype,
+                           (unsigned long long)all[pe].count);
+    free(all);
+    if (st) {
+        pthread_mutex_unlock(&ctx->lock);
+        return st;
+    }
+    ctx->alloc_seq++;
+    uint64_t off = 0;
+    bool taken = alloc_take_top(&ctx->alloc, len, SYMM__REG_ALIGN, &off);
+    if (!taken || off < ctx->heap_mapped) {
+        /* same allocator state on every PE: all fail here together */
+        if (taken) symm__alloc_give(&ctx->alloc, off, len);
+        pthread_mutex_unlock(&ctx->lock);
+        return symm__err(SYMM_ERR_OUT_OF_MEMORY,
+                         "%s: no room for %llu bytes above the backed heap (cap %llu)", fn,
+                         (unsigned long long)len, (unsigned long long)ctx->heap_cap);
+    }
+    st = ctx->ops->register_mem(ctx, ptr, bytes, off); /* collective */
+    symm__buf *b = NULL;
+    if (st == SYMM_SUCCESS) {
+        b = calloc(1, sizeof *b);
+        if (!b) st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    }
+    if (st == SYMM_SUCCESS) {
+        b->ctx = ctx;
+        b->dtype = dtype;
+        b->elem_size = es;
+        b->count = count;
+        b->off = off;
+        b->bytes = len;
+        b->flags |= SYMM__BUF_REGISTERED;
+        b->handle = symm__handle_new(SYMM__KIND_BUF, b);
+        if (!b->handle) {
+            st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "%s: handle table full", fn);
+            ctx->ops->unregister_mem(ctx, off, bytes);
+        }
+    }
+    if (st) {
+        free(b);
+        symm__alloc_give(&ctx->alloc, off, len);
+        pthread_mutex_unlock(&ctx->lock);
+        return st;
+    }
+    b->next = ctx->bufs;
+    if (ctx->bufs) ctx->bufs->prev = b;
+    ctx->bufs = b;
+    pthread_mutex_unlock(&ctx->lock);
+    *out = (symm_buf)(uintptr_t)b->handle;
+    return SYMM_SUCCESS;
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* Device context                                                            */
+/* ------------------------------------------------------------------------ */
+
+symm_status symm_device_ctx_get(symm_ctx h, symm_device_ctx *dctx) {
+    const char *fn = __func__;
+    symm__err_clear();
+    symm__ctx *ctx;
+    SYMM_TRY_IN(fn, symm__ctx_get(h, &ctx));
+    SYMM_CHECK(dctx, SYMM_ERR_INVALID_ARG, "%s: dctx is NULL", fn);
+    SYMM_CHECK(dctx->struct_size >= offsetof(symm_device_ctx, peer_base), SYMM_ERR_INVALID_ARG,
+               "%s: dctx->struct_size %u is too small (set it to sizeof(symm_device_ctx))", fn,
+               dctx->struct_size);
+    if (!ctx->ops->device_ctx)
+        return symm__err(SYMM_ERR_NOT_SUPPORTED, "%s: the %s backend has no device context", fn,
+                         ctx->ops->name);
+    symm_device_ctx d;
+    SYMM_TRY_IN(fn, ctx->ops->device_ctx(ctx, &d));
+    uint32_t size = dctx->struct_size < sizeof d ? dctx->struct_size : (uint32_t)sizeof d;
+    d.struct_size = size;
+    memcpy(dctx, &d, size);
+    return SYMM_SUCCESS;
+}
+
+symm_status symm_device_team_get(symm_team h, symm_device_team *dteam) {
+    const char *fn = __func__;
+    symm__err_clear();
+    symm__team *t;
+    SYMM_TRY_IN(fn, symm__team_get(h, &t));
+    SYMM_CHECK(dteam, SYMM_ERR_INVALID_ARG, "%s: dteam is NULL", fn);
+    SYMM_CHECK(dteam->struct_size >= offsetof(symm_device_team, reserved), SYMM_ERR_INVALID_ARG,
+               "%s: dteam->struct_size %u is too small (set it to sizeof(symm_device_team))", fn,
+               dteam->struct_size);
+    if (!t->ctx->ops->device_ctx)
+        return symm__err(SYMM_ERR_NOT_SUPPORTED, "%s: the %s backend has no device context", fn,
+                         t->ctx->ops->name);
+    SYMM_CHECK(t->n_pes <= SYMM_DEVICE_MAX_PES, SYMM_ERR_NOT_SUPPORTED,
+               "%s: device teams have at most %d PEs (team has %d)", fn, SYMM_DEVICE_MAX_PES,
+               t->n_pes);
+    /* GPU code addresses team PE i as start + i * stride */
+    int32_t start = symm__team_world_pe(t, 0);
+    int32_t stride = t->n_pes > 1 ? symm__team_world_pe(t, 1) - start : 1;
+    for (int32_t i = 0; i < t->n_pes; i++)
+        SYMM_CHECK(symm__team_world_pe(t, i) == start + i * stride, SYMM_ERR_NOT_SUPPORTED,
+                   "%s: the team's PEs are not evenly strided; GPU code cannot address it", fn);
+    symm_device_team d;
+    memset(&d, 0, sizeof d);
+    uint32_t size = dteam->struct_size < sizeof d ? dteam->struct_size : (uint32_t)sizeof d;
+    d.struct_size = size;
+    d.my_pe = t->my_pe;
+    d.n_pes = t->n_pes;
+    d.start = start;
+    d.stride = stride;
+    d.slot = t->slot;
+    memcpy(dteam, &d, size);
+    return SYMM_SUCCESS;
 }

@@ -1,0 +1,541 @@
+/*
+ * symm — device API (CUDA C++, header-only: no -rdc, no device library).
+ *
+ * Kernels receive a symm_device_ctx (from symm_device_ctx_get(), copied into a
+ * kernel parameter or device memory) and address symmetric memory by the
+ * local symmetric address: the address of this PE's copy, as returned by
+ * symm_buf_ptr(). Every function works on peers that are load/store reachable
+ * (symm_device_ctx.peer_base[pe] != NULL, e.g. GPUs joined by NVLink or PCIe
+ * P2P on one host); calling one for another PE is undefined behaviour.
+ *
+ * Scopes: plain functions are called by one thread and act for it; _warp
+ * functions must be called by all 32 lanes of a warp with the same arguments;
+ * _block functions by every thread of the block with the same arguments (they
+ * contain __syncthreads()).
+ *
+ * Ordering: stores to peers are weakly ordered. symm_dev_fence() orders the
+ * calling thread's earlier puts/AMOs before its later ones (to every PE);
+ * symm_dev_quiet() makes them complete (visible to every PE and the host).
+ * put_signal makes the data visible before the signal. Barriers imply quiet.
+ *
+ * Barrier compatibility: symm_dev_barrier_all / symm_dev_team_barrier use the
+ * same flags and epoch counter as the runtime's stream barriers
+ * (symm_barrier_all_on_stream, symm_barrier_on_stream, ...) and the start/end
+ * of the CUDA backend's collectives: each team slot's sync area holds, from
+ * byte SYMM_DEVICE_BARRIER_OFF, one uint64_t per team PE; PE i's own entry i
+ * is its epoch counter, entry j the last epoch PE j announced. On the CUDA
+ * backend the host-side barriers (symm_barrier_all, symm_team_sync, ...) run
+ * the same barrier kernel, so host, stream and device barriers on one team may
+ * be mixed in any order, as long as every PE of the team performs the same
+ * sequence and no two run concurrently on the team (one thread or one block
+ * per PE). (With SYMM_CUDA_STREAM_MEMOPS=1, stream barriers outside graph
+ * capture use stream memory operations on separate flags instead; every
+ * barrier is still a full barrier, so mixing stays correct.)
+ *
+ * Requires sm_70 or newer (acquire/release PTX) and C++17 (nvcc's default).
+ * Compile with nvcc; symm.h is the only other header needed.
+ */
+#ifndef SYMM_SYMM_DEVICE_CUH
+#define SYMM_SYMM_DEVICE_CUH
+
+#ifndef __CUDACC__
+#error "symm_device.cuh is CUDA C++: compile with nvcc"
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+#include <symm/symm.h>
+
+/* Layout shared with the runtime (runtime/core/internal.h). Slot s's sync area
+ * starts at heap_base + s * SYMM_DEVICE_SLOT_BYTES; symm_device_ctx.team_slots
+ * is the number of slots, symm_device_team.slot a team's slot. */
+#define SYMM_DEVICE_SLOT_BYTES 1024u  /* sync area per team slot (SYMM__TEAM_SLOT_BYTES) */
+#define SYMM_DEVICE_BARRIER_OFF 512u  /* device/stream barrier flags within a slot      */
+#define SYMM_DEVICE_WORLD_SLOT 0      /* slot of SYMM_TEAM_WORLD                         */
+
+#define SYMM_DEV_FN static __device__ __forceinline__
+
+/* ------------------------------------------------------------------------ */
+/* Identity and addresses                                                    */
+/* ------------------------------------------------------------------------ */
+
+SYMM_DEV_FN int symm_dev_my_pe(const symm_device_ctx &c) { return c.my_pe; }
+SYMM_DEV_FN int symm_dev_n_pes(const symm_device_ctx &c) { return c.n_pes; }
+
+/* Address of pe's copy of the symmetric address sym, NULL if unreachable. */
+SYMM_DEV_FN void *symm_dev_ptr(const symm_device_ctx &c, const void *sym, int pe) {
+    char *b = (char *)c.peer_base[pe];
+    if (!b) return NULL;
+    return b + ((const char *)sym - (const char *)c.heap_base);
+}
+template <typename T>
+__device__ __forceinline__ T *symm_dev_ptr(const symm_device_ctx &c, T *sym, int pe) {
+    return (T *)symm_dev_ptr(c, (const void *)sym, pe);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Memory-model helpers (internal)                                           */
+/* ------------------------------------------------------------------------ */
+
+SYMM_DEV_FN uint64_t symm__ld_acquire_u64(const uint64_t *p) {
+    uint64_t v;
+    asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+SYMM_DEV_FN uint64_t symm__ld_relaxed_u64(const uint64_t *p) {
+    uint64_t v;
+    asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+SYMM_DEV_FN void symm__st_release_u64(uint64_t *p, uint64_t v) {
+    asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+SYMM_DEV_FN void symm__st_relaxed_u64(uint64_t *p, uint64_t v) {
+    asm volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+/* fence.acq_rel.sys: lighter than __threadfence_system() (fence.sc.sys) and
+ * enough for release (before a relaxed flag store) and acquire (after a
+ * relaxed flag load) patterns. */
+SYMM_DEV_FN void symm__fence_acq_rel_sys(void) {
+    asm volatile("fence.acq_rel.sys;" ::: "memory");
+}
+SYMM_DEV_FN uint64_t symm__globaltimer(void) {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+SYMM_DEV_FN unsigned symm__block_tid(void) {
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+SYMM_DEV_FN unsigned symm__block_nthreads(void) { return blockDim.x * blockDim.y * blockDim.z; }
+
+template <int N> struct symm__uint;
+template <> struct symm__uint<1> { typedef unsigned char type; };
+template <> struct symm__uint<2> { typedef unsigned short type; };
+template <> struct symm__uint<4> { typedef unsigned int type; };
+template <> struct symm__uint<8> { typedef unsigned long long type; };
+
+template <typename To, typename From>
+__device__ __forceinline__ To symm__bitcast(From f) {
+    static_assert(sizeof(To) == sizeof(From), "bitcast between different sizes");
+    To t;
+    memcpy(&t, &f, sizeof t);
+    return t;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Ordering                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Order this thread's earlier puts/AMOs before later ones. */
+SYMM_DEV_FN void symm_dev_fence(void) { __threadfence_system(); }
+/* Complete this thread's earlier puts/AMOs (stores to peers are posted: a
+ * system-scope fence makes them visible everywhere). */
+SYMM_DEV_FN void symm_dev_quiet(void) { __threadfence_system(); }
+
+/* ------------------------------------------------------------------------ */
+/* Contiguous copies (internal): threads tid of nthr share the copy           */
+/* ------------------------------------------------------------------------ */
+
+template <typename V>
+__device__ __forceinline__ void symm__copy_vec(V *d, const V *s, size_t n, size_t tid,
+                                               size_t nthr) {
+    size_t i = tid;
+    /* 4 loads in flight per thread before the stores (remote reads are slow). */
+    for (; i + 3 * nthr < n; i += 4 * nthr) {
+        V a = s[i], b = s[i + nthr], e = s[i + 2 * nthr], f = s[i + 3 * nthr];
+        d[i] = a;
+        d[i + nthr] = b;
+        d[i + 2 * nthr] = e;
+        d[i + 3 * nthr] = f;
+    }
+    for (; i < n; i += nthr) d[i] = s[i];
+}
+
+SYMM_DEV_FN void symm__copy(void *dst, const void *src, size_t n, size_t tid, size_t nthr) {
+    char *d = (char *)dst;
+    const char *s = (const char *)src;
+    uintptr_t mis = (uintptr_t)d | (uintptr_t)s;
+    size_t done = 0;
+    if ((mis & 15) == 0) {
+        symm__copy_vec((uint4 *)d, (const uint4 *)s, n >> 4, tid, nthr);
+        done = n & ~(size_t)15;
+    } else if ((mis & 7) == 0) {
+        symm__copy_vec((uint2 *)d, (const uint2 *)s, n >> 3, tid, nthr);
+        done = n & ~(size_t)7;
+    } else if ((mis & 3) == 0) {
+        symm__copy_vec((unsigned *)d, (const unsigned *)s, n >> 2, tid, nthr);
+        done = n & ~(size_t)3;
+    }
+    for (size_t i = done + tid; i < n; i += nthr) d[i] = s[i];
+}
+
+/* ------------------------------------------------------------------------ */
+/* Put / get (bytes and typed elements)                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Copy nbytes from local src to pe's copy of dst_sym. */
+SYMM_DEV_FN void symm_dev_putmem(const symm_device_ctx &c, void *dst_sym, const void *src,
+                                 size_t nbytes, int pe) {
+    symm__copy(symm_dev_ptr(c, dst_sym, pe), src, nbytes, 0, 1);
+}
+SYMM_DEV_FN void symm_dev_putmem_warp(const symm_device_ctx &c, void *dst_sym, const void *src,
+                                      size_t nbytes, int pe) {
+    symm__copy(symm_dev_ptr(c, dst_sym, pe), src, nbytes, symm__block_tid() & 31u, 32);
+    __syncwarp();
+}
+SYMM_DEV_FN void symm_dev_putmem_block(const symm_device_ctx &c, void *dst_sym, const void *src,
+                                       size_t nbytes, int pe) {
+    symm__copy(symm_dev_ptr(c, dst_sym, pe), src, nbytes, symm__block_tid(),
+               symm__block_nthreads());
+    __syncthreads();
+}
+/* Copy nbytes from pe's copy of src_sym to local dst. */
+SYMM_DEV_FN void symm_dev_getmem(const symm_device_ctx &c, void *dst, const void *src_sym,
+                                 size_t nbytes, int pe) {
+    symm__copy(dst, symm_dev_ptr(c, src_sym, pe), nbytes, 0, 1);
+}
+SYMM_DEV_FN void symm_dev_getmem_warp(const symm_device_ctx &c, void *dst, const void *src_sym,
+                                      size_t nbytes, int pe) {
+    symm__copy(dst, symm_dev_ptr(c, src_sym, pe), nbytes, symm__block_tid() & 31u, 32);
+    __syncwarp();
+}
+SYMM_DEV_FN void symm_dev_getmem_block(const symm_device_ctx &c, void *dst, const void *src_sym,
+                                       size_t nbytes, int pe) {
+    symm__copy(dst, symm_dev_ptr(c, src_sym, pe), nbytes, symm__block_tid(),
+               symm__block_nthreads());
+    __syncthreads();
+}
+
+template <typename T>
+__device__ __forceinline__ void symm_dev_put(const symm_device_ctx &c, T *dst_sym, const T *src,
+                                             size_t nelems, int pe) {
+    symm_dev_putmem(c, dst_sym, src, nelems * sizeof(T), pe);
+}
+template <typename T>
+__device__ __forceinline__ void symm_dev_put_warp(const symm_device_ctx &c, T *dst_sym,
+                                                  const T *src, size_t nelems, int pe) {
+    symm_dev_putmem_warp(c, dst_sym, src, nelems * sizeof(T), pe);
+}
+template <typename T>
+__device__ __forceinline__ void symm_dev_put_block(const symm_device_ctx &c, T *dst_sym,
+                                                   const T *src, size_t nelems, int pe) {
+    symm_dev_putmem_block(c, dst_sym, src, nelems * sizeof(T), pe);
+}
+template <typename T>
+__device__ __forceinline__ void symm_dev_get(const symm_device_ctx &c, T *dst, const T *src_sym,
+                                             size_t nelems, int pe) {
+    symm_dev_getmem(c, dst, src_sym, nelems * sizeof(T), pe);
+}
+template <typename T>
+__device__ __forceinline__ void symm_dev_get_warp(const symm_device_ctx &c, T *dst,
+                                                  const T *src_sym, size_t nelems, int pe) {
+    symm_dev_getmem_warp(c, dst, src_sym, nelems * sizeof(T), pe);
+}
+template <typename T>
+__device__ __forceinline__ void symm_dev_get_block(const symm_device_ctx &c, T *dst,
+                                                   const T *src_sym, size_t nelems, int pe) {
+    symm_dev_getmem_block(c, dst, src_sym, nelems * sizeof(T), pe);
+}
+
+/* One element (T of 1, 2, 4 or 8 bytes). */
+template <typename T>
+__device__ __forceinline__ void symm_dev_p(const symm_device_ctx &c, T *dst_sym, T value, int pe) {
+    typedef typename symm__uint<sizeof(T)>::type U;
+    *(volatile U *)symm_dev_ptr(c, dst_sym, pe) = symm__bitcast<U>(value);
+}
+template <typename T>
+__device__ __forceinline__ T symm_dev_g(const symm_device_ctx &c, const T *src_sym, int pe) {
+    typedef typename symm__uint<sizeof(T)>::type U;
+    return symm__bitcast<T>(*(const volatile U *)symm_dev_ptr(c, src_sym, pe));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Atomics on pe's copy (system scope: exact against every PE and the host)  */
+/* ------------------------------------------------------------------------ */
+/* Integer ops take 4- or 8-byte integer types; fetch/set/swap/compare_swap
+ * also float and double (compare_swap compares bit patterns). */
+
+#define SYMM__AMO_PTR(T, U, c, dst, pe) ((U *)symm_dev_ptr((c), (const void *)(dst), (pe)))
+#define SYMM__AMO_INT(T)                                                                   \
+    static_assert(std::is_integral<T>::value && (sizeof(T) == 4 || sizeof(T) == 8),       \
+                  "integer atomics take 4- or 8-byte integers")
+#define SYMM__AMO_ANY(T) \
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "atomics take 4- or 8-byte elements")
+
+template <typename T>
+__device__ __forceinline__ T symm_dev_atomic_fetch(const symm_device_ctx &c, const T *src, int pe) {
+    SYMM__AMO_ANY(T);
+    typedef typename symm__uint<sizeof(T)>::type U;
+    const U *p = SYMM__AMO_PTR(T, const U, c, src, pe);
+    U v;
+    if constexpr (sizeof(T) == 8)
+        asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    else
+        asm volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return symm__bitcast<T>(v);
+}
+template <typename T>
+__device__ __forceinline__ T symm_dev_atomic_swap(const symm_device_ctx &c, T *dst, T value,
+                                                  int pe) {
+    SYMM__AMO_ANY(T);
+    typedef typename symm__uint<sizeof(T)>::type U;
+    return symm__bitcast<T>(atomicExch_system(SYMM__AMO_PTR(T, U, c, dst, pe),
+                                              symm__bitcast<U>(value)));
+}
+template <typename T>
+__device__ __forceinline__ void symm_dev_atomic_set(const symm_device_ctx &c, T *dst, T value,
+                                                    int pe) {
+    (void)symm_dev_atomic_swap(c, dst, value, pe);
+}
+template <typename T>
+__device__ __forceinline__ T symm_dev_atomic_compare_swap(const symm_device_ctx &c, T *dst,
+                                                          T cond, T value, int pe) {
+    SYMM__AMO_ANY(T);
+    typedef typename symm__uint<sizeof(T)>::type U;
+    return symm__bitcast<T>(atomicCAS_system(SYMM__AMO_PTR(T, U, c, dst, pe),
+                                             symm__bitcast<U>(cond), symm__bitcast<U>(value)));
+}
+
+#define SYMM__AMO_FETCH_OP(name, fn)                                                        \
+    template <typename T>                                                                   \
+    __device__ __forceinline__ T symm_dev_atomic_fetch_##name(const symm_device_ctx &c,     \
+                                                              T *dst, T value, int pe) {    \
+        SYMM__AMO_INT(T);                                                                   \
+        typedef typename symm__uint<sizeof(T)>::type U;                                     \
+        return (T)fn(SYMM__AMO_PTR(T, U, c, dst, pe), (U)value);                            \
+    }                                                                                       \
+    template <typename T>                                                                   \
+    __device__ __forceinline__ void symm_dev_atomic_##name(const symm_device_ctx &c, T *dst, \
+                                                           T value, int pe) {               \
+        (void)symm_dev_atomic_fetch_##name(c, dst, value, pe);                              \
+    }
+SYMM__AMO_FETCH_OP(add, atomicAdd_system)
+SYMM__AMO_FETCH_OP(and, atomicAnd_system)
+SYMM__AMO_FETCH_OP(or, atomicOr_system)
+SYMM__AMO_FETCH_OP(xor, atomicXor_system)
+#undef SYMM__AMO_FETCH_OP
+
+template <typename T>
+__device__ __forceinline__ T symm_dev_atomic_fetch_inc(const symm_device_ctx &c, T *dst, int pe) {
+    return symm_dev_atomic_fetch_add(c, dst, (T)1, pe);
+}
+template <typename T>
+__device__ __forceinline__ void symm_dev_atomic_inc(const symm_device_ctx &c, T *dst, int pe) {
+    (void)symm_dev_atomic_fetch_add(c, dst, (T)1, pe);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Waits and signals                                                         */
+/* ------------------------------------------------------------------------ */
+
+template <typename T>
+__device__ __forceinline__ bool symm_dev_compare(T x, int cmp, T v) {
+    switch (cmp) {
+    case SYMM_CMP_EQ: return x == v;
+    case SYMM_CMP_NE: return x != v;
+    case SYMM_CMP_GT: return x > v;
+    case SYMM_CMP_GE: return x >= v;
+    case SYMM_CMP_LT: return x < v;
+    case SYMM_CMP_LE: return x <= v;
+    default: return false;
+    }
+}
+
+/* Spin until this PE's *ivar compares true against v (SYMM_CMP_*); returns the
+ * value seen. Later loads see what the writer published before it. T is an
+ * integer of 4 or 8 bytes. */
+template <typename T>
+__device__ __forceinline__ T symm_dev_wait_until(const T *ivar, int cmp, T v) {
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "waits take 4- or 8-byte integers");
+    typedef typename symm__uint<sizeof(T)>::type U;
+    T x;
+    for (;;) {
+        x = symm__bitcast<T>(*(const volatile U *)ivar);
+        if (symm_dev_compare(x, cmp, v)) break;
+    }
+    symm__fence_acq_rel_sys(); /* acquire */
+    return x;
+}
+/* Non-blocking test of the same condition. */
+template <typename T>
+__device__ __forceinline__ bool symm_dev_test(const T *ivar, int cmp, T v) {
+    typedef typename symm__uint<sizeof(T)>::type U;
+    bool ok = symm_dev_compare(symm__bitcast<T>(*(const volatile U *)ivar), cmp, v);
+    if (ok) symm__fence_acq_rel_sys(); /* acquire */
+    return ok;
+}
+
+/* Update pe's signal (uint64_t): SYMM_SIGNAL_SET or SYMM_SIGNAL_ADD. The
+ * update is atomic; it is not ordered after earlier puts (see put_signal). */
+SYMM_DEV_FN void symm_dev_signal_op(const symm_device_ctx &c, uint64_t *sig_sym, uint64_t value,
+                                    int sig_op, int pe) {
+    unsigned long long *p = (unsigned long long *)symm_dev_ptr(c, sig_sym, pe);
+    if (sig_op == SYMM_SIGNAL_ADD)
+        atomicAdd_system(p, (unsigned long long)value);
+    else
+        atomicExch_system(p, (unsigned long long)value);
+}
+SYMM_DEV_FN uint64_t symm_dev_signal_fetch(const uint64_t *sig_sym) {
+    return symm__ld_acquire_u64(sig_sym);
+}
+SYMM_DEV_FN uint64_t symm_dev_signal_wait_until(const uint64_t *sig_sym, int cmp, uint64_t value) {
+    uint64_t x;
+    while (!symm_dev_compare(x = symm__ld_acquire_u64(sig_sym), cmp, value)) {
+    }
+    return x;
+}
+
+/* Put nbytes, then update pe's signal once the data is visible there. */
+SYMM_DEV_FN void symm_dev_putmem_signal(const symm_device_ctx &c, void *dst_sym, const void *src,
+                                        size_t nbytes, uint64_t *sig_sym, uint64_t value,
+                                        int sig_op, int pe) {
+    symm_dev_putmem(c, dst_sym, src, nbytes, pe);
+    __threadfence_system();
+    symm_dev_signal_op(c, sig_sym, value, sig_op, pe);
+}
+SYMM_DEV_FN void symm_dev_putmem_signal_warp(const symm_device_ctx &c, void *dst_sym,
+                                             const void *src, size_t nbytes, uint64_t *sig_sym,
+                                             uint64_t value, int sig_op, int pe) {
+    symm__copy(symm_dev_ptr(c, dst_sym, pe), src, nbytes, symm__block_tid() & 31u, 32);
+    __threadfence_system();
+    __syncwarp();
+    if ((symm__block_tid() & 31u) == 0) symm_dev_signal_op(c, sig_sym, value, sig_op, pe);
+    __syncwarp();
+}
+SYMM_DEV_FN void symm_dev_putmem_signal_block(const symm_device_ctx &c, void *dst_sym,
+                                              const void *src, size_t nbytes, uint64_t *sig_sym,
+                                              uint64_t value, int sig_op, int pe) {
+    symm__copy(symm_dev_ptr(c, dst_sym, pe), src, nbytes, symm__block_tid(),
+               symm__block_nthreads());
+    __threadfence_system();
+    __syncthreads();
+    if (symm__block_tid() == 0) symm_dev_signal_op(c, sig_sym, value, sig_op, pe);
+    __syncthreads();
+}
+
+/* ------------------------------------------------------------------------ */
+/* Barriers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Building blocks of every device/stream barrier (internal, shared with the
+ * runtime's kernels). The area of a team slot starts at area_off from a heap
+ * base; world(j) gives the heap base (char *) of team PE j's mapping.
+ * A barrier: e = symm__barrier_epoch() + 1 (read by every participating
+ * thread, then a block sync), symm__barrier_arrive_wait(e), a block sync,
+ * symm__barrier_advance(e) by one thread. */
+SYMM_DEV_FN uint64_t symm__barrier_epoch(char *my_base, uint64_t area_off, int me) {
+    return *(volatile uint64_t *)((uint64_t *)(my_base + area_off) + me);
+}
+SYMM_DEV_FN void symm__barrier_advance(char *my_base, uint64_t area_off, int me, uint64_t e) {
+    *(volatile uint64_t *)((uint64_t *)(my_base + area_off) + me) = e;
+}
+/* Threads tid of nthr announce epoch e to every other team PE and wait until
+ * each announced e (or later). timeout_ns (0 = none): give up after that long
+ * and set *err (if err) to 1; returns false then. */
+template <typename World>
+__device__ __forceinline__ bool symm__barrier_arrive_wait(char *my_base, uint64_t area_off,
+                                                          int me, int n, World world, uint64_t e,
+                                                          unsigned tid, unsigned nthr,
+                                                          uint64_t timeout_ns, int *err) {
+    uint64_t *area = (uint64_t *)(my_base + area_off);
+    /* release: earlier stores (this thread's, and the block's before its
+     * barrier) are visible before the flag */
+    symm__fence_acq_rel_sys();
+    for (int j = (int)tid; j < n; j += (int)nthr) {
+        if (j == me) continue;
+        symm__st_relaxed_u64((uint64_t *)(world(j) + area_off) + me, e);
+    }
+    bool ok = true;
+    for (int j = (int)tid; j < n && ok; j += (int)nthr) {
+        if (j == me) continue;
+        unsigned spins = 0;
+        uint64_t t0 = 0;
+        while (symm__ld_relaxed_u64(&area[j]) < e) {
+            if (timeout_ns && ((++spins & 1023u) == 0)) {
+                uint64_t t = symm__globaltimer();
+                if (!t0) {
+                    t0 = t;
+                } else if (t - t0 > timeout_ns) {
+                    if (err) atomicExch_system(err, 1);
+                    ok = false;
+                    break;
+                }
+            }
+        }
+    }
+    symm__fence_acq_rel_sys(); /* acquire: later loads see the peers' data */
+    return ok;
+}
+
+struct symm__world_strided {
+    const symm_device_ctx *c;
+    int start, stride;
+    __device__ __forceinline__ char *operator()(int j) const {
+        return (char *)c->peer_base[start + j * stride];
+    }
+};
+
+SYMM_DEV_FN void symm__barrier_thread(const symm_device_ctx &c, int slot, int me, int n,
+                                      int start, int stride) {
+    symm__world_strided w = {&c, start, stride};
+    char *base = (char *)c.heap_base;
+    uint64_t off = (uint64_t)slot * SYMM_DEVICE_SLOT_BYTES + SYMM_DEVICE_BARRIER_OFF;
+    uint64_t e = symm__barrier_epoch(base, off, me) + 1;
+    symm__barrier_arrive_wait(base, off, me, n, w, e, 0, 1, 0, (int *)NULL);
+    symm__barrier_advance(base, off, me, e);
+    __threadfence_system();
+}
+SYMM_DEV_FN void symm__barrier_block(const symm_device_ctx &c, int slot, int me, int n, int start,
+                                     int stride) {
+    symm__world_strided w = {&c, start, stride};
+    char *base = (char *)c.heap_base;
+    uint64_t off = (uint64_t)slot * SYMM_DEVICE_SLOT_BYTES + SYMM_DEVICE_BARRIER_OFF;
+    __syncthreads();
+    uint64_t e = symm__barrier_epoch(base, off, me) + 1;
+    __syncthreads();
+    symm__barrier_arrive_wait(base, off, me, n, w, e, symm__block_tid(), symm__block_nthreads(), 0,
+                              (int *)NULL);
+    __syncthreads();
+    if (symm__block_tid() == 0) symm__barrier_advance(base, off, me, e);
+    __threadfence_system();
+    __syncthreads();
+}
+
+/* Barrier over every PE (slot SYMM_DEVICE_WORLD_SLOT): quiet, then wait until
+ * every PE arrived. One thread per PE calls it. */
+SYMM_DEV_FN void symm_dev_barrier_all(const symm_device_ctx &c) {
+    symm__barrier_thread(c, SYMM_DEVICE_WORLD_SLOT, c.my_pe, c.n_pes, 0, 1);
+}
+/* Same, called by every thread of one block per PE. */
+SYMM_DEV_FN void symm_dev_barrier_all_block(const symm_device_ctx &c) {
+    symm__barrier_block(c, SYMM_DEVICE_WORLD_SLOT, c.my_pe, c.n_pes, 0, 1);
+}
+/* Wait for every PE. Stores to load/store peers are fenced anyway, so on
+ * these peers a sync is a barrier. */
+SYMM_DEV_FN void symm_dev_sync_all(const symm_device_ctx &c) { symm_dev_barrier_all(c); }
+SYMM_DEV_FN void symm_dev_sync_all_block(const symm_device_ctx &c) {
+    symm_dev_barrier_all_block(c);
+}
+
+/* Barrier over a team (from symm_device_team_get). */
+SYMM_DEV_FN void symm_dev_team_barrier(const symm_device_ctx &c, const symm_device_team &t) {
+    symm__barrier_thread(c, t.slot, t.my_pe, t.n_pes, t.start, t.stride);
+}
+SYMM_DEV_FN void symm_dev_team_barrier_block(const symm_device_ctx &c,
+                                             const symm_device_team &t) {
+    symm__barrier_block(c, t.slot, t.my_pe, t.n_pes, t.start, t.stride);
+}
+/* World PE number of team PE i. */
+SYMM_DEV_FN int symm_dev_team_world_pe(const symm_device_team &t, int i) {
+    return t.start + i * t.stride;
+}
+
+#undef SYMM__AMO_PTR
+#undef SYMM__AMO_INT
+#undef SYMM__AMO_ANY
+
+#endif /* SYMM_SYMM_DEVICE_CUH */

@@ -1,0 +1,1246 @@
+/*
+ * CUDA backend: the symmetric heap in GPU memory, data movement by copy
+ * engines and kernels, stream-ordered operations and collectives.
+ *
+ * Heap. Each PE reserves heap span (cap rounded to the allocation
+ * granularity) of virtual address space for its own heap and one for each
+ * load/store-reachable PE of its host. Growth creates one physical chunk per
+ * PE (cuMemCreate, POSIX fd handle), maps it into the owner's range, exports
+ * it as a file descriptor and passes it to the local PEs (symm__boot_share_fd);
+ * each imports its peers' chunks and maps them at the same offset of their
+ * ranges. So peer_base[pe] + off is pe's byte off, for every reachable pe, and
+ * addresses never move when the heap grows.
+ *
+ * Streams. Blocking and nbi host operations run on one internal non-blocking
+ * stream (nbi puts complete at quiet, which synchronises it). Stream forms
+ * run on the caller's stream; small puts/gets are kernels (a launch costs less
+ * host time than cuMemcpyAsync), large ones the copy engine. Nothing in a
+ * stream form synchronises with the host, so all of them can be captured into
+ * CUDA graphs. A NULL stream passed to a hook means "blocking": internal
+ * stream, then wait (the core maps the user's NULL stream to
+ * CU_STREAM_LEGACY before calling).
+ *
+ * GPU-side waits (barriers, signal waits) give up after the context's timeout
+ * and set a pinned error word that the next blocking call reports as
+ * SYMM_ERR_TIMEOUT, so a dead peer cannot hang a stream forever.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cuda_driver.h"
+#include "kernel_params.h"
+#include "teams.h"
+
+extern const unsigned char symm__cuda_fatbin[];
+extern const size_t symm__cuda_fatbin_size;
+
+/* Team slot layout (teams.h): [0, 256) host barrier flags, [256, 512) the
+ * teams' scratch record, [512, 1024) device/stream barrier flags, one uint64
+ * per team PE (SYMM__SLOT_DEVICE_OFF; symm_device.cuh SYMM_DEVICE_BARRIER_OFF). */
+#define CU_BARRIER_OFF SYMM__SLOT_DEVICE_OFF
+_Static_assert(SYMM__TEAM_SLOT_BYTES == 1024, "symm_device.cuh assumes 1024-byte team slots");
+_Static_assert(SYMM__SLOT_DEVICE_OFF == 512, "symm_device.cuh: SYMM_DEVICE_BARRIER_OFF is 512");
+_Static_assert(CU_BARRIER_OFF + SYMM_DEVICE_MAX_PES * 8 <= SYMM__TEAM_SLOT_BYTES,
+               "device barrier flags must fit in a team slot");
+
+#define CU_THREADS 256u
+/* Puts/gets of at most this many bytes from device-accessible memory run as a
+ * kernel, larger ones on the copy engine. Measured on 2 x H200 (NV18, driver
+ * 580): a kernel launch costs 2.4 us of host time and about as much GPU time,
+ * a cuMemcpyAsync 1.2 us of host time and 2.2 us of copy-engine time, so the
+ * copy engine wins at every size: default 0 (SYMM_CUDA_COPY_KERNEL_MAX
+ * overrides it). */
+#define CU_DEFAULT_COPY_KERNEL_MAX 0u
+/* Opt-in (SYMM_CUDA_STREAM_MEMOPS=1): stream barriers of up to
+ * CU_MEMOP_BAR_MAX PEs outside graph capture, and EQ signal waits, use
+ * cuStreamWriteValue64/cuStreamWaitValue64 instead of a kernel. They need no
+ * SM and less host time, but a wait on a dead peer never gives up (the kernel
+ * forms time out), so they are off by default. Their flags (host-side epochs)
+ * use the host barrier's region of the slot, which sync.c leaves alone on
+ * CUDA (it calls sync_stream there). */
+#define CU_MEMOP_BAR_OFF SYMM__SLOT_BARRIER_OFF
+#define CU_MEMOP_BAR_MAX 32
+_Static_assert(CU_MEMOP_BAR_MAX * 8 <= SYMM__SLOT_BARRIER_BYTES, "memop flags fit");
+#define CU_N_OPS 7
+
+typedef struct cu_map {
+    uint64_t off, size;
+    CUmemGenericAllocationHandle *h; /* [local_n]; 0 where not mapped */
+} cu_map;
+
+typedef struct cu_state {
+    /* device and kernels */
+    int ordinal;
+    CUdevice dev;
+    CUcontext cuctx;
+    bool retained;
+    int sms;
+    CUmodule mod;
+    CUfunction f_copy, f_store, f_signal, f_wait, f_amo, f_barrier8, f_barrier64, f_gather;
+    _Atomic(CUfunction) f_reduce[SYMM_DTYPE_COUNT][CU_N_OPS];
+
+    /* host-initiated work */
+    CUstream s_int;
+    CUevent ev_int;
+    atomic_bool nbi_pending;
+    pthread_mutex_t amo_lock;
+    bool amo_lock_init;
+    uint64_t *pinned; /* [0]: atomic result, [1]: error word (int) */
+    int *err_word;
+    uint64_t timeout_ns;
+    atomic_bool memops; /* cuStreamWriteValue64 / WaitValue64 usable */
+    bool stream_memops; /* SYMM_CUDA_STREAM_MEMOPS=1: memop barriers and waits */
+    struct {
+        uint64_t team; /* handle of the team the epoch belongs to */
+        uint64_t epoch;
+    } mep[SYMM__MAX_TEAMS];
+    uint64_t copy_kernel_max;
+
+    /* heap */
+    CUmemAllocationProp prop;
+    uint64_t gran, span;
+    int32_t local_n, local_me;
+    int32_t *local_pe; /* [local_n] world PE of each local index */
+    CUdeviceptr *va;   /* [local_n] reservation, 0 when not reachable */
+    uint64_t backed;   /* [0, backed) of every reachable heap is mapped */
+    uint64_t reg_floor; /* lowest offset ever registered (heap grows below) */
+    cu_map *chunks;
+    size_t n_chunks, cap_chunks;
+    cu_map *regs;
+    size_t n_regs, cap_regs;
+    pthread_mutex_t reg_lock;
+    bool reg_lock_init;
+    bool owns_peer_base;
+    bool heap_live; /* heap_init succeeded and heap_fini has not run */
+} cu_state;
+
+static const char *const dtype_names[SYMM_DTYPE_COUNT] = {
+    NULL, "int8", "int16", "int32", "int64", "uint8", "uint16",
+    "uint32", "uint64", "float16", "bfloat16", "float32", "float64",
+};
+static const char *const op_names[CU_N_OPS] = {"sum", "prod", "min", "max", "and", "or", "xor"};
+
+static inline uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+static inline uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static inline uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* Make our primary context current on the calling thread (cheap when it is). */
+static inline symm_status cu_enter(const cu_state *s) {
+    CUcontext cur = NULL;
+    if (symm__cu.CtxGetCurrent(&cur) == CUDA_SUCCESS && cur == s->cuctx) return SYMM_SUCCESS;
+    SYMM__CU(CtxSetCurrent(s->cuctx));
+    return SYMM_SUCCESS;
+}
+
+static symm_status check_err_word(cu_state *s) {
+    if (!*(volatile int *)s->err_word) return SYMM_SUCCESS;
+    *(volatile int *)s->err_word = 0;
+    return symm__err(SYMM_ERR_TIMEOUT,
+                     "a GPU-side wait (barrier, collective or signal wait on a stream) gave up "
+                     "after %llu ms: a peer PE died or did not take part",
+                     (unsigned long long)(s->timeout_ns / 1000000u));
+}
+
+static symm_status unreachable(const symm__ctx *ctx, int32_t pe) {
+    return symm__err(SYMM_ERR_NOT_SUPPORTED,
+                     "PE %d is not load/store reachable from PE %d (no P2P path between their "
+                     "GPUs, or another host); remote transports are not available yet",
+                     (int)pe, (int)ctx->my_pe);
+}
+
+static symm_status launch(CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned bx,
+                          CUstream cs, void **args) {
+    CUresult r = symm__cu.LaunchKernel(f, gx, gy, 1, bx, 1, 1, 0, cs, args, NULL);
+    if (r != CUDA_SUCCESS) return symm__cu_fail(r, name);
+    return SYMM_SUCCESS;
+}
+
+/* NULL stream = blocking: the work went to the internal stream; wait for it. */
+static symm_status finish(cu_state *s, void *stream) {
+    if (stream) return SYMM_SUCCESS;
+    SYMM__CU(StreamSynchronize(s->s_int));
+    atomic_store(&s->nbi_pending, false);
+    return check_err_word(s);
+}
+static inline CUstream stream_of(const cu_state *s, void *stream) {
+    return stream ? (CUstream)stream : s->s_int;
+}
+
+static unsigned copy_blocks(const cu_state *s, uint64_t n, unsigned cap) {
+    uint64_t b = (n + CU_THREADS * 16u - 1) / (CU_THREADS * 16u);
+    if (b < 1) b = 1;
+    if (b > cap) b = cap;
+    return (unsigned)b;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Probe, setup and teardown                                                 */
+/* ------------------------------------------------------------------------ */
+
+symm_status symm__cuda_probe(void) {
+    SYMM_TRY(symm__cu_load());
+    int n = 0;
+    SYMM__CU(DeviceGetCount(&n));
+    if (n < 1) return symm__err(SYMM_ERR_NO_DEVICE, "the CUDA driver sees no GPU");
+    return SYMM_SUCCESS;
+}
+
+static void map_release(cu_state *s, const cu_map *m) {
+    for (int32_t li = 0; li < s->local_n; li++) {
+        if (!m->h[li]) continue;
+        symm__cu.MemUnmap(s->va[li] + m->off, m->size);
+        symm__cu.MemRelease(m->h[li]);
+    }
+}
+
+/* Everything but the heap mappings (see cuda_heap_fini). */
+static void state_free(cu_state *s) {
+    if (!s) return;
+    if (s->cuctx) symm__cu.CtxSetCurrent(s->cuctx);
+    if (s->s_int) symm__cu.StreamDestroy(s->s_int);
+    if (s->ev_int) symm__cu.EventDestroy(s->ev_int);
+    if (s->pinned) symm__cu.MemFreeHost(s->pinned);
+    if (s->mod) symm__cu.ModuleUnload(s->mod);
+    if (s->retained) symm__cu.DevicePrimaryCtxRelease(s->dev);
+    if (s->amo_lock_init) pthread_mutex_destroy(&s->amo_lock);
+    if (s->reg_lock_init) pthread_mutex_destroy(&s->reg_lock);
+    free(s->local_pe);
+    free(s->va);
+    free(s->chunks);
+    free(s->regs);
+    free(s);
+}
+
+static symm_status get_fn(cu_state *s, CUfunction *f, const char *name) {
+    CUresult r = symm__cu.ModuleGetFunction(f, s->mod, name);
+    if (r != CUDA_SUCCESS) return symm__cu_fail(r, name);
+    /* load it now: loading lazily inside a stream capture would be slower */
+    if (symm__cu.FuncLoad) symm__cu.FuncLoad(*f);
+    return SYMM_SUCCESS;
+}
+
+/* The PE-local part of init: device, context, kernels, streams. */
+static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
+    SYMM_TRY(symm__cu_load());
+    int count = 0;
+    SYMM__CU(DeviceGetCount(&count));
+    if (count < 1) return symm__err(SYMM_ERR_NO_DEVICE, "the CUDA driver sees no GPU");
+    int ord = ctx->cfg.device >= 0 ? ctx->cfg.device : (ctx->local_pe >= 0 ? ctx->local_pe : 0) % count;
+    if (ord >= count)
+        return symm__err(SYMM_ERR_INVALID_ARG, "device %d requested, but only %d GPU(s) visible",
+                         ord, count);
+    s->ordinal = ord;
+    ctx->cfg.device = ord; /* symm_ctx_query reports the device in use */
+    SYMM__CU(DeviceGet(&s->dev, ord));
+    int vmm = 0, fdh = 0, rdma = 0, memops = 0;
+    SYMM__CU(DeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                                s->dev));
+    SYMM__CU(DeviceGetAttribute(&fdh, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+                                s->dev));
+    SYMM__CU(DeviceGetAttribute(&s->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, s->dev));
+    symm__cu.DeviceGetAttribute(&rdma, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+                                s->dev);
+    symm__cu.DeviceGetAttribute(&memops, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, s->dev);
+    if (!vmm || !fdh)
+        return symm__err(SYMM_ERR_NO_DEVICE,
+                         "GPU %d lacks virtual memory management with POSIX fd handles "
+                         "(VMM %d, fd handles %d)", ord, vmm, fdh);
+    SYMM__CU(DevicePrimaryCtxRetain(&s->cuctx, s->dev));
+    s->retained = true;
+    SYMM__CU(CtxSetCurrent(s->cuctx));
+
+    memset(&s->prop, 0, sizeof s->prop);
+    s->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    s->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    s->prop.location.id = s->dev;
+    s->prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    s->prop.allocFlags.gpuDirectRDMACapable = rdma ? 1 : 0;
+    size_t g = 0;
+    SYMM__CU(MemGetAllocationGranularity(&g, &s->prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    s->gran = g ? g : (2u << 20);
+
+    SYMM__CU(ModuleLoadData(&s->mod, symm__cuda_fatbin));
+    SYMM_TRY(get_fn(s, &s->f_copy, "symm_k_copy"));
+    SYMM_TRY(get_fn(s, &s->f_store, "symm_k_store"));
+    SYMM_TRY(get_fn(s, &s->f_signal, "symm_k_signal"));
+    SYMM_TRY(get_fn(s, &s->f_wait, "symm_k_wait"));
+    SYMM_TRY(get_fn(s, &s->f_amo, "symm_k_amo"));
+    SYMM_TRY(get_fn(s, &s->f_barrier8, "symm_k_barrier_8"));
+    SYMM_TRY(get_fn(s, &s->f_barrier64, "symm_k_barrier_64"));
+    SYMM_TRY(get_fn(s, &s->f_gather, "symm_k_gather"));
+
+    SYMM__CU(StreamCreate(&s->s_int, CU_STREAM_NON_BLOCKING));
+    SYMM__CU(EventCreate(&s->ev_int, CU_EVENT_DISABLE_TIMING));
+    void *pinned = NULL;
+    SYMM__CU(MemHostAlloc(&pinned, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+    s->pinned = pinned;
+    memset(pinned, 0, 64);
+    s->err_word = (int *)&s->pinned[1];
+    if (pthread_mutex_init(&s->amo_lock, NULL) != 0)
+        return symm__err(SYMM_ERR_SYSTEM, "pthread_mutex_init failed");
+    s->amo_lock_init = true;
+    if (pthread_mutex_init(&s->reg_lock, NULL) != 0)
+        return symm__err(SYMM_ERR_SYSTEM, "pthread_mutex_init failed");
+    s->reg_lock_init = true;
+
+    atomic_store(&s->memops, memops && symm__cu.StreamWriteValue64 && symm__cu.StreamWaitValue64);
+    s->timeout_ns = (uint64_t)(ctx->cfg.timeout_ms ? ctx->cfg.timeout_ms : SYMM__DEFAULT_TIMEOUT_MS) *
+                    1000000u;
+    s->copy_kernel_max = CU_DEFAULT_COPY_KERNEL_MAX;
+    const char *mo = getenv("SYMM_CUDA_STREAM_MEMOPS");
+    s->stream_memops = mo && strcmp(mo, "1") == 0 && atomic_load(&s->memops);
+    const char *e = getenv("SYMM_CUDA_COPY_KERNEL_MAX");
+    uint64_t v = 0;
+    if (e && *e) {
+        if (!symm__parse_size(e, &v))
+            return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COPY_KERNEL_MAX=%s is not a size", e);
+        s->copy_kernel_max = v;
+    }
+    return SYMM_SUCCESS;
+}
+
+/* Exchanged by every PE at init. */
+typedef struct cu_peer_info {
+    int32_t status; /* SYMM_SUCCESS or why this PE has no usable GPU */
+    uint32_t pad;
+    uint64_t gran;
+    uint8_t uuid[16];
+} cu_peer_info;
+
+/* Is the GPU with this UUID load/store reachable from ours? */
+static bool peer_reachable(const cu_state *s, const uint8_t uuid[16]) {
+    int count = 0;
+    if (symm__cu.DeviceGetCount(&count) != CUDA_SUCCESS) return false;
+    for (int i = 0; i < count; i++) {
+        CUdevice d;
+        CUuuid u;
+        if (symm__cu.DeviceGet(&d, i) != CUDA_SUCCESS) continue;
+        if (symm__cu.DeviceGetUuid(&u, d) != CUDA_SUCCESS) continue;
+        if (memcmp(u.bytes, uuid, 16) != 0) continue;
+        if (d == s->dev) return true;
+        int can = 0;
+        return symm__cu.DeviceCanAccessPeer(&can, s->dev, d) == CUDA_SUCCESS && can;
+    }
+    return false; /* not visible to this process */
+}
+
+static void cuda_heap_fini(symm__ctx *ctx);
+
+static symm_status cuda_heap_init(symm__ctx *ctx) {
+    cu_state *s = calloc(1, sizeof *s);
+    cu_peer_info *all = calloc((size_t)ctx->n_pes, sizeof *all);
+    symm_status st;
+    if (!s || !all) {
+        free(s);
+        free(all);
+        return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
+    }
+    s->local_n = ctx->local_n_pes > 0 ? ctx->local_n_pes : 1;
+    s->local_me = ctx->local_pe >= 0 ? ctx->local_pe : 0;
+    s->local_pe = calloc((size_t)s->local_n, sizeof *s->local_pe);
+    s->va = calloc((size_t)s->local_n, sizeof *s->va);
+    if (!s->local_pe || !s->va) {
+        state_free(s);
+        free(all);
+        return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
+    }
+
+    /* Local setup first; every PE then learns every other PE's outcome, so a
+     * PE without a GPU fails the job instead of hanging it. */
+    cu_peer_info mine;
+    memset(&mine, 0, sizeof mine);
+    symm_status local = setup_local(ctx, s);
+    char local_msg[512] = "";
+    if (local != SYMM_SUCCESS) {
+        snprintf(local_msg, sizeof local_msg, "%s", symm__last_error());
+    } else {
+        CUuuid u;
+        CUresult r = symm__cu.DeviceGetUuid(&u, s->dev);
+        if (r != CUDA_SUCCESS) {
+            local = symm__cu_fail(r, "cuDeviceGetUuid");
+            snprintf(local_msg, sizeof local_msg, "%s", symm__last_error());
+        } else {
+            memcpy(mine.uuid, u.bytes, 16);
+        }
+    }
+    mine.status = local;
+    mine.gran = s->gran;
+    st = symm__boot_allgather(ctx->boot, &mine, all, sizeof mine);
+    if (st != SYMM_SUCCESS) goto fail;
+    if (local != SYMM_SUCCESS) {
+        st = symm__err(local, "%s", local_msg);
+        goto fail;
+    }
+    s->gran = 0;
+    for (int32_t pe = 0; pe < ctx->n_pes; pe++) {
+        if (all[pe].status != SYMM_SUCCESS) {
+            st = symm__err(all[pe].status, "PE %d could not set up its GPU (%s; see its own "
+                           "error message)", (int)pe, symm__status_name(all[pe].status));
+            goto fail;
+        }
+        s->gran = max_u64(s->gran, all[pe].gran);
+    }
+    s->span = align_up(ctx->heap_cap, s->gran);
+    s->reg_floor = s->span;
+    s->heap_live = true; /* from here on cuda_heap_fini undoes what exists */
+
+    /* local peers, their reachability and the reservations */
+    const bool no_p2p = getenv("SYMM_CUDA_DISABLE_P2P") && strcmp(getenv("SYMM_CUDA_DISABLE_P2P"), "1") == 0;
+    for (int32_t li = 0; li < s->local_n; li++) s->local_pe[li] = -1;
+    for (int32_t pe = 0; pe < ctx->n_pes; pe++) {
+        int32_t li = ctx->boot_info.local_index ? ctx->boot_info.local_index[pe]
+                                                : (pe == ctx->my_pe ? 0 : -1);
+        if (li >= 0 && li < s->local_n) s->local_pe[li] = pe;
+    }
+    s->local_pe[s->local_me] = ctx->my_pe;
+    if (!ctx->peer_base) {
+        ctx->peer_base = calloc((size_t)ctx->n_pes, sizeof *ctx->peer_base);
+        if (!ctx->peer_base) {
+            st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
+            goto fail;
+        }
+        s->owns_peer_base = true;
+    }
+    for (int32_t pe = 0; pe < ctx->n_pes; pe++) ctx->peer_base[pe] = NULL;
+    for (int32_t li = 0; li < s->local_n; li++) {
+        int32_t pe = s->local_pe[li];
+        if (pe < 0) continue;
+        if (li != s->local_me && (no_p2p || !peer_reachable(s, all[pe].uuid))) continue;
+        CUresult r = symm__cu.MemAddressReserve(&s->va[li], s->span, s->gran, 0, 0);
+        if (r != CUDA_SUCCESS) {
+            s->va[li] = 0;
+            st = symm__cu_fail(r, "cuMemAddressReserve(heap span)");
+            goto fail;
+        }
+        ctx->peer_base[pe] = (uint8_t *)(uintptr_t)s->va[li];
+    }
+    ctx->heap_base = ctx->peer_base[ctx->my_pe];
+    ctx->backend = s;
+    free(all);
+    return SYMM_SUCCESS;
+
+fail:
+    free(all);
+    ctx->backend = s;
+    cuda_heap_fini(ctx);
+    state_free(s);
+    ctx->backend = NULL;
+    return st;
+}
+
+static void cuda_heap_fini(symm__ctx *ctx) {
+    cu_state *s = ctx->backend;
+    if (!s || !s->heap_live) return;
+    s->heap_live = false;
+    if (s->cuctx) {
+        symm__cu.CtxSetCurrent(s->cuctx);
+        if (s->s_int) symm__cu.StreamSynchronize(s->s_int);
+        symm__cu.CtxSynchronize(); /* user streams may still touch the heap */
+    }
+    for (size_t i = s->n_regs; i-- > 0;) {
+        map_release(s, &s->regs[i]);
+        free(s->regs[i].h);
+    }
+    s->n_regs = 0;
+    for (size_t i = s->n_chunks; i-- > 0;) {
+        map_release(s, &s->chunks[i]);
+        free(s->chunks[i].h);
+    }
+    s->n_chunks = 0;
+    s->backed = 0;
+    for (int32_t li = 0; li < s->local_n; li++) {
+        if (s->va[li]) symm__cu.MemAddressFree(s->va[li], s->span);
+        s->va[li] = 0;
+    }
+    if (ctx->peer_base) {
+        for (int32_t pe = 0; pe < ctx->n_pes; pe++) ctx->peer_base[pe] = NULL;
+        if (s->owns_peer_base) {
+            free(ctx->peer_base);
+            ctx->peer_base = NULL;
+            s->owns_peer_base = false;
+        }
+    }
+    ctx->heap_base = NULL;
+}
+
+static void cuda_fini(symm__ctx *ctx) {
+    cu_state *s = ctx->backend;
+    if (!s) return;
+    cuda_heap_fini(ctx); /* in case the core did not: idempotent */
+    state_free(s);
+    ctx->backend = NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Heap growth and registration                                              */
+/* ------------------------------------------------------------------------ */
+
+static symm_status map_at(cu_state *s, CUdeviceptr va, uint64_t size,
+                          CUmemGenericAllocationHandle h) {
+    SYMM__CU(MemMap(va, size, 0, h, 0));
+    CUmemAccessDesc acc;
+    memset(&acc, 0, sizeof acc);
+    acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    acc.location.id = s->dev;
+    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CUresult r = symm__cu.MemSetAccess(va, size, &acc, 1);
+    if (r != CUDA_SUCCESS) {
+        symm__cu.MemUnmap(va, size);
+        return symm__cu_fail(r, "cuMemSetAccess");
+    }
+    return SYMM_SUCCESS;
+}
+
+static symm_status push_map(cu_map **arr, size_t *n, size_t *cap, const cu_map *m) {
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 8;
+        cu_map *na = realloc(*arr, nc * sizeof *na);
+        if (!na) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
+        *arr = na;
+        *cap = nc;
+    }
+    (*arr)[(*n)++] = *m;
+    return SYMM_SUCCESS;
+}
+
+/* The collective part of growth and registration: this PE's handle h (0 when
+ * it failed locally, own mapping already made) is exported, exchanged with
+ * the local PEs and every reachable peer's is mapped at off of its range.
+ * m->h[local_me] must already be set (or 0). Always takes part in the
+ * exchange. On failure everything in m is unmapped and released. */
+static symm_status share_and_map(symm__ctx *ctx, cu_state *s, cu_map *m, symm_status st) {
+    int fd = -1;
+    char msg[512] = "";
+    if (st == SYMM_SUCCESS) {
+        CUresult r = symm__cu.MemExportToShareableHandle(&fd, m->h[s->local_me],
+                                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+        if (r != CUDA_SUCCESS) {
+            fd = -1;
+            st = symm__cu_fail(r, "cuMemExportToShareableHandle(POSIX fd)");
+        }
+    }
+    if (st != SYMM_SUCCESS) snprintf(msg, sizeof msg, "%s", symm__last_error());
+    /* Every PE learns every PE's local outcome first: a PE that failed does
+     * not take part in the descriptor exchange, and nobody waits for it. */
+    int32_t mine = st, *all = calloc((size_t)ctx->n_pes, sizeof *all);
+    int *fds = malloc((size_t)s->local_n * sizeof *fds);
+    symm_status gst = SYMM_ERR_OUT_OF_MEMORY;
+    if (all && fds) gst = symm__boot_allgather(ctx->boot, &mine, all, sizeof mine);
+    else symm__err(gst, "cuda backend: out of host memory");
+    if (gst != SYMM_SUCCESS) {
+        free(all);
+        free(fds);
+        if (fd >= 0) close(fd);
+        map_release(s, m);
+        return gst;
+    }
+    for (int32_t pe = 0; pe < ctx->n_pes && st == SYMM_SUCCESS; pe++)
+        if (all[pe] != SYMM_SUCCESS)
+            st = symm__err(all[pe], "PE %d could not create or export its GPU memory (%s)",
+                           (int)pe, symm__status_name(all[pe]));
+    free(all);
+    if (st != SYMM_SUCCESS) {
+        if (msg[0]) symm__err(st, "%s", msg);
+        free(fds);
+        if (fd >= 0) close(fd);
+        map_release(s, m);
+        return st;
+    }
+    for (int32_t li = 0; li < s->local_n; li++) fds[li] = -1;
+    symm_status sh = symm__boot_share_fd(ctx->boot, fd, fds);
+    close(fd);
+    if (sh != SYMM_SUCCESS) st = sh;
+    for (int32_t li = 0; li < s->local_n; li++) {
+        if (li == s->local_me) continue;
+        if (st == SYMM_SUCCESS && s->va[li] && fds[li] < 0)
+            st = symm__err(SYMM_ERR_PEER_FAILED, "PE %d could not share its GPU memory",
+                           (int)s->local_pe[li]);
+        if (st == SYMM_SUCCESS && s->va[li]) {
+            CUmemGenericAllocationHandle h = 0;
+            CUresult r = symm__cu.MemImportFromShareableHandle(
+                &h, (void *)(uintptr_t)fds[li], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+            if (r != CUDA_SUCCESS) {
+                st = symm__cu_fail(r, "cuMemImportFromShareableHandle(peer fd)");
+            } else {
+                st = map_at(s, s->va[li] + m->off, m->size, h);
+                if (st == SYMM_SUCCESS)
+                    m->h[li] = h;
+                else
+                    symm__cu.MemRelease(h);
+            }
+        }
+    }
+    for (int32_t li = 0; li < s->local_n; li++)
+        if (fds[li] >= 0) close(fds[li]);
+    free(fds);
+    if (st != SYMM_SUCCESS) {
+        if (msg[0]) symm__err(st, "%s", msg);
+        map_release(s, m);
+    }
+    return st;
+}
+
+static symm_status cuda_heap_grow(symm__ctx *ctx, uint64_t new_mapped) {
+    cu_state *s = ctx->backend;
+    uint64_t want = align_up(new_mapped, s->gran);
+    if (want <= s->backed) {
+        ctx->heap_mapped = new_mapped;
+        return SYMM_SUCCESS;
+    }
+    if (want > s->reg_floor)
+        return symm__err(SYMM_ERR_OUT_OF_MEMORY,
+                         "heap cap reached: %llu bytes needed, %llu available below registered "
+                         "memory (cap %llu)", (unsigned long long)want,
+                         (unsigned long long)s->reg_floor, (unsigned long long)s->span);
+    SYMM_TRY(cu_enter(s));
+    cu_map m;
+    m.off = s->backed;
+    m.size = want - s->backed;
+    m.h = calloc((size_t)s->local_n, sizeof *m.h);
+    if (!m.h) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
+
+    CUmemGenericAllocationHandle h = 0;
+    symm_status st = SYMM_SUCCESS;
+    CUresult r = symm__cu.MemCreate(&h, m.size, &s->prop, 0);
+    if (r != CUDA_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "cuMemCreate(%llu bytes of heap)", (unsigned long long)m.size);
+        st = symm__cu_fail(r, what);
+    } else {
+        st = map_at(s, s->va[s->local_me] + m.off, m.size, h);
+        if (st == SYMM_SUCCESS) {
+            m.h[s->local_me] = h;
+            /* zero before any peer can see it: contents start zeroed */
+            r = symm__cu.MemsetD8Async(s->va[s->local_me] + m.off, 0, m.size, s->s_int);
+            if (r == CUDA_SUCCESS) r = symm__cu.StreamSynchronize(s->s_int);
+            if (r != CUDA_SUCCESS) st = symm__cu_fail(r, "cuMemsetD8Async(new heap chunk)");
+        } else {
+            symm__cu.MemRelease(h);
+        }
+    }
+    st = share_and_map(ctx, s, &m, st); /* releases m on failure */
+    if (st == SYMM_SUCCESS) {
+        st = push_map(&s->chunks, &s->n_chunks, &s->cap_chunks, &m);
+        if (st != SYMM_SUCCESS) map_release(s, &m);
+    }
+    if (st != SYMM_SUCCESS) {
+        free(m.h);
+        return st;
+    }
+    s->backed = want;
+    ctx->heap_mapped = new_mapped;
+    return SYMM_SUCCESS;
+}
+
+static symm_status cuda_register(symm__ctx *ctx, void *ptr, uint64_t bytes, uint64_t off) {
+    cu_state *s = ctx->backend;
+    uint64_t size = align_up(bytes ? bytes : 1, s->gran);
+    symm_status st = SYMM_SUCCESS;
+    CUmemGenericAllocationHandle h = 0;
+    cu_map m;
+    m.off = off;
+    m.size = size;
+    m.h = calloc((size_t)s->local_n, sizeof *m.h);
+    if (!m.h) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
+    /* Local checks; a failure still takes part in the exchange below. */
+    if ((st = cu_enter(s)) != SYMM_SUCCESS) {
+    } else if (off % s->gran || off < s->backed || off + size > s->span) {
+        st = symm__err(SYMM_ERR_INVALID_ARG,
+                       "registration range [%llu, +%llu) must be %llu-aligned, above the backed "
+                       "heap (%llu) and below the cap (%llu)", (unsigned long long)off,
+                       (unsigned long long)size, (unsigned long long)s->gran,
+                       (unsigned long long)s->backed, (unsigned long long)s->span);
+    } else if ((uintptr_t)ptr % s->gran) {
+        st = symm__err(SYMM_ERR_INVALID_ARG,
+                       "symm_buf_register: ptr %p is not the start of a cuMemCreate mapping "
+                       "(must be %llu-byte aligned)", ptr, (unsigned long long)s->gran);
+    } else {
+        CUresult r = symm__cu.MemRetainAllocationHandle(&h, ptr);
+        if (r != CUDA_SUCCESS) {
+            h = 0;
+            symm__cu_fail(r, "cuMemRetainAllocationHandle");
+            st = symm__err(SYMM_ERR_INVALID_ARG,
+                           "symm_buf_register: %p is not memory mapped with cuMemMap (%s)", ptr,
+                           symm__last_error());
+        } else {
+            CUmemAllocationProp prop;
+            memset(&prop, 0, sizeof prop);
+            CUdeviceptr base = 0;
+            size_t range = 0;
+            r = symm__cu.MemGetAllocationPropertiesFromHandle(&prop, h);
+            if (r != CUDA_SUCCESS) {
+                st = symm__cu_fail(r, "cuMemGetAllocationPropertiesFromHandle");
+            } else if (!(prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) ||
+                       prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+                       prop.location.id != s->dev) {
+                st = symm__err(SYMM_ERR_INVALID_ARG,
+                               "symm_buf_register: the allocation must be device memory of GPU %d "
+                               "created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR", s->ordinal);
+            } else if (symm__cu.MemGetAddressRange(&base, &range, (CUdeviceptr)(uintptr_t)ptr) ==
+                           CUDA_SUCCESS &&
+                       (base != (CUdeviceptr)(uintptr_t)ptr || range < size)) {
+                st = symm__err(SYMM_ERR_INVALID_ARG,
+                               "symm_buf_register: %p must start its mapping and the mapping "
+                               "must hold %llu bytes (it holds %zu from %p)", ptr,
+                               (unsigned long long)size, range, (void *)(uintptr_t)base);
+            } else {
+                st = map_at(s, s->va[s->local_me] + off, size, h);
+            }
+            if (st == SYMM_SUCCESS) {
+                m.h[s->local_me] = h;
+            } else {
+                symm__cu.MemRelease(h);
+            }
+        }
+    }
+    st = share_and_map(ctx, s, &m, st);
+    if (st == SYMM_SUCCESS) {
+        pthread_mutex_lock(&s->reg_lock);
+        st = push_map(&s->regs, &s->n_regs, &s->cap_regs, &m);
+        if (st == SYMM_SUCCESS && off < s->reg_floor) s->reg_floor = off;
+        pthread_mutex_unlock(&s->reg_lock);
+        if (st != SYMM_SUCCESS) map_release(s, &m);
+    }
+    if (st != SYMM_SUCCESS) free(m.h);
+    return st;
+}
+
+static void cuda_unregister(symm__ctx *ctx, uint64_t off, uint64_t bytes) {
+    cu_state *s = ctx->backend;
+    if (!s) return;
+    cu_enter(s);
+    symm__cu.StreamSynchronize(s->s_int);
+    pthread_mutex_lock(&s->reg_lock);
+    for (size_t i = 0; i < s->n_regs; i++) {
+        if (s->regs[i].off != off) continue;
+        cu_map m = s->regs[i];
+        s->regs[i] = s->regs[--s->n_regs];
+        pthread_mutex_unlock(&s->reg_lock);
+        map_release(s, &m);
+        free(m.h);
+        return;
+    }
+    pthread_mutex_unlock(&s->reg_lock);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Host-initiated RMA, atomics, ordering                                     */
+/* ------------------------------------------------------------------------ */
+
+static symm_status cuda_put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
+                            uint32_t flags) {
+    cu_state *s = ctx->backend;
+    uint8_t *b = ctx->peer_base[pe];
+    if (!b) return unreachable(ctx, pe);
+    if (!n) return SYMM_SUCCESS;
+    SYMM_TRY(cu_enter(s));
+    SYMM__CU(MemcpyAsync((CUdeviceptr)(uintptr_t)(b + off), (CUdeviceptr)(uintptr_t)src, n,
+                         s->s_int));
+    if (flags & SYMM__NBI) {
+        atomic_store(&s->nbi_pending, true);
+        return SYMM_SUCCESS;
+    }
+    return finish(s, NULL);
+}
+
+static symm_status cuda_get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
+                            uint32_t flags) {
+    cu_state *s = ctx->backend;
+    uint8_t *b = ctx->peer_base[pe];
+    if (!b) return unreachable(ctx, pe);
+    if (!n) return SYMM_SUCCESS;
+    SYMM_TRY(cu_enter(s));
+    SYMM__CU(MemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)(b + off), n,
+                         s->s_int));
+    if (flags & SYMM__NBI) {
+        atomic_store(&s->nbi_pending, true);
+        return SYMM_SUCCESS;
+    }
+    return finish(s, NULL);
+}
+
+static uint32_t amo_size(uint32_t dtype) {
+    switch (dtype) {
+    case SYMM_DTYPE_INT32:
+    case SYMM_DTYPE_UINT32:
+    case SYMM_DTYPE_FLOAT32: return 4;
+    case SYMM_DTYPE_INT64:
+    case SYMM_DTYPE_UINT64:
+    case SYMM_DTYPE_FLOAT64: return 8;
+    default: return 0;
+    }
+}
+
+static symm_status cuda_atomic(symm__ctx *ctx, int32_t pe, uint64_t off, uint32_t dtype,
+                               uint32_t op, const void *value, const void *compare,
+                               void *fetched) {
+    cu_state *s = ctx->backend;
+    uint8_t *b = ctx->peer_base[pe];
+    if (!b) return unreachable(ctx, pe);
+    uint32_t size = amo_size(dtype);
+    if (!size) return symm__err(SYMM_ERR_INVALID_ARG, "atomics need a 4- or 8-byte dtype");
+    if (op > SYMM_AMO_XOR) return symm__err(SYMM_ERR_INVALID_ARG, "unknown atomic op %u", op);
+    uint64_t v = 0, c = 0;
+    if (value) memcpy(&v, value, size);
+    if (compare) memcpy(&c, compare, size);
+    SYMM_TRY(cu_enter(s));
+    void *addr = b + off;
+    uint64_t *out = &s->pinned[0];
+    void *args[] = {&addr, &size, &op, &v, &c, &out};
+    pthread_mutex_lock(&s->amo_lock);
+    symm_status st = launch(s->f_amo, "cuLaunchKernel(symm_k_amo)", 1, 1, 1, s->s_int, args);
+    if (st == SYMM_SUCCESS) st = finish(s, NULL);
+    uint64_t r = *(volatile uint64_t *)out;
+    pthread_mutex_unlock(&s->amo_lock);
+    if (st == SYMM_SUCCESS && fetched) memcpy(fetched, &r, size); /* little-endian */
+    return st;
+}
+
+static symm_status cuda_quiet(symm__ctx *ctx) {
+    cu_state *s = ctx->backend;
+    SYMM_TRY(cu_enter(s));
+    return finish(s, NULL);
+}
+
+static symm_status cuda_fence(symm__ctx *ctx) {
+    (void)ctx; /* host operations share one in-order stream: already ordered */
+    return SYMM_SUCCESS;
+}
+
+static symm_status cuda_memset0(symm__ctx *ctx, uint64_t off, uint64_t n) {
+    cu_state *s = ctx->backend;
+    if (!n) return SYMM_SUCCESS;
+    SYMM_TRY(cu_enter(s));
+    SYMM__CU(MemsetD8Async((CUdeviceptr)(uintptr_t)(ctx->heap_base + off), 0, n, s->s_int));
+    return finish(s, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Stream-ordered point-to-point                                             */
+/* ------------------------------------------------------------------------ */
+
+/* May kernels on our device load/store local memory p? *dev gets the device
+ * address. Our heap needs no driver query. */
+static bool device_accessible(const symm__ctx *ctx, const cu_state *s, const void *p,
+                              CUdeviceptr *dev) {
+    uintptr_t a = (uintptr_t)p;
+    if (a >= (uintptr_t)ctx->heap_base && a < (uintptr_t)ctx->heap_base + s->span) {
+        *dev = (CUdeviceptr)a;
+        return true;
+    }
+    unsigned int type = 0;
+    CUdeviceptr dp = 0;
+    int ord = -1;
+    CUpointer_attribute attrs[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                    CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+                                    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    void *data[3] = {&type, &dp, &ord};
+    if (symm__cu.PointerGetAttributes(3, attrs, data, (CUdeviceptr)a) != CUDA_SUCCESS) return false;
+    if (type == CU_MEMORYTYPE_HOST && dp) {
+        *dev = dp;
+        return true;
+    }
+    if (type == CU_MEMORYTYPE_DEVICE && ord == s->ordinal) {
+        *dev = (CUdeviceptr)a;
+        return true;
+    }
+    return false; /* pageable host memory, or another GPU's: copy engine */
+}
+
+static symm_status launch_copy(cu_state *s, CUdeviceptr dst, CUdeviceptr src, uint64_t n,
+                               CUstream cs) {
+    void *args[] = {&dst, &src, &n};
+    unsigned threads = n <= 512 ? 32 : CU_THREADS;
+    return launch(s->f_copy, "cuLaunchKernel(symm_k_copy)", copy_blocks(s, n, 128), 1, threads,
+                  cs, args);
+}
+
+/* Write one 4/8-byte word, read now, with a stream memory op (ordered after
+ * the stream's earlier work). false: not possible, use a kernel. */
+static bool write_value(cu_state *s, CUstream cs, CUdeviceptr dst, const void *src, uint32_t n) {
+    CUresult r;
+    if (n == 8) {
+        uint64_t v;
+        memcpy(&v, src, 8);
+        r = symm__cu.StreamWriteValue64(cs, dst, v, CU_STREAM_WRITE_VALUE_DEFAULT);
+    } else {
+        uint32_t v;
+        memcpy(&v, src, 4);
+        r = symm__cu.StreamWriteValue32 ? symm__cu.StreamWriteValue32(cs, dst, v, CU_STREAM_WRITE_VALUE_DEFAULT)
+                                        : CUDA_ERROR_NOT_SUPPORTED;
+    }
+    return r == CUDA_SUCCESS;
+}
+
+static symm_status cuda_put_stream(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src,
+                                   uint64_t n, void *stream) {
+    cu_state *s = ctx->backend;
+    uint8_t *b = ctx->peer_base[pe];
+    if (!b) return unreachable(ctx, pe);
+    if (!n) return SYMM_SUCCESS;
+    SYMM_TRY(cu_enter(s));
+    CUstream cs = stream_of(s, stream);
+    CUdeviceptr dst = (CUdeviceptr)(uintptr_t)(b + off), dsrc = 0;
+    bool dev_src = (n <= s->copy_kernel_max || n <= SYMM__INLINE_BYTES) &&
+                   device_accessible(ctx, s, src, &dsrc);
+    if (dev_src && n <= s->copy_kernel_max) {
+        SYMM_TRY(launch_copy(s, dst, dsrc, n, cs));
+    } else if (!dev_src && (n == 4 || n == 8) && dst % n == 0 && atomic_load(&s->memops) &&
+               write_value(s, cs, dst, src, (uint32_t)n)) {
+        /* one word from pageable memory: a stream memory op, no kernel */
+    } else if (!dev_src && n <= SYMM__INLINE_BYTES) {
+        /* pageable source: carried in the kernel parameter (capturable) */
+        symm__inline_data d;
+        memset(&d, 0, sizeof d);
+        memcpy(d.bytes, src, n);
+        uint32_t n32 = (uint32_t)n;
+        void *args[] = {&dst, &d, &n32};
+        SYMM_TRY(launch(s->f_store, "cuLaunchKernel(symm_k_store)", 1, 1, 64, cs, args));
+    } else {
+        SYMM__CU(MemcpyAsync(dst, (CUdeviceptr)(uintptr_t)src, n, cs));
+    }
+    return finish(s, stream);
+}
+
+static symm_status cuda_get_stream(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off,
+                                   uint64_t n, void *stream) {
+    cu_state *s = ctx->backend;
+    uint8_t *b = ctx->peer_base[pe];
+    if (!b) return unreachable(ctx, pe);
+    if (!n) return SYMM_SUCCESS;
+    SYMM_TRY(cu_enter(s));
+    CUstream cs = stream_of(s, stream);
+    CUdeviceptr src = (CUdeviceptr)(uintptr_t)(b + off), ddst = 0;
+    if (n <= s->copy_kernel_max && device_accessible(ctx, s, dst, &ddst)) {
+        SYMM_TRY(launch_copy(s, ddst, src, n, cs));
+    } else {
+        SYMM__CU(MemcpyAsync((CUdeviceptr)(uintptr_t)dst, src, n, cs));
+    }
+    return finish(s, stream);
+}
+
+static symm_status cuda_signal_stream(symm__ctx *ctx, int32_t pe, uint64_t off, uint64_t value,
+                                      uint32_t sig_op, void *stream) {
+    cu_state *s = ctx->backend;
+    uint8_t *b = ctx->peer_base[pe];
+    if (!b) return unreachable(ctx, pe);
+    SYMM_TRY(cu_enter(s));
+    CUstream cs = stream_of(s, stream);
+    uint64_t *addr = (uint64_t *)(void *)(b + off);
+    if (sig_op == SYMM_SIGNAL_SET && atomic_load(&s->memops)) {
+        /* the default flags put a memory barrier before the write: earlier
+         * work of the stream is visible first */
+        CUresult r = symm__cu.StreamWriteValue64(cs, (CUdeviceptr)(uintptr_t)addr, value,
+                                                 CU_STREAM_WRITE_VALUE_DEFAULT);
+        if (r == CUDA_SUCCESS) return finish(s, stream);
+        atomic_store(&s->memops, false); /* e.g. not allowed on peer memory: use kernels */
+    }
+    void *args[] = {&addr, &value, &sig_op};
+    SYMM_TRY(launch(s->f_signal, "cuLaunchKernel(symm_k_signal)", 1, 1, 1, cs, args));
+    return finish(s, stream);
+}
+
+static symm_status cuda_wait_stream(symm__ctx *ctx, uint64_t off, uint32_t cmp, uint64_t value,
+                                    void *stream) {
+    cu_state *s = ctx->backend;
+    SYMM_TRY(cu_enter(s));
+    CUstream cs = stream_of(s, stream);
+    uint64_t *addr = (uint64_t *)(void *)(ctx->heap_base + off);
+    /* cuStreamWaitValue64's GEQ is a cyclic comparison; only EQ is exact */
+    if (cmp == SYMM_CMP_EQ && s->stream_memops && atomic_load(&s->memops)) {
+        CUresult r = symm__cu.StreamWaitValue64(cs, (CUdeviceptr)(uintptr_t)addr, value,
+                                                CU_STREAM_WAIT_VALUE_EQ);
+        if (r == CUDA_SUCCESS) return finish(s, stream);
+        atomic_store(&s->memops, false);
+    }
+    int *err = s->err_word;
+    void *args[] = {&addr, &cmp, &value, &s->timeout_ns, &err};
+    SYMM_TRY(launch(s->f_wait, "cuLaunchKernel(symm_k_wait)", 1, 1, 1, cs, args));
+    return finish(s, stream);
+}
+
+static symm_status cuda_quiet_stream(symm__ctx *ctx, void *stream) {
+    cu_state *s = ctx->backend;
+    if (!stream) return cuda_quiet(ctx);
+    /* Stream work completes in stream order: only host-issued nbi operations
+     * (internal stream) need joining, and only outside a capture. */
+    if (!atomic_load(&s->nbi_pending)) return SYMM_SUCCESS;
+    SYMM_TRY(cu_enter(s));
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    SYMM__CU(StreamIsCapturing((CUstream)stream, &cap));
+    if (cap != CU_STREAM_CAPTURE_STATUS_NONE) return SYMM_SUCCESS;
+    SYMM__CU(EventRecord(s->ev_int, s->s_int));
+    SYMM__CU(StreamWaitEvent((CUstream)stream, s->ev_int, 0));
+    return SYMM_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Team barrier on a stream and collectives                                  */
+/* ------------------------------------------------------------------------ */
+
+static symm_status team_bases(const symm__ctx *ctx, const symm__team *team, char **base) {
+    if (team->n_pes > SYMM_DEVICE_MAX_PES)
+        return symm__err(SYMM_ERR_NOT_SUPPORTED,
+                         "GPU barriers and collectives support teams of up to %d PEs (team has %d)",
+                         SYMM_DEVICE_MAX_PES, (int)team->n_pes);
+    for (int32_t j = 0; j < team->n_pes; j++) {
+        int32_t pe = symm__team_world_pe(team, j);
+        base[j] = (char *)ctx->peer_base[pe];
+        if (!base[j]) return unreachable(ctx, pe);
+    }
+    return SYMM_SUCCESS;
+}
+
+/* Barrier kernel: epoch = counter + bump. */
+static symm_status launch_barrier(symm__ctx *ctx, cu_state *s, const symm__team *team,
+                                  char *const *base, uint64_t bump, CUstream cs) {
+    uint64_t area_off = symm__team_sync_off(team->slot) + CU_BARRIER_OFF;
+    unsigned threads = team->n_pes <= 32 ? 32 : 64;
+    if (team->n_pes <= 8) {
+        symm__kbarrier_params8 p;
+        memset(&p, 0, sizeof p);
+        memcpy(p.team.base, base, (size_t)team->n_pes * sizeof *base);
+        p.team.me = team->my_pe;
+        p.team.n = team->n_pes;
+        p.area_off = area_off;
+        p.bump = bump;
+        p.timeout_ns = s->timeout_ns;
+        p.err = s->err_word;
+        void *args[] = {&p};
+        return launch(s->f_barrier8, "cuLaunchKernel(symm_k_barrier_8)", 1, 1, threads, cs, args);
+    }
+    symm__kbarrier_params64 p;
+    memset(&p, 0, sizeof p);
+    memcpy(p.team.base, base, (size_t)team->n_pes * sizeof *base);
+    p.team.me = team->my_pe;
+    p.team.n = team->n_pes;
+    p.area_off = area_off;
+    p.bump = bump;
+    p.timeout_ns = s->timeout_ns;
+    p.err = s->err_word;
+    void *args[] = {&p};
+    (void)ctx;
+    return launch(s->f_barrier64, "cuLaunchKernel(symm_k_barrier_64)", 1, 1, threads, cs, args);
+}
+
+/* Barrier with stream memory ops (opt-in, see CU_MEMOP_BAR_OFF): announce
+ * epoch e in every peer's flag (the write's memory barrier orders the stream's
+ * earlier work first), then wait for every peer's. */
+static symm_status memop_barrier(cu_state *s, const symm__team *team, char *const *base,
+                                 CUstream cs) {
+    if (s->mep[team->slot].team != team->handle) {
+        s->mep[team->slot].team = team->handle; /* a new team: its slot was zeroed */
+        s->mep[team->slot].epoch = 0;
+    }
+    const uint64_t e = s->mep[team->slot].epoch + 1;
+    const uint64_t off = symm__team_sync_off(team->slot) + CU_MEMOP_BAR_OFF;
+    for (int32_t j = 0; j < team->n_pes; j++) {
+        if (j == team->my_pe) continue;
+        SYMM__CU(StreamWriteValue64(cs, (CUdeviceptr)(uintptr_t)(base[j] + off + 8u * (uint64_t)team->my_pe),
+                                    e, CU_STREAM_WRITE_VALUE_DEFAULT));
+    }
+    for (int32_t j = 0; j < team->n_pes; j++) {
+        if (j == team->my_pe) continue;
+        SYMM__CU(StreamWaitValue64(cs, (CUdeviceptr)(uintptr_t)(base[team->my_pe] + off + 8u * (uint64_t)j),
+                                   e, CU_STREAM_WAIT_VALUE_GEQ));
+    }
+    s->mep[team->slot].epoch = e;
+    return SYMM_SUCCESS;
+}
+
+static symm_status cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, void *stream) {
+    cu_state *s = ctx->backend;
+    char *base[SYMM_DEVICE_MAX_PES];
+    SYMM_TRY(team_bases(ctx, team, base));
+    SYMM_TRY(cu_enter(s));
+    if (team->n_pes > 1) {
+        CUstream cs = stream_of(s, stream);
+        CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+        if (stream && s->stream_memops && team->n_pes <= CU_MEMOP_BAR_MAX &&
+            symm__cu.StreamIsCapturing(cs, &cap) == CUDA_SUCCESS &&
+            cap == CU_STREAM_CAPTURE_STATUS_NONE)
+            SYMM_TRY(memop_barrier(s, team, base, cs));
+        else
+            SYMM_TRY(launch_barrier(ctx, s, team, base, 1, cs));
+    }
+    return finish(s, stream);
+}
+
+static symm_status reduce_fn(cu_state *s, uint32_t dtype, uint32_t op, CUfunction *f) {
+    if (dtype >= SYMM_DTYPE_COUNT || !dtype_names[dtype] || op >= CU_N_OPS)
+        return symm__err(SYMM_ERR_INVALID_ARG, "no reduction kernel for dtype %u op %u", dtype, op);
+    CUfunction fn = atomic_load(&s->f_reduce[dtype][op]);
+    if (!fn) {
+        char name[64];
+        snprintf(name, sizeof name, "symm_k_reduce_%s_%s", dtype_names[dtype], op_names[op]);
+        CUresult r = symm__cu.ModuleGetFunction(&fn, s->mod, name);
+        if (r == CUDA_ERROR_NOT_FOUND)
+            return symm__err(SYMM_ERR_INVALID_ARG, "reduction op %s is not defined for %s",
+                             op_names[op], dtype_names[dtype]);
+        if (r != CUDA_SUCCESS) return symm__cu_fail(r, name);
+        atomic_store(&s->f_reduce[dtype][op], fn);
+    }
+    *f = fn;
+    return SYMM_SUCCESS;
+}
+
+static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) {
+    cu_state *s = ctx->backend;
+    const symm__team *team = c->team;
+    const int32_t n = team->n_pes, me = team->my_pe;
+    char *base[SYMM_DEVICE_MAX_PES];
+    SYMM_TRY(team_bases(ctx, team, base));
+    SYMM_TRY(cu_enter(s));
+    CUstream cs = stream_of(s, stream);
+    const uint64_t es = c->elem_size, area_off = symm__team_sync_off(team->slot) + CU_BARRIER_OFF;
+    const unsigned max_blocks = (unsigned)(s->sms > 0 ? 2 * s->sms : 128);
+
+    if (c->kind == SYMM__COLL_REDUCE || c->kind == SYMM__COLL_REDUCESCATTER) {
+        CUfunction f = NULL;
+        SYMM_TRY(reduce_fn(s, c->dtype, c->op, &f));
+        symm__kreduce_params p;
+        memset(&p, 0, sizeof p);
+        memcpy(p.team.base, base, (size_t)n * sizeof *base);
+        p.team.me = me;
+        p.team.n = n;
+        p.area_off = area_off;
+        p.timeout_ns = s->timeout_ns;
+        p.err = s->err_word;
+        p.enter = n > 1;
+        p.dst_off = c->dst_off;
+        if (c->kind == SYMM__COLL_REDUCE) {
+            /* two-shot: PE r reduces slice r and writes it to every PE (in-place safe) */
+            uint64_t v = 16 / es, per = (c->nelems + (uint64_t)n - 1) / (uint64_t)n;
+            per = (per + v - 1) / v * v;
+            p.src_off = c->src_off;
+            p.lo = min_u64((uint64_t)me * per, c->nelems);
+            p.hi = min_u64(p.lo + per, c->nelems);
+            p.push = 1;
+        } else {
+            p.src_off = c->src_off + (uint64_t)me * c->nelems * es;
+            p.lo = 0;
+            p.hi = c->nelems;
+            p.push = 0;
+        }
+        uint64_t steps = (p.hi - p.lo + (16 / es) - 1) / (16 / es);
+        unsigned blocks = (unsigned)min_u64(max_u64((steps + CU_THREADS - 1) / CU_THREADS, 1), max_blocks);
+        p.leave = blocks == 1 && n > 1; /* one block: the closing barrier runs in it */
+        void *args[] = {&p};
+        SYMM_TRY(launch(f, "cuLaunchKernel(symm_k_reduce)", blocks, 1, CU_THREADS, cs, args));
+        if (p.leave) return finish(s, stream);
+    } else {
+        symm__kgather_params p;
+        memset(&p, 0, sizeof p);
+        memcpy(p.team.base, base, (size_t)n * sizeof *base);
+        p.team.me = me;
+        p.team.n = n;
+        p.area_off = area_off;
+        p.timeout_ns = s->timeout_ns;
+        p.err = s->err_word;
+        p.enter = n > 1;
+        p.src_off = c->src_off;
+        p.dst_off = c->dst_off;
+        p.len = c->nelems * es;
+        p.only_j = -1;
+        unsigned pairs = (unsigned)n;
+        switch (c->kind) {
+        case SYMM__COLL_BROADCAST:
+            p.only_j = c->root;
+            pairs = 1;
+            break;
+        case SYMM__COLL_FCOLLECT:
+            p.dst_j_stride = p.len;
+            if (c->src_off == c->dst_off + (uint64_t)me * p.len) {
+                /* in place: PE j's source is its own block j of dst */
+                p.src_off = c->dst_off;
+                p.src_j_stride = p.len;
+            }
+            break;
+        case SYMM__COLL_ALLTOALL:
+            p.src_me_stride = p.len;
+            p.dst_j_stride = p.len;
+            break;
+        case SYMM__COLL_COLLECT:
+            break;
+        default:
+            return symm__err(SYMM_ERR_INTERNAL, "unknown collective kind %u", c->kind);
+        }
+        if (c->kind == SYMM__COLL_COLLECT) {
+            if (!c->counts) return symm__err(SYMM_ERR_INTERNAL, "collect without counts");
+            uint64_t at = c->dst_off, mine_at = c->dst_off;
+            for (int32_t j = 0; j < me; j++) mine_at += c->counts[j] * es;
+            /* in place: PE j's source is its own block of dst */
+            const bool inplace = c->src_off == mine_at;
+            for (int32_t j = 0; j < n; j++) {
+                p.only_j = j;
+                p.dst_off = at; /* block j lands at the running offset */
+                p.dst_j_stride = 0;
+                p.src_off = inplace ? at : c->src_off;
+                p.len = c->counts[j] * es;
+                at += p.len;
+                void *args[] = {&p};
+                SYMM_TRY(launch(s->f_gather, "cuLaunchKernel(symm_k_gather)",
+                                copy_blocks(s, p.len, max_blocks), 1, CU_THREADS, cs, args));
+                p.enter = 0;
+            }
+        } else {
+            unsigned per_pair = max_blocks / pairs ? max_blocks / pairs : 1;
+            unsigned bx = copy_blocks(s, p.len, per_pair);
+            p.leave = bx * pairs == 1 && n > 1; /* one block: the closing barrier runs in it */
+            void *args[] = {&p};
+            SYMM_TRY(launch(s->f_gather, "cuLaunchKernel(symm_k_gather)", bx, pairs, CU_THREADS,
+                            cs, args));
+            if (p.leave) return finish(s, stream);
+        }
+    }
+    if (n > 1) SYMM_TRY(launch_barrier(ctx, s, team, base, 2, cs));
+    return finish(s, stream);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Device context                                                            */
+/* ------------------------------------------------------------------------ */
+
+static symm_status cuda_device_ctx(symm__ctx *ctx, symm_device_ctx *out) {
+    if (ctx->n_pes > SYMM_DEVICE_MAX_PES)
+        return symm__err(SYMM_ERR_NOT_SUPPORTED,
+                         "a device context addresses at most %d PEs (job has %d)",
+                         SYMM_DEVICE_MAX_PES, (int)ctx->n_pes);
+    memset(out, 0, sizeof *out);
+    out->struct_size = (uint32_t)sizeof *out;
+    out->my_pe = ctx->my_pe;
+    out->n_pes = ctx->n_pes;
+    out->team_slots = SYMM__MAX_TEAMS;
+    out->heap_cap = ctx->heap_cap;
+    out->heap_base = ctx->heap_base;
+    for (int32_t pe = 0; pe < ctx->n_pes; pe++) out->peer_base[pe] = ctx->peer_base[pe];
+    return SYMM_SUCCESS;
+}
+
+const symm__backend_ops symm__cuda_ops = {
+    .name = "cuda",
+    .id = SYMM_BACKEND_CUDA,
+    .heap_init = cuda_heap_init,
+    .heap_grow = cuda_heap_grow,
+    .heap_fini = cuda_heap_fini,
+    .put = cuda_put,
+    .get = cuda_get,
+    .atomic = cuda_atomic,
+    .quiet = cuda_quiet,
+    .fence = cuda_fence,
+    .memset0 = cuda_memset0,
+    .fini = cuda_fini,
+    .coll = cuda_coll,
+    .put_stream = cuda_put_stream,
+    .get_stream = cuda_get_stream,
+    .signal_stream = cuda_signal_stream,
+    .wait_stream = cuda_wait_stream,
+    .quiet_stream = cuda_quiet_stream,
+    .sync_stream = cuda_sync_stream,
+    .register_mem = cuda_register,
+    .unregister_mem = cuda_unregister,
+    .device_ctx = cuda_device_ctx,
+};

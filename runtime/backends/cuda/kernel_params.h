@@ -1,0 +1,83 @@
+/*
+ * Parameter blocks of the backend's kernels, shared by kernels.cu (C++) and
+ * cuda.c (C): one definition, so the layouts cannot drift apart. Each block is
+ * passed by value as the kernel's single parameter.
+ */
+#ifndef SYMM_CUDA_KERNEL_PARAMS_H
+#define SYMM_CUDA_KERNEL_PARAMS_H
+
+#include <stdint.h>
+
+/* Bytes a put from pageable host memory (or p_on_stream) carries inline. */
+#define SYMM__INLINE_BYTES 64
+typedef struct symm__inline_data {
+    uint8_t bytes[SYMM__INLINE_BYTES];
+} symm__inline_data;
+
+/* A team as the kernels see it: the heap base of every team PE's mapping in
+ * this process, this PE's team index and the team size. */
+#ifdef __cplusplus
+template <int N> struct symm__kteam {
+    char *base[N];
+    int32_t me, n;
+};
+template <int N> struct symm__kbarrier_params {
+    symm__kteam<N> team;
+    uint64_t area_off;   /* byte offset of the slot's barrier flags in each heap */
+    uint64_t bump;       /* epoch = counter + bump; the counter becomes epoch   */
+    uint64_t timeout_ns; /* 0: wait forever                                     */
+    int *err;            /* set to 1 on timeout (pinned host memory)            */
+};
+typedef symm__kteam<8> symm__kteam8;
+typedef symm__kteam<64> symm__kteam64;
+typedef symm__kbarrier_params<8> symm__kbarrier_params8;
+typedef symm__kbarrier_params<64> symm__kbarrier_params64;
+#else
+typedef struct symm__kteam8 {
+    char *base[8];
+    int32_t me, n;
+} symm__kteam8;
+typedef struct symm__kteam64 {
+    char *base[64];
+    int32_t me, n;
+} symm__kteam64;
+typedef struct symm__kbarrier_params8 {
+    symm__kteam8 team;
+    uint64_t area_off, bump, timeout_ns;
+    int *err;
+} symm__kbarrier_params8;
+typedef struct symm__kbarrier_params64 {
+    symm__kteam64 team;
+    uint64_t area_off, bump, timeout_ns;
+    int *err;
+} symm__kbarrier_params64;
+#endif
+
+/* symm_k_gather: see kernels.cu. */
+typedef struct symm__kgather_params {
+    symm__kteam64 team;
+    uint64_t area_off, timeout_ns;
+    int *err;
+    uint64_t src_off, src_me_stride, src_j_stride;
+    uint64_t dst_off, dst_j_stride;
+    uint64_t len;
+    int32_t only_j; /* -1: pair j = blockIdx.y                */
+    int32_t enter;  /* 1: start with the collective's barrier */
+    int32_t leave;  /* 1: end with it too (one-block grids)   */
+    int32_t pad;
+} symm__kgather_params;
+
+/* symm_k_reduce_<dtype>_<op>: see kernels.cu. */
+typedef struct symm__kreduce_params {
+    symm__kteam64 team;
+    uint64_t area_off, timeout_ns;
+    int *err;
+    uint64_t src_off, dst_off; /* byte offsets of element 0          */
+    uint64_t lo, hi;           /* element range this PE reduces      */
+    int32_t push;              /* 1: write the result to every PE    */
+    int32_t enter;             /* 1: start with the barrier          */
+    int32_t leave;             /* 1: end with it (one-block grids)   */
+    int32_t pad;
+} symm__kreduce_params;
+
+#endif /* SYMM_CUDA_KERNEL_PARAMS_H */

@@ -1,0 +1,325 @@
+/*
+ * Kernels of the CUDA backend, compiled by nvcc at build time into a fatbin
+ * that is embedded in the runtime (bin2c.py) and loaded with cuModuleLoadData.
+ * Every entry is extern "C" so that the host finds it by name; parameter
+ * structs mirror those in cuda.c (kernel_params.h is their single source).
+ *
+ * Barriers here are the ones of symm_device.cuh (same flags and epochs).
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <symm/symm_device.cuh>
+
+#include "kernel_params.h"
+
+/* ------------------------------------------------------------------------ */
+/* Point-to-point                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Contiguous copy by the whole grid (puts and gets on streams). */
+extern "C" __global__ void symm_k_copy(char *dst, const char *src, uint64_t n) {
+    size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t nthr = (size_t)gridDim.x * blockDim.x;
+    symm__copy(dst, src, n, tid, nthr);
+}
+
+/* Store up to SYMM__INLINE_BYTES bytes carried in the parameter (values read
+ * on the host at call time: p_on_stream, puts from pageable memory). */
+extern "C" __global__ void symm_k_store(char *dst, symm__inline_data data, uint32_t n) {
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) dst[i] = (char)data.bytes[i];
+}
+
+/* Signal update after everything earlier in the stream. */
+extern "C" __global__ void symm_k_signal(uint64_t *sig, uint64_t value, uint32_t op) {
+    __threadfence_system();
+    if (op == SYMM_SIGNAL_ADD)
+        atomicAdd_system((unsigned long long *)sig, (unsigned long long)value);
+    else
+        atomicExch_system((unsigned long long *)sig, (unsigned long long)value);
+    __threadfence_system();
+}
+
+/* The stream waits until *sig compares true (one thread spins). */
+extern "C" __global__ void symm_k_wait(const uint64_t *sig, uint32_t cmp, uint64_t value,
+                                       uint64_t timeout_ns, int *err) {
+    unsigned spins = 0;
+    uint64_t t0 = 0;
+    while (!symm_dev_compare(symm__ld_acquire_u64(sig), (int)cmp, value)) {
+        if (timeout_ns && ((++spins & 1023u) == 0)) {
+            uint64_t t = symm__globaltimer();
+            if (!t0) {
+                t0 = t;
+            } else if (t - t0 > timeout_ns) {
+                if (err) atomicExch_system(err, 1);
+                break;
+            }
+        }
+    }
+    __threadfence_system();
+}
+
+/* One atomic memory operation on a (peer) address; the prior value goes to
+ * *out (pinned host memory). size 4 or 8; is_float selects float semantics
+ * for nothing but documentation: FETCH/SET/SWAP/CSWAP act on bits. */
+template <typename U>
+__device__ __forceinline__ U symm__amo(U *p, uint32_t op, U v, U cmp) {
+    switch (op) {
+    case SYMM_AMO_FETCH: {
+        U x;
+        if constexpr (sizeof(U) == 8)
+            asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(x) : "l"(p) : "memory");
+        else
+            asm volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(x) : "l"(p) : "memory");
+        return x;
+    }
+    case SYMM_AMO_SET:
+    case SYMM_AMO_SWAP: return atomicExch_system(p, v);
+    case SYMM_AMO_COMPARE_SWAP: return atomicCAS_system(p, cmp, v);
+    case SYMM_AMO_FETCH_INC:
+    case SYMM_AMO_INC: return atomicAdd_system(p, (U)1);
+    case SYMM_AMO_FETCH_ADD:
+    case SYMM_AMO_ADD: return atomicAdd_system(p, v);
+    case SYMM_AMO_FETCH_AND:
+    case SYMM_AMO_AND: return atomicAnd_system(p, v);
+    case SYMM_AMO_FETCH_OR:
+    case SYMM_AMO_OR: return atomicOr_system(p, v);
+    case SYMM_AMO_FETCH_XOR:
+    case SYMM_AMO_XOR: return atomicXor_system(p, v);
+    default: return 0;
+    }
+}
+
+extern "C" __global__ void symm_k_amo(void *addr, uint32_t size, uint32_t op, uint64_t value,
+                                      uint64_t compare, uint64_t *out) {
+    uint64_t r;
+    if (size == 8)
+        r = symm__amo((unsigned long long *)addr, op, (unsigned long long)value,
+                      (unsigned long long)compare);
+    else
+        r = symm__amo((unsigned int *)addr, op, (unsigned int)value, (unsigned int)compare);
+    __threadfence_system();
+    if (out) *(volatile uint64_t *)out = r;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Team barrier (stream forms, and the end of every collective)              */
+/* ------------------------------------------------------------------------ */
+
+template <int N> struct symm__world_table {
+    const symm__kteam<N> *t;
+    __device__ __forceinline__ char *operator()(int j) const { return t->base[j]; }
+};
+
+template <int N>
+__device__ __forceinline__ void symm__kbarrier(const symm__kbarrier_params<N> &p) {
+    symm__world_table<N> w = {&p.team};
+    char *mine = p.team.base[p.team.me];
+    /* every thread reads the counter before thread 0 advances it: the write
+     * comes after the block sync below */
+    uint64_t e = symm__barrier_epoch(mine, p.area_off, p.team.me) + p.bump;
+    symm__barrier_arrive_wait(mine, p.area_off, p.team.me, p.team.n, w, e, threadIdx.x,
+                              blockDim.x, p.timeout_ns, p.err);
+    __syncthreads();
+    if (threadIdx.x == 0) symm__barrier_advance(mine, p.area_off, p.team.me, e);
+}
+
+extern "C" __global__ void symm_k_barrier_8(symm__kbarrier_params<8> p) { symm__kbarrier(p); }
+extern "C" __global__ void symm_k_barrier_64(symm__kbarrier_params<64> p) { symm__kbarrier(p); }
+
+/* Start of a collective, fused into its data kernel: every block announces
+ * epoch counter + 1 (idempotent) and waits for the others; the counter is
+ * advanced by the closing barrier (bump 2). */
+template <int N>
+__device__ __forceinline__ bool symm__coll_enter(const symm__kteam<N> &t, uint64_t area_off,
+                                                 uint64_t timeout_ns, int *err) {
+    symm__world_table<N> w = {&t};
+    char *mine = t.base[t.me];
+    uint64_t e = symm__barrier_epoch(mine, area_off, t.me) + 1;
+    bool ok = symm__barrier_arrive_wait(mine, area_off, t.me, t.n, w, e, threadIdx.x, blockDim.x,
+                                        timeout_ns, err);
+    __syncthreads();
+    return ok;
+}
+
+/* End of a collective fused into a one-block data kernel: the closing barrier
+ * (epoch counter + 2, advanced), as symm_k_barrier_* with bump 2 would do. */
+template <int N>
+__device__ __forceinline__ void symm__coll_leave(const symm__kteam<N> &t, uint64_t area_off,
+                                                 uint64_t timeout_ns, int *err) {
+    symm__world_table<N> w = {&t};
+    char *mine = t.base[t.me];
+    uint64_t e = symm__barrier_epoch(mine, area_off, t.me) + 2;
+    __syncthreads(); /* the block's data is written (fenced in arrive_wait) */
+    symm__barrier_arrive_wait(mine, area_off, t.me, t.n, w, e, threadIdx.x, blockDim.x, timeout_ns,
+                              err);
+    __syncthreads();
+    if (threadIdx.x == 0) symm__barrier_advance(mine, area_off, t.me, e);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Data movement of broadcast / fcollect / collect / alltoall                */
+/* ------------------------------------------------------------------------ */
+/* Pair j (blockIdx.y, or only_j): copy len bytes from team PE j's heap at
+ * src_off + me * src_me_stride + j * src_j_stride into this PE's heap at
+ * dst_off + j * dst_j_stride. Pairs whose source and destination coincide are
+ * skipped. */
+extern "C" __global__ void symm_k_gather(symm__kgather_params p) {
+    if (p.enter && !symm__coll_enter(p.team, p.area_off, p.timeout_ns, p.err)) return;
+    int j = p.only_j >= 0 ? p.only_j : (int)blockIdx.y;
+    const char *src = p.team.base[j] + p.src_off + (uint64_t)p.team.me * p.src_me_stride +
+                      (uint64_t)j * p.src_j_stride;
+    char *dst = p.team.base[p.team.me] + p.dst_off + (uint64_t)j * p.dst_j_stride;
+    if (j < p.team.n && src != dst && p.len != 0)
+        symm__copy(dst, src, p.len, (size_t)blockIdx.x * blockDim.x + threadIdx.x,
+                   (size_t)gridDim.x * blockDim.x);
+    if (p.leave) symm__coll_leave(p.team, p.area_off, p.timeout_ns, p.err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reductions                                                                */
+/* ------------------------------------------------------------------------ */
+/* Element i of [lo, hi): acc = op over team PEs j (in order) of
+ * src(j)[src_off + i]; written to dst_off + i of this PE, or of every PE when
+ * push. Accumulation type A: float for half types, the type itself otherwise. */
+
+template <typename T> struct symm__acc { typedef T type; };
+template <> struct symm__acc<__half> { typedef float type; };
+template <> struct symm__acc<__nv_bfloat16> { typedef float type; };
+
+template <typename T> __device__ __forceinline__ typename symm__acc<T>::type symm__to_acc(T v) {
+    return v;
+}
+template <> __device__ __forceinline__ float symm__to_acc<__half>(__half v) {
+    return __half2float(v);
+}
+template <> __device__ __forceinline__ float symm__to_acc<__nv_bfloat16>(__nv_bfloat16 v) {
+    return __bfloat162float(v);
+}
+template <typename T> __device__ __forceinline__ T symm__from_acc(typename symm__acc<T>::type v) {
+    return (T)v;
+}
+template <> __device__ __forceinline__ __half symm__from_acc<__half>(float v) {
+    return __float2half_rn(v);
+}
+template <> __device__ __forceinline__ __nv_bfloat16 symm__from_acc<__nv_bfloat16>(float v) {
+    return __float2bfloat16_rn(v);
+}
+
+struct symm__op_sum {
+    template <typename A> __device__ __forceinline__ A operator()(A a, A b) const {
+        return (A)(a + b);
+    }
+};
+struct symm__op_prod {
+    template <typename A> __device__ __forceinline__ A operator()(A a, A b) const {
+        return (A)(a * b);
+    }
+};
+struct symm__op_min {
+    template <typename A> __device__ __forceinline__ A operator()(A a, A b) const {
+        return b < a ? b : a;
+    }
+};
+struct symm__op_max {
+    template <typename A> __device__ __forceinline__ A operator()(A a, A b) const {
+        return a < b ? b : a;
+    }
+};
+struct symm__op_and {
+    template <typename A> __device__ __forceinline__ A operator()(A a, A b) const {
+        return (A)(a & b);
+    }
+};
+struct symm__op_or {
+    template <typename A> __device__ __forceinline__ A operator()(A a, A b) const {
+        return (A)(a | b);
+    }
+};
+struct symm__op_xor {
+    template <typename A> __device__ __forceinline__ A operator()(A a, A b) const {
+        return (A)(a ^ b);
+    }
+};
+
+template <typename T, typename Op>
+__device__ __forceinline__ void symm__reduce(const symm__kreduce_params &p) {
+    typedef typename symm__acc<T>::type A;
+    if (p.enter && !symm__coll_enter(p.team, p.area_off, p.timeout_ns, p.err)) return;
+    const int n = p.team.n;
+    const Op op;
+    const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const size_t nthr = (size_t)gridDim.x * blockDim.x;
+    constexpr int V = 16 / (int)sizeof(T);
+    uint64_t lo = p.lo, hi = p.hi;
+    /* vector body: V elements (16 bytes) per step when every address is 16-byte
+     * aligned at lo (heap bases are), scalar otherwise and for the tail */
+    bool vec = ((p.src_off + lo * sizeof(T)) % 16 == 0) && ((p.dst_off + lo * sizeof(T)) % 16 == 0);
+    uint64_t vhi = vec ? lo + (hi - lo) / V * V : lo;
+    for (uint64_t i = lo + tid * V; i < vhi; i += nthr * V) {
+        A acc[V];
+        {
+            uint4 raw = *(const uint4 *)(p.team.base[0] + p.src_off + i * sizeof(T));
+            const T *v = (const T *)&raw;
+#pragma unroll
+            for (int k = 0; k < V; k++) acc[k] = symm__to_acc<T>(v[k]);
+        }
+        for (int j = 1; j < n; j++) {
+            uint4 raw = *(const uint4 *)(p.team.base[j] + p.src_off + i * sizeof(T));
+            const T *v = (const T *)&raw;
+#pragma unroll
+            for (int k = 0; k < V; k++) acc[k] = op(acc[k], symm__to_acc<T>(v[k]));
+        }
+        uint4 out;
+        T *o = (T *)&out;
+#pragma unroll
+        for (int k = 0; k < V; k++) o[k] = symm__from_acc<T>(acc[k]);
+        if (p.push) {
+            for (int j = 0; j < n; j++)
+                *(uint4 *)(p.team.base[j] + p.dst_off + i * sizeof(T)) = out;
+        } else {
+            *(uint4 *)(p.team.base[p.team.me] + p.dst_off + i * sizeof(T)) = out;
+        }
+    }
+    for (uint64_t i = vhi + tid; i < hi; i += nthr) {
+        A acc = symm__to_acc<T>(*(const T *)(p.team.base[0] + p.src_off + i * sizeof(T)));
+        for (int j = 1; j < n; j++)
+            acc = op(acc, symm__to_acc<T>(*(const T *)(p.team.base[j] + p.src_off + i * sizeof(T))));
+        T r = symm__from_acc<T>(acc);
+        if (p.push) {
+            for (int j = 0; j < n; j++) *(T *)(p.team.base[j] + p.dst_off + i * sizeof(T)) = r;
+        } else {
+            *(T *)(p.team.base[p.team.me] + p.dst_off + i * sizeof(T)) = r;
+        }
+    }
+    if (p.leave) symm__coll_leave(p.team, p.area_off, p.timeout_ns, p.err);
+}
+
+/* symm_k_reduce_<dtype>_<op>: names built by SYMM__REDUCE_NAME in cuda.c. */
+#define SYMM__K_REDUCE(tname, T, oname, Op)                                                 \
+    extern "C" __global__ void symm_k_reduce_##tname##_##oname(symm__kreduce_params p) {    \
+        symm__reduce<T, Op>(p);                                                             \
+    }
+#define SYMM__K_REDUCE_ARITH(tname, T)                 \
+    SYMM__K_REDUCE(tname, T, sum, symm__op_sum)        \
+    SYMM__K_REDUCE(tname, T, prod, symm__op_prod)      \
+    SYMM__K_REDUCE(tname, T, min, symm__op_min)        \
+    SYMM__K_REDUCE(tname, T, max, symm__op_max)
+#define SYMM__K_REDUCE_INT(tname, T)                   \
+    SYMM__K_REDUCE_ARITH(tname, T)                     \
+    SYMM__K_REDUCE(tname, T, and, symm__op_and)        \
+    SYMM__K_REDUCE(tname, T, or, symm__op_or)          \
+    SYMM__K_REDUCE(tname, T, xor, symm__op_xor)
+
+SYMM__K_REDUCE_INT(int8, int8_t)
+SYMM__K_REDUCE_INT(int16, int16_t)
+SYMM__K_REDUCE_INT(int32, int32_t)
+SYMM__K_REDUCE_INT(int64, int64_t)
+SYMM__K_REDUCE_INT(uint8, uint8_t)
+SYMM__K_REDUCE_INT(uint16, uint16_t)
+SYMM__K_REDUCE_INT(uint32, uint32_t)
+SYMM__K_REDUCE_INT(uint64, uint64_t)
+SYMM__K_REDUCE_ARITH(float16, __half)
+SYMM__K_REDUCE_ARITH(bfloat16, __nv_bfloat16)
+SYMM__K_REDUCE_ARITH(float32, float)
+SYMM__K_REDUCE_ARITH(float64, double)

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# GPU suite: build symm with the CUDA backend, run the 'gpu' test suite and
+# the symm / NVSHMEM benchmarks, write everything to $OUT and print a summary.
+#
+#   OUT=/some/dir bash scripts/gpu-suite.sh        (from the repository root)
+#
+# Knobs (environment): GPU_ARCHS (default: this machine's compute capability),
+# SUITE_BUDGET_S (default 400: later phases are skipped when it runs out),
+# SKIP_MP=1 (skip the tests/mp programs on CUDA), SKIP_NVSHMEM=1.
+#
+# Files in $OUT: summary.md (pass counts, figures, side-by-side table, GPUs,
+# driver, date, command), env.txt, build.log, test.log, bench_symm.txt,
+# bench_nvshmem.txt.
+#
+# Safety: NVLink multicast stays off. NVSHMEM_DISABLE_NVLS=1, NCCL_NVLS_ENABLE=0
+# and TORCH_SYMM_MEM_DISABLE_MULTICAST=1 are exported for every program; symm
+# never calls cuMulticastCreate and uses no multimem/NVLS instruction.
+set -u
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+unset CUDA_VISIBLE_DEVICES
+T0=$SECONDS
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+OUT="${OUT:-$ROOT/gpu-suite-out}"
+mkdir -p "$OUT"
+BUDGET=${SUITE_BUDGET_S:-400}
+BUILD="$ROOT/build-gpu"
+export PATH="/usr/local/cuda/bin:$PATH"
+left() { echo $((BUDGET - (SECONDS - T0))); }
+log() { echo "[gpu-suite +$((SECONDS - T0))s] $*"; }
+
+# ---- environment -------------------------------------------------------------
+{
+  echo "date: $(date -u)"; echo "host: $(hostname)"; echo "command: OUT=$OUT bash scripts/gpu-suite.sh"
+  echo "git: $(git rev-parse --short HEAD 2>/dev/null) $(git status --short 2>/dev/null | wc -l) changed files"
+  nvidia-smi -L; nvidia-smi topo -m
+  nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,compute_cap,clocks.sm,clocks.max.sm,memory.total --format=csv
+  nvcc --version | tail -2; uname -r; nproc
+  env | grep -E '^(NVSHMEM|NCCL|CUDA|TORCH_SYMM|SYMM)' | sort
+} > "$OUT/env.txt" 2>&1
+GPU_LINE=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+GPU_CC=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+ARCHS=${GPU_ARCHS:-${GPU_CC:-90}}
+log "GPUs: $NGPU x $GPU_LINE; archs $ARCHS"
+
+# ---- meson -------------------------------------------------------------------
+if ! command -v meson >/dev/null 2>&1; then
+  python3 -m pip install -q meson ninja >/dev/null 2>&1 || true
+  export PATH="$HOME/.local/bin:$PATH"
+fi
+MESON="meson"
+command -v meson >/dev/null 2>&1 || MESON="python3 -m mesonbuild.mesonmain"
+
+# ---- build -------------------------------------------------------------------
+# Only what this suite runs (the rest of the tree may be mid-change): the
+# runtime, loader, launcher, GPU tests and bench; then, allowed to fail, the
+# tests/mp programs of suite gpu-mp.
+BUILD_OK=0
+{
+  if [ ! -f "$BUILD/build.ninja" ]; then
+    $MESON setup "$BUILD" -Dwerror=true -Dgpu_archs="$ARCHS" -Dcuda=enabled
+  fi
+  targets=$(ninja -C "$BUILD" -t targets all | cut -d: -f1 |
+    grep -E '^(runtime/libsymm_runtime\.so\.[0-9.]+|loader/libsymm\.so\.[0-9.]+|runtime/symmrun|tests/gpu/[a-z_]+|tests/perf/bench_symm)$')
+  echo "targets: $targets"
+  ninja -C "$BUILD" $targets
+} > "$OUT/build.log" 2>&1 && BUILD_OK=1
+if [ $BUILD_OK = 1 ]; then
+  mp_targets=$(ninja -C "$BUILD" -t targets all | cut -d: -f1 | grep -E '^tests/mp/(p2p|teams)/[a-z_0-9]+$')
+  ninja -C "$BUILD" -k 0 $mp_targets >> "$OUT/build.log" 2>&1 || echo "(some tests/mp programs did not build)" >> "$OUT/build.log"
+fi
+log "build: $([ $BUILD_OK = 1 ] && echo ok || echo FAILED) ($(grep -c 'error' "$OUT/build.log") error lines)"
+if [ $BUILD_OK != 1 ]; then tail -40 "$OUT/build.log"; fi
+
+# ---- tests -------------------------------------------------------------------
+summ_tests() { grep -E '^(Ok|Fail|Skipped|Timeout|Expected Fail|Unexpected Pass):' "$1" | tr -s ' ' | paste -sd' '; }
+: > "$OUT/test.log"
+GPU_RES="not run"; MP_RES="not run"
+if [ $BUILD_OK = 1 ]; then
+  log "meson test --suite gpu (own tests)"
+  timeout -k 5 $(( $(left) > 60 ? $(left) - 60 : 30 )) \
+    $MESON test -C "$BUILD" --no-rebuild --suite gpu --no-suite gpu-mp --print-errorlogs \
+    >> "$OUT/test.log" 2>&1
+  GPU_RES=$(summ_tests "$OUT/test.log")
+  cp "$BUILD/meson-logs/testlog.txt" "$OUT/testlog-gpu.txt" 2>/dev/null
+  log "gpu: $GPU_RES"
+fi
+
+# ---- benchmarks --------------------------------------------------------------
+: > "$OUT/bench_symm.txt"; : > "$OUT/bench_nvshmem.txt"
+SYMM_RESULTS=$OUT/.symm_results; NV_RESULTS=$OUT/.nv_results
+rm -f "$SYMM_RESULTS" "$NV_RESULTS"
+if [ $BUILD_OK = 1 ] && [ "$(left)" -gt 60 ]; then
+  log "bench_symm"
+  BENCH_RESULTS=$SYMM_RESULTS timeout -k 5 150 "$BUILD/runtime/symmrun" -n 2 --timeout 140 \
+    "$BUILD/tests/perf/bench_symm" > "$OUT/bench_symm.txt" 2>&1
+  echo "exit status $?" >> "$OUT/bench_symm.txt"
+  # extra pass: opt-in stream memory-op barriers (SYMM_CUDA_STREAM_MEMOPS=1), keys memops_*
+  if [ "${SKIP_EXTRA_PASS:-0}" != 1 ] && [ "$(left)" -gt 60 ]; then
+    log "bench_symm, memops pass"
+    echo "===== memops pass (SYMM_CUDA_STREAM_MEMOPS=1)" >> "$OUT/bench_symm.txt"
+    BENCH_RESULTS=$SYMM_RESULTS BENCH_TAG=memops_ BENCH_SECTIONS=bar SYMM_CUDA_STREAM_MEMOPS=1 \
+      timeout -k 5 100 "$BUILD/runtime/symmrun" -n 2 --timeout 90 \
+      "$BUILD/tests/perf/bench_symm" >> "$OUT/bench_symm.txt" 2>&1
+    echo "exit status $?" >> "$OUT/bench_symm.txt"
+  fi
+fi
+if [ "${SKIP_NVSHMEM:-0}" != 1 ] && [ "$(left)" -gt 60 ]; then
+  NV=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nvshmem
+  if [ ! -f "$NV/include/nvshmem.h" ]; then
+    h=$(find / -path '*nvidia/nvshmem/include/nvshmem.h' 2>/dev/null | head -1)
+    [ -n "$h" ] && NV=$(dirname "$(dirname "$h")")
+  fi
+  NVB=/tmp/symm-nvb; mkdir -p $NVB/lnk
+  ln -sf "$NV/lib/libnvshmem_host.so.3" $NVB/lnk/libnvshmem_host.so
+  log "bench_nvshmem: build against $NV"
+  {
+    echo "NVSHMEM at $NV"
+    nvcc -rdc=true -arch=sm_${GPU_CC:-90} -O2 -std=c++17 -I"$NV/include" -Itests/perf tests/perf/bench_nvshmem.cu \
+      -o $NVB/bench_nvshmem -L"$NV/lib" -L$NVB/lnk -lnvshmem_device -lnvshmem_host -Xlinker -rpath,"$NV/lib"
+  } > "$OUT/bench_nvshmem.txt" 2>&1
+  if [ -x $NVB/bench_nvshmem ]; then
+    log "bench_nvshmem: run"
+    rm -f $NVB/uid.bin $NVB/uid.bin.tmp
+    export LD_LIBRARY_PATH="$NV/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    for r in 0 1; do
+      env BENCH_RESULTS=$NV_RESULTS NVSHMEM_DISABLE_NCCL=1 NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo \
+          NVSHMEM_SYMMETRIC_SIZE=3221225472 BENCH_RANK=$r BENCH_UID_FILE=$NVB/uid.bin \
+          timeout -k 5 150 $NVB/bench_nvshmem > $NVB/r$r.log 2>&1 &
+    done
+    wait
+    { echo "----- rank 0"; cat $NVB/r0.log; echo "----- rank 1"; tail -20 $NVB/r1.log; } >> "$OUT/bench_nvshmem.txt"
+  fi
+fi
+
+# ---- the tests/mp programs on CUDA (last: they may be slow) --------------------
+if [ $BUILD_OK = 1 ] && [ "${SKIP_MP:-0}" != 1 ] && [ "$(left)" -gt 40 ]; then
+  log "meson test --suite gpu-mp"
+  echo "===== suite gpu-mp" >> "$OUT/test.log"
+  timeout -k 5 $(( $(left) - 20 )) \
+    $MESON test -C "$BUILD" --no-rebuild --suite gpu-mp --print-errorlogs > "$OUT/.mp.log" 2>&1
+  MP_RES=$(summ_tests "$OUT/.mp.log")
+  cat "$OUT/.mp.log" >> "$OUT/test.log"; rm -f "$OUT/.mp.log"
+  log "gpu-mp: ${MP_RES:-timed out}"
+fi
+
+# ---- summary -----------------------------------------------------------------
+{
+  echo "# GPU suite: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo
+  echo "- machine: $NGPU x $GPU_LINE (driver); $(grep -m1 'release' <(nvcc --version))"
+  echo "- command: \`OUT=\$OUT bash scripts/gpu-suite.sh\` (GPU_ARCHS=$ARCHS), $((SECONDS - T0)) s"
+  echo "- NVSHMEM_DISABLE_NVLS=$NVSHMEM_DISABLE_NVLS NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE (NVLink multicast off)"
+  echo "- build: $([ $BUILD_OK = 1 ] && echo ok || echo FAILED)"
+  echo "- tests, suite gpu (own): $GPU_RES"
+  echo "- tests, suite gpu-mp (tests/mp programs with SYMM_TEST_BACKEND=cuda): ${MP_RES:-timed out}"
+  echo
+  grep -E '^ *[0-9]+/[0-9]+ ' "$OUT/test.log" | sed 's/^/    /'
+  echo
+  python3 tests/perf/compare.py "$SYMM_RESULTS" "$NV_RESULTS" --title "symm vs NVSHMEM, PE 0 -> PE 1"
+} > "$OUT/summary.md" 2>&1
+rm -f "$SYMM_RESULTS" "$NV_RESULTS"
+cat "$OUT/summary.md"

@@ -1,0 +1,260 @@
+/*
+ * CUDA backend, 2+ PEs: the header-only device API. Block puts + put_signal
+ * around a ring checked inside the kernel, warp gets, p/g ping-pong, atomics
+ * from every thread of every PE, compare_swap with one winner, device
+ * barriers (world, block and team) mixed with stream and host barriers.
+ */
+#include "gpu_test.h"
+
+#include <symm/symm_device.cuh>
+
+#include <vector>
+
+__device__ uint8_t dpat(int pe, int round, uint64_t i) {
+    return (uint8_t)(((uint64_t)pe * 29u + (uint64_t)round * 3u + i * 5u) & 0xff);
+}
+
+/* One block per PE: put_signal a message to the next PE, wait for mine, check
+ * it in the kernel. */
+__global__ void ring_kernel(symm_device_ctx c, uint8_t *data, uint8_t *src, uint64_t n,
+                            uint64_t *sig, int rounds, unsigned long long *bad) {
+    const int me = c.my_pe, next = (me + 1) % c.n_pes, prev = (me + c.n_pes - 1) % c.n_pes;
+    for (int r = 1; r <= rounds; r++) {
+        for (uint64_t i = threadIdx.x; i < n; i += blockDim.x) src[i] = dpat(me, r, i);
+        __syncthreads();
+        symm_dev_putmem_signal_block(c, data, src, n, sig, (uint64_t)r, SYMM_SIGNAL_SET, next);
+        if (threadIdx.x == 0) symm_dev_signal_wait_until(sig, SYMM_CMP_GE, (uint64_t)r);
+        __syncthreads();
+        unsigned long long nb = 0;
+        for (uint64_t i = threadIdx.x; i < n; i += blockDim.x) {
+            uint8_t v = *(volatile uint8_t *)&data[i];
+            nb += v != dpat(prev, r, i);
+        }
+        if (nb) atomicAdd(bad, nb);
+        /* nobody overwrites a message before its reader checked it */
+        symm_dev_barrier_all_block(c);
+    }
+}
+
+/* Warp get of the next PE's data + typed put/get. */
+__global__ void warp_kernel(symm_device_ctx c, uint8_t *data, uint8_t *out, uint64_t n,
+                            int64_t *words, unsigned long long *bad) {
+    const int me = c.my_pe, next = (me + 1) % c.n_pes;
+    symm_dev_getmem_warp(c, out, data, n, next);
+    if (threadIdx.x == 0) {
+        symm_dev_p(c, &words[0], (int64_t)me * 7, next);
+        int64_t tmp[4] = {me, me + 1, me + 2, me + 3};
+        symm_dev_put(c, &words[1], tmp, 4, next);
+        symm_dev_quiet();
+    }
+    __syncwarp();
+    if (threadIdx.x == 0) symm_dev_barrier_all(c);
+    __syncwarp();
+    if (threadIdx.x == 0) {
+        const int prev = (me + c.n_pes - 1) % c.n_pes;
+        if (*(volatile int64_t *)&words[0] != (int64_t)prev * 7) atomicAdd(bad, 1ull);
+        int64_t g = symm_dev_g(c, &words[1], next); /* next holds mine */
+        if (g != me) atomicAdd(bad, 1ull);
+        int64_t back[4];
+        symm_dev_get(c, back, &words[1], 4, next);
+        for (int k = 0; k < 4; k++)
+            if (back[k] != me + k) atomicAdd(bad, 1ull);
+    }
+}
+
+/* p/g ping-pong between PE 0 and PE 1 (one thread each). */
+__global__ void pingpong_kernel(symm_device_ctx c, int *flag, int iters, unsigned long long *bad) {
+    const int me = c.my_pe;
+    if (me > 1) return;
+    const int peer = 1 - me;
+    for (int i = 1; i <= iters; i++) {
+        if (me == 0) {
+            symm_dev_p(c, flag, i, peer);
+            symm_dev_wait_until(flag, SYMM_CMP_EQ, i);
+        } else {
+            symm_dev_wait_until(flag, SYMM_CMP_EQ, i);
+            symm_dev_p(c, flag, i, peer);
+        }
+    }
+    if (symm_dev_g(c, flag, peer) != iters) atomicAdd(bad, 1ull);
+}
+
+__global__ void amo_kernel(symm_device_ctx c, unsigned long long *ctr, int *cas, int *wins,
+                           int64_t *mix, int iters) {
+    for (int i = 0; i < iters; i++) symm_dev_atomic_add(c, ctr, 1ull, 0);
+    int old = symm_dev_atomic_compare_swap(c, cas, 0, 1 + c.my_pe * 1024 + (int)threadIdx.x, 0);
+    if (old == 0) atomicAdd(wins, 1);
+    if (threadIdx.x == 0) {
+        symm_dev_atomic_or(c, mix, (int64_t)1 << c.my_pe, 0);
+        symm_dev_atomic_fetch_xor(c, mix + 1, (int64_t)1 << (8 + c.my_pe), 0);
+        symm_dev_atomic_inc(c, mix + 2, 0);
+        symm_dev_atomic_fetch_and(c, mix + 3, ~((int64_t)1 << c.my_pe), 0);
+        int64_t prev = symm_dev_atomic_swap(c, mix + 4, (int64_t)c.my_pe, 0);
+        (void)prev;
+    }
+}
+
+/* Barriers in a loop: write the round into the next PE, barrier, check mine. */
+__global__ void barrier_kernel(symm_device_ctx c, symm_device_team t, int64_t *slot, int rounds,
+                               int kind, unsigned long long *bad) {
+    const int me = c.my_pe, next = (me + 1) % c.n_pes;
+    for (int r = 1; r <= rounds; r++) {
+        if (threadIdx.x == 0) symm_dev_p(c, slot, (int64_t)r, next);
+        if (kind == 0) {
+            if (threadIdx.x == 0) symm_dev_barrier_all(c);
+            __syncthreads();
+        } else if (kind == 1) {
+            symm_dev_barrier_all_block(c);
+        } else {
+            symm_dev_team_barrier_block(c, t);
+        }
+        if (threadIdx.x == 0 && *(volatile int64_t *)slot != r) atomicAdd(bad, 1ull);
+        __syncthreads();
+        if (threadIdx.x == 0) symm_dev_sync_all(c);
+        __syncthreads();
+    }
+}
+
+int main(void) {
+    symm_ctx ctx = gpu_test_init();
+    symm_device_ctx dc;
+    memset(&dc, 0, sizeof dc);
+    dc.struct_size = sizeof dc;
+    CHECK_OK(symm_device_ctx_get(ctx, &dc));
+    ASSERT_EQ(dc.my_pe, gpu_me);
+    ASSERT_EQ(dc.n_pes, gpu_n);
+    for (int pe = 0; pe < gpu_n; pe++)
+        if (!dc.peer_base[pe]) {
+            printf("SKIP: no usable GPU (PE %d is not load/store reachable: no P2P)\n", pe);
+            return 77;
+        }
+    symm_team world = NULL;
+    CHECK_OK(symm_team_get(ctx, SYMM_TEAM_WORLD, &world));
+    symm_device_team dt;
+    memset(&dt, 0, sizeof dt);
+    dt.struct_size = sizeof dt;
+    CHECK_OK(symm_device_team_get(world, &dt));
+    ASSERT_EQ(dt.n_pes, gpu_n);
+    ASSERT_EQ(dt.my_pe, gpu_me);
+
+    cudaStream_t s;
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    unsigned long long *bad = NULL; /* device counter of failed checks */
+    CUDA_OK(cudaMalloc(&bad, sizeof *bad));
+    CUDA_OK(cudaMemset(bad, 0, sizeof *bad));
+    auto nbad = [&]() {
+        unsigned long long h = 0;
+        CUDA_OK(cudaMemcpy(&h, bad, sizeof h, cudaMemcpyDeviceToHost));
+        return h;
+    };
+
+    const uint64_t N = 1 << 20;
+    symm_buf data = NULL, src = NULL, sig = NULL, words = NULL, misc = NULL;
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT8, N, &data));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT8, N, &src));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT64, 4, &sig));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT64, 16, &words));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT64, 64, &misc));
+    CHECK_OK(symm_barrier_all(ctx));
+
+    ring_kernel<<<1, 1024, 0, s>>>(dc, (uint8_t *)gpu_ptr(data), (uint8_t *)gpu_ptr(src), N,
+                                   (uint64_t *)gpu_ptr(sig), 5, bad);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaStreamSynchronize(s));
+    ASSERT_EQ(nbad(), 0);
+
+    uint8_t *out = NULL;
+    CUDA_OK(cudaMalloc(&out, N));
+    CHECK_OK(symm_barrier_all(ctx));
+    warp_kernel<<<1, 32, 0, s>>>(dc, (uint8_t *)gpu_ptr(data), out, N, (int64_t *)gpu_ptr(words), bad);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaStreamSynchronize(s));
+    ASSERT_EQ(nbad(), 0);
+    {   /* out = next PE's data = what I put there in the last ring round */
+        std::vector<uint8_t> h(N), want(N);
+        CUDA_OK(cudaMemcpy(h.data(), out, N, cudaMemcpyDeviceToHost));
+        gpu_read(want.data(), data, 0, N); /* my data came from prev; next's from me */
+        int prev = (gpu_me + gpu_n - 1) % gpu_n;
+        for (uint64_t i = 0; i < N; i += 1) {
+            uint8_t mine = (uint8_t)(((uint64_t)gpu_me * 29u + 5u * 3u + i * 5u) & 0xff);
+            uint8_t from_prev = (uint8_t)(((uint64_t)prev * 29u + 5u * 3u + i * 5u) & 0xff);
+            ASSERT_EQ(h[i], mine);
+            ASSERT_EQ(want[i], from_prev);
+        }
+    }
+    CHECK_OK(symm_barrier_all(ctx));
+
+    if (gpu_n >= 2) {
+        const int iters = 2000;
+        pingpong_kernel<<<1, 1, 0, s>>>(dc, (int *)gpu_ptr(words) + 20, iters, bad);
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cudaStreamSynchronize(s));
+        ASSERT_EQ(nbad(), 0);
+        CHECK_OK(symm_barrier_all(ctx));
+    }
+
+    /* atomics on PE 0 from 256 threads x 20 iterations of every PE */
+    int *wins = NULL;
+    CUDA_OK(cudaMalloc(&wins, sizeof *wins));
+    CUDA_OK(cudaMemset(wins, 0, sizeof *wins));
+    CUDA_OK(cudaDeviceSynchronize());
+    int64_t *m = (int64_t *)gpu_ptr(misc);
+    int64_t init[5] = {0, 0, 0, -1, -5};
+    gpu_write(misc, 0, init, sizeof init);
+    CHECK_OK(symm_barrier_all(ctx));
+    amo_kernel<<<1, 256, 0, s>>>(dc, (unsigned long long *)(m + 8), (int *)(m + 10), wins, m, 20);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaStreamSynchronize(s));
+    CHECK_OK(symm_barrier_all(ctx));
+    /* winners across PEs: gather everyone's count into PE 0 */
+    int wins_h = 0;
+    CUDA_OK(cudaMemcpy(&wins_h, wins, sizeof wins_h, cudaMemcpyDeviceToHost));
+    int64_t w = wins_h, total = 0;
+    CHECK_OK(symm_put(words, 8, &w, 1, gpu_me));
+    CHECK_OK(symm_barrier_all(ctx));
+    for (int pe = 0; pe < gpu_n; pe++) {
+        int64_t x = 0;
+        CHECK_OK(symm_get(&x, words, 8, 1, pe));
+        total += x;
+    }
+    ASSERT_EQ(total, 1);
+    if (gpu_me == 0) {
+        int64_t h[12];
+        gpu_read(h, misc, 0, sizeof h);
+        ASSERT_EQ((uint64_t)h[8], 256ull * 20 * (uint64_t)gpu_n);
+        int64_t all = 0;
+        for (int pe = 0; pe < gpu_n; pe++) all |= (int64_t)1 << pe;
+        ASSERT_EQ(h[0], all);
+        ASSERT_EQ(h[1], all << 8);
+        ASSERT_EQ(h[2], gpu_n);
+        ASSERT_EQ(h[3], ~all);
+        ASSERT_TRUE(h[4] >= 0 && h[4] < gpu_n);
+        int32_t c32[2];
+        memcpy(c32, &h[10], sizeof c32);
+        ASSERT_TRUE(c32[0] != 0);
+    }
+    CHECK_OK(symm_barrier_all(ctx));
+
+    /* device barriers, then mixed with stream and host barriers */
+    int64_t *slot = (int64_t *)gpu_ptr(words) + 12;
+    for (int kind = 0; kind < 3; kind++) {
+        barrier_kernel<<<1, 128, 0, s>>>(dc, dt, slot, 50, kind, bad);
+        CUDA_OK(cudaGetLastError());
+        CHECK_OK(symm_barrier_all_on_stream(ctx, s));
+        CUDA_OK(cudaStreamSynchronize(s));
+        CHECK_OK(symm_barrier_all(ctx));
+        ASSERT_EQ(nbad(), 0);
+    }
+
+    CUDA_OK(cudaFree(out));
+    CUDA_OK(cudaFree(bad));
+    CUDA_OK(cudaFree(wins));
+    CUDA_OK(cudaStreamDestroy(s));
+    CHECK_OK(symm_buf_free(misc));
+    CHECK_OK(symm_buf_free(words));
+    CHECK_OK(symm_buf_free(sig));
+    CHECK_OK(symm_buf_free(src));
+    CHECK_OK(symm_buf_free(data));
+    gpu_test_fini(&ctx);
+    return 0;
+}
