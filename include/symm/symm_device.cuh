@@ -85,6 +85,19 @@ SYMM_DEV_FN uint64_t symm__ld_acquire_u64(const uint64_t *p) {
     asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
+SYMM_DEV_FN uint32_t symm__ld_acquire_u32(const uint32_t *p) {
+    uint32_t v;
+    asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+/* Acquire re-read of a flag that a relaxed spin saw change: pairs with the
+ * writer's release (a release fence, or st.release, before its store) at the
+ * cost of one load instead of a system-scope fence. */
+template <typename U>
+__device__ __forceinline__ U symm__ld_acquire(const U *p) {
+    if (sizeof(U) == 8) return (U)symm__ld_acquire_u64((const uint64_t *)p);
+    return (U)symm__ld_acquire_u32((const uint32_t *)p);
+}
 SYMM_DEV_FN uint64_t symm__ld_relaxed_u64(const uint64_t *p) {
     uint64_t v;
     asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
@@ -357,16 +370,16 @@ __device__ __forceinline__ T symm_dev_wait_until(const T *ivar, int cmp, T v) {
         x = symm__bitcast<T>(*(const volatile U *)ivar);
         if (symm_dev_compare(x, cmp, v)) break;
     }
-    symm__fence_acq_rel_sys(); /* acquire */
-    return x;
+    /* acquire: one acquire load of the satisfied value (flags only move
+     * forward under the waits' contract, so the re-read still satisfies) */
+    T y = symm__bitcast<T>(symm__ld_acquire((const U *)ivar));
+    return symm_dev_compare(y, cmp, v) ? y : x;
 }
 /* Non-blocking test of the same condition. */
 template <typename T>
 __device__ __forceinline__ bool symm_dev_test(const T *ivar, int cmp, T v) {
     typedef typename symm__uint<sizeof(T)>::type U;
-    bool ok = symm_dev_compare(symm__bitcast<T>(*(const volatile U *)ivar), cmp, v);
-    if (ok) symm__fence_acq_rel_sys(); /* acquire */
-    return ok;
+    return symm_dev_compare(symm__bitcast<T>(symm__ld_acquire((const U *)ivar)), cmp, v);
 }
 
 /* Update pe's signal (uint64_t): SYMM_SIGNAL_SET or SYMM_SIGNAL_ADD. The
@@ -467,7 +480,10 @@ __device__ __forceinline__ bool symm__barrier_arrive_wait(char *my_base, uint64_
             }
         }
     }
-    symm__fence_acq_rel_sys(); /* acquire: later loads see the peers' data */
+    /* acquire: one acquire load per awaited flag (pairs with each peer's
+     * release fence before its flag store), cheaper than a sys fence */
+    for (int j = (int)tid; j < n && ok; j += (int)nthr)
+        if (j != me) (void)symm__ld_acquire_u64(&area[j]);
     return ok;
 }
 
