@@ -82,6 +82,16 @@ static bool dtype_is_half(uint32_t dtype) {
     return dtype == SYMM_DTYPE_FLOAT16 || dtype == SYMM_DTYPE_BFLOAT16;
 }
 
+static const char *stream_kind_name(uint32_t kind) {
+    switch (kind) {
+    case SYMM__COLL_BROADCAST: return "symm_broadcast_on_stream";
+    case SYMM__COLL_FCOLLECT: return "symm_fcollect_on_stream";
+    case SYMM__COLL_ALLTOALL: return "symm_alltoall_on_stream";
+    case SYMM__COLL_REDUCE: return "symm_reduce_on_stream";
+    default: return "symm_reducescatter_on_stream";
+    }
+}
+
 static const char *kind_name(uint32_t kind) {
     switch (kind) {
     case SYMM__COLL_BROADCAST: return "symm_broadcast";
@@ -226,6 +236,8 @@ typedef struct coll_call {
     uint64_t dst_index, src_index, nelems;
     int32_t root;
     uint32_t op;
+    bool on_stream;       /* a *_on_stream entry                       */
+    symm_stream_t stream; /* its stream (the user's; NULL = legacy)     */
 } coll_call;
 
 /* What one PE's call resolved to. */
@@ -510,14 +522,19 @@ static symm_status coll_hook(const coll_call *c, coll_plan *p) {
     d.src_off = p->src_off;
     d.nelems = c->nelems;
     d.counts = p->counts;
-    return p->ctx->ops->coll(p->ctx, &d, NULL);
+    SYMM_TRY_IN(p->fn, symm__check_failed(p->ctx));
+    /* The blocking forms run the hook blocking (NULL); stream forms pass the
+     * user's stream, a NULL one as the legacy default stream. */
+    void *stream = c->on_stream ? symm__hook_stream(c->stream) : NULL;
+    SYMM_TRY_IN(p->fn, p->ctx->ops->coll(p->ctx, &d, stream));
+    return SYMM_SUCCESS;
 }
 
 static symm_status coll_run(const coll_call *c) {
     symm__err_clear();
     coll_plan p;
     memset(&p, 0, sizeof p);
-    p.fn = kind_name(c->kind);
+    p.fn = c->on_stream ? stream_kind_name(c->kind) : kind_name(c->kind);
     symm_status st = symm__team_get(c->team_h, &p.team);
     if (st) return symm__err_prefix(p.fn, st);
     p.ctx = p.team->ctx;
@@ -528,7 +545,10 @@ static symm_status coll_run(const coll_call *c) {
     const bool reduction = c->kind == SYMM__COLL_REDUCE || c->kind == SYMM__COLL_REDUCESCATTER;
     symm_status local = coll_check(c, &p);
     if (hook && local) return local;
-    if (hook && c->kind != SYMM__COLL_COLLECT) return coll_hook(c, &p);
+    /* With a hook only collect exchanges arguments first (its counts); stream
+     * forms cannot talk to peers from the host inside a stream or capture.
+     * Without a hook (host backend) every form runs the generic algorithm. */
+    if (hook && (c->on_stream || c->kind != SYMM__COLL_COLLECT)) return coll_hook(c, &p);
 
     /* Host memory is taken before the exchange: a failure is this PE's
      * status, seen by all, not a hang. */
@@ -584,36 +604,79 @@ static symm_status coll_run(const coll_call *c) {
 
 symm_status symm_broadcast(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
                            uint64_t src_index, uint64_t nelems, int32_t root) {
-    coll_call c = {SYMM__COLL_BROADCAST, team, dst, src, dst_index, src_index, nelems, root, 0};
+    coll_call c = {SYMM__COLL_BROADCAST, team, dst, src, dst_index, src_index, nelems, root, 0, false, NULL};
     return coll_run(&c);
 }
 
 symm_status symm_fcollect(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
                           uint64_t src_index, uint64_t nelems) {
-    coll_call c = {SYMM__COLL_FCOLLECT, team, dst, src, dst_index, src_index, nelems, 0, 0};
+    coll_call c = {SYMM__COLL_FCOLLECT, team, dst, src, dst_index, src_index, nelems, 0, 0, false, NULL};
     return coll_run(&c);
 }
 
 symm_status symm_collect(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
                          uint64_t src_index, uint64_t nelems) {
-    coll_call c = {SYMM__COLL_COLLECT, team, dst, src, dst_index, src_index, nelems, 0, 0};
+    coll_call c = {SYMM__COLL_COLLECT, team, dst, src, dst_index, src_index, nelems, 0, 0, false, NULL};
     return coll_run(&c);
 }
 
 symm_status symm_alltoall(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
                           uint64_t src_index, uint64_t nelems) {
-    coll_call c = {SYMM__COLL_ALLTOALL, team, dst, src, dst_index, src_index, nelems, 0, 0};
+    coll_call c = {SYMM__COLL_ALLTOALL, team, dst, src, dst_index, src_index, nelems, 0, 0, false, NULL};
     return coll_run(&c);
 }
 
 symm_status symm_reduce(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
                         uint64_t src_index, uint64_t nelems, uint32_t op) {
-    coll_call c = {SYMM__COLL_REDUCE, team, dst, src, dst_index, src_index, nelems, 0, op};
+    coll_call c = {SYMM__COLL_REDUCE, team, dst, src, dst_index, src_index, nelems, 0, op, false, NULL};
     return coll_run(&c);
 }
 
 symm_status symm_reducescatter(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
                                uint64_t src_index, uint64_t nelems, uint32_t op) {
-    coll_call c = {SYMM__COLL_REDUCESCATTER, team, dst, src, dst_index, src_index, nelems, 0, op};
+    coll_call c = {SYMM__COLL_REDUCESCATTER, team, dst, src, dst_index, src_index, nelems, 0, op, false, NULL};
+    return coll_run(&c);
+}
+
+/* Stream forms: validated as above; with a backend hook the data movement is
+ * enqueued on stream, without one (host) the blocking algorithm runs now. */
+
+symm_status symm_broadcast_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
+                                     symm_buf src, uint64_t src_index, uint64_t nelems,
+                                     int32_t root, symm_stream_t stream) {
+    coll_call c = {SYMM__COLL_BROADCAST, team, dst, src, dst_index, src_index, nelems, root, 0,
+                   true, stream};
+    return coll_run(&c);
+}
+
+symm_status symm_fcollect_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
+                                    symm_buf src, uint64_t src_index, uint64_t nelems,
+                                    symm_stream_t stream) {
+    coll_call c = {SYMM__COLL_FCOLLECT, team, dst, src, dst_index, src_index, nelems, 0, 0, true,
+                   stream};
+    return coll_run(&c);
+}
+
+symm_status symm_alltoall_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
+                                    symm_buf src, uint64_t src_index, uint64_t nelems,
+                                    symm_stream_t stream) {
+    coll_call c = {SYMM__COLL_ALLTOALL, team, dst, src, dst_index, src_index, nelems, 0, 0, true,
+                   stream};
+    return coll_run(&c);
+}
+
+symm_status symm_reduce_on_stream(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
+                                  uint64_t src_index, uint64_t nelems, uint32_t op,
+                                  symm_stream_t stream) {
+    coll_call c = {SYMM__COLL_REDUCE, team, dst, src, dst_index, src_index, nelems, 0, op, true,
+                   stream};
+    return coll_run(&c);
+}
+
+symm_status symm_reducescatter_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
+                                         symm_buf src, uint64_t src_index, uint64_t nelems,
+                                         uint32_t op, symm_stream_t stream) {
+    coll_call c = {SYMM__COLL_REDUCESCATTER, team, dst, src, dst_index, src_index, nelems, 0, op,
+                   true, stream};
     return coll_run(&c);
 }

@@ -324,6 +324,28 @@ symm_status symm__thread_check(const symm__ctx *ctx);
 symm_status symm__check_pe(const symm__ctx *ctx, int32_t pe);
 symm_status symm__check_range(const symm__buf *buf, uint64_t index, uint64_t nelems);
 
+/* Entry checks shared by the blocking and the stream forms (rma.c, signal.c):
+ * a buffer element range on pe (fills *buf and the heap byte offset *off;
+ * local may be NULL only when nelems is 0), a raw symmetric address range,
+ * and a put-with-signal's arguments (fills dst, sig and the signal AMO). */
+symm_status symm__rma_target(const char *fn, symm_buf h, uint64_t index, uint64_t nelems,
+                             int32_t pe, const void *local, symm__buf **buf, uint64_t *off);
+symm_status symm__sym_offset(const char *fn, const symm__ctx *ctx, const void *sym, uint64_t n,
+                             uint64_t *off);
+symm_status symm__check_signal(const char *fn, const symm__buf *sig, uint64_t sig_index);
+symm_status symm__signal_amo(const char *fn, uint32_t sig_op, uint32_t *amo);
+symm_status symm__put_signal_check(const char *fn, symm_buf dst_h, uint64_t dst_index,
+                                   const void *src, uint64_t nelems, symm_buf sig_h,
+                                   uint64_t sig_index, uint32_t sig_op, int32_t pe,
+                                   symm__buf **dst, symm__buf **sig, uint32_t *amo);
+
+/* The stream a hook gets for a public stream argument: hooks read NULL as
+ * "blocking", so the user's NULL (the legacy default stream) becomes
+ * CU_STREAM_LEGACY. */
+static inline void *symm__hook_stream(symm_stream_t stream) {
+    return stream ? stream : (void *)(uintptr_t)1;
+}
+
 /* Spin-wait helper: poll until done(arg) is true. Checks peer failure every
  * ~millisecond and yields the CPU when spinning long. */
 symm_status symm__wait(symm__ctx *ctx, bool (*done)(void *arg), void *arg);

@@ -1,15 +1,14 @@
 /* Put/get on typed buffers and on raw symmetric addresses; quiet and fence. */
 #include "internal.h"
 
-/* Resolve + validate a buffer element range on pe; fills *ctx and *off. */
-static symm_status buf_target(const char *fn, symm_buf h, uint64_t index, uint64_t nelems,
-                              int32_t pe, const void *local, symm__buf **bp, uint64_t *off) {
+/* Buffer element range on pe: fills *bp and the heap byte offset *off. */
+symm_status symm__rma_target(const char *fn, symm_buf h, uint64_t index, uint64_t nelems,
+                             int32_t pe, const void *local, symm__buf **bp, uint64_t *off) {
     symm__buf *b;
-    SYMM_TRY(symm__buf_get(h, &b));
-    SYMM_TRY(symm__thread_check(b->ctx));
-    symm_status st = symm__check_pe(b->ctx, pe);
-    if (st == SYMM_SUCCESS) st = symm__check_range(b, index, nelems);
-    if (st) return symm__err(st, "%s: %s", fn, symm__last_error());
+    SYMM_TRY_IN(fn, symm__buf_get(h, &b));
+    SYMM_TRY_IN(fn, symm__thread_check(b->ctx));
+    SYMM_TRY_IN(fn, symm__check_pe(b->ctx, pe));
+    SYMM_TRY_IN(fn, symm__check_range(b, index, nelems));
     SYMM_CHECK(local || nelems == 0, SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
     *bp = b;
     *off = b->off + index * b->elem_size;
@@ -21,7 +20,7 @@ static symm_status do_put(const char *fn, symm_buf dst, uint64_t index, const vo
     symm__err_clear();
     symm__buf *b;
     uint64_t off;
-    SYMM_TRY(buf_target(fn, dst, index, nelems, pe, src, &b, &off));
+    SYMM_TRY(symm__rma_target(fn, dst, index, nelems, pe, src, &b, &off));
     if (nelems == 0) return SYMM_SUCCESS;
     return b->ctx->ops->put(b->ctx, pe, off, src, nelems * b->elem_size, flags);
 }
@@ -31,7 +30,7 @@ static symm_status do_get(const char *fn, void *dst, symm_buf src, uint64_t inde
     symm__err_clear();
     symm__buf *b;
     uint64_t off;
-    SYMM_TRY(buf_target(fn, src, index, nelems, pe, dst, &b, &off));
+    SYMM_TRY(symm__rma_target(fn, src, index, nelems, pe, dst, &b, &off));
     if (nelems == 0) return SYMM_SUCCESS;
     return b->ctx->ops->get(b->ctx, dst, pe, off, nelems * b->elem_size, flags);
 }
@@ -66,8 +65,8 @@ symm_status symm_g(symm_buf src, uint64_t index, int32_t pe, void *value) {
 /* ---- raw symmetric addresses ---- */
 
 /* Byte offset of [sym, sym + n) inside this PE's backed heap. */
-static symm_status sym_offset(const char *fn, symm__ctx *ctx, const void *sym, uint64_t n,
-                              uint64_t *off) {
+symm_status symm__sym_offset(const char *fn, const symm__ctx *ctx, const void *sym, uint64_t n,
+                             uint64_t *off) {
     uintptr_t base = (uintptr_t)ctx->heap_base, p = (uintptr_t)sym;
     uint64_t mapped = ctx->heap_mapped;
     if (!sym || p < base || p - base > mapped || n > mapped - (p - base))
@@ -84,10 +83,9 @@ static symm_status raw(const char *fn, symm_ctx h, void *dst, const void *src, u
     symm__ctx *ctx = NULL;
     SYMM_TRY(symm__ctx_get(h, &ctx));
     SYMM_TRY(symm__thread_check(ctx));
-    symm_status st = symm__check_pe(ctx, pe);
-    if (st) return symm__err(st, "%s: %s", fn, symm__last_error());
+    SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
     uint64_t off;
-    SYMM_TRY(sym_offset(fn, ctx, is_put ? dst : src, n, &off));
+    SYMM_TRY(symm__sym_offset(fn, ctx, is_put ? dst : src, n, &off));
     SYMM_CHECK((is_put ? src : dst) || n == 0, SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
     if (n == 0) return SYMM_SUCCESS;
     return is_put ? ctx->ops->put(ctx, pe, off, src, n, flags)
@@ -117,10 +115,9 @@ symm_status symm_ptr(symm_ctx h, const void *sym, int32_t pe, void **ptr) {
     symm__ctx *ctx = NULL;
     SYMM_TRY(symm__ctx_get(h, &ctx));
     SYMM_CHECK(ptr, SYMM_ERR_INVALID_ARG, "symm_ptr: ptr is NULL");
-    symm_status st = symm__check_pe(ctx, pe);
-    if (st) return symm__err(st, "symm_ptr: %s", symm__last_error());
+    SYMM_TRY_IN("symm_ptr", symm__check_pe(ctx, pe));
     uint64_t off;
-    SYMM_TRY(sym_offset("symm_ptr", ctx, sym, 0, &off));
+    SYMM_TRY(symm__sym_offset("symm_ptr", ctx, sym, 0, &off));
     *ptr = ctx->peer_base[pe] ? ctx->peer_base[pe] + off : NULL;
     return SYMM_SUCCESS;
 }

@@ -14,7 +14,7 @@
 #include "internal.h"
 
 /* A signal element: uint64 buffer, index inside it. */
-static symm_status check_signal(const char *fn, const symm__buf *sig, uint64_t sig_index) {
+symm_status symm__check_signal(const char *fn, const symm__buf *sig, uint64_t sig_index) {
     SYMM_CHECK(sig->dtype == SYMM_DTYPE_UINT64, SYMM_ERR_INVALID_ARG,
                "%s: a signal buffer must be SYMM_DTYPE_UINT64 (dtype %u given)", fn, sig->dtype);
     SYMM_TRY_IN(fn, symm__check_range(sig, sig_index, 1));
@@ -22,7 +22,7 @@ static symm_status check_signal(const char *fn, const symm__buf *sig, uint64_t s
 }
 
 /* SYMM_SIGNAL_* -> SYMM_AMO_*. */
-static symm_status signal_amo(const char *fn, uint32_t sig_op, uint32_t *amo) {
+symm_status symm__signal_amo(const char *fn, uint32_t sig_op, uint32_t *amo) {
     switch (sig_op) {
     case SYMM_SIGNAL_SET: *amo = SYMM_AMO_SET; return SYMM_SUCCESS;
     case SYMM_SIGNAL_ADD: *amo = SYMM_AMO_ADD; return SYMM_SUCCESS;
@@ -33,11 +33,10 @@ static symm_status signal_amo(const char *fn, uint32_t sig_op, uint32_t *amo) {
     }
 }
 
-static symm_status put_signal(const char *fn, symm_buf dst_h, uint64_t dst_index,
-                              const void *src, uint64_t nelems, symm_buf sig_h,
-                              uint64_t sig_index, uint64_t signal, uint32_t sig_op, int32_t pe,
-                              uint32_t flags) {
-    symm__err_clear();
+symm_status symm__put_signal_check(const char *fn, symm_buf dst_h, uint64_t dst_index,
+                                   const void *src, uint64_t nelems, symm_buf sig_h,
+                                   uint64_t sig_index, uint32_t sig_op, int32_t pe,
+                                   symm__buf **dstp, symm__buf **sigp, uint32_t *amo) {
     symm__buf *dst, *sig;
     SYMM_TRY_IN(fn, symm__buf_get(dst_h, &dst));
     SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
@@ -46,15 +45,29 @@ static symm_status put_signal(const char *fn, symm_buf dst_h, uint64_t dst_index
     SYMM_CHECK(sig->ctx == ctx, SYMM_ERR_INVALID_ARG,
                "%s: dst and sig belong to different contexts", fn);
     SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
-    uint32_t amo = SYMM_AMO_SET;
-    SYMM_TRY(signal_amo(fn, sig_op, &amo));
-    SYMM_TRY(check_signal(fn, sig, sig_index));
+    SYMM_TRY(symm__signal_amo(fn, sig_op, amo));
+    SYMM_TRY(symm__check_signal(fn, sig, sig_index));
     SYMM_TRY_IN(fn, symm__check_range(dst, dst_index, nelems));
     SYMM_CHECK(src || nelems == 0, SYMM_ERR_INVALID_ARG, "%s: src is NULL", fn);
     SYMM_CHECK(sig != dst || sig_index < dst_index || sig_index - dst_index >= nelems,
                SYMM_ERR_INVALID_ARG,
                "%s: the signal element %" PRIu64 " lies inside the data range [%" PRIu64
                ", %" PRIu64 ")", fn, sig_index, dst_index, dst_index + nelems);
+    *dstp = dst;
+    *sigp = sig;
+    return SYMM_SUCCESS;
+}
+
+static symm_status put_signal(const char *fn, symm_buf dst_h, uint64_t dst_index,
+                              const void *src, uint64_t nelems, symm_buf sig_h,
+                              uint64_t sig_index, uint64_t signal, uint32_t sig_op, int32_t pe,
+                              uint32_t flags) {
+    symm__err_clear();
+    symm__buf *dst, *sig;
+    uint32_t amo = SYMM_AMO_SET;
+    SYMM_TRY(symm__put_signal_check(fn, dst_h, dst_index, src, nelems, sig_h, sig_index, sig_op,
+                                    pe, &dst, &sig, &amo));
+    symm__ctx *ctx = dst->ctx;
 
     if (nelems > 0)
         SYMM_TRY(ctx->ops->put(ctx, pe, dst->off + dst_index * dst->elem_size, src,
@@ -88,8 +101,8 @@ symm_status symm_signal_op(symm_buf sig_h, uint64_t sig_index, uint64_t signal, 
     SYMM_TRY_IN(fn, symm__thread_check(ctx));
     SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
     uint32_t amo = SYMM_AMO_SET;
-    SYMM_TRY(signal_amo(fn, sig_op, &amo));
-    SYMM_TRY(check_signal(fn, sig, sig_index));
+    SYMM_TRY(symm__signal_amo(fn, sig_op, &amo));
+    SYMM_TRY(symm__check_signal(fn, sig, sig_index));
     return ctx->ops->atomic(ctx, pe, sig->off + sig_index * sizeof(uint64_t), SYMM_DTYPE_UINT64,
                             amo, &signal, NULL, NULL);
 }
@@ -101,7 +114,7 @@ symm_status symm_signal_fetch(symm_buf sig_h, uint64_t sig_index, uint64_t *valu
     SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
     symm__ctx *ctx = sig->ctx;
     SYMM_TRY_IN(fn, symm__thread_check(ctx));
-    SYMM_TRY(check_signal(fn, sig, sig_index));
+    SYMM_TRY(symm__check_signal(fn, sig, sig_index));
     SYMM_CHECK(value, SYMM_ERR_INVALID_ARG, "%s: value is NULL", fn);
     uint64_t zero = 0, v = 0;
     SYMM_TRY(ctx->ops->atomic(ctx, ctx->my_pe, sig->off + sig_index * sizeof(uint64_t),
@@ -117,7 +130,7 @@ symm_status symm_signal_wait_until(symm_buf sig_h, uint64_t sig_index, uint32_t 
     symm__buf *sig;
     SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
     SYMM_TRY_IN(fn, symm__thread_check(sig->ctx));
-    SYMM_TRY(check_signal(fn, sig, sig_index));
+    SYMM_TRY(symm__check_signal(fn, sig, sig_index));
     SYMM_TRY(symm__check_cmp(fn, cmp));
     uint64_t seen = 0;
     SYMM_TRY(symm__wait_elem(sig, sig_index, cmp, value, &seen));

@@ -17,42 +17,9 @@
 #include "internal.h"
 #include "teams.h"
 
-#define SYMM__STREAM_LEGACY ((void *)(uintptr_t)1) /* CU_STREAM_LEGACY */
-
-static inline void *hook_stream(symm_stream_t stream) {
-    return stream ? stream : SYMM__STREAM_LEGACY;
-}
-
 /* ------------------------------------------------------------------------ */
-/* Validation shared by the entries (mirrors rma.c, signal.c, coll.c)        */
+/* Entry checks (the shared validators live in rma.c and signal.c)           */
 /* ------------------------------------------------------------------------ */
-
-/* Buffer element range on pe: fills *bp and the heap byte offset *off. */
-static symm_status buf_target(const char *fn, symm_buf h, uint64_t index, uint64_t nelems,
-                              int32_t pe, const void *local, symm__buf **bp, uint64_t *off) {
-    symm__buf *b;
-    SYMM_TRY_IN(fn, symm__buf_get(h, &b));
-    SYMM_TRY_IN(fn, symm__thread_check(b->ctx));
-    SYMM_TRY_IN(fn, symm__check_pe(b->ctx, pe));
-    SYMM_TRY_IN(fn, symm__check_range(b, index, nelems));
-    SYMM_CHECK(local || nelems == 0, SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
-    *bp = b;
-    *off = b->off + index * b->elem_size;
-    return SYMM_SUCCESS;
-}
-
-/* Byte offset of [sym, sym + n) inside this PE's backed heap. */
-static symm_status sym_offset(const char *fn, const symm__ctx *ctx, const void *sym, uint64_t n,
-                              uint64_t *off) {
-    uintptr_t base = (uintptr_t)ctx->heap_base, p = (uintptr_t)sym;
-    uint64_t mapped = ctx->heap_mapped;
-    if (!sym || p < base || p - base > mapped || n > mapped - (p - base))
-        return symm__err(SYMM_ERR_OUT_OF_BOUNDS,
-                         "%s: [%p, +%llu) is not inside the symmetric heap [%p, +%llu)", fn, sym,
-                         (unsigned long long)n, (void *)ctx->heap_base, (unsigned long long)mapped);
-    *off = p - base;
-    return SYMM_SUCCESS;
-}
 
 static symm_status ctx_entry(const char *fn, symm_ctx h, symm__ctx **ctx) {
     SYMM_TRY_IN(fn, symm__ctx_get(h, ctx));
@@ -66,21 +33,6 @@ static symm_status team_entry(const char *fn, symm_team h, symm__team **team) {
     return SYMM_SUCCESS;
 }
 
-/* A signal element: uint64 buffer, index inside it. */
-static symm_status check_signal(const char *fn, const symm__buf *sig, uint64_t sig_index) {
-    SYMM_CHECK(sig->dtype == SYMM_DTYPE_UINT64, SYMM_ERR_INVALID_ARG,
-               "%s: a signal buffer must be SYMM_DTYPE_UINT64 (dtype %u given)", fn, sig->dtype);
-    SYMM_TRY_IN(fn, symm__check_range(sig, sig_index, 1));
-    return SYMM_SUCCESS;
-}
-
-static symm_status check_sig_op(const char *fn, uint32_t sig_op) {
-    SYMM_CHECK(sig_op == SYMM_SIGNAL_SET || sig_op == SYMM_SIGNAL_ADD, SYMM_ERR_INVALID_ARG,
-               "%s: unknown signal op %u (expected SYMM_SIGNAL_SET or SYMM_SIGNAL_ADD)", fn,
-               sig_op);
-    return SYMM_SUCCESS;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Put / get                                                                 */
 /* ------------------------------------------------------------------------ */
@@ -90,11 +42,11 @@ static symm_status put_on_stream(const char *fn, symm_buf dst, uint64_t index, c
     symm__err_clear();
     symm__buf *b;
     uint64_t off;
-    SYMM_TRY(buf_target(fn, dst, index, nelems, pe, src, &b, &off));
+    SYMM_TRY(symm__rma_target(fn, dst, index, nelems, pe, src, &b, &off));
     if (nelems == 0) return SYMM_SUCCESS;
     symm__ctx *ctx = b->ctx;
     uint64_t n = nelems * b->elem_size;
-    if (ctx->ops->put_stream) return ctx->ops->put_stream(ctx, pe, off, src, n, hook_stream(stream));
+    if (ctx->ops->put_stream) return ctx->ops->put_stream(ctx, pe, off, src, n, symm__hook_stream(stream));
     return ctx->ops->put(ctx, pe, off, src, n, 0);
 }
 
@@ -103,11 +55,11 @@ static symm_status get_on_stream(const char *fn, void *dst, symm_buf src, uint64
     symm__err_clear();
     symm__buf *b;
     uint64_t off;
-    SYMM_TRY(buf_target(fn, src, index, nelems, pe, dst, &b, &off));
+    SYMM_TRY(symm__rma_target(fn, src, index, nelems, pe, dst, &b, &off));
     if (nelems == 0) return SYMM_SUCCESS;
     symm__ctx *ctx = b->ctx;
     uint64_t n = nelems * b->elem_size;
-    if (ctx->ops->get_stream) return ctx->ops->get_stream(ctx, dst, pe, off, n, hook_stream(stream));
+    if (ctx->ops->get_stream) return ctx->ops->get_stream(ctx, dst, pe, off, n, symm__hook_stream(stream));
     return ctx->ops->get(ctx, dst, pe, off, n, 0);
 }
 
@@ -138,14 +90,14 @@ symm_status symm_p_on_stream(symm_buf dst, uint64_t index, const void *value, in
     symm__err_clear();
     symm__buf *b;
     uint64_t off;
-    SYMM_TRY(buf_target(fn, dst, index, 1, pe, value, &b, &off));
+    SYMM_TRY(symm__rma_target(fn, dst, index, 1, pe, value, &b, &off));
     symm__ctx *ctx = b->ctx;
     /* Read now, from a stack copy: the backend carries pageable bytes in the
      * kernel parameter, so the stream (or a graph replay) needs no host memory. */
     uint64_t v = 0;
     memcpy(&v, value, b->elem_size);
     if (ctx->ops->put_stream)
-        return ctx->ops->put_stream(ctx, pe, off, &v, b->elem_size, hook_stream(stream));
+        return ctx->ops->put_stream(ctx, pe, off, &v, b->elem_size, symm__hook_stream(stream));
     return ctx->ops->put(ctx, pe, off, &v, b->elem_size, 0);
 }
 
@@ -157,11 +109,11 @@ symm_status symm_putmem_on_stream(symm_ctx h, void *dst_sym, const void *src, ui
     SYMM_TRY(ctx_entry(fn, h, &ctx));
     SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
     uint64_t off;
-    SYMM_TRY(sym_offset(fn, ctx, dst_sym, nbytes, &off));
+    SYMM_TRY(symm__sym_offset(fn, ctx, dst_sym, nbytes, &off));
     SYMM_CHECK(src || nbytes == 0, SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
     if (nbytes == 0) return SYMM_SUCCESS;
     if (ctx->ops->put_stream)
-        return ctx->ops->put_stream(ctx, pe, off, src, nbytes, hook_stream(stream));
+        return ctx->ops->put_stream(ctx, pe, off, src, nbytes, symm__hook_stream(stream));
     return ctx->ops->put(ctx, pe, off, src, nbytes, 0);
 }
 
@@ -173,11 +125,11 @@ symm_status symm_getmem_on_stream(symm_ctx h, void *dst, const void *src_sym, ui
     SYMM_TRY(ctx_entry(fn, h, &ctx));
     SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
     uint64_t off;
-    SYMM_TRY(sym_offset(fn, ctx, src_sym, nbytes, &off));
+    SYMM_TRY(symm__sym_offset(fn, ctx, src_sym, nbytes, &off));
     SYMM_CHECK(dst || nbytes == 0, SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
     if (nbytes == 0) return SYMM_SUCCESS;
     if (ctx->ops->get_stream)
-        return ctx->ops->get_stream(ctx, dst, pe, off, nbytes, hook_stream(stream));
+        return ctx->ops->get_stream(ctx, dst, pe, off, nbytes, symm__hook_stream(stream));
     return ctx->ops->get(ctx, dst, pe, off, nbytes, 0);
 }
 
@@ -192,24 +144,13 @@ symm_status symm_put_signal_on_stream(symm_buf dst_h, uint64_t dst_index, const 
     const char *fn = __func__;
     symm__err_clear();
     symm__buf *dst, *sig;
-    SYMM_TRY_IN(fn, symm__buf_get(dst_h, &dst));
-    SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
+    uint32_t amo;
+    SYMM_TRY(symm__put_signal_check(fn, dst_h, dst_index, src, nelems, sig_h, sig_index, sig_op,
+                                    pe, &dst, &sig, &amo));
     symm__ctx *ctx = dst->ctx;
-    SYMM_TRY_IN(fn, symm__thread_check(ctx));
-    SYMM_CHECK(sig->ctx == ctx, SYMM_ERR_INVALID_ARG,
-               "%s: dst and sig belong to different contexts", fn);
-    SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
-    SYMM_TRY(check_sig_op(fn, sig_op));
-    SYMM_TRY(check_signal(fn, sig, sig_index));
-    SYMM_TRY_IN(fn, symm__check_range(dst, dst_index, nelems));
-    SYMM_CHECK(src || nelems == 0, SYMM_ERR_INVALID_ARG, "%s: src is NULL", fn);
-    SYMM_CHECK(sig != dst || sig_index < dst_index || sig_index - dst_index >= nelems,
-               SYMM_ERR_INVALID_ARG,
-               "%s: the signal element %" PRIu64 " lies inside the data range [%" PRIu64
-               ", %" PRIu64 ")", fn, sig_index, dst_index, dst_index + nelems);
     if (!ctx->ops->put_stream || !ctx->ops->signal_stream)
         return symm_put_signal(dst_h, dst_index, src, nelems, sig_h, sig_index, signal, sig_op, pe);
-    void *s = hook_stream(stream);
+    void *s = symm__hook_stream(stream);
     if (nelems > 0)
         SYMM_TRY(ctx->ops->put_stream(ctx, pe, dst->off + dst_index * dst->elem_size, src,
                                       nelems * dst->elem_size, s));
@@ -227,11 +168,12 @@ symm_status symm_signal_op_on_stream(symm_buf sig_h, uint64_t sig_index, uint64_
     symm__ctx *ctx = sig->ctx;
     SYMM_TRY_IN(fn, symm__thread_check(ctx));
     SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
-    SYMM_TRY(check_sig_op(fn, sig_op));
-    SYMM_TRY(check_signal(fn, sig, sig_index));
+    uint32_t amo;
+    SYMM_TRY(symm__signal_amo(fn, sig_op, &amo));
+    SYMM_TRY(symm__check_signal(fn, sig, sig_index));
     if (!ctx->ops->signal_stream) return symm_signal_op(sig_h, sig_index, signal, sig_op, pe);
     return ctx->ops->signal_stream(ctx, pe, sig->off + sig_index * sizeof(uint64_t), signal,
-                                   sig_op, hook_stream(stream));
+                                   sig_op, symm__hook_stream(stream));
 }
 
 symm_status symm_signal_wait_until_on_stream(symm_buf sig_h, uint64_t sig_index, uint32_t cmp,
@@ -242,11 +184,11 @@ symm_status symm_signal_wait_until_on_stream(symm_buf sig_h, uint64_t sig_index,
     SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
     symm__ctx *ctx = sig->ctx;
     SYMM_TRY_IN(fn, symm__thread_check(ctx));
-    SYMM_TRY(check_signal(fn, sig, sig_index));
+    SYMM_TRY(symm__check_signal(fn, sig, sig_index));
     SYMM_TRY(symm__check_cmp(fn, cmp));
     if (!ctx->ops->wait_stream) return symm_signal_wait_until(sig_h, sig_index, cmp, value, NULL);
     return ctx->ops->wait_stream(ctx, sig->off + sig_index * sizeof(uint64_t), cmp, value,
-                                 hook_stream(stream));
+                                 symm__hook_stream(stream));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -258,7 +200,7 @@ symm_status symm_quiet_on_stream(symm_ctx h, symm_stream_t stream) {
     symm__err_clear();
     symm__ctx *ctx;
     SYMM_TRY(ctx_entry(fn, h, &ctx));
-    if (ctx->ops->quiet_stream) return ctx->ops->quiet_stream(ctx, hook_stream(stream));
+    if (ctx->ops->quiet_stream) return ctx->ops->quiet_stream(ctx, symm__hook_stream(stream));
     return ctx->ops->quiet(ctx);
 }
 
@@ -270,7 +212,7 @@ static symm_status team_sync_on_stream(symm__team *team, bool quiet, symm_stream
         if (quiet) SYMM_TRY(ctx->ops->quiet(ctx));
         return symm__team_sync(team);
     }
-    void *s = hook_stream(stream);
+    void *s = symm__hook_stream(stream);
     if (quiet && ctx->ops->quiet_stream) SYMM_TRY(ctx->ops->quiet_stream(ctx, s));
     return ctx->ops->sync_stream(ctx, team, s);
 }
@@ -300,168 +242,6 @@ symm_status symm_team_sync_on_stream(symm_team h, symm_stream_t stream) {
     SYMM_TRY(team_entry(fn, h, &team));
     SYMM_TRY_IN(fn, team_sync_on_stream(team, false, stream));
     return SYMM_SUCCESS;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Collectives (same local checks as coll.c; no cross-PE exchange on streams) */
-/* ------------------------------------------------------------------------ */
-
-static bool ranges_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen) {
-    return alen && blen && a < b + blen && b < a + alen;
-}
-
-static symm_status coll_range(const char *fn, const char *which, const symm__buf *b,
-                              uint64_t index, uint64_t nelems, uint64_t mult) {
-    if (mult > 1 && nelems > UINT64_MAX / mult)
-        return symm__err(SYMM_ERR_OUT_OF_BOUNDS, "%s: %s range of %llu x %llu elements overflows",
-                         fn, which, (unsigned long long)nelems, (unsigned long long)mult);
-    symm_status st = symm__check_range(b, index, nelems * mult);
-    if (st) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", symm__last_error());
-        return symm__err(st, "%s: %s %s", fn, which, msg);
-    }
-    return SYMM_SUCCESS;
-}
-
-static bool dtype_is_float(uint32_t dtype) {
-    return dtype == SYMM_DTYPE_FLOAT16 || dtype == SYMM_DTYPE_BFLOAT16 ||
-           dtype == SYMM_DTYPE_FLOAT32 || dtype == SYMM_DTYPE_FLOAT64;
-}
-
-typedef struct stream_coll {
-    uint32_t kind;
-    symm_team team_h;
-    symm_buf dst_h, src_h;
-    uint64_t dst_index, src_index, nelems;
-    int32_t root;
-    uint32_t op;
-    symm_stream_t stream;
-} stream_coll;
-
-static symm_status run_blocking(const stream_coll *c) {
-    switch (c->kind) {
-    case SYMM__COLL_BROADCAST:
-        return symm_broadcast(c->team_h, c->dst_h, c->dst_index, c->src_h, c->src_index, c->nelems,
-                              c->root);
-    case SYMM__COLL_FCOLLECT:
-        return symm_fcollect(c->team_h, c->dst_h, c->dst_index, c->src_h, c->src_index, c->nelems);
-    case SYMM__COLL_ALLTOALL:
-        return symm_alltoall(c->team_h, c->dst_h, c->dst_index, c->src_h, c->src_index, c->nelems);
-    case SYMM__COLL_REDUCE:
-        return symm_reduce(c->team_h, c->dst_h, c->dst_index, c->src_h, c->src_index, c->nelems,
-                           c->op);
-    default:
-        return symm_reducescatter(c->team_h, c->dst_h, c->dst_index, c->src_h, c->src_index,
-                                  c->nelems, c->op);
-    }
-}
-
-static symm_status coll_on_stream(const char *fn, const stream_coll *c) {
-    symm__err_clear();
-    symm__team *team;
-    SYMM_TRY(team_entry(fn, c->team_h, &team));
-    symm__ctx *ctx = team->ctx;
-    if (!ctx->ops->coll) return run_blocking(c);
-    symm__buf *dst, *src;
-    symm_status st = symm__buf_get(c->dst_h, &dst);
-    if (st) return symm__err(st, "%s: dst: invalid symm_buf (NULL, freed or not a buffer)", fn);
-    st = symm__buf_get(c->src_h, &src);
-    if (st) return symm__err(st, "%s: src: invalid symm_buf (NULL, freed or not a buffer)", fn);
-    SYMM_CHECK(dst->ctx == ctx && src->ctx == ctx, SYMM_ERR_INVALID_ARG,
-               "%s: dst and src must belong to the team's context", fn);
-    SYMM_CHECK(dst->dtype == src->dtype, SYMM_ERR_INVALID_ARG,
-               "%s: dst and src have different dtypes (%u and %u)", fn, dst->dtype, src->dtype);
-    const uint64_t n = (uint64_t)team->n_pes, ne = c->nelems, es = dst->elem_size;
-    uint64_t dmult = 1, smult = 1;
-    switch (c->kind) {
-    case SYMM__COLL_BROADCAST:
-        SYMM_CHECK(c->root >= 0 && c->root < team->n_pes, SYMM_ERR_INVALID_ARG,
-                   "%s: root %d is outside the team [0, %d)", fn, c->root, team->n_pes);
-        break;
-    case SYMM__COLL_FCOLLECT: dmult = n; break;
-    case SYMM__COLL_ALLTOALL: dmult = smult = n; break;
-    case SYMM__COLL_REDUCESCATTER: smult = n; /* fall through */
-    case SYMM__COLL_REDUCE:
-        SYMM_CHECK(c->op <= SYMM_OP_XOR, SYMM_ERR_INVALID_ARG,
-                   "%s: unknown reduction op %u (expected SYMM_OP_SUM ... SYMM_OP_XOR)", fn, c->op);
-        SYMM_CHECK(c->op < SYMM_OP_AND || !dtype_is_float(dst->dtype), SYMM_ERR_NOT_SUPPORTED,
-                   "%s: AND/OR/XOR are defined for integer dtypes only (dtype %u)", fn, dst->dtype);
-        break;
-    }
-    SYMM_TRY(coll_range(fn, "src", src, c->src_index, ne, smult));
-    SYMM_TRY(coll_range(fn, "dst", dst, c->dst_index, ne, dmult));
-    const uint64_t dst_off = dst->off + c->dst_index * es, src_off = src->off + c->src_index * es;
-    if (ranges_overlap(dst_off, ne * dmult * es, src_off, ne * smult * es)) {
-        switch (c->kind) {
-        case SYMM__COLL_BROADCAST:
-        case SYMM__COLL_REDUCE:
-            SYMM_CHECK(dst_off == src_off, SYMM_ERR_INVALID_ARG,
-                       "%s: dst and src ranges partially overlap (only identical ranges may be "
-                       "used in place)", fn);
-            break;
-        case SYMM__COLL_FCOLLECT:
-            SYMM_CHECK(src_off == dst_off + (uint64_t)team->my_pe * ne * es, SYMM_ERR_INVALID_ARG,
-                       "%s: src overlaps dst but is not this PE's block of it", fn);
-            break;
-        default:
-            return symm__err(SYMM_ERR_INVALID_ARG, "%s: dst and src overlap (never in place)", fn);
-        }
-    }
-    SYMM_TRY(symm__check_failed(ctx));
-    symm__coll d;
-    memset(&d, 0, sizeof d);
-    d.kind = c->kind;
-    d.team = team;
-    d.dtype = dst->dtype;
-    d.elem_size = dst->elem_size;
-    d.op = c->op;
-    d.root = c->root;
-    d.dst_off = dst_off;
-    d.src_off = src_off;
-    d.nelems = ne;
-    SYMM_TRY_IN(fn, ctx->ops->coll(ctx, &d, hook_stream(c->stream)));
-    return SYMM_SUCCESS;
-}
-
-symm_status symm_broadcast_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
-                                     symm_buf src, uint64_t src_index, uint64_t nelems,
-                                     int32_t root, symm_stream_t stream) {
-    stream_coll c = {SYMM__COLL_BROADCAST, team, dst, src, dst_index, src_index, nelems, root, 0,
-                     stream};
-    return coll_on_stream(__func__, &c);
-}
-
-symm_status symm_fcollect_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
-                                    symm_buf src, uint64_t src_index, uint64_t nelems,
-                                    symm_stream_t stream) {
-    stream_coll c = {SYMM__COLL_FCOLLECT, team, dst, src, dst_index, src_index, nelems, 0, 0,
-                     stream};
-    return coll_on_stream(__func__, &c);
-}
-
-symm_status symm_alltoall_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
-                                    symm_buf src, uint64_t src_index, uint64_t nelems,
-                                    symm_stream_t stream) {
-    stream_coll c = {SYMM__COLL_ALLTOALL, team, dst, src, dst_index, src_index, nelems, 0, 0,
-                     stream};
-    return coll_on_stream(__func__, &c);
-}
-
-symm_status symm_reduce_on_stream(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
-                                  uint64_t src_index, uint64_t nelems, uint32_t op,
-                                  symm_stream_t stream) {
-    stream_coll c = {SYMM__COLL_REDUCE, team, dst, src, dst_index, src_index, nelems, 0, op,
-                     stream};
-    return coll_on_stream(__func__, &c);
-}
-
-symm_status symm_reducescatter_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
-                                         symm_buf src, uint64_t src_index, uint64_t nelems,
-                                         uint32_t op, symm_stream_t stream) {
-    stream_coll c = {SYMM__COLL_REDUCESCATTER, team, dst, src, dst_index, src_index, nelems, 0, op,
-                     stream};
-    return coll_on_stream(__func__, &c);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -1,7 +1,9 @@
 /*
  * A PE dies (SIGKILL) while the others wait on signals and elements it would
- * have updated: signal_wait_until, the wait_until forms and a polling loop
- * over symm_test must all end with SYMM_ERR_PEER_FAILED within seconds.
+ * have updated: signal_wait_until, the wait_until forms, a polling loop over
+ * symm_test, a barrier and a collective free must all end with
+ * SYMM_ERR_PEER_FAILED within seconds, and finalize still releases the
+ * context.
  * Runs without symmrun (which would end the job itself): the test forks its
  * PEs and forms the job with a unique id.
  *
@@ -72,7 +74,12 @@ static int run_pe(int rank, int n, int victim, const symm_unique_id *id) {
     /* A satisfied test still answers (element 3 is 0, and 0 != 1). */
     CHECK_OK(symm_test(elems, 3, SYMM_CMP_NE, &one, &sat));
     ASSERT_EQ(sat, 1);
+    /* Collectives fail the same way, and finalize still releases everything. */
+    t0 = now();
+    expect_failed("symm_barrier_all", symm_barrier_all(ctx), t0);
+    CHECK_STATUS(symm_buf_free(elems), SYMM_ERR_PEER_FAILED);
     CHECK_STATUS(symm_finalize(&ctx), SYMM_ERR_PEER_FAILED);
+    ASSERT_TRUE(ctx == NULL);
     printf("PE %d: waits saw the death of PE %d after %.3f s\n", rank, victim, first);
     fflush(stdout);
     return 0;
