@@ -61,6 +61,44 @@ bool symm__alloc_take(symm__alloc *a, uint64_t len, uint64_t align, uint64_t *of
     return false;
 }
 
+/* Take [off, off + len) at the highest aligned place that fits. */
+bool symm__alloc_take_top(symm__alloc *a, uint64_t len, uint64_t align, uint64_t *off) {
+    for (size_t i = a->n_free; i-- > 0;) {
+        symm__range r = a->free_list[i];
+        if (r.len < len) continue;
+        uint64_t start = (r.off + r.len - len) / align * align;
+        if (start < r.off) continue;
+        /* split r into [r.off, start) + taken + [start + len, end) */
+        uint64_t tail_off = start + len, tail_len = r.off + r.len - tail_off;
+        uint64_t head_len = start - r.off;
+        if (head_len && tail_len) {
+            if (a->n_free == a->cap_free) {
+                symm__range *nl = realloc(a->free_list, 2 * a->cap_free * sizeof *nl);
+                if (!nl) return false;
+                a->free_list = nl;
+                a->cap_free *= 2;
+            }
+            memmove(&a->free_list[i + 2], &a->free_list[i + 1],
+                    (a->n_free - i - 1) * sizeof(symm__range));
+            a->free_list[i] = (symm__range){r.off, head_len};
+            a->free_list[i + 1] = (symm__range){tail_off, tail_len};
+            a->n_free++;
+        } else if (head_len) {
+            a->free_list[i].len = head_len;
+        } else if (tail_len) {
+            a->free_list[i] = (symm__range){tail_off, tail_len};
+        } else {
+            memmove(&a->free_list[i], &a->free_list[i + 1],
+                    (a->n_free - i - 1) * sizeof(symm__range));
+            a->n_free--;
+        }
+        a->used += len;
+        *off = start;
+        return true;
+    }
+    return false;
+}
+
 void symm__alloc_give(symm__alloc *a, uint64_t off, uint64_t len) {
     size_t i = 0;
     while (i < a->n_free && a->free_list[i].off < off) i++;
@@ -153,6 +191,37 @@ static uint64_t align_up(uint64_t v, uint64_t a) {
     return (v + a - 1) & ~(a - 1);
 }
 
+/* A buffer object for [off, off + len) with a handle; NULL (and a message) on
+ * failure. Linked into the context by buf_link once the call succeeded. */
+static symm__buf *buf_new(symm__ctx *ctx, const char *fn, uint32_t dtype, uint64_t count,
+                          uint64_t off, uint64_t len, uint32_t flags) {
+    symm__buf *b = calloc(1, sizeof *b);
+    if (!b) {
+        symm__err(SYMM_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+        return NULL;
+    }
+    b->ctx = ctx;
+    b->dtype = dtype;
+    b->elem_size = symm__dtype_size(dtype);
+    b->count = count;
+    b->off = off;
+    b->bytes = len;
+    b->flags = flags;
+    b->handle = symm__handle_new(SYMM__KIND_BUF, b);
+    if (!b->handle) {
+        free(b);
+        symm__err(SYMM_ERR_OUT_OF_MEMORY, "%s: handle table full", fn);
+        return NULL;
+    }
+    return b;
+}
+
+static void buf_link(symm__ctx *ctx, symm__buf *b) {
+    b->next = ctx->bufs;
+    if (ctx->bufs) ctx->bufs->prev = b;
+    ctx->bufs = b;
+}
+
 symm_status symm_buf_alloc(symm_ctx h, uint32_t dtype, uint64_t count, symm_buf *out) {
     symm__err_clear();
     symm__ctx *ctx = NULL;
@@ -197,30 +266,19 @@ symm_status symm_buf_alloc(symm_ctx h, uint32_t dtype, uint64_t count, symm_buf 
     local = ctx->ops->memset0(ctx, off, len);
     symm__buf *b = NULL;
     if (local == SYMM_SUCCESS) {
-        b = calloc(1, sizeof *b);
-        if (!b) local = symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_buf_alloc: out of host memory");
+        b = buf_new(ctx, "symm_buf_alloc", dtype, count, off, len, 0);
+        if (!b) local = SYMM_ERR_OUT_OF_MEMORY;
     }
     /* The outcome exchange doubles as the barrier that makes the zeroing
      * visible before any peer can write into the new buffer. */
     st = agree_outcome(ctx, "symm_buf_alloc", local);
-    if (st == SYMM_SUCCESS) {
-        b->ctx = ctx;
-        b->dtype = dtype;
-        b->elem_size = es;
-        b->count = count;
-        b->off = off;
-        b->bytes = len;
-        b->handle = symm__handle_new(SYMM__KIND_BUF, b);
-        if (!b->handle) st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_buf_alloc: handle table full");
-    }
     if (st) {
+        if (b) symm__handle_release(SYMM__KIND_BUF, b->handle);
         free(b);
         symm__alloc_give(&ctx->alloc, off, len);
         goto out;
     }
-    b->next = ctx->bufs;
-    if (ctx->bufs) ctx->bufs->prev = b;
-    ctx->bufs = b;
+    buf_link(ctx, b);
     *out = (symm_buf)(uintptr_t)b->handle;
 out:
     pthread_mutex_unlock(&ctx->lock);
@@ -272,4 +330,67 @@ symm_status symm_buf_query(symm_buf h, uint32_t *dtype, uint64_t *count, uint64_
     if (count) *count = b->count;
     if (offset) *offset = b->off;
     return SYMM_SUCCESS;
+}
+
+/* ---- registration of caller-owned memory ---- */
+
+/* Registered memory is mapped from the top of the heap downwards, aligned to
+ * SYMM__REG_ALIGN (the CUDA VMM granularity), so it never meets the chunks
+ * that back the allocator's first-fit ranges from the bottom. */
+#define SYMM__REG_ALIGN (2ull << 20)
+
+symm_status symm_buf_register(symm_ctx h, void *ptr, uint32_t dtype, uint64_t count,
+                              symm_buf *out) {
+    const char *fn = "symm_buf_register";
+    symm__err_clear();
+    symm__ctx *ctx = NULL;
+    SYMM_TRY_IN(fn, symm__ctx_get(h, &ctx));
+    SYMM_TRY_IN(fn, symm__thread_check(ctx));
+    SYMM_CHECK(out, SYMM_ERR_INVALID_ARG, "%s: buf out-parameter is NULL", fn);
+    SYMM_CHECK(ptr, SYMM_ERR_INVALID_ARG, "%s: ptr is NULL", fn);
+    uint32_t es = symm__dtype_size(dtype);
+    SYMM_CHECK(es, SYMM_ERR_INVALID_ARG, "%s: unknown dtype %u", fn, dtype);
+    SYMM_CHECK(count > 0 && count <= ctx->heap_cap / es, SYMM_ERR_INVALID_ARG,
+               "%s: count %llu must be in [1, heap cap / element size]", fn,
+               (unsigned long long)count);
+    if (!ctx->ops->register_mem || !ctx->ops->unregister_mem)
+        return symm__err(SYMM_ERR_NOT_SUPPORTED,
+                         "%s: the %s backend cannot register memory (CUDA only)", fn,
+                         ctx->ops->name);
+    const uint64_t bytes = count * es, len = align_up(bytes, SYMM__REG_ALIGN);
+    pthread_mutex_lock(&ctx->lock);
+    /* every PE must register the same shape (the offsets must agree) */
+    call_sig sig = {ctx->alloc_seq, 3, dtype, count, bytes};
+    symm_status st = symm__check_failed(ctx);
+    if (st == SYMM_SUCCESS) st = agree(ctx, fn, &sig);
+    if (st) goto out;
+    ctx->alloc_seq++;
+    uint64_t off = 0;
+    bool taken = symm__alloc_take_top(&ctx->alloc, len, SYMM__REG_ALIGN, &off);
+    if (!taken || off < ctx->heap_mapped) {
+        /* same allocator state on every PE: all fail here together */
+        if (taken) symm__alloc_give(&ctx->alloc, off, len);
+        st = symm__err(SYMM_ERR_OUT_OF_MEMORY,
+                       "%s: no room for %llu bytes above the backed heap (cap %llu)", fn,
+                       (unsigned long long)len, (unsigned long long)ctx->heap_cap);
+        goto out;
+    }
+    st = ctx->ops->register_mem(ctx, ptr, bytes, off); /* collective */
+    symm__buf *b = NULL;
+    if (st == SYMM_SUCCESS) {
+        b = buf_new(ctx, fn, dtype, count, off, len, SYMM__BUF_REGISTERED);
+        if (!b) {
+            st = SYMM_ERR_OUT_OF_MEMORY;
+            ctx->ops->unregister_mem(ctx, off, bytes);
+        }
+    }
+    if (st) {
+        symm__alloc_give(&ctx->alloc, off, len);
+        goto out;
+    }
+    buf_link(ctx, b);
+    *out = (symm_buf)(uintptr_t)b->handle;
+out:
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
 }

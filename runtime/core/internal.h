@@ -229,6 +229,8 @@ typedef struct symm__alloc {
 symm_status symm__alloc_init(symm__alloc *a, uint64_t start, uint64_t end);
 /* Returns false when no range fits. Same call sequence => same offsets. */
 bool symm__alloc_take(symm__alloc *a, uint64_t len, uint64_t align, uint64_t *off);
+/* Take from the top of the highest range that fits (registrations). */
+bool symm__alloc_take_top(symm__alloc *a, uint64_t len, uint64_t align, uint64_t *off);
 void symm__alloc_give(symm__alloc *a, uint64_t off, uint64_t len);
 void symm__alloc_fini(symm__alloc *a);
 

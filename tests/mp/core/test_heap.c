@@ -138,6 +138,16 @@ static void test_cap_and_errors(void) {
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_FLOAT32, 0, &b));
     CHECK_STATUS(symm_p(b, 0, v, next), SYMM_ERR_OUT_OF_BOUNDS);
     CHECK_OK(symm_buf_free(b));
+    /* registering caller memory is a CUDA feature: a clear status elsewhere */
+    symm_ctx_info ci = {.struct_size = sizeof ci};
+    CHECK_OK(symm_ctx_query(ctx, &ci));
+    if (ci.backend == SYMM_BACKEND_HOST) {
+        static int32_t mine[16];
+        b = NULL;
+        CHECK_STATUS(symm_buf_register(ctx, mine, SYMM_DTYPE_INT32, 16, &b), SYMM_ERR_NOT_SUPPORTED);
+        ASSERT_TRUE(b == NULL);
+        CHECK_STATUS(symm_buf_register(ctx, NULL, SYMM_DTYPE_INT32, 16, &b), SYMM_ERR_INVALID_ARG);
+    }
     ASSERT_EQ(symm_my_pe(NULL), -1);
     ASSERT_EQ(symm_n_pes((symm_ctx)(uintptr_t)77), -1);
     CHECK_STATUS(symm_barrier_all(NULL), SYMM_ERR_INVALID_HANDLE);
