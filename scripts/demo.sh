@@ -11,7 +11,9 @@ BUILD=${SYMM_BUILD_DIR:-build-demo}
 [ -f "$BUILD/build.ninja" ] || meson setup "$BUILD" -Dbuildtype=release >/dev/null || exit 1
 ninja -C "$BUILD" >/dev/null || { ninja -C "$BUILD"; exit 1; }
 NP=${NP:-4}
+GPUS=
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  GPUS=1
   NP=$(nvidia-smi -L | wc -l)
   export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
   echo "== GPUs found: running on $NP PEs (one per GPU)"
@@ -21,8 +23,9 @@ run "$BUILD/runtime/symmrun" -n "$NP" "$BUILD/examples/ring"
 run "$BUILD/runtime/symmrun" -n "$NP" "$BUILD/examples/fallback"
 echo; echo "== fallback without a runtime (SYMM_RUNTIME=/nonexistent/libsymm_runtime.so.1)"
 SYMM_RUNTIME=/nonexistent/libsymm_runtime.so.1 "$BUILD/examples/fallback" || exit 1
-[ -x "$BUILD/examples/jacobi" ] && run "$BUILD/runtime/symmrun" -n "$NP" "$BUILD/examples/jacobi"
-[ -x "$BUILD/examples/pipeline" ] && run "$BUILD/runtime/symmrun" -n "$NP" "$BUILD/examples/pipeline"
-[ -x "$BUILD/examples/device_ring" ] && nvidia-smi -L >/dev/null 2>&1 && \
-  run "$BUILD/runtime/symmrun" -n "$NP" "$BUILD/examples/device_ring"
+run "$BUILD/runtime/symmrun" -n "$NP" "$BUILD/examples/jacobi/jacobi" --check
+run "$BUILD/runtime/symmrun" -n "$NP" "$BUILD/examples/pipeline/pipeline"
+if [ -n "${GPUS:-}" ] && [ -x "$BUILD/tests/gpu/device_ring" ]; then
+  run "$BUILD/runtime/symmrun" -n "$NP" "$BUILD/tests/gpu/device_ring"
+fi
 echo; echo "demo: done"
