@@ -191,7 +191,7 @@ int main(int argc, char **argv) {
 
     int bad = 0;
     if (o.check) {
-        double *grid = malloc((size_t)o.nx * ny * sizeof *grid);
+        double *grid = calloc((size_t)o.nx * ny, sizeof *grid);
         if (!grid) return fail(me, "malloc", SYMM_ERR_OUT_OF_MEMORY);
         double res_serial = serial(&o, grid);
         if (memcmp(&grid[(size_t)first * ny], &u[ny], (size_t)rows * ny * sizeof *u) != 0) {
