@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -134,6 +135,231 @@ static const int kDevGs[] = {1, 8, 32, 132};
 static const size_t kBuf = 1ull << 30;
 static inline int puts_per_sample(size_t sz) {
     return (int)std::min<size_t>(1000, std::max<size_t>(2, (2ull << 30) / sz));
+}
+
+/* ------------------------------------------------------------------------ */
+/* The measurements, shared by bench_symm and bench_nvshmem                  */
+/* ------------------------------------------------------------------------ */
+/* A library under test fills a BenchLib with its calls; bench_run() does
+ * every measurement the same way for both. All calls act on PE me's stream
+ * s; puts/gets target peer; dst/src are symmetric buffers of kBuf bytes. */
+struct BenchLib {
+    int me, peer;
+    char *dst, *src;
+    cudaStream_t s;
+    std::function<void(char *dst, const char *src, size_t n)> put_on_stream;
+    std::function<void(char *dst, const char *src, size_t n)> get_on_stream;
+    std::function<void()> quiet_on_stream, barrier_all_on_stream;
+    std::function<void()> sync_all; /* stream + device synchronised, then a barrier */
+    /* PE 1's count of bad bytes, known on PE 0 after the call (collective) */
+    std::function<unsigned long long(unsigned long long mine)> exchange_bad;
+    /* one device block-put kernel: G blocks x 1024 threads, sz bytes, on s */
+    std::function<void(int G, size_t sz)> dev_put;
+    /* the ping-pong kernel (1 thread): clock64 per round trip into dclk, and
+     * globaltimer/clock64 totals into tot[0..1] */
+    std::function<void(int warm, int iters, long long *dclk, unsigned long long *tot)> pingpong;
+    /* float sum reduce of n elements over all PEs, on s */
+    std::function<void(size_t n)> reduce_on_stream;
+};
+
+static inline void bench_run(const BenchLib &L) {
+    const int me = L.me;
+    cudaStream_t s = L.s;
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    auto ev_ms = [&]() {
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        return (double)ms;
+    };
+
+    /* (a) put on stream: N back-to-back + quiet_on_stream */
+    for (size_t sz : kPutSizes) {
+        if (!section("put")) break;
+        if (me == 1) CK(cudaMemset(L.dst, 0, sz));
+        L.sync_all();
+        const int N = puts_per_sample(sz);
+        std::vector<double> t, th;
+        if (me == 0) {
+            for (int r = 0; r < 3 + 20; r++) {
+                CK(cudaEventRecord(e0, s));
+                double h0 = now_s();
+                for (int k = 0; k < N; k++) L.put_on_stream(L.dst + ((size_t)k * sz) % kBuf, L.src, sz);
+                if (r >= 3) th.push_back((now_s() - h0) * 1e6 / N);
+                L.quiet_on_stream();
+                CK(cudaEventRecord(e1, s));
+                CK(cudaEventSynchronize(e1));
+                if (r >= 3) t.push_back(ev_ms());
+            }
+        }
+        L.sync_all();
+        unsigned long long bad = L.exchange_bad(me == 1 ? bench_count_bad(L.dst, sz, s) : 0);
+        if (me == 0) {
+            double ms = median(t);
+            char key[64];
+            snprintf(key, sizeof key, "put_bw_%s", human(sz).c_str());
+            result(key, (double)sz * N / (ms * 1e-3) / 1e9, "GB/s",
+                   "%.2f us/put (host %.2f us/call), N=%d, bad=%llu", ms * 1e3 / N, median(th), N,
+                   bad);
+        }
+    }
+
+    /* (b) 8 B put + quiet_on_stream + stream sync, wall */
+    L.sync_all();
+    if (me == 0 && section("lat")) {
+        std::vector<double> t;
+        for (int r = 0; r < 500 + 5000; r++) {
+            double a = now_s();
+            L.put_on_stream(L.dst, L.src, 8);
+            L.quiet_on_stream();
+            CK(cudaStreamSynchronize(s));
+            double b = now_s();
+            if (r >= 500) t.push_back((b - a) * 1e6);
+        }
+        result("put_lat_8B", median(t), "us", "p10 %.2f p90 %.2f", pct(t, 0.1), pct(t, 0.9));
+    }
+    L.sync_all();
+
+    /* (g) get on stream: N back-to-back + quiet_on_stream (PE 0 reads PE 1's src) */
+    for (size_t sz : kGetSizes) {
+        if (!section("get")) break;
+        if (me == 0) CK(cudaMemset(L.dst, 0, sz));
+        L.sync_all();
+        const int N = puts_per_sample(sz);
+        if (me == 0) {
+            std::vector<double> t;
+            for (int r = 0; r < 3 + 20; r++) {
+                CK(cudaEventRecord(e0, s));
+                for (int k = 0; k < N; k++) L.get_on_stream(L.dst + ((size_t)k * sz) % kBuf, L.src, sz);
+                L.quiet_on_stream();
+                CK(cudaEventRecord(e1, s));
+                CK(cudaEventSynchronize(e1));
+                if (r >= 3) t.push_back(ev_ms());
+            }
+            double ms = median(t);
+            unsigned long long bad = bench_count_bad(L.dst, sz, s);
+            char key[64];
+            snprintf(key, sizeof key, "get_bw_%s", human(sz).c_str());
+            result(key, (double)sz * N / (ms * 1e-3) / 1e9, "GB/s", "%.2f us/get, N=%d, bad=%llu",
+                   ms * 1e3 / N, N, bad);
+        }
+        L.sync_all();
+    }
+
+    /* (c) device block put, G blocks x 1024 threads, best G */
+    for (size_t sz : kDevSizes) {
+        if (!section("dev")) break;
+        double best = 0;
+        int bestG = 0;
+        std::string detail;
+        for (int G : kDevGs) {
+            if (me == 1) CK(cudaMemset(L.dst, 0, sz));
+            L.sync_all();
+            std::vector<double> t;
+            int nl = (int)std::min<size_t>(100, std::max<size_t>(1, (256ull << 20) / sz));
+            if (me == 0) {
+                for (int r = 0; r < 2 + 15; r++) {
+                    CK(cudaEventRecord(e0, s));
+                    for (int k = 0; k < nl; k++) L.dev_put(G, sz);
+                    CK(cudaEventRecord(e1, s));
+                    CK(cudaEventSynchronize(e1));
+                    CK(cudaGetLastError());
+                    if (r >= 2) t.push_back(ev_ms() / nl);
+                }
+            }
+            L.sync_all();
+            unsigned long long bad = L.exchange_bad(me == 1 ? bench_count_bad(L.dst, sz, s) : 0);
+            if (me == 0) {
+                double gbs = (double)sz / (median(t) * 1e-3) / 1e9;
+                char b[64];
+                snprintf(b, sizeof b, "%sG%d:%.1f%s", detail.empty() ? "" : ",", G, gbs, bad ? "(BAD)" : "");
+                detail += b;
+                if (gbs > best && !bad) {
+                    best = gbs;
+                    bestG = G;
+                }
+            }
+        }
+        char key[64];
+        snprintf(key, sizeof key, "devput_bw_%s", human(sz).c_str());
+        result(key, best, "GB/s", "G=%d (%s)", bestG, detail.c_str());
+    }
+
+    /* (d) device p ping-pong, half round trip, timed on the device */
+    if (section("pp")) {
+        const int warm = 1000, iters = 10000;
+        long long *dclk;
+        unsigned long long *tot;
+        CK(cudaMalloc(&dclk, sizeof(long long) * iters));
+        CK(cudaMalloc(&tot, 2 * sizeof(unsigned long long)));
+        L.sync_all();
+        L.pingpong(warm, iters, dclk, tot);
+        CK(cudaGetLastError());
+        CK(cudaStreamSynchronize(s));
+        std::vector<long long> hc(iters);
+        unsigned long long ht[2];
+        CK(cudaMemcpy(hc.data(), dclk, sizeof(long long) * iters, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(ht, tot, sizeof ht, cudaMemcpyDeviceToHost));
+        L.sync_all();
+        if (me == 0) {
+            double ghz = (double)ht[1] / (double)ht[0];
+            std::vector<double> half;
+            for (int i = 0; i < iters; i++) half.push_back(hc[i] / ghz / 2.0 / 1000.0);
+            result("pingpong_half_rtt", median(half), "us", "mean %.3f us, p10 %.3f, SM %.2f GHz",
+                   (double)ht[0] / iters / 2.0 / 1000.0, pct(half, 0.1), ghz);
+        }
+        CK(cudaFree(dclk));
+        CK(cudaFree(tot));
+    }
+
+    /* (e) barrier_all_on_stream, 1000 back-to-back */
+    if (section("bar")) {
+        L.sync_all();
+        for (int i = 0; i < 100; i++) L.barrier_all_on_stream();
+        CK(cudaStreamSynchronize(s));
+        std::vector<double> per;
+        for (int r = 0; r < 7; r++) {
+            CK(cudaEventRecord(e0, s));
+            for (int i = 0; i < 1000; i++) L.barrier_all_on_stream();
+            CK(cudaEventRecord(e1, s));
+            CK(cudaEventSynchronize(e1));
+            per.push_back(ev_ms());
+        }
+        result("barrier_us", median(per), "us", "per barrier, 1000 back-to-back, min %.2f", pct(per, 0));
+        L.sync_all();
+    }
+
+    /* (f) float sum reduce on stream over all PEs. Calls per sample and
+     * samples depend on the size only: reductions are collective, so both PEs
+     * (and both libraries) must make the same calls. */
+    if (section("red")) {
+        const size_t rs[] = {1024, 65536, 1u << 20, 16u << 20, 256u << 20};
+        for (size_t sz : rs) {
+            L.sync_all();
+            L.reduce_on_stream(sz / 4); /* warm-up */
+            CK(cudaStreamSynchronize(s));
+            L.sync_all();
+            const int per = sz <= (1u << 20) ? 50 : sz <= (16u << 20) ? 10 : 1;
+            const int reps = sz >= (256u << 20) ? 3 : 7;
+            std::vector<double> t;
+            for (int r = 0; r < reps; r++) {
+                CK(cudaEventRecord(e0, s));
+                for (int k = 0; k < per; k++) L.reduce_on_stream(sz / 4);
+                CK(cudaEventRecord(e1, s));
+                CK(cudaEventSynchronize(e1));
+                t.push_back(ev_ms() * 1e3 / per);
+            }
+            char key[64];
+            snprintf(key, sizeof key, "reduce_f32_%s", human(sz).c_str());
+            double us = median(t);
+            result(key, (double)sz / (us * 1e-6) / 1e9, "GB/s", "%.2f us/call, %d calls x %d samples",
+                   us, per, reps);
+        }
+        L.sync_all();
+    }
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
 }
 
 #endif

@@ -135,14 +135,6 @@ int main() {
 
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    auto ev_ms = [&]() {
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        return (double)ms;
-    };
     bench_fill<<<1056, 512, 0, s>>>((unsigned char *)src, kBuf);
     CK(cudaGetLastError());
     sync_all(s);
@@ -163,190 +155,39 @@ int main() {
         nvshmem_barrier_all();
     }
 
-    for (size_t sz : kPutSizes) {
-        if (!section("put")) break;
-        if (me == 1) CK(cudaMemset(dst, 0, sz));
-        sync_all(s);
-        const int N = puts_per_sample(sz);
-        std::vector<double> t;
-        if (me == 0) {
-            for (int r = 0; r < 3 + 20; r++) {
-                CK(cudaEventRecord(e0, s));
-                for (int k = 0; k < N; k++)
-                    nvshmemx_putmem_on_stream(dst + ((size_t)k * sz) % kBuf, src, sz, peer, s);
-                nvshmemx_quiet_on_stream(s);
-                CK(cudaEventRecord(e1, s));
-                CK(cudaEventSynchronize(e1));
-                if (r >= 3) t.push_back(ev_ms());
-            }
-        }
-        sync_all(s);
-        unsigned long long bad = exchange_bad(me == 1 ? bench_count_bad(dst, sz, s) : 0);
-        if (me == 0) {
-            double ms = median(t);
-            char key[64];
-            snprintf(key, sizeof key, "put_bw_%s", human(sz).c_str());
-            result(key, (double)sz * N / (ms * 1e-3) / 1e9, "GB/s", "%.2f us/put, N=%d, bad=%llu",
-                   ms * 1e3 / N, N, bad);
-        }
-    }
+    const size_t rmax = 256u << 20;
+    float *rsrc = (float *)nvshmem_malloc(rmax), *rdst = (float *)nvshmem_malloc(rmax);
+    if (!rsrc || !rdst) return 6;
+    CK(cudaMemset(rsrc, 0, rmax));
 
-    sync_all(s);
-    if (me == 0) {
-        std::vector<double> t;
-        for (int r = 0; r < 500 + 5000; r++) {
-            double a = now_s();
-            nvshmemx_putmem_on_stream(dst, src, 8, peer, s);
-            nvshmemx_quiet_on_stream(s);
-            CK(cudaStreamSynchronize(s));
-            double b = now_s();
-            if (r >= 500) t.push_back((b - a) * 1e6);
-        }
-        result("put_lat_8B", median(t), "us", "p10 %.2f p90 %.2f", pct(t, 0.1), pct(t, 0.9));
-    }
-    sync_all(s);
-
-    for (size_t sz : kGetSizes) {
-        if (!section("get")) break;
-        if (me == 0) CK(cudaMemset(dst, 0, sz));
-        sync_all(s);
-        const int N = puts_per_sample(sz);
-        std::vector<double> t;
-        if (me == 0) {
-            for (int r = 0; r < 3 + 20; r++) {
-                CK(cudaEventRecord(e0, s));
-                for (int k = 0; k < N; k++)
-                    nvshmemx_getmem_on_stream(dst + ((size_t)k * sz) % kBuf, src, sz, peer, s);
-                nvshmemx_quiet_on_stream(s);
-                CK(cudaEventRecord(e1, s));
-                CK(cudaEventSynchronize(e1));
-                if (r >= 3) t.push_back(ev_ms());
-            }
-            double ms = median(t);
-            unsigned long long bad = bench_count_bad(dst, sz, s);
-            char key[64];
-            snprintf(key, sizeof key, "get_bw_%s", human(sz).c_str());
-            result(key, (double)sz * N / (ms * 1e-3) / 1e9, "GB/s", "%.2f us/get, N=%d, bad=%llu",
-                   ms * 1e3 / N, N, bad);
-        }
-        sync_all(s);
-    }
-
-    for (size_t sz : kDevSizes) {
-        if (!section("dev")) break;
-        double best = 0;
-        int bestG = 0;
-        std::string detail;
-        for (int G : kDevGs) {
-            if (me == 1) CK(cudaMemset(dst, 0, sz));
-            sync_all(s);
-            std::vector<double> t;
-            int nl = (int)std::min<size_t>(100, std::max<size_t>(1, (256ull << 20) / sz));
-            if (me == 0) {
-                for (int r = 0; r < 2 + 15; r++) {
-                    CK(cudaEventRecord(e0, s));
-                    for (int k = 0; k < nl; k++) dev_put_kernel<<<G, 1024, 0, s>>>(dst, src, sz, peer);
-                    CK(cudaEventRecord(e1, s));
-                    CK(cudaEventSynchronize(e1));
-                    CK(cudaGetLastError());
-                    if (r >= 2) t.push_back(ev_ms() / nl);
-                }
-            }
-            sync_all(s);
-            unsigned long long bad = exchange_bad(me == 1 ? bench_count_bad(dst, sz, s) : 0);
-            if (me == 0) {
-                double gbs = (double)sz / (median(t) * 1e-3) / 1e9;
-                char b[64];
-                snprintf(b, sizeof b, "%sG%d:%.1f%s", detail.empty() ? "" : ",", G, gbs, bad ? "(BAD)" : "");
-                detail += b;
-                if (gbs > best && !bad) {
-                    best = gbs;
-                    bestG = G;
-                }
-            }
-        }
-        char key[64];
-        snprintf(key, sizeof key, "devput_bw_%s", human(sz).c_str());
-        result(key, best, "GB/s", "G=%d (%s)", bestG, detail.c_str());
-    }
-
-    {
-        const int warm = 1000, iters = 10000;
-        long long *dclk;
-        unsigned long long *tot;
-        CK(cudaMalloc(&dclk, sizeof(long long) * iters));
-        CK(cudaMalloc(&tot, 2 * sizeof(unsigned long long)));
-        CK(cudaMemsetAsync(flag, 0, sizeof(int), s));
+    BenchLib L;
+    L.me = me;
+    L.peer = peer;
+    L.dst = dst;
+    L.src = src;
+    L.s = s;
+    L.put_on_stream = [&](char *d, const char *sr, size_t n) { nvshmemx_putmem_on_stream(d, sr, n, peer, s); };
+    L.get_on_stream = [&](char *d, const char *sr, size_t n) { nvshmemx_getmem_on_stream(d, sr, n, peer, s); };
+    L.quiet_on_stream = [&]() { nvshmemx_quiet_on_stream(s); };
+    L.barrier_all_on_stream = [&]() { nvshmemx_barrier_all_on_stream(s); };
+    L.sync_all = [&]() { sync_all(s); };
+    L.exchange_bad = exchange_bad;
+    L.dev_put = [&](int G, size_t sz) { dev_put_kernel<<<G, 1024, 0, s>>>(dst, src, sz, peer); };
+    L.pingpong = [&](int warm, int iters, long long *dclk, unsigned long long *tot) {
+        CK(cudaMemset(flag, 0, sizeof(int)));
         sync_all(s);
         pingpong_kernel<<<1, 1, 0, s>>>(flag, warm, iters, me, peer, dclk, tot);
-        CK(cudaGetLastError());
-        CK(cudaStreamSynchronize(s));
-        std::vector<long long> hc(iters);
-        unsigned long long ht[2];
-        CK(cudaMemcpy(hc.data(), dclk, sizeof(long long) * iters, cudaMemcpyDeviceToHost));
-        CK(cudaMemcpy(ht, tot, sizeof ht, cudaMemcpyDeviceToHost));
-        sync_all(s);
-        if (me == 0) {
-            double ghz = (double)ht[1] / (double)ht[0];
-            std::vector<double> half;
-            for (int i = 0; i < iters; i++) half.push_back(hc[i] / ghz / 2.0 / 1000.0);
-            result("pingpong_half_rtt", median(half), "us", "mean %.3f us, p10 %.3f, SM %.2f GHz",
-                   (double)ht[0] / iters / 2.0 / 1000.0, pct(half, 0.1), ghz);
-        }
-        CK(cudaFree(dclk));
-        CK(cudaFree(tot));
-    }
-
-    {
-        sync_all(s);
-        for (int i = 0; i < 100; i++) nvshmemx_barrier_all_on_stream(s);
-        CK(cudaStreamSynchronize(s));
-        std::vector<double> per;
-        for (int r = 0; r < 7; r++) {
-            CK(cudaEventRecord(e0, s));
-            for (int i = 0; i < 1000; i++) nvshmemx_barrier_all_on_stream(s);
-            CK(cudaEventRecord(e1, s));
-            CK(cudaEventSynchronize(e1));
-            per.push_back(ev_ms());
-        }
-        result("barrier_us", median(per), "us", "per barrier, 1000 back-to-back, min %.2f", pct(per, 0));
-        sync_all(s);
-    }
-
-    {
-        const size_t rmax = 256u << 20;
-        float *rsrc = (float *)nvshmem_malloc(rmax), *rdst = (float *)nvshmem_malloc(rmax);
-        CK(cudaMemset(rsrc, 0, rmax));
-        const size_t rs[] = {1024, 65536, 1u << 20, 16u << 20, 256u << 20};
-        for (size_t sz : rs) {
-            size_t n = sz / 4;
-            sync_all(s);
-            nvshmemx_float_sum_reduce_on_stream(NVSHMEM_TEAM_WORLD, rdst, rsrc, n, s);
-            CK(cudaStreamSynchronize(s));
-            int per = sz <= (1u << 20) ? 50 : sz <= (16u << 20) ? 10 : 1;
-            int reps = sz >= (256u << 20) ? 3 : 7;
-            std::vector<double> t;
-            for (int r = 0; r < reps; r++) {
-                CK(cudaEventRecord(e0, s));
-                for (int k = 0; k < per; k++)
-                    nvshmemx_float_sum_reduce_on_stream(NVSHMEM_TEAM_WORLD, rdst, rsrc, n, s);
-                CK(cudaEventRecord(e1, s));
-                CK(cudaEventSynchronize(e1));
-                t.push_back(ev_ms() * 1e3 / per);
-            }
-            char key[64];
-            snprintf(key, sizeof key, "reduce_f32_%s", human(sz).c_str());
-            double us = median(t);
-            result(key, (double)sz / (us * 1e-6) / 1e9, "GB/s", "%.2f us/call", us);
-        }
-        sync_all(s);
-        nvshmem_free(rdst);
-        nvshmem_free(rsrc);
-    }
+    };
+    L.reduce_on_stream = [&](size_t n) {
+        nvshmemx_float_sum_reduce_on_stream(NVSHMEM_TEAM_WORLD, rdst, rsrc, n, s);
+    };
+    bench_run(L);
 
     sync_all(s);
     if (me == 0) printf("total wall %.1f s\n", now_s() - t_start);
     results_flush();
+    nvshmem_free(rdst);
+    nvshmem_free(rsrc);
     nvshmem_free(g_bad_sym);
     nvshmem_free(times);
     nvshmem_free(flag);

@@ -994,35 +994,32 @@ static symm_status team_bases(const symm__ctx *ctx, const symm__team *team, char
     return SYMM_SUCCESS;
 }
 
+/* The 8- and 64-PE barrier parameter structs differ only in their base array. */
+#define CU_FILL_BARRIER_PARAMS(p)                                                  \
+    do {                                                                           \
+        memset(&(p), 0, sizeof(p));                                                \
+        memcpy((p).team.base, base, (size_t)team->n_pes * sizeof *base);           \
+        (p).team.me = team->my_pe;                                                 \
+        (p).team.n = team->n_pes;                                                  \
+        (p).area_off = symm__team_sync_off(team->slot) + CU_BARRIER_OFF;           \
+        (p).bump = bump;                                                           \
+        (p).timeout_ns = s->timeout_ns;                                            \
+        (p).err = s->err_word;                                                     \
+    } while (0)
+
 /* Barrier kernel: epoch = counter + bump. */
-static symm_status launch_barrier(symm__ctx *ctx, cu_state *s, const symm__team *team,
-                                  char *const *base, uint64_t bump, CUstream cs) {
-    uint64_t area_off = symm__team_sync_off(team->slot) + CU_BARRIER_OFF;
+static symm_status launch_barrier(cu_state *s, const symm__team *team, char *const *base,
+                                  uint64_t bump, CUstream cs) {
     unsigned threads = team->n_pes <= 32 ? 32 : 64;
     if (team->n_pes <= 8) {
         symm__kbarrier_params8 p;
-        memset(&p, 0, sizeof p);
-        memcpy(p.team.base, base, (size_t)team->n_pes * sizeof *base);
-        p.team.me = team->my_pe;
-        p.team.n = team->n_pes;
-        p.area_off = area_off;
-        p.bump = bump;
-        p.timeout_ns = s->timeout_ns;
-        p.err = s->err_word;
+        CU_FILL_BARRIER_PARAMS(p);
         void *args[] = {&p};
         return launch(s->f_barrier8, "cuLaunchKernel(symm_k_barrier_8)", 1, 1, threads, cs, args);
     }
     symm__kbarrier_params64 p;
-    memset(&p, 0, sizeof p);
-    memcpy(p.team.base, base, (size_t)team->n_pes * sizeof *base);
-    p.team.me = team->my_pe;
-    p.team.n = team->n_pes;
-    p.area_off = area_off;
-    p.bump = bump;
-    p.timeout_ns = s->timeout_ns;
-    p.err = s->err_word;
+    CU_FILL_BARRIER_PARAMS(p);
     void *args[] = {&p};
-    (void)ctx;
     return launch(s->f_barrier64, "cuLaunchKernel(symm_k_barrier_64)", 1, 1, threads, cs, args);
 }
 
@@ -1064,7 +1061,7 @@ static symm_status cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, voi
             cap == CU_STREAM_CAPTURE_STATUS_NONE)
             SYMM_TRY(memop_barrier(s, team, base, cs));
         else
-            SYMM_TRY(launch_barrier(ctx, s, team, base, 1, cs));
+            SYMM_TRY(launch_barrier(s, team, base, 1, cs));
     }
     return finish(s, stream);
 }
@@ -1196,7 +1193,7 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
             if (p.leave) return finish(s, stream);
         }
     }
-    if (n > 1) SYMM_TRY(launch_barrier(ctx, s, team, base, 2, cs));
+    if (n > 1) SYMM_TRY(launch_barrier(s, team, base, 2, cs));
     return finish(s, stream);
 }
 
