@@ -6,11 +6,11 @@
 #
 # Knobs (environment): GPU_ARCHS (default: this machine's compute capability),
 # SUITE_BUDGET_S (default 400: later phases are skipped when it runs out),
-# SKIP_MP=1 (skip the tests/mp programs on CUDA), SKIP_NVSHMEM=1.
+# SKIP_MP=1 (skip the tests/mp programs on CUDA), SKIP_NVSHMEM=1, SKIP_PROBE=1.
 #
-# Files in $OUT: summary.md (pass counts, figures, side-by-side table, GPUs,
-# driver, date, command), env.txt, build.log, test.log, bench_symm.txt,
-# bench_nvshmem.txt.
+# Files in $OUT: summary.md (pass counts, figures, side-by-side table, platform
+# probe, GPUs, driver, date, command), env.txt, build.log, test.log,
+# bench_symm.txt, bench_nvshmem.txt, probe.txt.
 #
 # Safety: NVLink multicast stays off. NVSHMEM_DISABLE_NVLS=1, NCCL_NVLS_ENABLE=0
 # and TORCH_SYMM_MEM_DISABLE_MULTICAST=1 are exported for every program; symm
@@ -62,7 +62,7 @@ BUILD_OK=0
     $MESON setup "$BUILD" -Dwerror=true -Dgpu_archs="$ARCHS" -Dcuda=enabled
   fi
   targets=$(ninja -C "$BUILD" -t targets all | cut -d: -f1 |
-    grep -E '^(runtime/libsymm_runtime\.so\.[0-9.]+|loader/libsymm\.so\.[0-9.]+|runtime/symmrun|tests/gpu/[a-z_]+|tests/perf/bench_symm)$')
+    grep -E '^(runtime/libsymm_runtime\.so\.[0-9.]+|loader/libsymm\.so\.[0-9.]+|runtime/symmrun|tests/gpu/[a-z_]+|tests/perf/(bench_symm|probe_cuda))$')
   echo "targets: $targets"
   ninja -C "$BUILD" $targets
 } > "$OUT/build.log" 2>&1 && BUILD_OK=1
@@ -96,15 +96,6 @@ if [ $BUILD_OK = 1 ] && [ "$(left)" -gt 60 ]; then
   BENCH_RESULTS=$SYMM_RESULTS timeout -k 5 150 "$BUILD/runtime/symmrun" -n 2 --timeout 140 \
     "$BUILD/tests/perf/bench_symm" > "$OUT/bench_symm.txt" 2>&1
   echo "exit status $?" >> "$OUT/bench_symm.txt"
-  # extra pass: opt-in stream memory-op barriers (SYMM_CUDA_STREAM_MEMOPS=1), keys memops_*
-  if [ "${SKIP_EXTRA_PASS:-0}" != 1 ] && [ "$(left)" -gt 60 ]; then
-    log "bench_symm, memops pass"
-    echo "===== memops pass (SYMM_CUDA_STREAM_MEMOPS=1)" >> "$OUT/bench_symm.txt"
-    BENCH_RESULTS=$SYMM_RESULTS BENCH_TAG=memops_ BENCH_SECTIONS=bar SYMM_CUDA_STREAM_MEMOPS=1 \
-      timeout -k 5 100 "$BUILD/runtime/symmrun" -n 2 --timeout 90 \
-      "$BUILD/tests/perf/bench_symm" >> "$OUT/bench_symm.txt" 2>&1
-    echo "exit status $?" >> "$OUT/bench_symm.txt"
-  fi
 fi
 if [ "${SKIP_NVSHMEM:-0}" != 1 ] && [ "$(left)" -gt 60 ]; then
   NV=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nvshmem
@@ -134,6 +125,14 @@ if [ "${SKIP_NVSHMEM:-0}" != 1 ] && [ "$(left)" -gt 60 ]; then
   fi
 fi
 
+# ---- platform probe (no symm, no NVSHMEM: what the driver and links allow) ----
+: > "$OUT/probe.txt"
+if [ $BUILD_OK = 1 ] && [ -x "$BUILD/tests/perf/probe_cuda" ] && [ "${SKIP_PROBE:-0}" != 1 ] && [ "$(left)" -gt 60 ]; then
+  log "probe_cuda"
+  timeout -k 5 120 "$BUILD/tests/perf/probe_cuda" > "$OUT/probe.txt" 2>&1
+  echo "exit status $?" >> "$OUT/probe.txt"
+fi
+
 # ---- the tests/mp programs on CUDA (last: they may be slow) --------------------
 if [ $BUILD_OK = 1 ] && [ "${SKIP_MP:-0}" != 1 ] && [ "$(left)" -gt 40 ]; then
   log "meson test --suite gpu-mp"
@@ -159,6 +158,10 @@ fi
   grep -E '^ *[0-9]+/[0-9]+ ' "$OUT/test.log" | sed 's/^/    /'
   echo
   python3 tests/perf/compare.py "$SYMM_RESULTS" "$NV_RESULTS" --title "symm vs NVSHMEM, PE 0 -> PE 1"
+  if [ -s "$OUT/probe.txt" ]; then
+    echo; echo "### Platform probe (tests/perf/probe_cuda.cu, no symm)"; echo
+    grep '^|' "$OUT/probe.txt"
+  fi
 } > "$OUT/summary.md" 2>&1
 rm -f "$SYMM_RESULTS" "$NV_RESULTS"
 cat "$OUT/summary.md"

@@ -28,9 +28,7 @@
  * the same barrier kernel, so host, stream and device barriers on one team may
  * be mixed in any order, as long as every PE of the team performs the same
  * sequence and no two run concurrently on the team (one thread or one block
- * per PE). (With SYMM_CUDA_STREAM_MEMOPS=1, stream barriers outside graph
- * capture use stream memory operations on separate flags instead; every
- * barrier is still a full barrier, so mixing stays correct.)
+ * per PE).
  *
  * Requires sm_70 or newer (acquire/release PTX) and C++17 (nvcc's default).
  * Compile with nvcc; symm.h is the only other header needed.
@@ -447,8 +445,10 @@ SYMM_DEV_FN void symm__barrier_advance(char *my_base, uint64_t area_off, int me,
     *(volatile uint64_t *)((uint64_t *)(my_base + area_off) + me) = e;
 }
 /* Threads tid of nthr announce epoch e to every other team PE and wait until
- * each announced e (or later). timeout_ns (0 = none): give up after that long
- * and set *err (if err) to 1; returns false then. */
+ * each announced e (or later). The k-th other PE (k = 0 .. n - 2) is served by
+ * thread k % nthr, so with two PEs thread 0 does all of it. timeout_ns (0 =
+ * none): give up after that long and set *err (if err) to 1; returns false
+ * then. */
 template <typename World>
 __device__ __forceinline__ bool symm__barrier_arrive_wait(char *my_base, uint64_t area_off,
                                                           int me, int n, World world, uint64_t e,
@@ -458,13 +458,12 @@ __device__ __forceinline__ bool symm__barrier_arrive_wait(char *my_base, uint64_
     /* release: earlier stores (this thread's, and the block's before its
      * barrier) are visible before the flag */
     symm__fence_acq_rel_sys();
-    for (int j = (int)tid; j < n; j += (int)nthr) {
-        if (j == me) continue;
+    for (int k = (int)tid; k < n - 1; k += (int)nthr) {
+        const int j = k < me ? k : k + 1;
         symm__st_relaxed_u64((uint64_t *)(world(j) + area_off) + me, e);
     }
-    bool ok = true;
-    for (int j = (int)tid; j < n && ok; j += (int)nthr) {
-        if (j == me) continue;
+    for (int k = (int)tid; k < n - 1; k += (int)nthr) {
+        const int j = k < me ? k : k + 1;
         unsigned spins = 0;
         uint64_t t0 = 0;
         while (symm__ld_relaxed_u64(&area[j]) < e) {
@@ -474,17 +473,15 @@ __device__ __forceinline__ bool symm__barrier_arrive_wait(char *my_base, uint64_
                     t0 = t;
                 } else if (t - t0 > timeout_ns) {
                     if (err) atomicExch_system(err, 1);
-                    ok = false;
-                    break;
+                    return false;
                 }
             }
         }
+        /* acquire: one acquire load per awaited flag (pairs with the peer's
+         * release fence before its flag store), cheaper than a sys fence */
+        (void)symm__ld_acquire_u64(&area[j]);
     }
-    /* acquire: one acquire load per awaited flag (pairs with each peer's
-     * release fence before its flag store), cheaper than a sys fence */
-    for (int j = (int)tid; j < n && ok; j += (int)nthr)
-        if (j != me) (void)symm__ld_acquire_u64(&area[j]);
-    return ok;
+    return true;
 }
 
 struct symm__world_strided {

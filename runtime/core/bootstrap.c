@@ -93,6 +93,7 @@ struct symm__boot {
     pthread_mutex_t io;     /* one conversation with the server at a time    */
     uint32_t seq;           /* collectives sent                              */
     atomic_int failed;      /* status of the first fatal failure, 0 = none   */
+    atomic_llong polled_tick; /* coarse-clock tick of the last boot_check poll */
     char fail_msg[MSG_MAX];
     int share_fd;           /* listening socket for descriptor passing       */
     uint32_t share_seq;
@@ -840,7 +841,15 @@ symm_status symm__boot_check(symm__boot *b) {
         failure(b);
         return SYMM_ERR_PEER_FAILED;
     }
-    if (b->n_pes == 1 || pthread_mutex_trylock(&b->io) != 0) return SYMM_SUCCESS;
+    if (b->n_pes == 1) return SYMM_SUCCESS;
+    /* At most one poll per tick of the coarse clock (1-4 ms): stream
+     * operations call this on every call, and a poll is a system call. */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    long long tick = (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+    if (atomic_load_explicit(&b->polled_tick, memory_order_relaxed) == tick) return SYMM_SUCCESS;
+    if (pthread_mutex_trylock(&b->io) != 0) return SYMM_SUCCESS;
+    atomic_store_explicit(&b->polled_tick, tick, memory_order_relaxed);
     symm_status st = SYMM_SUCCESS;
     if (b->fd >= 0) {
         struct pollfd p = {.fd = b->fd, .events = POLLIN};

@@ -2,14 +2,16 @@
  * CUDA backend, 2+ PEs: stream-ordered operations. Puts and gets of many sizes
  * from heap, cudaMalloc, pinned and pageable memory; p_on_stream;
  * put_signal_on_stream with the consumer's stream waiting on the signal (every
- * comparison); quiet/barrier/team sync on streams; and a CUDA graph that
- * captures put + put_signal + barrier, replayed several times.
+ * comparison); quiet/barrier/team sync on streams; a chain of dependent
+ * stream operations mixed with the user's kernels (nothing may overtake the
+ * work it depends on, PDL launches included); and a CUDA graph that captures
+ * put + put_signal + barrier, replayed several times.
  */
 #include "gpu_test.h"
 
 #include <vector>
 
-static uint8_t pat(int pe, int round, uint64_t i) {
+__host__ __device__ static uint8_t pat(int pe, int round, uint64_t i) {
     return (uint8_t)(((uint64_t)pe * 131u + (uint64_t)round * 17u + i * 7u + (i >> 9)) & 0xff);
 }
 
@@ -23,7 +25,7 @@ static void check_bytes(const std::vector<uint8_t> &got, uint64_t n, int pe, int
 
 static void test_put_get(symm_ctx ctx, cudaStream_t s) {
     const uint64_t MAX = 8ull << 20;
-    const uint64_t sizes[] = {1, 7, 8, 64, 100, 4096, 65536 + 3, 1 << 20, MAX};
+    const uint64_t sizes[] = {1, 7, 8, 64, 100, 4096, 65536 + 3, (256 << 10) + 5, 1 << 20, MAX};
     const int next = (gpu_me + 1) % gpu_n, prev = (gpu_me + gpu_n - 1) % gpu_n;
     symm_buf dst = NULL, src = NULL;
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT8, MAX, &dst));
@@ -264,6 +266,61 @@ static void test_graph(symm_ctx ctx, cudaStream_t s) {
     CHECK_OK(symm_buf_free(a));
 }
 
+/* The user's kernels of the chain test: fill with pat(), add one to every byte. */
+__global__ void fill_pat(uint8_t *p, uint64_t n, int pe, int round) {
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        p[i] = pat(pe, round, i);
+}
+__global__ void add_one(uint8_t *p, uint64_t n) {
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        p[i] = (uint8_t)(p[i] + 1);
+}
+
+/* Everything on one stream, no host synchronisation until the end. Per size:
+ * a user kernel fills slot 0; then R rounds of: put slot r to the next PE's
+ * slot r + 1, barrier_all_on_stream, user kernel adds one to slot r + 1; then
+ * a local chain (puts to this PE) copies slot R along K more slots. Slot
+ * R + K must hold pat(PE me - R) + R: any operation that overtook the one
+ * before it would leave stale bytes. Sizes cover both copy paths. */
+static void test_chain(symm_ctx ctx, cudaStream_t s) {
+    const int R = 12, K = 12;
+    const uint64_t sizes[] = {8, 4096, 65536 + 16, 1 << 20, 2 << 20};
+    const int next = (gpu_me + 1) % gpu_n;
+    for (uint64_t n : sizes) {
+        symm_buf slots = NULL;
+        CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT8, n * (R + K + 1), &slots));
+        uint8_t *base = (uint8_t *)gpu_ptr(slots);
+        CUDA_OK(cudaMemset(base, 0, n * (R + K + 1)));
+        CUDA_OK(cudaDeviceSynchronize());
+        CHECK_OK(symm_barrier_all(ctx));
+        fill_pat<<<64, 256, 0, s>>>(base, n, gpu_me, 7);
+        CUDA_OK(cudaGetLastError());
+        for (int r = 0; r < R; r++) {
+            CHECK_OK(symm_putmem_on_stream(ctx, base + (uint64_t)(r + 1) * n, base + (uint64_t)r * n,
+                                           n, next, s));
+            CHECK_OK(symm_barrier_all_on_stream(ctx, s));
+            add_one<<<64, 256, 0, s>>>(base + (uint64_t)(r + 1) * n, n);
+            CUDA_OK(cudaGetLastError());
+        }
+        for (int k = 0; k < K; k++)
+            CHECK_OK(symm_putmem_on_stream(ctx, base + (uint64_t)(R + k + 1) * n,
+                                           base + (uint64_t)(R + k) * n, n, gpu_me, s));
+        CUDA_OK(cudaStreamSynchronize(s));
+        std::vector<uint8_t> got(n);
+        gpu_read(got.data(), slots, (uint64_t)(R + K) * n, n);
+        const int from = ((gpu_me - R) % gpu_n + gpu_n) % gpu_n;
+        for (uint64_t i = 0; i < n; i++)
+            if (got[i] != (uint8_t)(pat(from, 7, i) + R))
+                TEST_FAIL_("chain of %llu-byte operations: byte %llu is %u, expected %u",
+                           (unsigned long long)n, (unsigned long long)i, got[i],
+                           (uint8_t)(pat(from, 7, i) + R));
+        CHECK_OK(symm_barrier_all(ctx));
+        CHECK_OK(symm_buf_free(slots));
+    }
+}
+
 int main(void) {
     symm_ctx ctx = gpu_test_init();
     cudaStream_t s;
@@ -271,6 +328,7 @@ int main(void) {
     test_put_get(ctx, s);
     if (gpu_n >= 2) test_signal_stream(ctx, s);
     test_barriers_on_stream(ctx, s);
+    test_chain(ctx, s);
     test_graph(ctx, s);
     CUDA_OK(cudaStreamDestroy(s));
     gpu_test_fini(&ctx);

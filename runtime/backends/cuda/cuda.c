@@ -13,12 +13,21 @@
  *
  * Streams. Blocking and nbi host operations run on one internal non-blocking
  * stream (nbi puts complete at quiet, which synchronises it). Stream forms
- * run on the caller's stream; small puts/gets are kernels (a launch costs less
- * host time than cuMemcpyAsync), large ones the copy engine. Nothing in a
- * stream form synchronises with the host, so all of them can be captured into
- * CUDA graphs. A NULL stream passed to a hook means "blocking": internal
- * stream, then wait (the core maps the user's NULL stream to
- * CU_STREAM_LEGACY before calling).
+ * run on the caller's stream: puts from GPU memory of CU_COPY_KERNEL_MIN ..
+ * CU_COPY_KERNEL_MAX bytes are a copy kernel, other puts and all gets the
+ * copy engine; signals, waits and barriers are kernels. Nothing in a stream
+ * form synchronises with the host, so all of them can be captured into CUDA
+ * graphs. A NULL stream passed to a hook means "blocking": internal stream,
+ * then wait (the core maps the user's NULL stream to CU_STREAM_LEGACY before
+ * calling).
+ *
+ * Launches. On sm_90 and later every kernel is launched with programmatic
+ * stream serialization (PDL): it may be scheduled while the kernel before it
+ * in the stream is still running, and begins with griddepcontrol.wait (see
+ * symm__k_enter in kernels.cu), so it still observes everything that kernel
+ * did. That hides most of the launch latency between back-to-back stream
+ * operations (barrier on stream 3.9 -> 2.9 us on 2 x H200, tests/perf/
+ * probe_cuda.cu). SYMM_CUDA_PDL=0 turns it off.
  *
  * GPU-side waits (barriers, signal waits) give up after the context's timeout
  * and set a pinned error word that the next blocking call reports as
@@ -47,23 +56,24 @@ _Static_assert(CU_BARRIER_OFF + SYMM_DEVICE_MAX_PES * 8 <= SYMM__TEAM_SLOT_BYTES
                "device barrier flags must fit in a team slot");
 
 #define CU_THREADS 256u
-/* Puts/gets of at most this many bytes from device-accessible memory run as a
- * kernel, larger ones on the copy engine. Measured on 2 x H200 (NV18, driver
- * 580): a kernel launch costs 2.4 us of host time and about as much GPU time,
- * a cuMemcpyAsync 1.2 us of host time and 2.2 us of copy-engine time, so the
- * copy engine wins at every size: default 0 (SYMM_CUDA_COPY_KERNEL_MAX
- * overrides it). */
-#define CU_DEFAULT_COPY_KERNEL_MAX 0u
-/* Opt-in (SYMM_CUDA_STREAM_MEMOPS=1): stream barriers of up to
- * CU_MEMOP_BAR_MAX PEs outside graph capture, and EQ signal waits, use
- * cuStreamWriteValue64/cuStreamWaitValue64 instead of a kernel. They need no
- * SM and less host time, but a wait on a dead peer never gives up (the kernel
- * forms time out), so they are off by default. Their flags (host-side epochs)
- * use the host barrier's region of the slot, which sync.c leaves alone on
- * CUDA (it calls sync_stream there). */
-#define CU_MEMOP_BAR_OFF SYMM__SLOT_BARRIER_OFF
-#define CU_MEMOP_BAR_MAX 32
-_Static_assert(CU_MEMOP_BAR_MAX * 8 <= SYMM__SLOT_BARRIER_BYTES, "memop flags fit");
+/* Stream puts from GPU memory of CU_COPY_KERNEL_MIN..MAX bytes run as a copy
+ * kernel, others on the copy engine (SYMM_CUDA_COPY_KERNEL_MIN/_MAX override;
+ * MAX=0 means copy engine only; without PDL the default is 0). Measured back
+ * to back on 2 x H200 (NV18, driver 580; tests/perf/probe_cuda.cu and
+ * bench_symm): the copy engine takes 2.1-2.5 us per put up to 64 KiB, 2.9 us
+ * at 256 KiB and 4.8 us at 1 MiB; a PDL-launched copy kernel 2.0-2.6 us up to
+ * 64 KiB (its host cost, which varies between machines, bounds it), 2.25 us
+ * at 256 KiB and 4.4 us at 1 MiB; from 16 MiB up the copy engine is faster.
+ * An isolated small put + stream synchronize takes 6.3 us on the copy engine
+ * and 7.9 us as a kernel. So 128 KiB - 1 MiB are kernels; the rest stays on
+ * the copy engine, which also leaves the SMs to compute that overlaps
+ * communication. Gets always use the copy engine. */
+#define CU_COPY_KERNEL_MIN (128u << 10)
+#define CU_COPY_KERNEL_MAX (1u << 20)
+/* Opt-in (SYMM_CUDA_STREAM_MEMOPS=1): EQ signal waits on a stream use
+ * cuStreamWaitValue64 instead of a kernel. It needs no SM, but a wait on a
+ * dead peer never gives up (the kernel form times out), so it is off by
+ * default. */
 #define CU_N_OPS 7
 
 typedef struct cu_map {
@@ -79,7 +89,7 @@ typedef struct cu_state {
     bool retained;
     int sms;
     CUmodule mod;
-    CUfunction f_copy, f_store, f_signal, f_wait, f_amo, f_barrier8, f_barrier64, f_gather;
+    CUfunction f_copy, f_store, f_signal, f_wait, f_amo, f_barrier2, f_barrier8, f_barrier64, f_gather;
     _Atomic(CUfunction) f_reduce[SYMM_DTYPE_COUNT][CU_N_OPS];
 
     /* host-initiated work */
@@ -92,12 +102,9 @@ typedef struct cu_state {
     int *err_word;
     uint64_t timeout_ns;
     atomic_bool memops; /* cuStreamWriteValue64 / WaitValue64 usable */
-    bool stream_memops; /* SYMM_CUDA_STREAM_MEMOPS=1: memop barriers and waits */
-    struct {
-        uint64_t team; /* handle of the team the epoch belongs to */
-        uint64_t epoch;
-    } mep[SYMM__MAX_TEAMS];
-    uint64_t copy_kernel_max;
+    bool stream_memops; /* SYMM_CUDA_STREAM_MEMOPS=1: memop signal waits */
+    atomic_bool pdl;    /* launch with programmatic stream serialization */
+    uint64_t copy_kernel_min, copy_kernel_max;
 
     /* heap */
     CUmemAllocationProp prop;
@@ -151,8 +158,33 @@ static symm_status unreachable(const symm__ctx *ctx, int32_t pe) {
                      (int)pe, (int)ctx->my_pe);
 }
 
-static symm_status launch(CUfunction f, const char *name, unsigned gx, unsigned gy, unsigned bx,
-                          CUstream cs, void **args) {
+/* Launch one of our kernels (every one starts with symm__k_enter, so PDL is
+ * always safe). A PDL launch the driver refuses is retried plainly; if that
+ * works, PDL stays off for this context. */
+static symm_status launch(cu_state *s, CUfunction f, const char *name, unsigned gx, unsigned gy,
+                          unsigned bx, CUstream cs, void **args) {
+    if (atomic_load_explicit(&s->pdl, memory_order_relaxed)) {
+        CUlaunchAttribute a;
+        memset(&a, 0, sizeof a);
+        a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        a.value.programmaticStreamSerializationAllowed = 1;
+        CUlaunchConfig c;
+        memset(&c, 0, sizeof c);
+        c.gridDimX = gx;
+        c.gridDimY = gy;
+        c.gridDimZ = 1;
+        c.blockDimX = bx;
+        c.blockDimY = 1;
+        c.blockDimZ = 1;
+        c.hStream = cs;
+        c.attrs = &a;
+        c.numAttrs = 1;
+        if (symm__cu.LaunchKernelEx(&c, f, args, NULL) == CUDA_SUCCESS) return SYMM_SUCCESS;
+        CUresult r = symm__cu.LaunchKernel(f, gx, gy, 1, bx, 1, 1, 0, cs, args, NULL);
+        if (r != CUDA_SUCCESS) return symm__cu_fail(r, name);
+        atomic_store(&s->pdl, false);
+        return SYMM_SUCCESS;
+    }
     CUresult r = symm__cu.LaunchKernel(f, gx, gy, 1, bx, 1, 1, 0, cs, args, NULL);
     if (r != CUDA_SUCCESS) return symm__cu_fail(r, name);
     return SYMM_SUCCESS;
@@ -222,6 +254,14 @@ static symm_status get_fn(cu_state *s, CUfunction *f, const char *name) {
     return SYMM_SUCCESS;
 }
 
+static symm_status env_size(const char *name, uint64_t dflt, uint64_t *v) {
+    const char *e = getenv(name);
+    *v = dflt;
+    if (e && *e && !symm__parse_size(e, v))
+        return symm__err(SYMM_ERR_INVALID_ARG, "%s=%s is not a size", name, e);
+    return SYMM_SUCCESS;
+}
+
 /* The PE-local part of init: device, context, kernels, streams. */
 static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
     SYMM_TRY(symm__cu_load());
@@ -235,7 +275,7 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
     s->ordinal = ord;
     ctx->cfg.device = ord; /* symm_ctx_query reports the device in use */
     SYMM__CU(DeviceGet(&s->dev, ord));
-    int vmm = 0, fdh = 0, rdma = 0, memops = 0;
+    int vmm = 0, fdh = 0, rdma = 0, memops = 0, cc_major = 0;
     SYMM__CU(DeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
                                 s->dev));
     SYMM__CU(DeviceGetAttribute(&fdh, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
@@ -244,6 +284,7 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
     symm__cu.DeviceGetAttribute(&rdma, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
                                 s->dev);
     symm__cu.DeviceGetAttribute(&memops, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, s->dev);
+    symm__cu.DeviceGetAttribute(&cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, s->dev);
     if (!vmm || !fdh)
         return symm__err(SYMM_ERR_NO_DEVICE,
                          "GPU %d lacks virtual memory management with POSIX fd handles "
@@ -268,6 +309,7 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
     SYMM_TRY(get_fn(s, &s->f_signal, "symm_k_signal"));
     SYMM_TRY(get_fn(s, &s->f_wait, "symm_k_wait"));
     SYMM_TRY(get_fn(s, &s->f_amo, "symm_k_amo"));
+    SYMM_TRY(get_fn(s, &s->f_barrier2, "symm_k_barrier_2"));
     SYMM_TRY(get_fn(s, &s->f_barrier8, "symm_k_barrier_8"));
     SYMM_TRY(get_fn(s, &s->f_barrier64, "symm_k_barrier_64"));
     SYMM_TRY(get_fn(s, &s->f_gather, "symm_k_gather"));
@@ -289,16 +331,15 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
     atomic_store(&s->memops, memops && symm__cu.StreamWriteValue64 && symm__cu.StreamWaitValue64);
     s->timeout_ns = (uint64_t)(ctx->cfg.timeout_ms ? ctx->cfg.timeout_ms : SYMM__DEFAULT_TIMEOUT_MS) *
                     1000000u;
-    s->copy_kernel_max = CU_DEFAULT_COPY_KERNEL_MAX;
     const char *mo = getenv("SYMM_CUDA_STREAM_MEMOPS");
     s->stream_memops = mo && strcmp(mo, "1") == 0 && atomic_load(&s->memops);
-    const char *e = getenv("SYMM_CUDA_COPY_KERNEL_MAX");
-    uint64_t v = 0;
-    if (e && *e) {
-        if (!symm__parse_size(e, &v))
-            return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COPY_KERNEL_MAX=%s is not a size", e);
-        s->copy_kernel_max = v;
-    }
+    const char *pd = getenv("SYMM_CUDA_PDL");
+    atomic_store(&s->pdl, cc_major >= 9 && symm__cu.LaunchKernelEx && !(pd && strcmp(pd, "0") == 0));
+    /* without PDL a kernel launch costs more host time than cuMemcpyAsync:
+     * copy engine only, unless asked */
+    SYMM_TRY(env_size("SYMM_CUDA_COPY_KERNEL_MIN", CU_COPY_KERNEL_MIN, &s->copy_kernel_min));
+    SYMM_TRY(env_size("SYMM_CUDA_COPY_KERNEL_MAX", atomic_load(&s->pdl) ? CU_COPY_KERNEL_MAX : 0,
+                      &s->copy_kernel_max));
     return SYMM_SUCCESS;
 }
 
@@ -791,7 +832,7 @@ static symm_status cuda_atomic(symm__ctx *ctx, int32_t pe, uint64_t off, uint32_
     uint64_t *out = &s->pinned[0];
     void *args[] = {&addr, &size, &op, &v, &c, &out};
     pthread_mutex_lock(&s->amo_lock);
-    symm_status st = launch(s->f_amo, "cuLaunchKernel(symm_k_amo)", 1, 1, 1, s->s_int, args);
+    symm_status st = launch(s, s->f_amo, "cuLaunchKernel(symm_k_amo)", 1, 1, 1, s->s_int, args);
     if (st == SYMM_SUCCESS) st = finish(s, NULL);
     uint64_t r = *(volatile uint64_t *)out;
     pthread_mutex_unlock(&s->amo_lock);
@@ -822,14 +863,16 @@ static symm_status cuda_memset0(symm__ctx *ctx, uint64_t off, uint64_t n) {
 /* Stream-ordered point-to-point                                             */
 /* ------------------------------------------------------------------------ */
 
-/* May kernels on our device load/store local memory p? *dev gets the device
- * address. Our heap needs no driver query. */
-static bool device_accessible(const symm__ctx *ctx, const cu_state *s, const void *p,
-                              CUdeviceptr *dev) {
+/* Where local memory p is, as kernels on our device see it: CU_MEM_GPU (our
+ * GPU's memory, *dev its address; our heap needs no driver query),
+ * CU_MEM_PINNED (host memory mapped for the device, *dev its device address)
+ * or CU_MEM_OTHER (pageable host memory, another GPU's: copy engine only). */
+enum { CU_MEM_OTHER, CU_MEM_PINNED, CU_MEM_GPU };
+static int mem_kind(const symm__ctx *ctx, const cu_state *s, const void *p, CUdeviceptr *dev) {
     uintptr_t a = (uintptr_t)p;
     if (a >= (uintptr_t)ctx->heap_base && a < (uintptr_t)ctx->heap_base + s->span) {
         *dev = (CUdeviceptr)a;
-        return true;
+        return CU_MEM_GPU;
     }
     unsigned int type = 0;
     CUdeviceptr dp = 0;
@@ -838,24 +881,28 @@ static bool device_accessible(const symm__ctx *ctx, const cu_state *s, const voi
                                     CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
                                     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
     void *data[3] = {&type, &dp, &ord};
-    if (symm__cu.PointerGetAttributes(3, attrs, data, (CUdeviceptr)a) != CUDA_SUCCESS) return false;
+    if (symm__cu.PointerGetAttributes(3, attrs, data, (CUdeviceptr)a) != CUDA_SUCCESS)
+        return CU_MEM_OTHER;
     if (type == CU_MEMORYTYPE_HOST && dp) {
         *dev = dp;
-        return true;
+        return CU_MEM_PINNED;
     }
     if (type == CU_MEMORYTYPE_DEVICE && ord == s->ordinal) {
         *dev = (CUdeviceptr)a;
-        return true;
+        return CU_MEM_GPU;
     }
-    return false; /* pageable host memory, or another GPU's: copy engine */
+    return CU_MEM_OTHER;
 }
 
+/* 64 bytes per thread (4 x 16-byte loads in flight, then the stores): the
+ * fastest shape in probe_cuda from 4 KiB to 4 MiB. */
 static symm_status launch_copy(cu_state *s, CUdeviceptr dst, CUdeviceptr src, uint64_t n,
                                CUstream cs) {
     void *args[] = {&dst, &src, &n};
-    unsigned threads = n <= 512 ? 32 : CU_THREADS;
-    return launch(s->f_copy, "cuLaunchKernel(symm_k_copy)", copy_blocks(s, n, 128), 1, threads,
-                  cs, args);
+    uint64_t per_block = CU_THREADS * 64u, b = (n + per_block - 1) / per_block;
+    unsigned cap = s->sms > 0 ? 4u * (unsigned)s->sms : 512u;
+    return launch(s, s->f_copy, "cuLaunchKernel(symm_k_copy)", (unsigned)min_u64(max_u64(b, 1), cap),
+                  1, CU_THREADS, cs, args);
 }
 
 /* Write one 4/8-byte word, read now, with a stream memory op (ordered after
@@ -884,9 +931,10 @@ static symm_status cuda_put_stream(symm__ctx *ctx, int32_t pe, uint64_t off, con
     SYMM_TRY(cu_enter(s));
     CUstream cs = stream_of(s, stream);
     CUdeviceptr dst = (CUdeviceptr)(uintptr_t)(b + off), dsrc = 0;
-    bool dev_src = (n <= s->copy_kernel_max || n <= SYMM__INLINE_BYTES) &&
-                   device_accessible(ctx, s, src, &dsrc);
-    if (dev_src && n <= s->copy_kernel_max) {
+    const bool kernel_size = n >= s->copy_kernel_min && n <= s->copy_kernel_max;
+    const int kind = kernel_size || n <= SYMM__INLINE_BYTES ? mem_kind(ctx, s, src, &dsrc) : CU_MEM_OTHER;
+    const bool dev_src = kind != CU_MEM_OTHER;
+    if (kind == CU_MEM_GPU && kernel_size) {
         SYMM_TRY(launch_copy(s, dst, dsrc, n, cs));
     } else if (!dev_src && (n == 4 || n == 8) && dst % n == 0 && atomic_load(&s->memops) &&
                write_value(s, cs, dst, src, (uint32_t)n)) {
@@ -898,7 +946,7 @@ static symm_status cuda_put_stream(symm__ctx *ctx, int32_t pe, uint64_t off, con
         memcpy(d.bytes, src, n);
         uint32_t n32 = (uint32_t)n;
         void *args[] = {&dst, &d, &n32};
-        SYMM_TRY(launch(s->f_store, "cuLaunchKernel(symm_k_store)", 1, 1, 64, cs, args));
+        SYMM_TRY(launch(s, s->f_store, "cuLaunchKernel(symm_k_store)", 1, 1, 64, cs, args));
     } else {
         SYMM__CU(MemcpyAsync(dst, (CUdeviceptr)(uintptr_t)src, n, cs));
     }
@@ -913,12 +961,8 @@ static symm_status cuda_get_stream(symm__ctx *ctx, void *dst, int32_t pe, uint64
     if (!n) return SYMM_SUCCESS;
     SYMM_TRY(cu_enter(s));
     CUstream cs = stream_of(s, stream);
-    CUdeviceptr src = (CUdeviceptr)(uintptr_t)(b + off), ddst = 0;
-    if (n <= s->copy_kernel_max && device_accessible(ctx, s, dst, &ddst)) {
-        SYMM_TRY(launch_copy(s, ddst, src, n, cs));
-    } else {
-        SYMM__CU(MemcpyAsync((CUdeviceptr)(uintptr_t)dst, src, n, cs));
-    }
+    CUdeviceptr src = (CUdeviceptr)(uintptr_t)(b + off);
+    SYMM__CU(MemcpyAsync((CUdeviceptr)(uintptr_t)dst, src, n, cs));
     return finish(s, stream);
 }
 
@@ -939,7 +983,7 @@ static symm_status cuda_signal_stream(symm__ctx *ctx, int32_t pe, uint64_t off, 
         atomic_store(&s->memops, false); /* e.g. not allowed on peer memory: use kernels */
     }
     void *args[] = {&addr, &value, &sig_op};
-    SYMM_TRY(launch(s->f_signal, "cuLaunchKernel(symm_k_signal)", 1, 1, 1, cs, args));
+    SYMM_TRY(launch(s, s->f_signal, "cuLaunchKernel(symm_k_signal)", 1, 1, 1, cs, args));
     return finish(s, stream);
 }
 
@@ -958,7 +1002,7 @@ static symm_status cuda_wait_stream(symm__ctx *ctx, uint64_t off, uint32_t cmp, 
     }
     int *err = s->err_word;
     void *args[] = {&addr, &cmp, &value, &s->timeout_ns, &err};
-    SYMM_TRY(launch(s->f_wait, "cuLaunchKernel(symm_k_wait)", 1, 1, 1, cs, args));
+    SYMM_TRY(launch(s, s->f_wait, "cuLaunchKernel(symm_k_wait)", 1, 1, 1, cs, args));
     return finish(s, stream);
 }
 
@@ -994,7 +1038,8 @@ static symm_status team_bases(const symm__ctx *ctx, const symm__team *team, char
     return SYMM_SUCCESS;
 }
 
-/* The 8- and 64-PE barrier parameter structs differ only in their base array. */
+/* The 2-, 8- and 64-PE barrier parameter structs differ only in their base
+ * array (kernel_params.h says why there are three). */
 #define CU_FILL_BARRIER_PARAMS(p)                                                  \
     do {                                                                           \
         memset(&(p), 0, sizeof(p));                                                \
@@ -1011,41 +1056,22 @@ static symm_status team_bases(const symm__ctx *ctx, const symm__team *team, char
 static symm_status launch_barrier(cu_state *s, const symm__team *team, char *const *base,
                                   uint64_t bump, CUstream cs) {
     unsigned threads = team->n_pes <= 32 ? 32 : 64;
+    if (team->n_pes <= 2) {
+        symm__kbarrier_params2 p;
+        CU_FILL_BARRIER_PARAMS(p);
+        void *args[] = {&p};
+        return launch(s, s->f_barrier2, "cuLaunchKernel(symm_k_barrier_2)", 1, 1, threads, cs, args);
+    }
     if (team->n_pes <= 8) {
         symm__kbarrier_params8 p;
         CU_FILL_BARRIER_PARAMS(p);
         void *args[] = {&p};
-        return launch(s->f_barrier8, "cuLaunchKernel(symm_k_barrier_8)", 1, 1, threads, cs, args);
+        return launch(s, s->f_barrier8, "cuLaunchKernel(symm_k_barrier_8)", 1, 1, threads, cs, args);
     }
     symm__kbarrier_params64 p;
     CU_FILL_BARRIER_PARAMS(p);
     void *args[] = {&p};
-    return launch(s->f_barrier64, "cuLaunchKernel(symm_k_barrier_64)", 1, 1, threads, cs, args);
-}
-
-/* Barrier with stream memory ops (opt-in, see CU_MEMOP_BAR_OFF): announce
- * epoch e in every peer's flag (the write's memory barrier orders the stream's
- * earlier work first), then wait for every peer's. */
-static symm_status memop_barrier(cu_state *s, const symm__team *team, char *const *base,
-                                 CUstream cs) {
-    if (s->mep[team->slot].team != team->handle) {
-        s->mep[team->slot].team = team->handle; /* a new team: its slot was zeroed */
-        s->mep[team->slot].epoch = 0;
-    }
-    const uint64_t e = s->mep[team->slot].epoch + 1;
-    const uint64_t off = symm__team_sync_off(team->slot) + CU_MEMOP_BAR_OFF;
-    for (int32_t j = 0; j < team->n_pes; j++) {
-        if (j == team->my_pe) continue;
-        SYMM__CU(StreamWriteValue64(cs, (CUdeviceptr)(uintptr_t)(base[j] + off + 8u * (uint64_t)team->my_pe),
-                                    e, CU_STREAM_WRITE_VALUE_DEFAULT));
-    }
-    for (int32_t j = 0; j < team->n_pes; j++) {
-        if (j == team->my_pe) continue;
-        SYMM__CU(StreamWaitValue64(cs, (CUdeviceptr)(uintptr_t)(base[team->my_pe] + off + 8u * (uint64_t)j),
-                                   e, CU_STREAM_WAIT_VALUE_GEQ));
-    }
-    s->mep[team->slot].epoch = e;
-    return SYMM_SUCCESS;
+    return launch(s, s->f_barrier64, "cuLaunchKernel(symm_k_barrier_64)", 1, 1, threads, cs, args);
 }
 
 static symm_status cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, void *stream) {
@@ -1053,16 +1079,7 @@ static symm_status cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, voi
     char *base[SYMM_DEVICE_MAX_PES];
     SYMM_TRY(team_bases(ctx, team, base));
     SYMM_TRY(cu_enter(s));
-    if (team->n_pes > 1) {
-        CUstream cs = stream_of(s, stream);
-        CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-        if (stream && s->stream_memops && team->n_pes <= CU_MEMOP_BAR_MAX &&
-            symm__cu.StreamIsCapturing(cs, &cap) == CUDA_SUCCESS &&
-            cap == CU_STREAM_CAPTURE_STATUS_NONE)
-            SYMM_TRY(memop_barrier(s, team, base, cs));
-        else
-            SYMM_TRY(launch_barrier(s, team, base, 1, cs));
-    }
+    if (team->n_pes > 1) SYMM_TRY(launch_barrier(s, team, base, 1, stream_of(s, stream)));
     return finish(s, stream);
 }
 
@@ -1126,7 +1143,7 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
         unsigned blocks = (unsigned)min_u64(max_u64((steps + CU_THREADS - 1) / CU_THREADS, 1), max_blocks);
         p.leave = blocks == 1 && n > 1; /* one block: the closing barrier runs in it */
         void *args[] = {&p};
-        SYMM_TRY(launch(f, "cuLaunchKernel(symm_k_reduce)", blocks, 1, CU_THREADS, cs, args));
+        SYMM_TRY(launch(s, f, "cuLaunchKernel(symm_k_reduce)", blocks, 1, CU_THREADS, cs, args));
         if (p.leave) return finish(s, stream);
     } else {
         symm__kgather_params p;
@@ -1179,7 +1196,7 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
                 p.len = c->counts[j] * es;
                 at += p.len;
                 void *args[] = {&p};
-                SYMM_TRY(launch(s->f_gather, "cuLaunchKernel(symm_k_gather)",
+                SYMM_TRY(launch(s, s->f_gather, "cuLaunchKernel(symm_k_gather)",
                                 copy_blocks(s, p.len, max_blocks), 1, CU_THREADS, cs, args));
                 p.enter = 0;
             }
@@ -1188,7 +1205,7 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
             unsigned bx = copy_blocks(s, p.len, per_pair);
             p.leave = bx * pairs == 1 && n > 1; /* one block: the closing barrier runs in it */
             void *args[] = {&p};
-            SYMM_TRY(launch(s->f_gather, "cuLaunchKernel(symm_k_gather)", bx, pairs, CU_THREADS,
+            SYMM_TRY(launch(s, s->f_gather, "cuLaunchKernel(symm_k_gather)", bx, pairs, CU_THREADS,
                             cs, args));
             if (p.leave) return finish(s, stream);
         }

@@ -4,7 +4,8 @@
  * The runtime links neither libcuda nor cudart: symm__cu_load() dlopens
  * libcuda.so.1 once per process, resolves cuGetProcAddress_v2 and fills one
  * process-wide table of function pointers. <cuda.h> is included for types
- * only. Optional entries (stream memory operations, cuFuncLoad) may be NULL.
+ * only. Optional entries (stream memory operations, cuFuncLoad,
+ * cuLaunchKernelEx) may be NULL.
  */
 #ifndef SYMM_CUDA_DRIVER_H
 #define SYMM_CUDA_DRIVER_H
@@ -79,6 +80,7 @@
     X(LaunchKernel, (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, \
                      unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem, \
                      CUstream stream, void **params, void **extra), 1) \
+    X(LaunchKernelEx, (const CUlaunchConfig *config, CUfunction f, void **params, void **extra), 0) \
     X(EventCreate, (CUevent *event, unsigned int flags), 1) \
     X(EventRecord, (CUevent event, CUstream stream), 1) \
     X(EventSynchronize, (CUevent event), 1) \

@@ -11,7 +11,13 @@
 
 #include <symm/symm_device.cuh>
 
+#include "kernel_barrier.cuh"
 #include "kernel_params.h"
+
+/* Struct parameters are __grid_constant__: the kernels take their address,
+ * which would otherwise copy them to local memory first (a stack frame that
+ * the barrier's system-scope fence then waits for). Every kernel starts with
+ * symm__k_enter (kernel_barrier.cuh). */
 
 /* ------------------------------------------------------------------------ */
 /* Point-to-point                                                            */
@@ -19,6 +25,7 @@
 
 /* Contiguous copy by the whole grid (puts and gets on streams). */
 extern "C" __global__ void symm_k_copy(char *dst, const char *src, uint64_t n) {
+    symm__k_enter();
     size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     size_t nthr = (size_t)gridDim.x * blockDim.x;
     symm__copy(dst, src, n, tid, nthr);
@@ -26,12 +33,15 @@ extern "C" __global__ void symm_k_copy(char *dst, const char *src, uint64_t n) {
 
 /* Store up to SYMM__INLINE_BYTES bytes carried in the parameter (values read
  * on the host at call time: p_on_stream, puts from pageable memory). */
-extern "C" __global__ void symm_k_store(char *dst, symm__inline_data data, uint32_t n) {
+extern "C" __global__ void symm_k_store(char *dst, const __grid_constant__ symm__inline_data data,
+                                        uint32_t n) {
+    symm__k_enter();
     for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) dst[i] = (char)data.bytes[i];
 }
 
 /* Signal update after everything earlier in the stream. */
 extern "C" __global__ void symm_k_signal(uint64_t *sig, uint64_t value, uint32_t op) {
+    symm__k_enter();
     __threadfence_system();
     if (op == SYMM_SIGNAL_ADD)
         atomicAdd_system((unsigned long long *)sig, (unsigned long long)value);
@@ -43,6 +53,7 @@ extern "C" __global__ void symm_k_signal(uint64_t *sig, uint64_t value, uint32_t
 /* The stream waits until *sig compares true (one thread spins). */
 extern "C" __global__ void symm_k_wait(const uint64_t *sig, uint32_t cmp, uint64_t value,
                                        uint64_t timeout_ns, int *err) {
+    symm__k_enter();
     unsigned spins = 0;
     uint64_t t0 = 0;
     while (!symm_dev_compare(symm__ld_acquire_u64(sig), (int)cmp, value)) {
@@ -92,6 +103,7 @@ __device__ __forceinline__ U symm__amo(U *p, uint32_t op, U v, U cmp) {
 
 extern "C" __global__ void symm_k_amo(void *addr, uint32_t size, uint32_t op, uint64_t value,
                                       uint64_t compare, uint64_t *out) {
+    symm__k_enter();
     uint64_t r;
     if (size == 8)
         r = symm__amo((unsigned long long *)addr, op, (unsigned long long)value,
@@ -106,26 +118,15 @@ extern "C" __global__ void symm_k_amo(void *addr, uint32_t size, uint32_t op, ui
 /* Team barrier (stream forms, and the end of every collective)              */
 /* ------------------------------------------------------------------------ */
 
-template <int N> struct symm__world_table {
-    const symm__kteam<N> *t;
-    __device__ __forceinline__ char *operator()(int j) const { return t->base[j]; }
-};
-
-template <int N>
-__device__ __forceinline__ void symm__kbarrier(const symm__kbarrier_params<N> &p) {
-    symm__world_table<N> w = {&p.team};
-    char *mine = p.team.base[p.team.me];
-    /* every thread reads the counter before thread 0 advances it: the write
-     * comes after the block sync below */
-    uint64_t e = symm__barrier_epoch(mine, p.area_off, p.team.me) + p.bump;
-    symm__barrier_arrive_wait(mine, p.area_off, p.team.me, p.team.n, w, e, threadIdx.x,
-                              blockDim.x, p.timeout_ns, p.err);
-    __syncthreads();
-    if (threadIdx.x == 0) symm__barrier_advance(mine, p.area_off, p.team.me, e);
+extern "C" __global__ void symm_k_barrier_2(const __grid_constant__ symm__kbarrier_params<2> p) {
+    symm__kbarrier_regs(p);
 }
-
-extern "C" __global__ void symm_k_barrier_8(symm__kbarrier_params<8> p) { symm__kbarrier(p); }
-extern "C" __global__ void symm_k_barrier_64(symm__kbarrier_params<64> p) { symm__kbarrier(p); }
+extern "C" __global__ void symm_k_barrier_8(const __grid_constant__ symm__kbarrier_params<8> p) {
+    symm__kbarrier_regs(p);
+}
+extern "C" __global__ void symm_k_barrier_64(const __grid_constant__ symm__kbarrier_params<64> p) {
+    symm__kbarrier(p);
+}
 
 /* Start of a collective, fused into its data kernel: every block announces
  * epoch counter + 1 (idempotent) and waits for the others; the counter is
@@ -164,7 +165,8 @@ __device__ __forceinline__ void symm__coll_leave(const symm__kteam<N> &t, uint64
  * src_off + me * src_me_stride + j * src_j_stride into this PE's heap at
  * dst_off + j * dst_j_stride. Pairs whose source and destination coincide are
  * skipped. */
-extern "C" __global__ void symm_k_gather(symm__kgather_params p) {
+extern "C" __global__ void symm_k_gather(const __grid_constant__ symm__kgather_params p) {
+    symm__k_enter();
     if (p.enter && !symm__coll_enter(p.team, p.area_off, p.timeout_ns, p.err)) return;
     int j = p.only_j >= 0 ? p.only_j : (int)blockIdx.y;
     const char *src = p.team.base[j] + p.src_off + (uint64_t)p.team.me * p.src_me_stride +
@@ -245,6 +247,7 @@ struct symm__op_xor {
 template <typename T, typename Op>
 __device__ __forceinline__ void symm__reduce(const symm__kreduce_params &p) {
     typedef typename symm__acc<T>::type A;
+    symm__k_enter();
     if (p.enter && !symm__coll_enter(p.team, p.area_off, p.timeout_ns, p.err)) return;
     const int n = p.team.n;
     const Op op;
@@ -297,7 +300,8 @@ __device__ __forceinline__ void symm__reduce(const symm__kreduce_params &p) {
 
 /* symm_k_reduce_<dtype>_<op>: names built by SYMM__REDUCE_NAME in cuda.c. */
 #define SYMM__K_REDUCE(tname, T, oname, Op)                                                 \
-    extern "C" __global__ void symm_k_reduce_##tname##_##oname(symm__kreduce_params p) {    \
+    extern "C" __global__ void symm_k_reduce_##tname##_##oname(                               \
+        const __grid_constant__ symm__kreduce_params p) {                                   \
         symm__reduce<T, Op>(p);                                                             \
     }
 #define SYMM__K_REDUCE_ARITH(tname, T)                 \

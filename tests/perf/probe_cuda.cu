@@ -1,0 +1,737 @@
+/*
+ * probe_cuda: what the platform itself allows, measured without symm.
+ *
+ * One process drives two GPUs (peer access on, one host thread per GPU where
+ * both take part) and measures the floors the CUDA backend's design rests on:
+ *
+ *   launch   host time and GPU time per call of each way to enqueue work
+ *            (kernel launch, launch with programmatic dependent launch,
+ *            cuMemcpyAsync local/peer, stream memory ops), 2000 back-to-back
+ *   latency  one enqueue + cuStreamSynchronize, median of 2000
+ *   barrier  two-GPU stream barriers built in different ways, 2000
+ *            back-to-back on both GPUs at once
+ *   copy     GPU0 -> GPU1 bandwidth of the copy engine, an SM copy loop, and
+ *            a Hopper bulk-copy (TMA) pipeline, plus write-only variants that
+ *            show what the link takes; every copy is verified
+ *
+ *   probe_cuda [sections...]     (default: all; PROBE_SPIN=1 makes the
+ *                                 contexts spin-wait instead of the default)
+ *
+ * Build: nvcc -O2 -std=c++17 -arch=sm_90 probe_cuda.cu -o probe_cuda -lcuda
+ * NVLink multicast is never used.
+ */
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+/* runtime/backends/cuda: the runtime's barrier kernels and copy loop
+ * (header-only device code; no symm library is linked) */
+#include "kernel_barrier.cuh"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#define CK(x)                                                                              \
+    do {                                                                                   \
+        cudaError_t e_ = (x);                                                              \
+        if (e_ != cudaSuccess) {                                                           \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            std::exit(1);                                                                  \
+        }                                                                                  \
+    } while (0)
+#define CD(x)                                                                   \
+    do {                                                                        \
+        CUresult r_ = (x);                                                      \
+        if (r_ != CUDA_SUCCESS) {                                               \
+            const char *s_ = "?";                                               \
+            cuGetErrorString(r_, &s_);                                          \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s_);      \
+            std::exit(1);                                                       \
+        }                                                                       \
+    } while (0)
+
+static double now_us() {
+    return std::chrono::duration<double, std::micro>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+static void row(const char *sec, const std::string &name, double v, const char *unit,
+                const std::string &note = "") {
+    printf("| %s | %s | %.3f %s | %s |\n", sec, name.c_str(), v, unit, note.c_str());
+    fflush(stdout);
+}
+
+/* ---------------------------------------------------------------- kernels */
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;"); }
+__device__ __forceinline__ void st_release(uint64_t *p, uint64_t v) {
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void st_relaxed(uint64_t *p, uint64_t v) {
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ uint64_t ld_acquire(const uint64_t *p) {
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ uint64_t ld_relaxed(const uint64_t *p) {
+    uint64_t v;
+    asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void fence_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+
+__global__ void k_empty() {}
+__global__ void k_params3(void *a, void *b, size_t n) {
+    if (n == 1234567) *(int *)a = *(int *)b;
+}
+struct big_params {
+    char *base[64];
+    uint64_t x[2];
+};
+__global__ void k_big(big_params p) {
+    if (p.x[0] == 1234567) *p.base[0] = 1;
+}
+__global__ void k_pdl_empty() {
+    pdl_trigger();
+    pdl_wait();
+}
+__global__ void k_store8(uint64_t *dst, const uint64_t *src) { *dst = *src; }
+__global__ void k_store8_pdl(uint64_t *dst, const uint64_t *src) {
+    pdl_trigger();
+    pdl_wait();
+    *dst = *src;
+}
+/* symm__copy_vec (symm_device.cuh) is the runtime's and the device API's
+ * copy loop: 4 x 16-byte loads in flight per thread, then the stores */
+template <bool PDL>
+__global__ void k_copy(uint4 *d, const uint4 *s, size_t n) {
+    if (PDL) {
+        pdl_trigger();
+        pdl_wait();
+    }
+    symm__copy_vec(d, s, n, (size_t)blockIdx.x * blockDim.x + threadIdx.x,
+                   (size_t)gridDim.x * blockDim.x);
+}
+/* block-chunked copy like symm_dev_putmem_block called by G blocks */
+__global__ void k_copy_chunked(uint4 *d, const uint4 *s, size_t n) {
+    size_t chunk = (n + gridDim.x - 1) / gridDim.x, off = blockIdx.x * chunk;
+    if (off >= n) return;
+    symm__copy_vec(d + off, s + off, chunk < n - off ? chunk : n - off, threadIdx.x, blockDim.x);
+}
+__global__ void k_store_only(uint4 *d, size_t n) {
+    size_t nthr = (size_t)gridDim.x * blockDim.x;
+    uint4 v = make_uint4(threadIdx.x, blockIdx.x, 7, 9);
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += nthr) d[i] = v;
+}
+
+/* Hopper bulk copies (cp.async.bulk), one issuing thread per block. */
+__device__ __forceinline__ unsigned smem_u32(const void *p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void mbar_init(uint64_t *b, unsigned cnt) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(b)), "r"(cnt) : "memory");
+}
+__device__ __forceinline__ void mbar_expect(uint64_t *b, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(b)),
+                 "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ bool mbar_try(uint64_t *b, unsigned parity) {
+    unsigned ok;
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+        : "=r"(ok)
+        : "r"(smem_u32(b)), "r"(parity)
+        : "memory");
+    return ok;
+}
+__device__ __forceinline__ void bulk_load(void *sdst, const void *gsrc, unsigned bytes,
+                                          uint64_t *b) {
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+            smem_u32(sdst)),
+        "l"(gsrc), "r"(bytes), "r"(smem_u32(b))
+        : "memory");
+}
+__device__ __forceinline__ void bulk_store(void *gdst, const void *ssrc, unsigned bytes) {
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(gdst),
+                 "r"(smem_u32(ssrc)), "r"(bytes)
+                 : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void bulk_wait_all() {
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+
+/* chunks of C bytes, S stages of shared memory; chunk k of this block is
+ * blockIdx.x + k * gridDim.x */
+__global__ void k_tma_copy(char *d, const char *s, size_t n, unsigned C, unsigned S) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    __shared__ __align__(8) uint64_t bars[16];
+    if (threadIdx.x != 0) return;
+    for (unsigned i = 0; i < S; i++) mbar_init(&bars[i], 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    size_t nch = (n + C - 1) / C;
+    size_t K = nch > blockIdx.x ? (nch - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+    auto chunk = [&](size_t k) { return (size_t)blockIdx.x + k * gridDim.x; };
+    auto bytes = [&](size_t k) { size_t r = n - chunk(k) * C; return (unsigned)(r < C ? r : C); };
+    for (size_t k = 0; k < K && k < S; k++) {
+        mbar_expect(&bars[k], bytes(k));
+        bulk_load(smem + k * C, s + chunk(k) * C, bytes(k), &bars[k]);
+    }
+    for (size_t k = 0; k < K; k++) {
+        unsigned st = (unsigned)(k % S), par = (unsigned)((k / S) & 1);
+        while (!mbar_try(&bars[st], par)) {
+        }
+        bulk_store(d + chunk(k) * C, smem + st * C, bytes(k));
+        if (k >= 1 && k - 1 + S < K) {
+            bulk_wait_read<1>(); /* store k-1 has read its stage */
+            size_t r = k - 1 + S;
+            unsigned rs = (unsigned)((k - 1) % S);
+            mbar_expect(&bars[rs], bytes(r));
+            bulk_load(smem + rs * C, s + chunk(r) * C, bytes(r), &bars[rs]);
+        }
+    }
+    bulk_wait_all();
+}
+__global__ void k_tma_store_only(char *d, size_t n, unsigned C) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    if (threadIdx.x != 0) return;
+    size_t nch = (n + C - 1) / C;
+    for (size_t c = blockIdx.x; c < nch; c += gridDim.x) {
+        size_t r = n - c * C;
+        bulk_store(d + c * C, smem, (unsigned)(r < C ? r : C));
+        bulk_wait_read<4>();
+    }
+    bulk_wait_all();
+}
+
+__global__ void k_fill(unsigned *p, size_t n, unsigned seed) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        p[i] = (unsigned)(i * 2654435761u) ^ seed;
+}
+__global__ void k_check(const unsigned *p, size_t n, unsigned seed, unsigned long long *bad) {
+    unsigned long long b = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        b += p[i] != ((unsigned)(i * 2654435761u) ^ seed);
+    if (b) atomicAdd(bad, b);
+}
+
+/* barrier kernels: flags[0..] on each GPU; PE me writes epoch e into the
+ * peer's slot `me` and waits for its own slot `peer` to reach e. */
+enum { BAR_CUR, BAR_REL, BAR_NOFENCE };
+template <int KIND, bool PDL>
+__global__ void k_bar(uint64_t *mine, uint64_t *theirs, int me, int peer, uint64_t e) {
+    if (PDL) {
+        pdl_trigger();
+        pdl_wait();
+    }
+    if (KIND == BAR_CUR) {
+        /* epoch read from memory, full fence; counter next to the flags as in
+         * the runtime's layout */
+        const int ci = me;
+        uint64_t ep = *(volatile uint64_t *)&mine[ci] + 1;
+        fence_sys();
+        if (threadIdx.x == 0) st_relaxed(&theirs[me], ep);
+        if (threadIdx.x == 0) {
+            while (ld_relaxed(&mine[peer]) < ep) {
+            }
+            (void)ld_acquire(&mine[peer]);
+            *(volatile uint64_t *)&mine[ci] = ep;
+        }
+    } else if (threadIdx.x == 0) {
+        if (KIND == BAR_REL)
+            st_release(&theirs[me], e);
+        else
+            st_relaxed(&theirs[me], e);
+        while (ld_relaxed(&mine[peer]) < e) {
+        }
+        (void)ld_acquire(&mine[peer]);
+    }
+}
+
+/* The runtime's stream barrier kernels (kernel_barrier.cuh, as kernels.cu
+ * instantiates them), and the 8-PE one reading its block after the wait. */
+template <int N>
+__global__ void k_bar_regs(const __grid_constant__ symm__kbarrier_params<N> p) {
+    symm__kbarrier_regs(p);
+}
+__global__ void k_bar_late8(const __grid_constant__ symm__kbarrier_params<8> p) {
+    symm__kbarrier(p);
+}
+
+/* ------------------------------------------------------------------ setup */
+struct Gpu {
+    int dev;
+    CUcontext ctx;
+    cudaStream_t s;
+    cudaEvent_t e0, e1;
+    char *buf;     /* 1 GiB + 4 KiB */
+    uint64_t *flags; /* 64 KiB of flags */
+};
+static Gpu G[2];
+static const size_t BUF = (1ull << 30);
+
+static CUfunction fn(const void *k) {
+    cudaFunction_t f;
+    CK(cudaGetFuncBySymbol(&f, k));
+    return (CUfunction)f;
+}
+static void launch(CUfunction f, unsigned gx, unsigned bx, CUstream s, void **args, int pdl,
+                   unsigned smem = 0) {
+    if (!pdl) {
+        CD(cuLaunchKernel(f, gx, 1, 1, bx, 1, 1, smem, s, args, nullptr));
+        return;
+    }
+    CUlaunchAttribute a[1];
+    a[0].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    a[0].value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig c = {};
+    c.gridDimX = gx;
+    c.gridDimY = c.gridDimZ = 1;
+    c.blockDimX = bx;
+    c.blockDimY = c.blockDimZ = 1;
+    c.sharedMemBytes = smem;
+    c.hStream = s;
+    c.attrs = a;
+    c.numAttrs = pdl == 2 ? 0 : 1; /* 2: cuLaunchKernelEx without attributes */
+    CD(cuLaunchKernelEx(&c, f, args, nullptr));
+}
+static float ev_ms(Gpu &g) {
+    float ms;
+    CK(cudaEventElapsedTime(&ms, g.e0, g.e1));
+    return ms;
+}
+
+static bool want(int argc, char **argv, const char *s) {
+    if (argc < 2) return true;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], s)) return true;
+    return false;
+}
+
+/* ---------------------------------------------------------------- launch */
+static void sec_launch() {
+    Gpu &g = G[0];
+    CK(cudaSetDevice(0));
+    CUstream s = (CUstream)g.s;
+    uint64_t *lsrc = (uint64_t *)g.buf, *ldst = (uint64_t *)(g.buf + 4096);
+    uint64_t *pdst = (uint64_t *)G[1].buf;
+    size_t n64k = 65536 / 16, n1m = (1 << 20) / 16;
+    uint4 *psrc4 = (uint4 *)g.buf, *pdst4 = (uint4 *)G[1].buf;
+    big_params bp = {};
+    void *z = nullptr;
+    size_t n3 = 3;
+    void *a3[] = {&z, &z, &n3};
+    void *abig[] = {&bp};
+    void *ast[] = {&pdst, &lsrc};
+    void *ac64[] = {&pdst4, &psrc4, &n64k};
+    void *ac1m[] = {&pdst4, &psrc4, &n1m};
+    CUfunction fe = fn((void *)k_empty), f3 = fn((void *)k_params3), fb = fn((void *)k_big),
+               fp = fn((void *)k_pdl_empty), fs = fn((void *)k_store8),
+               fsp = fn((void *)k_store8_pdl), fc = fn((void *)k_copy<false>),
+               fcp = fn((void *)k_copy<true>);
+    CUstreamBatchMemOpParams bops[2] = {};
+    bops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+    bops[0].writeValue.address = (CUdeviceptr)(pdst + 64);
+    bops[0].writeValue.value64 = 1;
+    bops[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_64;
+    bops[1].waitValue.address = (CUdeviceptr)(ldst + 64);
+    bops[1].waitValue.value64 = 0;
+    bops[1].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+    CK(cudaMemset(ldst, 0, 4096));
+    struct V {
+        const char *name;
+        std::function<void()> op;
+    } vs[] = {
+        {"cuLaunchKernel empty <<<1,32>>>", [&] { launch(fe, 1, 32, s, nullptr, false); }},
+        {"cuLaunchKernel 3 params", [&] { launch(f3, 1, 32, s, a3, false); }},
+        {"cuLaunchKernel 528-byte param", [&] { launch(fb, 1, 32, s, abig, false); }},
+        {"cuLaunchKernelEx PDL empty", [&] { launch(fp, 1, 32, s, nullptr, true); }},
+        {"cuLaunchKernelEx no attribute, empty", [&] { launch(fe, 1, 32, s, nullptr, 2); }},
+        {"cuLaunchKernelEx no attribute, 3 params", [&] { launch(f3, 1, 32, s, a3, 2); }},
+        {"kernel 8 B store to peer", [&] { launch(fs, 1, 1, s, ast, false); }},
+        {"kernel 8 B store to peer, PDL", [&] { launch(fsp, 1, 1, s, ast, true); }},
+        {"kernel copy 64 KiB to peer 16x256", [&] { launch(fc, 16, 256, s, ac64, false); }},
+        {"kernel copy 64 KiB to peer 16x256 PDL", [&] { launch(fcp, 16, 256, s, ac64, true); }},
+        {"kernel copy 1 MiB to peer 128x512", [&] { launch(fc, 128, 512, s, ac1m, false); }},
+        {"kernel copy 1 MiB to peer 128x512 PDL", [&] { launch(fcp, 128, 512, s, ac1m, true); }},
+        {"cuMemcpyAsync 8 B local", [&] { CD(cuMemcpyAsync((CUdeviceptr)ldst, (CUdeviceptr)lsrc, 8, s)); }},
+        {"cuMemcpyAsync 8 B peer", [&] { CD(cuMemcpyAsync((CUdeviceptr)pdst, (CUdeviceptr)lsrc, 8, s)); }},
+        {"cuMemcpyDtoDAsync 8 B peer", [&] { CD(cuMemcpyDtoDAsync((CUdeviceptr)pdst, (CUdeviceptr)lsrc, 8, s)); }},
+        {"cuMemcpyAsync 64 KiB peer", [&] { CD(cuMemcpyAsync((CUdeviceptr)pdst, (CUdeviceptr)lsrc, 65536, s)); }},
+        {"cuMemcpyAsync 1 MiB peer", [&] { CD(cuMemcpyAsync((CUdeviceptr)pdst, (CUdeviceptr)lsrc, 1 << 20, s)); }},
+        {"cuStreamWriteValue64 peer", [&] { CD(cuStreamWriteValue64(s, (CUdeviceptr)(pdst + 64), 1, 0)); }},
+        {"cuStreamBatchMemOp write peer + wait local", [&] { CD(cuStreamBatchMemOp(s, 2, bops, 0)); }},
+        {"cuEventRecord", [&] { CK(cudaEventRecord(g.e1, g.s)); }},
+    };
+    std::vector<V> more;
+    static size_t szs[] = {4096, 65536, 262144, 1 << 20, 2 << 20, 4 << 20, 16 << 20};
+    static unsigned cfg[][2] = {{16, 256}, {64, 256}, {132, 512}, {264, 512}};
+    static size_t nn[7];
+    for (int i = 0; i < 7; i++) {
+        size_t sz = szs[i];
+        nn[i] = sz / 16;
+        char nm[96];
+        snprintf(nm, sizeof nm, "cuMemcpyAsync peer %zu KiB", sz >> 10);
+        more.push_back({strdup(nm), [&, sz] { CD(cuMemcpyAsync((CUdeviceptr)pdst4, (CUdeviceptr)psrc4, sz, s)); }});
+        for (auto &c : cfg) {
+            if (sz <= 65536 && c[0] > 64) continue;
+            if (sz > 65536 && c[0] < 64) continue;
+            snprintf(nm, sizeof nm, "PDL copy kernel peer %zu KiB %ux%u", sz >> 10, c[0], c[1]);
+            unsigned gx = c[0], bx = c[1];
+            size_t *np = &nn[i];
+            more.push_back({strdup(nm), [&, gx, bx, np] {
+                                void *a[] = {&pdst4, &psrc4, np};
+                                launch(fcp, gx, bx, s, a, true);
+                            }});
+        }
+    }
+    std::vector<V> all(std::begin(vs), std::end(vs));
+    all.insert(all.end(), more.begin(), more.end());
+    for (auto &v : all) {
+        for (int i = 0; i < 200; i++) v.op();
+        CK(cudaStreamSynchronize(g.s));
+        std::vector<double> host, gpu;
+        for (int r = 0; r < 5; r++) {
+            const int N = 2000;
+            CK(cudaEventRecord(g.e0, g.s));
+            double t0 = now_us();
+            for (int i = 0; i < N; i++) v.op();
+            double t1 = now_us();
+            CK(cudaEventRecord(g.e1, g.s));
+            CK(cudaEventSynchronize(g.e1));
+            host.push_back((t1 - t0) / N);
+            gpu.push_back(ev_ms(g) * 1000.0 / N);
+        }
+        char note[96];
+        snprintf(note, sizeof note, "host %.2f us/call", median(host));
+        row("launch", v.name, median(gpu), "us/call (stream)", note);
+    }
+}
+
+/* ---------------------------------------------------------------- latency */
+static void sec_latency() {
+    Gpu &g = G[0];
+    CK(cudaSetDevice(0));
+    CUstream s = (CUstream)g.s;
+    uint64_t *lsrc = (uint64_t *)g.buf, *ldst = (uint64_t *)(g.buf + 4096);
+    uint64_t *pdst = (uint64_t *)G[1].buf;
+    void *ast[] = {&pdst, &lsrc};
+    CUfunction fs = fn((void *)k_store8), fsp = fn((void *)k_store8_pdl);
+    struct V {
+        const char *name;
+        std::function<void()> op;
+    } vs[] = {
+        {"sync of an idle stream", [&] {}},
+        {"cuMemcpyAsync 8 B local + sync", [&] { CD(cuMemcpyAsync((CUdeviceptr)ldst, (CUdeviceptr)lsrc, 8, s)); }},
+        {"cuMemcpyAsync 8 B peer + sync", [&] { CD(cuMemcpyAsync((CUdeviceptr)pdst, (CUdeviceptr)lsrc, 8, s)); }},
+        {"kernel 8 B to peer + sync", [&] { launch(fs, 1, 1, s, ast, false); }},
+        {"kernel 8 B to peer PDL + sync", [&] { launch(fsp, 1, 1, s, ast, true); }},
+        {"cuStreamWriteValue64 peer + sync", [&] { CD(cuStreamWriteValue64(s, (CUdeviceptr)(pdst + 64), 1, 0)); }},
+    };
+    for (auto &v : vs) {
+        std::vector<double> t;
+        for (int i = 0; i < 2300; i++) {
+            double t0 = now_us();
+            v.op();
+            CD(cuStreamSynchronize(s));
+            double t1 = now_us();
+            if (i >= 300) t.push_back(t1 - t0);
+        }
+        std::vector<double> c = t;
+        std::sort(c.begin(), c.end());
+        char note[96];
+        snprintf(note, sizeof note, "p10 %.2f p90 %.2f", c[c.size() / 10], c[c.size() * 9 / 10]);
+        row("latency", v.name, median(t), "us", note);
+    }
+}
+
+/* ---------------------------------------------------------------- barrier */
+static void sec_barrier() {
+    struct V {
+        const char *name;
+        const void *k;
+        bool pdl;
+        int memop; /* 0 kernel, 1 write+wait, 2 batch, 3 8-PE block, 4 2-PE block */
+    } vs[] = {
+        {"runtime's 2-PE kernel (56-byte block read before the PDL wait)", (void *)k_bar_regs<2>, true, 4},
+        {"runtime's 8-PE kernel (104-byte block read before the PDL wait)", (void *)k_bar_regs<8>, true, 3},
+        {"8-PE kernel, block read after the PDL wait", (void *)k_bar_late8, true, 3},
+        {"8-PE kernel without PDL", (void *)k_bar_regs<8>, false, 3},
+        {"minimal kernel (epoch in memory, fence.acq_rel.sys, one thread)", (void *)k_bar<BAR_CUR, false>, false, 0},
+        {"minimal kernel, PDL", (void *)k_bar<BAR_CUR, true>, true, 0},
+        {"minimal kernel, st.release.sys instead of the fence, PDL", (void *)k_bar<BAR_REL, true>, true, 0},
+        {"minimal kernel with no release at all (NOT a correct barrier), PDL", (void *)k_bar<BAR_NOFENCE, true>, true, 0},
+        {"memops: write peer + wait local (2 calls)", nullptr, false, 1},
+        {"memops: one cuStreamBatchMemOp (write + wait)", nullptr, false, 2},
+    };
+    int nv = (int)(sizeof vs / sizeof vs[0]);
+    std::atomic<int> go{0};
+    std::vector<double> res_gpu(nv), res_host(nv);
+    int *errw = nullptr;
+    CK(cudaMallocHost(&errw, 64));
+    /* the runtime's parameter block for a 2-PE team whose flags are variant v's */
+    auto fill_bar = [&](auto &bp, int v, int me) {
+        memset(&bp, 0, sizeof bp);
+        bp.team.base[0] = (char *)(G[0].flags + 64 * v);
+        bp.team.base[1] = (char *)(G[1].flags + 64 * v);
+        bp.team.me = me;
+        bp.team.n = 2;
+        bp.bump = 1;
+        bp.timeout_ns = 30000000000ull;
+        bp.err = errw;
+    };
+
+    auto body = [&](int me) {
+        Gpu &g = G[me], &p = G[1 - me];
+        CK(cudaSetDevice(me));
+        CUstream s = (CUstream)g.s;
+        for (int v = 0; v < nv; v++) {
+            CUfunction f = vs[v].k ? fn(vs[v].k) : nullptr;
+            uint64_t *mine = g.flags + 64 * v, *theirs = p.flags + 64 * v;
+            int peer = 1 - me;
+            uint64_t e = 0;
+            auto one = [&]() {
+                e++;
+                if (vs[v].memop == 0) {
+                    void *args[] = {&mine, &theirs, &me, &peer, &e};
+                    launch(f, 1, 32, s, args, vs[v].pdl);
+                } else if (vs[v].memop >= 3) {
+                    if (vs[v].memop == 4) {
+                        symm__kbarrier_params<2> bp;
+                        fill_bar(bp, v, me);
+                        void *args[] = {&bp};
+                        launch(f, 1, 32, s, args, vs[v].pdl);
+                    } else {
+                        symm__kbarrier_params<8> bp;
+                        fill_bar(bp, v, me);
+                        void *args[] = {&bp};
+                        launch(f, 1, 32, s, args, vs[v].pdl);
+                    }
+                } else if (vs[v].memop == 1) {
+                    CD(cuStreamWriteValue64(s, (CUdeviceptr)&theirs[me], e, 0));
+                    CD(cuStreamWaitValue64(s, (CUdeviceptr)&mine[peer], e, CU_STREAM_WAIT_VALUE_GEQ));
+                } else {
+                    CUstreamBatchMemOpParams b[2] = {};
+                    b[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+                    b[0].writeValue.address = (CUdeviceptr)&theirs[me];
+                    b[0].writeValue.value64 = e;
+                    b[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_64;
+                    b[1].waitValue.address = (CUdeviceptr)&mine[peer];
+                    b[1].waitValue.value64 = e;
+                    b[1].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+                    CD(cuStreamBatchMemOp(s, 2, b, 0));
+                }
+            };
+            /* both threads start each variant together */
+            go.fetch_add(1);
+            while (go.load() < 2 * (v + 1)) {
+            }
+            for (int i = 0; i < 200; i++) one();
+            CK(cudaStreamSynchronize(g.s));
+            std::vector<double> gt, ht;
+            for (int r = 0; r < 5; r++) {
+                const int N = 2000;
+                CK(cudaEventRecord(g.e0, g.s));
+                double t0 = now_us();
+                for (int i = 0; i < N; i++) one();
+                double t1 = now_us();
+                CK(cudaEventRecord(g.e1, g.s));
+                CK(cudaEventSynchronize(g.e1));
+                gt.push_back(ev_ms(g) * 1000.0 / N);
+                ht.push_back((t1 - t0) / N);
+            }
+            if (me == 0) {
+                res_gpu[v] = median(gt);
+                res_host[v] = median(ht);
+            }
+        }
+    };
+    std::thread t1(body, 1);
+    body(0);
+    t1.join();
+    for (int v = 0; v < nv; v++) {
+        char note[64];
+        snprintf(note, sizeof note, "host %.2f us/call", res_host[v]);
+        row("barrier", vs[v].name, res_gpu[v], "us/barrier", note);
+    }
+}
+
+/* ------------------------------------------------------------------- copy */
+static void sec_copy() {
+    Gpu &g0 = G[0], &g1 = G[1];
+    CK(cudaSetDevice(0));
+    CUstream s = (CUstream)g0.s;
+    char *src = g0.buf, *dst = g1.buf;
+    unsigned long long *bad;
+    CK(cudaSetDevice(1));
+    CK(cudaMalloc(&bad, 8));
+    CK(cudaSetDevice(0));
+    const unsigned seed = 0x5eed1234u;
+    k_fill<<<264, 1024, 0, g0.s>>>((unsigned *)src, BUF / 4, seed);
+    CK(cudaStreamSynchronize(g0.s));
+    CUfunction ftma = fn((void *)k_tma_copy), ftso = fn((void *)k_tma_store_only),
+               fchunk = fn((void *)k_copy_chunked), fso = fn((void *)k_store_only);
+    CD(cuFuncSetAttribute(ftma, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 200 * 1024));
+    CD(cuFuncSetAttribute(ftso, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 200 * 1024));
+    struct V {
+        std::string name;
+        std::function<void(size_t)> op;
+        bool verify;
+    };
+    std::vector<V> vs;
+    vs.push_back({"copy engine cuMemcpyAsync", [&](size_t n) {
+                      CD(cuMemcpyAsync((CUdeviceptr)dst, (CUdeviceptr)src, n, s));
+                  }, true});
+    for (unsigned gx : {32u, 66u, 132u}) {
+        vs.push_back({"SM v4 loop (as devput), " + std::to_string(gx) + " blocks x1024",
+                      [&, gx](size_t n) {
+                          uint4 *d = (uint4 *)dst, *sr = (uint4 *)src;
+                          size_t n16 = n / 16;
+                          void *a[] = {&d, &sr, &n16};
+                          launch(fchunk, gx, 1024, s, a, false);
+                      }, true});
+    }
+    struct TC {
+        unsigned C, S, gx;
+    } tcs[] = {{16384, 4, 32}, {16384, 4, 66}, {16384, 4, 132}, {32768, 4, 132},
+               {8192, 8, 132}, {65536, 3, 132}, {16384, 4, 264}};
+    for (TC t : tcs) {
+        char nm[96];
+        snprintf(nm, sizeof nm, "TMA bulk copy C=%uK S=%u, %u blocks", t.C / 1024, t.S, t.gx);
+        vs.push_back({nm, [&, t](size_t n) {
+                          size_t nn = n;
+                          unsigned C = t.C, S = t.S;
+                          void *a[] = {&dst, &src, &nn, &C, &S};
+                          launch(ftma, t.gx, 32, s, a, false, C * S);
+                      }, true});
+    }
+    vs.push_back({"write-only: SM v4 stores, 132x1024", [&](size_t n) {
+                      uint4 *d = (uint4 *)dst;
+                      size_t n16 = n / 16;
+                      void *a[] = {&d, &n16};
+                      launch(fso, 132, 1024, s, a, false);
+                  }, false});
+    for (unsigned gx : {132u, 264u}) {
+        vs.push_back({"write-only: TMA stores C=16K, " + std::to_string(gx) + " blocks",
+                      [&, gx](size_t n) {
+                          size_t nn = n;
+                          unsigned C = 16384;
+                          void *a[] = {&dst, &nn, &C};
+                          launch(ftso, gx, 32, s, a, false, C);
+                      }, false});
+    }
+    /* CE and TMA at once on two streams (share = TMA's part) */
+    cudaStream_t s2;
+    cudaEvent_t ef, ej;
+    CK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    CK(cudaEventCreateWithFlags(&ef, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&ej, cudaEventDisableTiming));
+    for (int share : {15, 30}) {
+        vs.push_back({"copy engine + TMA (132 blocks) at once, TMA " + std::to_string(share) + "%",
+                      [&, share](size_t n) {
+                          size_t t = (n * share / 100) & ~(size_t)65535, c = n - t;
+                          CK(cudaEventRecord(ef, g0.s));
+                          CK(cudaStreamWaitEvent(s2, ef, 0));
+                          CD(cuMemcpyAsync((CUdeviceptr)dst, (CUdeviceptr)src, c, s));
+                          char *d2 = dst + c;
+                          const char *s2p = src + c;
+                          unsigned C = 16384, S = 4;
+                          void *a[] = {&d2, &s2p, &t, &C, &S};
+                          launch(ftma, 132, 32, (CUstream)s2, a, false, C * S);
+                          CK(cudaEventRecord(ej, s2));
+                          CK(cudaStreamWaitEvent(g0.s, ej, 0));
+                      }, true});
+    }
+    for (size_t n : {(size_t)256 << 20, (size_t)1 << 30}) {
+        for (auto &v : vs) {
+            if (v.verify) {
+                CK(cudaSetDevice(1));
+                CK(cudaMemset(dst, 0, n));
+                CK(cudaMemset(bad, 0, 8));
+                CK(cudaDeviceSynchronize());
+                CK(cudaSetDevice(0));
+            }
+            v.op(n); /* warm-up, and the copy we verify */
+            CK(cudaStreamSynchronize(g0.s));
+            CK(cudaGetLastError());
+            unsigned long long hb = 0;
+            if (v.verify) {
+                CK(cudaSetDevice(1));
+                k_check<<<264, 1024, 0, g1.s>>>((const unsigned *)dst, n / 4, seed, bad);
+                CK(cudaMemcpy(&hb, bad, 8, cudaMemcpyDeviceToHost));
+                CK(cudaSetDevice(0));
+            }
+            std::vector<double> t;
+            for (int r = 0; r < 7; r++) {
+                CK(cudaEventRecord(g0.e0, g0.s));
+                v.op(n);
+                CK(cudaEventRecord(g0.e1, g0.s));
+                CK(cudaEventSynchronize(g0.e1));
+                t.push_back(ev_ms(g0));
+            }
+            double ms = median(t);
+            char note[64];
+            snprintf(note, sizeof note, "%s, %.1f us", v.verify ? (hb ? "BAD DATA" : "verified") : "not verified", ms * 1000);
+            row("copy", v.name + (n >> 20 == 1024 ? " 1 GiB" : " 256 MiB"), (double)n / (ms * 1e-3) / 1e9,
+                "GB/s", note);
+            if (hb) printf("   (%llu bad words)\n", hb);
+        }
+    }
+}
+
+int main(int argc, char **argv) {
+    int n = 0;
+    CK(cudaGetDeviceCount(&n));
+    if (n < 2) {
+        printf("SKIP: probe_cuda needs 2 GPUs (found %d)\n", n);
+        return 77;
+    }
+    bool spin = getenv("PROBE_SPIN") && atoi(getenv("PROBE_SPIN"));
+    for (int d = 0; d < 2; d++) {
+        CK(cudaSetDevice(d));
+        if (spin) CK(cudaSetDeviceFlags(cudaDeviceScheduleSpin));
+        CK(cudaFree(0));
+        CD(cuCtxGetCurrent(&G[d].ctx));
+        G[d].dev = d;
+        CK(cudaStreamCreateWithFlags(&G[d].s, cudaStreamNonBlocking));
+        CK(cudaEventCreate(&G[d].e0));
+        CK(cudaEventCreate(&G[d].e1));
+        CK(cudaMalloc(&G[d].buf, BUF + 4096));
+        CK(cudaMalloc(&G[d].flags, 65536));
+        CK(cudaMemset(G[d].flags, 0, 65536));
+        CK(cudaMemset(G[d].buf, 0, BUF + 4096));
+    }
+    for (int d = 0; d < 2; d++) {
+        CK(cudaSetDevice(d));
+        CK(cudaDeviceEnablePeerAccess(1 - d, 0));
+    }
+    CK(cudaDeviceSynchronize());
+    printf("| section | what | median | note |\n|---|---|---|---|\n");
+    if (want(argc, argv, "launch")) sec_launch();
+    if (want(argc, argv, "latency")) sec_latency();
+    if (want(argc, argv, "barrier")) sec_barrier();
+    if (want(argc, argv, "copy")) sec_copy();
+    return 0;
+}
