@@ -24,10 +24,11 @@
  * Launches. On sm_90 and later every kernel is launched with programmatic
  * stream serialization (PDL): it may be scheduled while the kernel before it
  * in the stream is still running, and begins with griddepcontrol.wait (see
- * symm__k_enter in kernels.cu), so it still observes everything that kernel
- * did. That hides most of the launch latency between back-to-back stream
- * operations (barrier on stream 3.9 -> 2.9 us on 2 x H200, tests/perf/
- * probe_cuda.cu). SYMM_CUDA_PDL=0 turns it off.
+ * symm__k_enter in kernel_barrier.cuh), so it still observes everything that
+ * kernel did. That hides most of the launch latency between back-to-back
+ * stream operations (stream barrier 4.5 -> 3.7 us on 2 x H200 from PDL alone;
+ * docs/GPU-RESULTS.md) and costs less host time per launch. SYMM_CUDA_PDL=0
+ * turns it off.
  *
  * GPU-side waits (barriers, signal waits) give up after the context's timeout
  * and set a pinned error word that the next blocking call reports as
@@ -1038,18 +1039,23 @@ static symm_status team_bases(const symm__ctx *ctx, const symm__team *team, char
     return SYMM_SUCCESS;
 }
 
-/* The 2-, 8- and 64-PE barrier parameter structs differ only in their base
- * array (kernel_params.h says why there are three). */
-#define CU_FILL_BARRIER_PARAMS(p)                                                  \
+/* Every team kernel's parameter block (barriers of 2, 8 and 64 PEs, gather,
+ * reduce) starts alike: the team's heap bases, this PE, the team's barrier
+ * flags, the timeout and the error word. Zeroes the rest. */
+#define CU_FILL_TEAM_PARAMS(p)                                                     \
     do {                                                                           \
         memset(&(p), 0, sizeof(p));                                                \
         memcpy((p).team.base, base, (size_t)team->n_pes * sizeof *base);           \
         (p).team.me = team->my_pe;                                                 \
         (p).team.n = team->n_pes;                                                  \
         (p).area_off = symm__team_sync_off(team->slot) + CU_BARRIER_OFF;           \
-        (p).bump = bump;                                                           \
         (p).timeout_ns = s->timeout_ns;                                            \
         (p).err = s->err_word;                                                     \
+    } while (0)
+#define CU_FILL_BARRIER_PARAMS(p) \
+    do {                          \
+        CU_FILL_TEAM_PARAMS(p);   \
+        (p).bump = bump;          \
     } while (0)
 
 /* Barrier kernel: epoch = counter + bump. */
@@ -1109,20 +1115,14 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
     SYMM_TRY(team_bases(ctx, team, base));
     SYMM_TRY(cu_enter(s));
     CUstream cs = stream_of(s, stream);
-    const uint64_t es = c->elem_size, area_off = symm__team_sync_off(team->slot) + CU_BARRIER_OFF;
+    const uint64_t es = c->elem_size;
     const unsigned max_blocks = (unsigned)(s->sms > 0 ? 2 * s->sms : 128);
 
     if (c->kind == SYMM__COLL_REDUCE || c->kind == SYMM__COLL_REDUCESCATTER) {
         CUfunction f = NULL;
         SYMM_TRY(reduce_fn(s, c->dtype, c->op, &f));
         symm__kreduce_params p;
-        memset(&p, 0, sizeof p);
-        memcpy(p.team.base, base, (size_t)n * sizeof *base);
-        p.team.me = me;
-        p.team.n = n;
-        p.area_off = area_off;
-        p.timeout_ns = s->timeout_ns;
-        p.err = s->err_word;
+        CU_FILL_TEAM_PARAMS(p);
         p.enter = n > 1;
         p.dst_off = c->dst_off;
         if (c->kind == SYMM__COLL_REDUCE) {
@@ -1147,13 +1147,7 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
         if (p.leave) return finish(s, stream);
     } else {
         symm__kgather_params p;
-        memset(&p, 0, sizeof p);
-        memcpy(p.team.base, base, (size_t)n * sizeof *base);
-        p.team.me = me;
-        p.team.n = n;
-        p.area_off = area_off;
-        p.timeout_ns = s->timeout_ns;
-        p.err = s->err_word;
+        CU_FILL_TEAM_PARAMS(p);
         p.enter = n > 1;
         p.src_off = c->src_off;
         p.dst_off = c->dst_off;
