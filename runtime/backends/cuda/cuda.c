@@ -164,7 +164,8 @@ static symm_status unreachable(const symm__ctx *ctx, int32_t pe) {
  * works, PDL stays off for this context. */
 static symm_status launch(cu_state *s, CUfunction f, const char *name, unsigned gx, unsigned gy,
                           unsigned bx, CUstream cs, void **args) {
-    if (atomic_load_explicit(&s->pdl, memory_order_relaxed)) {
+    const bool pdl = atomic_load_explicit(&s->pdl, memory_order_relaxed);
+    if (pdl) {
         CUlaunchAttribute a;
         memset(&a, 0, sizeof a);
         a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -181,13 +182,10 @@ static symm_status launch(cu_state *s, CUfunction f, const char *name, unsigned 
         c.attrs = &a;
         c.numAttrs = 1;
         if (symm__cu.LaunchKernelEx(&c, f, args, NULL) == CUDA_SUCCESS) return SYMM_SUCCESS;
-        CUresult r = symm__cu.LaunchKernel(f, gx, gy, 1, bx, 1, 1, 0, cs, args, NULL);
-        if (r != CUDA_SUCCESS) return symm__cu_fail(r, name);
-        atomic_store(&s->pdl, false);
-        return SYMM_SUCCESS;
     }
     CUresult r = symm__cu.LaunchKernel(f, gx, gy, 1, bx, 1, 1, 0, cs, args, NULL);
     if (r != CUDA_SUCCESS) return symm__cu_fail(r, name);
+    if (pdl) atomic_store(&s->pdl, false); /* refused with PDL, fine without */
     return SYMM_SUCCESS;
 }
 
