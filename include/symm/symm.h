@@ -15,11 +15,26 @@
  *  - "Collective over T" means every PE of team T (or of the context for
  *    world-wide calls) must make the same call, in the same order, with
  *    matching arguments. Collectives on one team must not run concurrently.
- *  - Threads: with SYMM_THREAD_MULTIPLE every function may be called from any
- *    thread at any time, except that collectives on one team are serialised by
- *    the caller. With SERIALIZED, calls must not overlap; with FUNNELED, only the
- *    thread that called symm_init may call; with SINGLE, the program has one
- *    thread. Functions marked "any thread" ignore the thread level.
+ *  - Threads: the runtime is thread-safe at every level, and the default
+ *    level is SYMM_THREAD_MULTIPLE: every function may be called from any
+ *    thread at any time, except that collectives on one team (and team
+ *    splits/destroys on one context) are serialised by the caller. Asking for
+ *    SINGLE or SERIALIZED records the caller's promise and costs nothing;
+ *    FUNNELED is enforced (calls from another thread get THREAD_LEVEL).
+ *    Functions marked "any thread" ignore the thread level.
+ *  - Pointers: unless a function says otherwise, it does not keep any pointer
+ *    argument after it returns (the caller may free or reuse the memory at
+ *    once). The exceptions, stated again at each function:
+ *      _nbi RMA:      the local src (put) / dst (get) / fetched (atomic_nbi)
+ *                     buffer is used until the next symm_quiet on the context
+ *                     (or a barrier, which implies quiet);
+ *      _on_stream:    src/dst (device or pinned memory) are used until the
+ *                     stream reaches the operation; host scalars (value of
+ *                     p_on_stream) are read at call time;
+ *      buf_register:  ptr's memory is used until symm_buf_free of the buffer.
+ *    Strings returned by the library (symm_status_string, symm_last_error,
+ *    symm_loader_runtime_path) are owned by it; their lifetime is stated at
+ *    each function.
  *  - No function aborts or exits the process.
  *
  * ABI: symbols are versioned SYMM_1.0; see abi/ and docs/ABI.md.
@@ -44,8 +59,10 @@ extern "C" {
 /* One integer that orders versions: major * 1000000 + minor * 1000 + patch. */
 #define SYMM_VERSION_ENCODE(major, minor, patch) \
     ((uint32_t)(major) * 1000000u + (uint32_t)(minor) * 1000u + (uint32_t)(patch))
-#define SYMM_VERSION \
-    SYMM_VERSION_ENCODE(SYMM_VERSION_MAJOR, SYMM_VERSION_MINOR, SYMM_VERSION_PATCH)
+/* SYMM_VERSION_ENCODE(SYMM_VERSION_MAJOR, SYMM_VERSION_MINOR, SYMM_VERSION_PATCH),
+ * spelled as a literal so binding generators (bindgen, cgo, translate-c) keep
+ * it; tests/abi checks that the two agree. */
+#define SYMM_VERSION 1000000u
 
 /* Exported entry points. The runtime builds with SYMM_API defined empty: it
  * implements these functions hidden and exports only its negotiation entry. */
@@ -63,25 +80,52 @@ extern "C" {
 
 typedef int32_t symm_status;
 
+/* Every status code, once: X(name, value, description). The loader's names
+ * (symm_status_string), abi/symm-abi.json and docs/ABI.md derive from this
+ * table; the literal #defines below exist for binding generators and
+ * tests/abi checks that they equal the table. Codes are never renumbered;
+ * new ones are appended. */
+#define SYMM_STATUS_TABLE(X)                                                                  \
+    X(SYMM_SUCCESS, 0, "success")                                                             \
+    X(SYMM_ERR_INVALID_ARG, 1, "an argument is out of its domain")                            \
+    X(SYMM_ERR_INVALID_HANDLE, 2, "stale, foreign or NULL handle")                            \
+    X(SYMM_ERR_OUT_OF_BOUNDS, 3, "element or byte range outside a buffer or the heap")        \
+    X(SYMM_ERR_OUT_OF_MEMORY, 4, "heap cap reached or host memory exhausted")                 \
+    X(SYMM_ERR_LIBRARY_NOT_FOUND, 5, "loader: no usable runtime was found")                   \
+    X(SYMM_ERR_ABI_MISMATCH, 6, "loader: the runtime implements another ABI major")           \
+    X(SYMM_ERR_NOT_SUPPORTED, 7, "entry or feature not available here")                       \
+    X(SYMM_ERR_NO_DEVICE, 8, "a GPU backend was asked for and no GPU is usable")              \
+    X(SYMM_ERR_BOOTSTRAP, 9, "could not form or talk to the job")                             \
+    X(SYMM_ERR_PEER_FAILED, 10, "a peer PE died or left the job")                             \
+    X(SYMM_ERR_TIMEOUT, 11, "a bounded wait expired")                                         \
+    X(SYMM_ERR_MISMATCH, 12, "PEs disagree on a collective's arguments")                      \
+    X(SYMM_ERR_TEAM_EXHAUSTED, 13, "no free team slot")                                       \
+    X(SYMM_ERR_CUDA, 14, "the CUDA driver reported an error")                                 \
+    X(SYMM_ERR_SYSTEM, 15, "an operating-system call failed (the message has errno)")         \
+    X(SYMM_ERR_THREAD_LEVEL, 16, "the call violates the context's thread level")              \
+    X(SYMM_ERR_INTERNAL, 17, "a bug in symm: please report it")                               \
+    X(SYMM_ERR_INVALID_STATE, 18, "the call is not valid now (e.g. the runtime is loaded)")
+
 #define SYMM_SUCCESS                 0
-#define SYMM_ERR_INVALID_ARG         1  /* an argument is out of its domain     */
-#define SYMM_ERR_INVALID_HANDLE      2  /* stale, foreign or NULL handle        */
-#define SYMM_ERR_OUT_OF_BOUNDS       3  /* element range outside a buffer/heap  */
-#define SYMM_ERR_OUT_OF_MEMORY       4  /* heap cap reached or host memory gone */
-#define SYMM_ERR_LIBRARY_NOT_FOUND   5  /* loader: no usable runtime            */
-#define SYMM_ERR_ABI_MISMATCH        6  /* loader: runtime of another ABI major */
-#define SYMM_ERR_NOT_SUPPORTED       7  /* entry or feature not available       */
-#define SYMM_ERR_NO_DEVICE           8  /* GPU backend asked for, no usable GPU */
-#define SYMM_ERR_BOOTSTRAP           9  /* could not form or talk to the job    */
-#define SYMM_ERR_PEER_FAILED        10  /* a peer PE died or left the job       */
-#define SYMM_ERR_TIMEOUT            11  /* a bounded wait expired               */
-#define SYMM_ERR_MISMATCH           12  /* PEs disagree on a collective's args  */
-#define SYMM_ERR_TEAM_EXHAUSTED     13  /* no free team slot                    */
-#define SYMM_ERR_CUDA               14  /* the CUDA driver reported an error    */
-#define SYMM_ERR_SYSTEM             15  /* an OS call failed (message has errno)*/
-#define SYMM_ERR_THREAD_LEVEL       16  /* call violates the context's level    */
-#define SYMM_ERR_INTERNAL           17  /* a bug in symm: please report it      */
-#define SYMM_STATUS_COUNT           18
+#define SYMM_ERR_INVALID_ARG         1
+#define SYMM_ERR_INVALID_HANDLE      2
+#define SYMM_ERR_OUT_OF_BOUNDS       3
+#define SYMM_ERR_OUT_OF_MEMORY       4
+#define SYMM_ERR_LIBRARY_NOT_FOUND   5
+#define SYMM_ERR_ABI_MISMATCH        6
+#define SYMM_ERR_NOT_SUPPORTED       7
+#define SYMM_ERR_NO_DEVICE           8
+#define SYMM_ERR_BOOTSTRAP           9
+#define SYMM_ERR_PEER_FAILED        10
+#define SYMM_ERR_TIMEOUT            11
+#define SYMM_ERR_MISMATCH           12
+#define SYMM_ERR_TEAM_EXHAUSTED     13
+#define SYMM_ERR_CUDA               14
+#define SYMM_ERR_SYSTEM             15
+#define SYMM_ERR_THREAD_LEVEL       16
+#define SYMM_ERR_INTERNAL           17
+#define SYMM_ERR_INVALID_STATE      18
+#define SYMM_STATUS_COUNT           19 /* number of codes (one past the last) */
 
 /* Name of a status code ("SYMM_ERR_OUT_OF_BOUNDS"); unknown codes give
  * "SYMM_ERR_UNKNOWN". Any thread; answered by the loader without a runtime. */
@@ -92,10 +136,37 @@ SYMM_API const char *symm_status_string(symm_status status);
  * Any thread; answered even when no runtime could be loaded. */
 SYMM_API const char *symm_last_error(void);
 
+/* ------------------------------------------------------------------------ */
+/* The loader (answered by libsymm.so.1 itself, with or without a runtime)   */
+/* ------------------------------------------------------------------------ */
+/* The loader opens the runtime lazily, once, on the first call that needs it.
+ * Search order: $SYMM_RUNTIME (when set and not empty: that path only), then
+ * the path given to symm_loader_set_runtime (that path only), then the
+ * loader's own directory, then the system search path (libsymm_runtime.so.1). */
+
 /* Is symm usable here? Loads and negotiates with the runtime (once, lazily)
  * without initialising anything. SYMM_SUCCESS, SYMM_ERR_LIBRARY_NOT_FOUND (the
  * message lists every path tried) or SYMM_ERR_ABI_MISMATCH. Any thread. */
 SYMM_API symm_status symm_loader_probe(void);
+
+/* Use the runtime at path (a file name, not a directory) instead of searching
+ * the loader's directory and the system path; NULL or "" restores the search.
+ * $SYMM_RUNTIME, when set, still takes precedence, so a user can always
+ * redirect a program. Valid only before the first load: once a load was
+ * attempted (by any call that needs the runtime, or symm_loader_probe) it
+ * returns SYMM_ERR_INVALID_STATE and changes nothing. path is copied (not
+ * kept); INVALID_ARG when it does not fit PATH_MAX. Any thread. */
+SYMM_API symm_status symm_loader_set_runtime(const char *path);
+
+/* Version of the loader (libsymm.so.1 or a binding's compiled-in copy), as
+ * SYMM_VERSION_ENCODE(); compare with SYMM_VERSION to detect header/loader
+ * skew. Never loads the runtime. Any thread. */
+SYMM_API symm_status symm_loader_get_version(uint32_t *loader_version);
+
+/* Path of the runtime the loader opened, or "" when none is loaded (yet).
+ * Never starts a load. The string is valid for the life of the process. Any
+ * thread. */
+SYMM_API const char *symm_loader_runtime_path(void);
 
 /* Version of the loaded runtime, as SYMM_VERSION_ENCODE(). Any thread. */
 SYMM_API symm_status symm_get_version(uint32_t *runtime_version);
@@ -168,9 +239,10 @@ typedef struct symm_init_attr {
     symm_unique_id unique_id; /* UID mode: the id from symm_get_unique_id()     */
 } symm_init_attr;
 
-/* Fill *attr with defaults (AUTO backend and bootstrap, SINGLE thread level,
+/* Fill *attr with defaults (AUTO backend and bootstrap, MULTIPLE thread level,
  * default cap and timeout, device -1). struct_size is the caller's
- * sizeof(symm_init_attr): older, smaller structs are accepted. Any thread. */
+ * sizeof(symm_init_attr): older, smaller structs are accepted. Answered by the
+ * loader (works without a runtime). Any thread. */
 SYMM_API symm_status symm_init_attr_init(symm_init_attr *attr, uint32_t struct_size);
 #define SYMM_INIT_ATTR_INIT(attr) symm_init_attr_init((attr), (uint32_t)sizeof(*(attr)))
 
@@ -217,6 +289,22 @@ typedef struct symm_ctx_info {
  * Any thread. */
 SYMM_API symm_status symm_ctx_query(symm_ctx ctx, symm_ctx_info *info);
 
+/* Asynchronous failures: an operation that failed after its call returned (a
+ * stream operation, or a GPU-side barrier/signal wait that gave up because a
+ * peer died) is recorded on its context. The first such failure is kept until
+ * cleared; later ones are counted but not kept. It is also reported by the
+ * next blocking call on the context, as before.
+ * *status receives the recorded status (SYMM_SUCCESS when none). msg (msg_cap
+ * bytes, optional: NULL with msg_cap 0) receives its message, truncated and
+ * always NUL-terminated when msg_cap > 0. With flags & SYMM_ASYNC_CLEAR the
+ * record is cleared after reading. The call polls the backend first, so a GPU
+ * wait that already gave up is seen without another blocking call.
+ * Errors: INVALID_HANDLE, INVALID_ARG (unknown flags, msg NULL with msg_cap >
+ * 0). Any thread. */
+#define SYMM_ASYNC_CLEAR 1u
+SYMM_API symm_status symm_ctx_async_error(symm_ctx ctx, uint32_t flags, uint64_t msg_cap,
+                                          symm_status *status, char *msg);
+
 /* ------------------------------------------------------------------------ */
 /* Typed symmetric buffers                                                   */
 /* ------------------------------------------------------------------------ */
@@ -251,7 +339,9 @@ SYMM_API symm_status symm_buf_query(symm_buf buf, uint32_t *dtype, uint64_t *cou
  * outside [0, n_pes) gives SYMM_ERR_INVALID_ARG. Blocking forms return when the
  * local side may be reused and (puts) the data is visible at the target.
  * _nbi forms may return earlier: puts complete at the next quiet, gets are
- * readable after the next quiet. */
+ * readable after the next quiet. Kept pointers: an _nbi put reads src and an
+ * _nbi get writes dst until the next symm_quiet (or barrier) on the context;
+ * the blocking forms keep nothing. */
 
 SYMM_API symm_status symm_put(symm_buf dst, uint64_t dst_index, const void *src,
                               uint64_t nelems, int32_t pe);
@@ -326,7 +416,8 @@ typedef struct symm_team_config {
     int32_t num_contexts;  /* OpenSHMEM hint; recorded and reported, >= 0   */
 } symm_team_config;
 
-/* Fill *config with defaults. Any thread. */
+/* Fill *config with defaults. Answered by the loader (works without a
+ * runtime). Any thread. */
 SYMM_API symm_status symm_team_config_init(symm_team_config *config, uint32_t struct_size);
 #define SYMM_TEAM_CONFIG_INIT(c) symm_team_config_init((c), (uint32_t)sizeof(*(c)))
 
@@ -419,7 +510,7 @@ SYMM_API symm_status symm_signal_wait_until(symm_buf sig, uint64_t sig_index, ui
  * Out-parameters of waits (found, indices, nfound) are optional (NULL); tests
  * need their result (satisfied, or nfound for the _some forms). An
  * unsatisfied test_any sets *found = SYMM_INDEX_NONE. */
-#define SYMM_INDEX_NONE UINT64_MAX
+#define SYMM_INDEX_NONE 0xFFFFFFFFFFFFFFFFull /* UINT64_MAX */
 
 SYMM_API symm_status symm_wait_until(symm_buf buf, uint64_t index, uint32_t cmp,
                                      const void *value);
@@ -495,7 +586,9 @@ SYMM_API symm_status symm_test_some_vector(symm_buf buf, uint64_t index, uint64_
 #define SYMM_AMO_XOR           13
 
 /* symm_atomic_nbi currently completes before returning (allowed: earlier than
- * the next quiet). Operand pointers need no alignment. */
+ * the next quiet). Operand pointers need no alignment. value and compare are
+ * read at call time; symm_atomic_nbi may write *fetched until the next quiet
+ * (keep it alive until then). */
 SYMM_API symm_status symm_atomic(symm_buf buf, uint64_t index, uint32_t op, const void *value,
                                  const void *compare, int32_t pe, void *fetched);
 /* Non-blocking: *fetched is written by the next quiet on the buffer's context. */
@@ -567,8 +660,12 @@ SYMM_API symm_status symm_reducescatter(symm_team team, symm_buf dst, uint64_t d
  * and can be captured into CUDA graphs. Completion: a _on_stream put is
  * visible at its target when the stream reaches a later quiet_on_stream,
  * barrier_on_stream or a signal it carries. Argument errors are reported at
- * call time. On the host backend they run to completion before returning and
- * stream is ignored. */
+ * call time; failures while the stream runs are recorded on the context
+ * (symm_ctx_async_error). On the host backend they run to completion before
+ * returning and stream is ignored.
+ * Kept pointers: local src/dst memory is read/written when the stream reaches
+ * the operation, so it must stay valid (and, for host memory, pinned or
+ * unchanged) until then; value of symm_p_on_stream is read at call time. */
 
 SYMM_API symm_status symm_put_on_stream(symm_buf dst, uint64_t dst_index, const void *src,
                                         uint64_t nelems, int32_t pe, symm_stream_t stream);
@@ -627,37 +724,50 @@ SYMM_API symm_status symm_buf_peer_ptr(symm_buf buf, int32_t pe, void **ptr);
 /* Make an existing allocation symmetric: every PE passes its own buffer of
  * count elements of dtype (CUDA backend: memory from cuMemCreate with POSIX fd
  * handles, mapped with cuMemMap; host backend: not supported). The memory stays
- * the caller's; symm_buf_free unregisters it without freeing. Collective. */
+ * the caller's; symm_buf_free unregisters it without freeing. Kept pointer:
+ * ptr's memory is used until symm_buf_free of the buffer (do not free it
+ * before). Collective. */
 SYMM_API symm_status symm_buf_register(symm_ctx ctx, void *ptr, uint32_t dtype, uint64_t count,
                                        symm_buf *buf);
 
-#define SYMM_DEVICE_MAX_PES 64 /* PEs a device context can address directly */
+/* PEs whose heap base a device context holds in the struct itself (kernel
+ * parameter space, the fastest to read); the rest are read from peer_table. */
+#define SYMM_DEVICE_FAST_PES 64
 
 /* Plain data describing the context to GPU code (symm_device.cuh). Addresses
- * are device addresses. Copy it into a kernel parameter or device memory. */
+ * are device addresses. Copy it into a kernel parameter or device memory.
+ * It addresses every PE of the job, whatever their number. */
 typedef struct symm_device_ctx {
     uint32_t struct_size;
     int32_t my_pe;
     int32_t n_pes;
-    int32_t team_slots;    /* entries of sync area per team slot           */
-    uint64_t heap_cap;     /* bytes each PE may address                    */
-    void *heap_base;       /* this PE's heap                               */
-    void *peer_base[SYMM_DEVICE_MAX_PES]; /* per PE, NULL if unreachable   */
+    int32_t team_slots;     /* number of team slots (sync areas)              */
+    uint64_t heap_cap;      /* bytes each PE may address                      */
+    void *heap_base;        /* this PE's heap                                 */
+    uint64_t slot_bytes;    /* bytes of one team slot's sync area (grows with
+                               n_pes; slot s starts at heap_base + s * this)  */
+    void *const *peer_table; /* device memory, n_pes entries: each PE's heap
+                                base, NULL if not load/store reachable; owned
+                                by the context, valid until symm_finalize     */
+    void *peer_base[SYMM_DEVICE_FAST_PES]; /* peer_table[0 .. 63], in the struct */
 } symm_device_ctx;
 
 /* A team as seen by GPU code. */
 typedef struct symm_device_team {
     uint32_t struct_size;
-    int32_t my_pe, n_pes; /* in the team                          */
-    int32_t start, stride; /* world PE of team PE i: start + i * stride */
-    int32_t slot;          /* sync area index                      */
+    int32_t my_pe;         /* in the team                               */
+    int32_t n_pes;         /* in the team                               */
+    int32_t start;         /* world PE of team PE i: start + i * stride */
+    int32_t stride;
+    int32_t slot;          /* sync area index                           */
     uint64_t reserved;
 } symm_device_team;
 
 /* Fill *dctx (struct_size set by the caller). Valid until symm_finalize; heap
- * growth keeps addresses stable. NOT_SUPPORTED on the host backend or for
- * more than SYMM_DEVICE_MAX_PES PEs. Any thread. */
+ * growth keeps addresses stable. NOT_SUPPORTED on the host backend. Any
+ * thread. */
 SYMM_API symm_status symm_device_ctx_get(symm_ctx ctx, symm_device_ctx *dctx);
+/* A split team (strided) or predefined team as seen by GPU code. Any thread. */
 SYMM_API symm_status symm_device_team_get(symm_team team, symm_device_team *dteam);
 
 #ifdef __cplusplus

@@ -16,22 +16,12 @@ symm_status symm_get_version(uint32_t *runtime_version) {
     return SYMM_SUCCESS;
 }
 
+/* Answered by the loader; the runtime keeps this wrapper of the shared code
+ * for its own use (config.c) and for tests linked against runtime objects. */
 symm_status symm_init_attr_init(symm_init_attr *attr, uint32_t struct_size) {
     symm__err_clear();
-    SYMM_CHECK(attr, SYMM_ERR_INVALID_ARG, "symm_init_attr_init: attr is NULL");
-    SYMM_CHECK(struct_size >= offsetof(symm_init_attr, heap_cap), SYMM_ERR_INVALID_ARG,
-               "symm_init_attr_init: struct_size %u is smaller than any released layout",
-               struct_size);
-    symm_init_attr d;
-    memset(&d, 0, sizeof d);
-    d.struct_size = struct_size < sizeof d ? struct_size : (uint32_t)sizeof d;
-    d.backend = SYMM_BACKEND_AUTO;
-    d.bootstrap = SYMM_BOOTSTRAP_AUTO;
-    d.thread_level = SYMM_THREAD_SINGLE;
-    d.device = -1;
-    /* Callers with a newer, larger struct keep their tail zeroed. */
-    if (struct_size > sizeof d) memset((char *)attr + sizeof d, 0, struct_size - sizeof d);
-    memcpy(attr, &d, d.struct_size);
+    const char *why = symm__fill_init_attr(attr, struct_size);
+    if (why) return symm__err(SYMM_ERR_INVALID_ARG, "symm_init_attr_init: %s (struct_size %u)", why, struct_size);
     return SYMM_SUCCESS;
 }
 
@@ -157,6 +147,7 @@ static void ctx_destroy(symm__ctx *ctx) {
     symm__boot_close(ctx->boot);
     if (ctx->handle) symm__handle_release(SYMM__KIND_CTX, ctx->handle);
     pthread_mutex_destroy(&ctx->lock);
+    pthread_mutex_destroy(&ctx->async_lock);
     free(ctx);
 }
 
@@ -170,6 +161,7 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
     pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
     pthread_mutex_init(&ctx->lock, &ma);
     pthread_mutexattr_destroy(&ma);
+    pthread_mutex_init(&ctx->async_lock, NULL);
     ctx->init_thread = pthread_self();
 
     symm_status st = symm__config_load(attr, &ctx->cfg);

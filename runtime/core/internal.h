@@ -184,6 +184,10 @@ typedef struct symm__backend_ops {
     void (*unregister_mem)(symm__ctx *ctx, uint64_t off, uint64_t bytes);
     /* Fill a device context. NULL: NOT_SUPPORTED. */
     symm_status (*device_ctx)(symm__ctx *ctx, symm_device_ctx *out);
+    /* Look for failures that happened after their call returned (GPU-side
+     * waits that gave up) and record them with symm__async_record. Local,
+     * cheap, never blocks. NULL: the backend has none. */
+    void (*async_poll)(symm__ctx *ctx);
 } symm__backend_ops;
 
 /* One collective call, validated by the core (offsets are heap byte offsets). */
@@ -239,6 +243,9 @@ void symm__alloc_fini(symm__alloc *a);
 /* ------------------------------------------------------------------------ */
 
 #define SYMM__MAX_TEAMS 128        /* team slots per context (sync areas)   */
+/* Team PEs the CUDA backend's stream kernels and device barrier flags serve
+ * today (the barrier flags of a slot hold one word per team PE). */
+#define SYMM__DEVICE_MAX_PES 64
 #define SYMM__TEAM_SLOT_BYTES 1024 /* per slot in the system area           */
 #define SYMM__SYS_BYTES (SYMM__MAX_TEAMS * SYMM__TEAM_SLOT_BYTES)
 
@@ -312,7 +319,19 @@ struct symm__ctx {
 
     pthread_mutex_t lock;   /* heap, teams, bootstrap traffic              */
     atomic_int failed;      /* a peer died: every wait returns PEER_FAILED */
+
+    /* asynchronous failures (async.c): the first one since the last clear */
+    pthread_mutex_t async_lock;
+    symm_status async_status;
+    uint64_t async_count;
+    char async_msg[512];
 };
+
+/* Record a failure that happened after its call returned (async.c). Keeps the
+ * first one until symm_ctx_async_error clears it; counts the rest. Any
+ * thread; never fails. */
+void symm__async_record(symm__ctx *ctx, symm_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Resolve handles, recording INVALID_HANDLE on failure. */
 symm_status symm__ctx_get(symm_ctx h, symm__ctx **ctx);

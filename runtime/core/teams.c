@@ -245,19 +245,11 @@ symm_status symm__team_exchange(symm__team *team, const symm__xrec *mine,
 #define CONFIG_HAS(size, field) \
     ((size) >= offsetof(symm_team_config, field) + sizeof(((symm_team_config *)0)->field))
 
+/* Answered by the loader; kept here over the shared code for runtime tests. */
 symm_status symm_team_config_init(symm_team_config *config, uint32_t struct_size) {
     symm__err_clear();
-    SYMM_CHECK(config, SYMM_ERR_INVALID_ARG, "symm_team_config_init: config is NULL");
-    SYMM_CHECK(struct_size >= CONFIG_MIN_SIZE, SYMM_ERR_INVALID_ARG,
-               "symm_team_config_init: struct_size %u is smaller than any released layout",
-               struct_size);
-    symm_team_config d;
-    memset(&d, 0, sizeof d);
-    d.struct_size = struct_size < sizeof d ? struct_size : (uint32_t)sizeof d;
-    d.num_contexts = 0;
-    /* Callers with a newer, larger struct keep their tail zeroed. */
-    if (struct_size > sizeof d) memset((char *)config + sizeof d, 0, struct_size - sizeof d);
-    memcpy(config, &d, d.struct_size);
+    const char *why = symm__fill_team_config(config, struct_size);
+    if (why) return symm__err(SYMM_ERR_INVALID_ARG, "symm_team_config_init: %s (struct_size %u)", why, struct_size);
     return SYMM_SUCCESS;
 }
 

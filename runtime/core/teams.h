@@ -24,7 +24,7 @@ void symm__teams_fini(symm__ctx *ctx);
  *               symm__xrec there (written only by its owner, read by peers);
  *   [512, 1024) device/stream barrier flags of the CUDA backend
  *               (symm_device.cuh: SYMM_DEVICE_BARRIER_OFF, one uint64 per
- *               team PE, up to SYMM_DEVICE_MAX_PES).
+ *               team PE, up to SYMM__DEVICE_MAX_PES).
  * The whole slot is zeroed on every member of a new split team before the
  * parent's closing sync, so a team always starts from a zeroed slot with
  * epoch 0. */
@@ -37,7 +37,7 @@ void symm__teams_fini(symm__ctx *ctx);
 _Static_assert(31 * sizeof(uint64_t) <= SYMM__SLOT_BARRIER_BYTES, "host barrier rounds fit");
 _Static_assert(SYMM__SLOT_SCRATCH_OFF + SYMM__SLOT_SCRATCH_BYTES <= SYMM__SLOT_DEVICE_OFF,
                "scratch ends where the device barrier starts");
-_Static_assert(SYMM__SLOT_DEVICE_OFF + SYMM_DEVICE_MAX_PES * sizeof(uint64_t) <=
+_Static_assert(SYMM__SLOT_DEVICE_OFF + SYMM__DEVICE_MAX_PES * sizeof(uint64_t) <=
                    SYMM__TEAM_SLOT_BYTES,
                "device barrier flags fit in a slot");
 

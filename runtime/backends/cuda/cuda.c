@@ -53,7 +53,7 @@ extern const size_t symm__cuda_fatbin_size;
 #define CU_BARRIER_OFF SYMM__SLOT_DEVICE_OFF
 _Static_assert(SYMM__TEAM_SLOT_BYTES == 1024, "symm_device.cuh assumes 1024-byte team slots");
 _Static_assert(SYMM__SLOT_DEVICE_OFF == 512, "symm_device.cuh: SYMM_DEVICE_BARRIER_OFF is 512");
-_Static_assert(CU_BARRIER_OFF + SYMM_DEVICE_MAX_PES * 8 <= SYMM__TEAM_SLOT_BYTES,
+_Static_assert(CU_BARRIER_OFF + SYMM__DEVICE_MAX_PES * 8 <= SYMM__TEAM_SLOT_BYTES,
                "device barrier flags must fit in a team slot");
 
 #define CU_THREADS 256u
@@ -83,6 +83,7 @@ typedef struct cu_map {
 } cu_map;
 
 typedef struct cu_state {
+    symm__ctx *ctx; /* owner (asynchronous failures are recorded on it) */
     /* device and kernels */
     int ordinal;
     CUdevice dev;
@@ -143,13 +144,30 @@ static inline symm_status cu_enter(const cu_state *s) {
     return SYMM_SUCCESS;
 }
 
-static symm_status check_err_word(cu_state *s) {
-    if (!*(volatile int *)s->err_word) return SYMM_SUCCESS;
+#define CU_GAVE_UP_MSG                                                                  \
+    "a GPU-side wait (barrier, collective or signal wait on a stream) gave up after %llu " \
+    "ms: a peer PE died or did not take part"
+
+/* A GPU-side wait that gave up set the pinned error word: record it on the
+ * context (symm_ctx_async_error) and clear the word. True when it was set. */
+static bool take_err_word(cu_state *s) {
+    if (!*(volatile int *)s->err_word) return false;
     *(volatile int *)s->err_word = 0;
-    return symm__err(SYMM_ERR_TIMEOUT,
-                     "a GPU-side wait (barrier, collective or signal wait on a stream) gave up "
-                     "after %llu ms: a peer PE died or did not take part",
+    symm__async_record(s->ctx, SYMM_ERR_TIMEOUT, CU_GAVE_UP_MSG,
+                       (unsigned long long)(s->timeout_ns / 1000000u));
+    return true;
+}
+
+/* Blocking calls also report it as their own failure. */
+static symm_status check_err_word(cu_state *s) {
+    if (!take_err_word(s)) return SYMM_SUCCESS;
+    return symm__err(SYMM_ERR_TIMEOUT, CU_GAVE_UP_MSG,
                      (unsigned long long)(s->timeout_ns / 1000000u));
+}
+
+static void cuda_async_poll(symm__ctx *ctx) {
+    cu_state *s = ctx->backend;
+    if (s && s->err_word) (void)take_err_word(s);
 }
 
 static symm_status unreachable(const symm__ctx *ctx, int32_t pe) {
@@ -378,6 +396,7 @@ static symm_status cuda_heap_init(symm__ctx *ctx) {
         free(all);
         return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
     }
+    s->ctx = ctx;
     s->local_n = ctx->local_n_pes > 0 ? ctx->local_n_pes : 1;
     s->local_me = ctx->local_pe >= 0 ? ctx->local_pe : 0;
     s->local_pe = calloc((size_t)s->local_n, sizeof *s->local_pe);
@@ -1025,10 +1044,10 @@ static symm_status cuda_quiet_stream(symm__ctx *ctx, void *stream) {
 /* ------------------------------------------------------------------------ */
 
 static symm_status team_bases(const symm__ctx *ctx, const symm__team *team, char **base) {
-    if (team->n_pes > SYMM_DEVICE_MAX_PES)
+    if (team->n_pes > SYMM__DEVICE_MAX_PES)
         return symm__err(SYMM_ERR_NOT_SUPPORTED,
                          "GPU barriers and collectives support teams of up to %d PEs (team has %d)",
-                         SYMM_DEVICE_MAX_PES, (int)team->n_pes);
+                         SYMM__DEVICE_MAX_PES, (int)team->n_pes);
     for (int32_t j = 0; j < team->n_pes; j++) {
         int32_t pe = symm__team_world_pe(team, j);
         base[j] = (char *)ctx->peer_base[pe];
@@ -1080,7 +1099,7 @@ static symm_status launch_barrier(cu_state *s, const symm__team *team, char *con
 
 static symm_status cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, void *stream) {
     cu_state *s = ctx->backend;
-    char *base[SYMM_DEVICE_MAX_PES];
+    char *base[SYMM__DEVICE_MAX_PES];
     SYMM_TRY(team_bases(ctx, team, base));
     SYMM_TRY(cu_enter(s));
     if (team->n_pes > 1) SYMM_TRY(launch_barrier(s, team, base, 1, stream_of(s, stream)));
@@ -1109,7 +1128,7 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
     cu_state *s = ctx->backend;
     const symm__team *team = c->team;
     const int32_t n = team->n_pes, me = team->my_pe;
-    char *base[SYMM_DEVICE_MAX_PES];
+    char *base[SYMM__DEVICE_MAX_PES];
     SYMM_TRY(team_bases(ctx, team, base));
     SYMM_TRY(cu_enter(s));
     CUstream cs = stream_of(s, stream);
@@ -1211,10 +1230,10 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
 /* ------------------------------------------------------------------------ */
 
 static symm_status cuda_device_ctx(symm__ctx *ctx, symm_device_ctx *out) {
-    if (ctx->n_pes > SYMM_DEVICE_MAX_PES)
+    if (ctx->n_pes > SYMM__DEVICE_MAX_PES)
         return symm__err(SYMM_ERR_NOT_SUPPORTED,
                          "a device context addresses at most %d PEs (job has %d)",
-                         SYMM_DEVICE_MAX_PES, (int)ctx->n_pes);
+                         SYMM__DEVICE_MAX_PES, (int)ctx->n_pes);
     memset(out, 0, sizeof *out);
     out->struct_size = (uint32_t)sizeof *out;
     out->my_pe = ctx->my_pe;
@@ -1222,6 +1241,8 @@ static symm_status cuda_device_ctx(symm__ctx *ctx, symm_device_ctx *out) {
     out->team_slots = SYMM__MAX_TEAMS;
     out->heap_cap = ctx->heap_cap;
     out->heap_base = ctx->heap_base;
+    out->slot_bytes = SYMM__TEAM_SLOT_BYTES;
+    out->peer_table = NULL; /* TODO(devctx): device array of every PE */
     for (int32_t pe = 0; pe < ctx->n_pes; pe++) out->peer_base[pe] = ctx->peer_base[pe];
     return SYMM_SUCCESS;
 }
@@ -1249,4 +1270,5 @@ const symm__backend_ops symm__cuda_ops = {
     .register_mem = cuda_register,
     .unregister_mem = cuda_unregister,
     .device_ctx = cuda_device_ctx,
+    .async_poll = cuda_async_poll,
 };
