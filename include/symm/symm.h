@@ -848,7 +848,7 @@ SYMM_API symm_status symm_signal_op_on_stream(symm_buf sig, uint64_t sig_index, 
                                               uint32_t sig_op, int32_t pe, symm_stream_t stream);
 /* The stream waits (on the GPU) until this PE's signal compares true.
  * Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
- *   THREAD_LEVEL, PEER_FAILED, CUDA, TIMEOUT; keeps: none. */
+ *   THREAD_LEVEL, PEER_FAILED, CUDA; keeps: none. */
 SYMM_API symm_status symm_signal_wait_until_on_stream(symm_buf sig, uint64_t sig_index,
                                                       uint32_t cmp, uint64_t value,
                                                       symm_stream_t stream);
@@ -865,32 +865,27 @@ SYMM_API symm_status symm_barrier_on_stream(symm_team team, symm_stream_t stream
  *   CUDA; keeps: none. */
 SYMM_API symm_status symm_team_sync_on_stream(symm_team team, symm_stream_t stream);
 /* Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
- *   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA, TIMEOUT;
- *   keeps: none. */
+ *   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA; keeps: none. */
 SYMM_API symm_status symm_broadcast_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
                                               symm_buf src, uint64_t src_index, uint64_t nelems,
                                               int32_t root, symm_stream_t stream);
 /* Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
- *   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA, TIMEOUT;
- *   keeps: none. */
+ *   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA; keeps: none. */
 SYMM_API symm_status symm_fcollect_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
                                              symm_buf src, uint64_t src_index, uint64_t nelems,
                                              symm_stream_t stream);
 /* Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
- *   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA, TIMEOUT;
- *   keeps: none. */
+ *   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA; keeps: none. */
 SYMM_API symm_status symm_alltoall_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
                                              symm_buf src, uint64_t src_index, uint64_t nelems,
                                              symm_stream_t stream);
 /* Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
- *   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA, TIMEOUT;
- *   keeps: none. */
+ *   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA; keeps: none. */
 SYMM_API symm_status symm_reduce_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
                                            symm_buf src, uint64_t src_index, uint64_t nelems,
                                            uint32_t op, symm_stream_t stream);
 /* Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
- *   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA, TIMEOUT;
- *   keeps: none. */
+ *   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA; keeps: none. */
 SYMM_API symm_status symm_reducescatter_on_stream(symm_team team, symm_buf dst,
                                                   uint64_t dst_index, symm_buf src,
                                                   uint64_t src_index, uint64_t nelems, uint32_t op,
