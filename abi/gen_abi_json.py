@@ -64,9 +64,8 @@ def read(path):
 
 
 def strip_comments(text):
-    # Keep line structure (offsets are not needed after this).
-    return re.sub(r"/\*.*?\*/", lambda m: " " * 0 + "\n" * m.group(0).count("\n"), text,
-                  flags=re.S)
+    """Comments removed, line breaks kept (so '#define' lines stay lines)."""
+    return re.sub(r"/\*.*?\*/", lambda m: " " + "\n" * m.group(0).count("\n"), text, flags=re.S)
 
 
 def c_type(text):
