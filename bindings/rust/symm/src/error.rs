@@ -173,3 +173,28 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One variant per status: every code below SYMM_STATUS_COUNT (checked
+    /// against abi/symm-abi.json by symm-sys's ABI test) has its own variant,
+    /// named as the loader names it, and round-trips.
+    #[test]
+    fn every_status_has_its_variant() {
+        for code in 1..sys::SYMM_STATUS_COUNT as i32 {
+            let e = Error::from_code(code, "m");
+            assert!(!matches!(e, Error::Unknown { .. }), "status {code} has no variant");
+            assert_eq!(e.code(), code);
+            assert_eq!(e.message(), "m");
+            assert_ne!(e.name(), "SYMM_ERR_UNKNOWN");
+            assert_eq!(e.to_string(), format!("{} ({code}): m", e.name()));
+        }
+        let e = Error::from_code(sys::SYMM_STATUS_COUNT as i32, "");
+        assert!(matches!(e, Error::Unknown { .. }));
+        assert_eq!(e.name(), "SYMM_ERR_UNKNOWN");
+        assert!(matches!(Error::from_code(5, "x"), Error::LibraryNotFound(ref m) if m == "x"));
+        assert!(check(sys::SYMM_SUCCESS).is_ok());
+    }
+}
