@@ -93,6 +93,11 @@ pub use context::{
 pub use element::{dtype_size, Element, Integer, BF16, F16};
 pub use error::{status_name, Error, Result};
 pub use team::{PredefinedTeam, Team};
+/// The README's examples compile (`cargo test` runs them as doc tests).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
+
 /// The raw C declarations (`symm-sys`), for what the safe API does not cover.
 pub use symm_sys as sys;
 
