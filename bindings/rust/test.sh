@@ -7,7 +7,7 @@
 #   2. cargo build (crates, tests, the example), warnings are errors
 #   3. cargo test: unit tests, the ABI check against abi/symm-abi.json, the
 #      missing-runtime test, single-PE tests, 4 PEs under symmrun, doc tests
-#   4. cargo doc without warnings
+#   4. cargo doc and (when installed) cargo clippy without warnings
 #   5. the ring example on 4 PEs under symmrun, and with SYMM_RUNTIME=/nonexistent
 # Cargo's output goes to BUILD_DIR/bindings/rust/target. Exit 0 only if all pass.
 set -u
@@ -85,6 +85,11 @@ step "cargo build" "$cargo" build --offline --workspace --all-targets
 if [ ${#failed[@]} -eq 0 ]; then
   step "cargo test" "$cargo" test --offline --workspace
   step "cargo doc" "$cargo" doc --offline --workspace --no-deps
+  if "$cargo" clippy --version >/dev/null 2>&1; then
+    step "cargo clippy" "$cargo" clippy --offline --workspace --all-targets
+  else
+    echo "=== rust: cargo clippy is not installed: lint step not run (not a test)"
+  fi
   step "example ring on 4 PEs" ring_4pes
   step "example ring without a runtime" ring_missing_runtime
 fi

@@ -20,7 +20,9 @@ fn run(ctx: &Context) -> symm::Result<i64> {
     ctx.barrier_all()?; // the puts are complete and visible everywhere
     let from_left = ring.g(0, me)?;
     if from_left != left as i64 {
-        return Err(Error::Internal(format!("PE {me} got {from_left} from the ring, expected {left}")));
+        return Err(Error::Internal(format!(
+            "PE {me} got {from_left} from the ring, expected {left}"
+        )));
     }
 
     // Sum of every PE's number, on every PE.

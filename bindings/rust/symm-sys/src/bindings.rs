@@ -1030,9 +1030,13 @@ extern "C" {
     pub fn symm_device_team_get(team: symm_team, dteam: *mut symm_device_team) -> symm_status;
 }
 
-/// Layout of every struct as compiled here: (struct, size, align, fields as
-/// (name, offset, size)). The ABI test compares it with abi/symm-abi.json.
-pub fn struct_layouts() -> Vec<(&'static str, usize, usize, Vec<(&'static str, usize, usize)>)> {
+/// One struct's layout as compiled: (name, size, align, fields as (name,
+/// offset, size)).
+pub type StructLayout = (&'static str, usize, usize, Vec<(&'static str, usize, usize)>);
+
+/// Layout of every struct as compiled here. The ABI test compares it with
+/// abi/symm-abi.json.
+pub fn struct_layouts() -> Vec<StructLayout> {
     use core::mem::{align_of, offset_of, size_of};
     macro_rules! fsize {
         ($t:ty, $f:ident) => {{

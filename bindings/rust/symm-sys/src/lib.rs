@@ -12,6 +12,10 @@
 //! for the sizes given, kept-pointer rules of the `_nbi`/`_on_stream` forms,
 //! collectives called by every PE). Use the `symm` crate for a safe API.
 #![warn(missing_docs)]
-#![allow(non_camel_case_types, non_upper_case_globals, clippy::missing_safety_doc)]
+#![allow(
+    non_camel_case_types,
+    non_upper_case_globals,
+    clippy::missing_safety_doc
+)]
 
 include!("bindings.rs");

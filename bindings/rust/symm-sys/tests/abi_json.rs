@@ -63,7 +63,13 @@ impl Parser<'_> {
     }
     fn eat(&mut self, c: u8) {
         self.ws();
-        assert_eq!(self.b.get(self.i), Some(&c), "JSON: expected {:?} at byte {}", c as char, self.i);
+        assert_eq!(
+            self.b.get(self.i),
+            Some(&c),
+            "JSON: expected {:?} at byte {}",
+            c as char,
+            self.i
+        );
         self.i += 1;
     }
     fn value(&mut self) -> Json {
@@ -79,7 +85,9 @@ impl Parser<'_> {
                 }
                 loop {
                     self.ws();
-                    let Json::Str(k) = self.value() else { panic!("JSON: key at {}", self.i) };
+                    let Json::Str(k) = self.value() else {
+                        panic!("JSON: key at {}", self.i)
+                    };
                     self.eat(b':');
                     v.push((k, self.value()));
                     self.ws();
@@ -125,9 +133,13 @@ impl Parser<'_> {
                                 b'n' => s.push('\n'),
                                 b't' => s.push('\t'),
                                 b'u' => {
-                                    let h = std::str::from_utf8(&self.b[self.i..self.i + 4]).unwrap();
+                                    let h =
+                                        std::str::from_utf8(&self.b[self.i..self.i + 4]).unwrap();
                                     self.i += 4;
-                                    s.push(char::from_u32(u32::from_str_radix(h, 16).unwrap()).unwrap_or('?'));
+                                    s.push(
+                                        char::from_u32(u32::from_str_radix(h, 16).unwrap())
+                                            .unwrap_or('?'),
+                                    );
                                 }
                                 other => s.push(other as char),
                             }
@@ -159,7 +171,9 @@ impl Parser<'_> {
             }
             _ => {
                 let start = self.i;
-                while self.i < self.b.len() && (self.b[self.i] == b'-' || self.b[self.i].is_ascii_digit()) {
+                while self.i < self.b.len()
+                    && (self.b[self.i] == b'-' || self.b[self.i].is_ascii_digit())
+                {
                     self.i += 1;
                 }
                 let t = std::str::from_utf8(&self.b[start..self.i]).unwrap();
@@ -167,14 +181,20 @@ impl Parser<'_> {
                     !matches!(self.b.get(self.i), Some(b'.' | b'e' | b'E')),
                     "JSON: only integers are expected (at {start})"
                 );
-                Json::Num(t.parse().unwrap_or_else(|_| panic!("JSON: bad number {t:?}")))
+                Json::Num(
+                    t.parse()
+                        .unwrap_or_else(|_| panic!("JSON: bad number {t:?}")),
+                )
             }
         }
     }
 }
 
 fn parse_json(text: &str) -> Json {
-    let mut p = Parser { b: text.as_bytes(), i: 0 };
+    let mut p = Parser {
+        b: text.as_bytes(),
+        i: 0,
+    };
     let v = p.value();
     p.ws();
     assert_eq!(p.i, p.b.len(), "JSON: trailing bytes");
@@ -208,7 +228,10 @@ fn parse_bindings(src: &str) -> Decls {
                 cur_struct = None;
             } else if let Some(f) = l.strip_prefix("pub ") {
                 let (n, t) = f.trim_end_matches(',').split_once(": ").expect("field");
-                d.structs.get_mut(name).unwrap().push((n.to_string(), t.to_string()));
+                d.structs
+                    .get_mut(name)
+                    .unwrap()
+                    .push((n.to_string(), t.to_string()));
             }
             continue;
         }
@@ -243,7 +266,11 @@ fn parse_bindings(src: &str) -> Decls {
                     (n.to_string(), t.to_string())
                 })
                 .collect();
-            let ret = r[close + 1..].trim_end_matches(';').trim().trim_start_matches("-> ").to_string();
+            let ret = r[close + 1..]
+                .trim_end_matches(';')
+                .trim()
+                .trim_start_matches("-> ")
+                .to_string();
             d.fns.insert(name.into(), (params, ret));
         }
     }
@@ -256,26 +283,8 @@ fn parse_bindings(src: &str) -> Decls {
 
 /// The Rust spelling a C type (as the JSON spells it) must have in symm-sys.
 fn rust_of(c: &str) -> String {
-    let toks: Vec<&str> = c.split_whitespace().flat_map(|t| {
-        // "void **" / "*const" arrive split by spaces; split '*' runs too.
-        let mut v = Vec::new();
-        let mut rest = t;
-        while let Some(r) = rest.strip_prefix('*') {
-            v.push("*");
-            rest = r;
-        }
-        if !rest.is_empty() {
-            if let Some(i) = rest.find('*') {
-                v.push(&rest[..i]);
-                for _ in rest[i..].chars() {
-                    v.push("*");
-                }
-            } else {
-                v.push(rest);
-            }
-        }
-        v
-    }).collect();
+    let spaced = c.replace('*', " * ");
+    let toks: Vec<&str> = spaced.split_whitespace().collect();
     let mut i = 0;
     let mut pointee_const = false;
     if toks[i] == "const" {
@@ -314,7 +323,7 @@ fn rust_of(c: &str) -> String {
 
 // ------------------------------------------------------------ compare ----
 
-type Layouts = Vec<(&'static str, usize, usize, Vec<(&'static str, usize, usize)>)>;
+type Layouts = Vec<symm_sys::StructLayout>;
 
 fn compare(abi: &Json, d: &Decls, layouts: &Layouts) -> Vec<String> {
     let mut bad = Vec::new();
@@ -343,7 +352,9 @@ fn compare(abi: &Json, d: &Decls, layouts: &Layouts) -> Vec<String> {
     for s in abi.a("statuses") {
         let (name, v) = (s.s("name"), s.n("value"));
         if d.consts.get(name).map(|c| c.1) != Some(v) {
-            bad.push(format!("status {name} = {v} is not declared with that value"));
+            bad.push(format!(
+                "status {name} = {v} is not declared with that value"
+            ));
         }
     }
 
@@ -356,7 +367,9 @@ fn compare(abi: &Json, d: &Decls, layouts: &Layouts) -> Vec<String> {
         };
         match d.types.get(name) {
             None => bad.push(format!("typedef {name} is not declared")),
-            Some(have) if *have != want => bad.push(format!("typedef {name}: symm-sys has {have}, expected {want}")),
+            Some(have) if *have != want => bad.push(format!(
+                "typedef {name}: symm-sys has {have}, expected {want}"
+            )),
             _ => {}
         }
     }
@@ -382,12 +395,19 @@ fn compare(abi: &Json, d: &Decls, layouts: &Layouts) -> Vec<String> {
         if lay.1 as i128 != s.n("size") || lay.2 as i128 != s.n("align") {
             bad.push(format!(
                 "struct {name}: size/align {}/{} in Rust, {}/{} in C",
-                lay.1, lay.2, s.n("size"), s.n("align")
+                lay.1,
+                lay.2,
+                s.n("size"),
+                s.n("align")
             ));
         }
         let jf = s.a("fields");
         if jf.len() != fields.len() {
-            bad.push(format!("struct {name}: {} fields in Rust, {} in the ABI", fields.len(), jf.len()));
+            bad.push(format!(
+                "struct {name}: {} fields in Rust, {} in the ABI",
+                fields.len(),
+                jf.len()
+            ));
         }
         for (k, f) in jf.iter().enumerate() {
             let fname = f.s("name");
@@ -402,10 +422,14 @@ fn compare(abi: &Json, d: &Decls, layouts: &Layouts) -> Vec<String> {
                         acc.replace(&format!("; {cn}]"), &format!("; {cv}]"))
                     });
                     if t_resolved != want {
-                        bad.push(format!("struct {name}.{fname}: Rust type {t}, expected {want}"));
+                        bad.push(format!(
+                            "struct {name}.{fname}: Rust type {t}, expected {want}"
+                        ));
                     }
                 }
-                other => bad.push(format!("struct {name}: field {k} is {other:?} in Rust, {fname} in the ABI")),
+                other => bad.push(format!(
+                    "struct {name}: field {k} is {other:?} in Rust, {fname} in the ABI"
+                )),
             }
             match lay.3.iter().find(|x| x.0 == fname) {
                 Some(&(_, off, size)) => {
@@ -441,11 +465,17 @@ fn compare(abi: &Json, d: &Decls, layouts: &Layouts) -> Vec<String> {
             r => rust_of(r),
         };
         if *ret != want_ret {
-            bad.push(format!("function {name}: returns {ret:?} in Rust, {want_ret:?} expected"));
+            bad.push(format!(
+                "function {name}: returns {ret:?} in Rust, {want_ret:?} expected"
+            ));
         }
         let jp = f.a("params");
         if jp.len() != params.len() {
-            bad.push(format!("function {name}: {} parameters in Rust, {} in the ABI", params.len(), jp.len()));
+            bad.push(format!(
+                "function {name}: {} parameters in Rust, {} in the ABI",
+                params.len(),
+                jp.len()
+            ));
             continue;
         }
         for (p, (pn, pt)) in jp.iter().zip(params) {
@@ -471,7 +501,10 @@ fn source_dir() -> PathBuf {
 fn load() -> (Json, Decls) {
     let json_path = source_dir().join("abi/symm-abi.json");
     let text = std::fs::read_to_string(&json_path).unwrap_or_else(|e| {
-        panic!("{}: {e} (the ABI description is needed for this check)", json_path.display())
+        panic!(
+            "{}: {e} (the ABI description is needed for this check)",
+            json_path.display()
+        )
     });
     let abi = parse_json(&text);
     assert_eq!(abi.n("schema"), 1, "symm-abi.json schema");
@@ -484,9 +517,19 @@ fn symm_sys_matches_the_abi_description() {
     let (abi, decls) = load();
     let layouts = symm_sys::struct_layouts();
     // The check looked at everything (a parser that finds nothing must fail).
-    assert!(abi.a("functions").len() >= 90 && decls.fns.len() >= 90, "functions parsed");
-    assert!(abi.a("constants").len() >= 80 && decls.consts.len() >= 80, "constants parsed");
-    assert_eq!(abi.a("structs").len(), layouts.len(), "every struct has a layout");
+    assert!(
+        abi.a("functions").len() >= 90 && decls.fns.len() >= 90,
+        "functions parsed"
+    );
+    assert!(
+        abi.a("constants").len() >= 80 && decls.consts.len() >= 80,
+        "constants parsed"
+    );
+    assert_eq!(
+        abi.a("structs").len(),
+        layouts.len(),
+        "every struct has a layout"
+    );
     let bad = compare(&abi, &decls, &layouts);
     assert!(
         bad.is_empty(),
@@ -505,7 +548,10 @@ fn each_kind_of_drift_is_reported() {
     let layouts = symm_sys::struct_layouts();
     let expect = |d: &Decls, l: &Layouts, what: &str| {
         let bad = compare(&abi, d, l);
-        assert!(bad.iter().any(|b| b.contains(what)), "drift {what:?} not reported: {bad:?}");
+        assert!(
+            bad.iter().any(|b| b.contains(what)),
+            "drift {what:?} not reported: {bad:?}"
+        );
     };
     let mut d = decls.clone();
     d.fns.remove("symm_put");
@@ -521,7 +567,11 @@ fn each_kind_of_drift_is_reported() {
     expect(&d, &layouts, "function symm_my_pe: returns");
     let mut d = decls.clone();
     d.fns.insert("symm_gone".into(), (vec![], String::new()));
-    expect(&d, &layouts, "function symm_gone is declared but not in the ABI");
+    expect(
+        &d,
+        &layouts,
+        "function symm_gone is declared but not in the ABI",
+    );
     let mut d = decls.clone();
     d.consts.get_mut("SYMM_CMP_LE").unwrap().1 = 9;
     expect(&d, &layouts, "constant SYMM_CMP_LE: symm-sys has 9");
@@ -533,7 +583,11 @@ fn each_kind_of_drift_is_reported() {
     expect(&d, &layouts, "struct symm_ctx_info: field 3");
     let mut d = decls.clone();
     d.structs.get_mut("symm_init_attr").unwrap()[0].1 = "i32".into();
-    expect(&d, &layouts, "struct symm_init_attr.struct_size: Rust type i32");
+    expect(
+        &d,
+        &layouts,
+        "struct symm_init_attr.struct_size: Rust type i32",
+    );
     let mut d = decls.clone();
     d.types.insert("symm_status".into(), "u32".into());
     expect(&d, &layouts, "typedef symm_status");

@@ -61,7 +61,12 @@ fn found(i: u64) -> Option<usize> {
 
 impl<'ctx, T: Element> Buffer<'ctx, T> {
     pub(crate) fn from_raw(ctx: &'ctx Context, raw: ffi::symm_buf, len: usize) -> Self {
-        Buffer { raw, ctx, len, _t: PhantomData }
+        Buffer {
+            raw,
+            ctx,
+            len,
+            _t: PhantomData,
+        }
     }
 
     /// The raw handle.
@@ -88,7 +93,14 @@ impl<'ctx, T: Element> Buffer<'ctx, T> {
     pub fn offset(&self) -> Result<u64> {
         let mut off = 0u64;
         // SAFETY: dtype and count outs are optional (NULL).
-        check(unsafe { ffi::symm_buf_query(self.raw, std::ptr::null_mut(), std::ptr::null_mut(), &mut off) })?;
+        check(unsafe {
+            ffi::symm_buf_query(
+                self.raw,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                &mut off,
+            )
+        })?;
         Ok(off)
     }
 
@@ -115,13 +127,29 @@ impl<'ctx, T: Element> Buffer<'ctx, T> {
     /// the data is visible at the target (`symm_put`).
     pub fn put(&self, index: usize, src: &[T], pe: i32) -> Result<()> {
         // SAFETY: src is readable for src.len() elements; not kept.
-        check(unsafe { ffi::symm_put(self.raw, u64_of(index), src.as_ptr().cast(), u64_of(src.len()), pe) })
+        check(unsafe {
+            ffi::symm_put(
+                self.raw,
+                u64_of(index),
+                src.as_ptr().cast(),
+                u64_of(src.len()),
+                pe,
+            )
+        })
     }
 
     /// Read `pe`'s copy at `index..index + dst.len()` into `dst` (`symm_get`).
     pub fn get(&self, index: usize, dst: &mut [T], pe: i32) -> Result<()> {
         // SAFETY: dst is writable for dst.len() elements; T accepts any bits.
-        check(unsafe { ffi::symm_get(dst.as_mut_ptr().cast(), self.raw, u64_of(index), u64_of(dst.len()), pe) })
+        check(unsafe {
+            ffi::symm_get(
+                dst.as_mut_ptr().cast(),
+                self.raw,
+                u64_of(index),
+                u64_of(dst.len()),
+                pe,
+            )
+        })
     }
 
     /// Write one element (`symm_p`).
@@ -145,7 +173,13 @@ impl<'ctx, T: Element> Buffer<'ctx, T> {
     /// `src` is read until the next [`Context::quiet`] (or barrier) on this
     /// context returns: it must not be freed or modified before then.
     pub unsafe fn put_nbi(&self, index: usize, src: &[T], pe: i32) -> Result<()> {
-        check(ffi::symm_put_nbi(self.raw, u64_of(index), src.as_ptr().cast(), u64_of(src.len()), pe))
+        check(ffi::symm_put_nbi(
+            self.raw,
+            u64_of(index),
+            src.as_ptr().cast(),
+            u64_of(src.len()),
+            pe,
+        ))
     }
 
     /// Non-blocking get (`symm_get_nbi`): `dst` is written by the next quiet.
@@ -156,17 +190,42 @@ impl<'ctx, T: Element> Buffer<'ctx, T> {
     /// context returns: it must stay valid and must not be read or written
     /// before then.
     pub unsafe fn get_nbi(&self, index: usize, dst: &mut [T], pe: i32) -> Result<()> {
-        check(ffi::symm_get_nbi(dst.as_mut_ptr().cast(), self.raw, u64_of(index), u64_of(dst.len()), pe))
+        check(ffi::symm_get_nbi(
+            dst.as_mut_ptr().cast(),
+            self.raw,
+            u64_of(index),
+            u64_of(dst.len()),
+            pe,
+        ))
     }
 
     /// Put `src`, then update `pe`'s signal `sig[sig_index]` with `op` and
     /// `signal` once the data is visible (`symm_put_signal`). `sig` must be in
     /// the same context and its element outside the data range.
     #[allow(clippy::too_many_arguments)]
-    pub fn put_signal(&self, index: usize, src: &[T], sig: &Buffer<'_, u64>, sig_index: usize, signal: u64, op: SignalOp, pe: i32) -> Result<()> {
+    pub fn put_signal(
+        &self,
+        index: usize,
+        src: &[T],
+        sig: &Buffer<'_, u64>,
+        sig_index: usize,
+        signal: u64,
+        op: SignalOp,
+        pe: i32,
+    ) -> Result<()> {
         // SAFETY: src readable for its length; not kept.
         check(unsafe {
-            ffi::symm_put_signal(self.raw, u64_of(index), src.as_ptr().cast(), u64_of(src.len()), sig.raw, u64_of(sig_index), signal, op.raw(), pe)
+            ffi::symm_put_signal(
+                self.raw,
+                u64_of(index),
+                src.as_ptr().cast(),
+                u64_of(src.len()),
+                sig.raw,
+                u64_of(sig_index),
+                signal,
+                op.raw(),
+                pe,
+            )
         })
     }
 
@@ -176,8 +235,27 @@ impl<'ctx, T: Element> Buffer<'ctx, T> {
     /// # Safety
     /// As [`Buffer::put_nbi`]: `src` is read until the next quiet.
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn put_signal_nbi(&self, index: usize, src: &[T], sig: &Buffer<'_, u64>, sig_index: usize, signal: u64, op: SignalOp, pe: i32) -> Result<()> {
-        check(ffi::symm_put_signal_nbi(self.raw, u64_of(index), src.as_ptr().cast(), u64_of(src.len()), sig.raw, u64_of(sig_index), signal, op.raw(), pe))
+    pub unsafe fn put_signal_nbi(
+        &self,
+        index: usize,
+        src: &[T],
+        sig: &Buffer<'_, u64>,
+        sig_index: usize,
+        signal: u64,
+        op: SignalOp,
+        pe: i32,
+    ) -> Result<()> {
+        check(ffi::symm_put_signal_nbi(
+            self.raw,
+            u64_of(index),
+            src.as_ptr().cast(),
+            u64_of(src.len()),
+            sig.raw,
+            u64_of(sig_index),
+            signal,
+            op.raw(),
+            pe,
+        ))
     }
 
     /// One atomic operation on `pe`'s element `index` (`symm_atomic`); returns
@@ -190,7 +268,15 @@ impl<'ctx, T: Element> Buffer<'ctx, T> {
         // SAFETY: operands are single elements read at call time; fetched is
         // written before return.
         check(unsafe {
-            ffi::symm_atomic(self.raw, u64_of(index), op.raw(), (&value as *const T).cast(), (&compare as *const T).cast(), pe, (&mut fetched as *mut T).cast())
+            ffi::symm_atomic(
+                self.raw,
+                u64_of(index),
+                op.raw(),
+                (&value as *const T).cast(),
+                (&compare as *const T).cast(),
+                pe,
+                (&mut fetched as *mut T).cast(),
+            )
         })?;
         Ok(fetched)
     }
@@ -201,8 +287,24 @@ impl<'ctx, T: Element> Buffer<'ctx, T> {
     /// # Safety
     /// `fetched` must stay valid (and unread) until the next quiet on this
     /// context returns.
-    pub unsafe fn atomic_nbi(&self, index: usize, op: AtomicOp, value: T, compare: T, pe: i32, fetched: *mut T) -> Result<()> {
-        check(ffi::symm_atomic_nbi(self.raw, u64_of(index), op.raw(), (&value as *const T).cast(), (&compare as *const T).cast(), pe, fetched.cast()))
+    pub unsafe fn atomic_nbi(
+        &self,
+        index: usize,
+        op: AtomicOp,
+        value: T,
+        compare: T,
+        pe: i32,
+        fetched: *mut T,
+    ) -> Result<()> {
+        check(ffi::symm_atomic_nbi(
+            self.raw,
+            u64_of(index),
+            op.raw(),
+            (&value as *const T).cast(),
+            (&compare as *const T).cast(),
+            pe,
+            fetched.cast(),
+        ))
     }
 
     /// Atomically read `pe`'s element.
@@ -212,7 +314,8 @@ impl<'ctx, T: Element> Buffer<'ctx, T> {
 
     /// Atomically write `pe`'s element.
     pub fn atomic_set(&self, index: usize, value: T, pe: i32) -> Result<()> {
-        self.atomic(index, AtomicOp::Set, value, T::default(), pe).map(drop)
+        self.atomic(index, AtomicOp::Set, value, T::default(), pe)
+            .map(drop)
     }
 
     /// Atomically swap; returns the prior value.
@@ -246,7 +349,9 @@ impl<'ctx, T: Element> Buffer<'ctx, T> {
     pub fn signal_wait_until(&self, sig_index: usize, cmp: Cmp, value: u64) -> Result<u64> {
         let mut v = 0u64;
         // SAFETY: v is an out-parameter.
-        check(unsafe { ffi::symm_signal_wait_until(self.raw, u64_of(sig_index), cmp.raw(), value, &mut v) })?;
+        check(unsafe {
+            ffi::symm_signal_wait_until(self.raw, u64_of(sig_index), cmp.raw(), value, &mut v)
+        })?;
         Ok(v)
     }
 
@@ -256,8 +361,22 @@ impl<'ctx, T: Element> Buffer<'ctx, T> {
     /// `src` (device or pinned memory, `nelems` elements) must stay valid and
     /// unchanged until `stream` (a valid CUDA stream or null) reaches the
     /// operation.
-    pub unsafe fn put_on_stream(&self, index: usize, src: *const T, nelems: usize, pe: i32, stream: Stream) -> Result<()> {
-        check(ffi::symm_put_on_stream(self.raw, u64_of(index), src.cast(), u64_of(nelems), pe, stream))
+    pub unsafe fn put_on_stream(
+        &self,
+        index: usize,
+        src: *const T,
+        nelems: usize,
+        pe: i32,
+        stream: Stream,
+    ) -> Result<()> {
+        check(ffi::symm_put_on_stream(
+            self.raw,
+            u64_of(index),
+            src.cast(),
+            u64_of(nelems),
+            pe,
+            stream,
+        ))
     }
 
     /// Stream-ordered get (`symm_get_on_stream`).
@@ -265,24 +384,66 @@ impl<'ctx, T: Element> Buffer<'ctx, T> {
     /// # Safety
     /// `dst` (`nelems` elements) must stay valid until `stream` reaches the
     /// operation.
-    pub unsafe fn get_on_stream(&self, index: usize, dst: *mut T, nelems: usize, pe: i32, stream: Stream) -> Result<()> {
-        check(ffi::symm_get_on_stream(dst.cast(), self.raw, u64_of(index), u64_of(nelems), pe, stream))
+    pub unsafe fn get_on_stream(
+        &self,
+        index: usize,
+        dst: *mut T,
+        nelems: usize,
+        pe: i32,
+        stream: Stream,
+    ) -> Result<()> {
+        check(ffi::symm_get_on_stream(
+            dst.cast(),
+            self.raw,
+            u64_of(index),
+            u64_of(nelems),
+            pe,
+            stream,
+        ))
     }
 
     /// Stream-ordered non-blocking put (`symm_put_nbi_on_stream`).
     ///
     /// # Safety
     /// As [`Buffer::put_on_stream`].
-    pub unsafe fn put_nbi_on_stream(&self, index: usize, src: *const T, nelems: usize, pe: i32, stream: Stream) -> Result<()> {
-        check(ffi::symm_put_nbi_on_stream(self.raw, u64_of(index), src.cast(), u64_of(nelems), pe, stream))
+    pub unsafe fn put_nbi_on_stream(
+        &self,
+        index: usize,
+        src: *const T,
+        nelems: usize,
+        pe: i32,
+        stream: Stream,
+    ) -> Result<()> {
+        check(ffi::symm_put_nbi_on_stream(
+            self.raw,
+            u64_of(index),
+            src.cast(),
+            u64_of(nelems),
+            pe,
+            stream,
+        ))
     }
 
     /// Stream-ordered non-blocking get (`symm_get_nbi_on_stream`).
     ///
     /// # Safety
     /// As [`Buffer::get_on_stream`].
-    pub unsafe fn get_nbi_on_stream(&self, index: usize, dst: *mut T, nelems: usize, pe: i32, stream: Stream) -> Result<()> {
-        check(ffi::symm_get_nbi_on_stream(dst.cast(), self.raw, u64_of(index), u64_of(nelems), pe, stream))
+    pub unsafe fn get_nbi_on_stream(
+        &self,
+        index: usize,
+        dst: *mut T,
+        nelems: usize,
+        pe: i32,
+        stream: Stream,
+    ) -> Result<()> {
+        check(ffi::symm_get_nbi_on_stream(
+            dst.cast(),
+            self.raw,
+            u64_of(index),
+            u64_of(nelems),
+            pe,
+            stream,
+        ))
     }
 
     /// Stream-ordered one-element put; `value` is read at call time
@@ -290,8 +451,20 @@ impl<'ctx, T: Element> Buffer<'ctx, T> {
     ///
     /// # Safety
     /// `stream` must be a valid CUDA stream of this process (or null).
-    pub unsafe fn p_on_stream(&self, index: usize, value: T, pe: i32, stream: Stream) -> Result<()> {
-        check(ffi::symm_p_on_stream(self.raw, u64_of(index), (&value as *const T).cast(), pe, stream))
+    pub unsafe fn p_on_stream(
+        &self,
+        index: usize,
+        value: T,
+        pe: i32,
+        stream: Stream,
+    ) -> Result<()> {
+        check(ffi::symm_p_on_stream(
+            self.raw,
+            u64_of(index),
+            (&value as *const T).cast(),
+            pe,
+            stream,
+        ))
     }
 
     /// Stream-ordered [`Buffer::put_signal`] (`symm_put_signal_on_stream`).
@@ -299,16 +472,52 @@ impl<'ctx, T: Element> Buffer<'ctx, T> {
     /// # Safety
     /// As [`Buffer::put_on_stream`].
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn put_signal_on_stream(&self, index: usize, src: *const T, nelems: usize, sig: &Buffer<'_, u64>, sig_index: usize, signal: u64, op: SignalOp, pe: i32, stream: Stream) -> Result<()> {
-        check(ffi::symm_put_signal_on_stream(self.raw, u64_of(index), src.cast(), u64_of(nelems), sig.raw, u64_of(sig_index), signal, op.raw(), pe, stream))
+    pub unsafe fn put_signal_on_stream(
+        &self,
+        index: usize,
+        src: *const T,
+        nelems: usize,
+        sig: &Buffer<'_, u64>,
+        sig_index: usize,
+        signal: u64,
+        op: SignalOp,
+        pe: i32,
+        stream: Stream,
+    ) -> Result<()> {
+        check(ffi::symm_put_signal_on_stream(
+            self.raw,
+            u64_of(index),
+            src.cast(),
+            u64_of(nelems),
+            sig.raw,
+            u64_of(sig_index),
+            signal,
+            op.raw(),
+            pe,
+            stream,
+        ))
     }
 
     /// Stream-ordered [`Buffer::signal_op`] (`symm_signal_op_on_stream`).
     ///
     /// # Safety
     /// `stream` must be a valid CUDA stream of this process (or null).
-    pub unsafe fn signal_op_on_stream(&self, sig_index: usize, signal: u64, op: SignalOp, pe: i32, stream: Stream) -> Result<()> {
-        check(ffi::symm_signal_op_on_stream(self.raw, u64_of(sig_index), signal, op.raw(), pe, stream))
+    pub unsafe fn signal_op_on_stream(
+        &self,
+        sig_index: usize,
+        signal: u64,
+        op: SignalOp,
+        pe: i32,
+        stream: Stream,
+    ) -> Result<()> {
+        check(ffi::symm_signal_op_on_stream(
+            self.raw,
+            u64_of(sig_index),
+            signal,
+            op.raw(),
+            pe,
+            stream,
+        ))
     }
 
     /// The stream waits until this PE's signal compares true
@@ -316,8 +525,20 @@ impl<'ctx, T: Element> Buffer<'ctx, T> {
     ///
     /// # Safety
     /// `stream` must be a valid CUDA stream of this process (or null).
-    pub unsafe fn signal_wait_until_on_stream(&self, sig_index: usize, cmp: Cmp, value: u64, stream: Stream) -> Result<()> {
-        check(ffi::symm_signal_wait_until_on_stream(self.raw, u64_of(sig_index), cmp.raw(), value, stream))
+    pub unsafe fn signal_wait_until_on_stream(
+        &self,
+        sig_index: usize,
+        cmp: Cmp,
+        value: u64,
+        stream: Stream,
+    ) -> Result<()> {
+        check(ffi::symm_signal_wait_until_on_stream(
+            self.raw,
+            u64_of(sig_index),
+            cmp.raw(),
+            value,
+            stream,
+        ))
     }
 
     /// Free the buffer on every PE (`symm_buf_free`). Collective over the
@@ -340,7 +561,8 @@ impl<T: Integer> Buffer<'_, T> {
     }
     /// Atomically increment.
     pub fn atomic_inc(&self, index: usize, pe: i32) -> Result<()> {
-        self.atomic(index, AtomicOp::Inc, T::default(), T::default(), pe).map(drop)
+        self.atomic(index, AtomicOp::Inc, T::default(), T::default(), pe)
+            .map(drop)
     }
     /// Atomically add; returns the prior value.
     pub fn atomic_fetch_add(&self, index: usize, value: T, pe: i32) -> Result<T> {
@@ -348,7 +570,8 @@ impl<T: Integer> Buffer<'_, T> {
     }
     /// Atomically add.
     pub fn atomic_add(&self, index: usize, value: T, pe: i32) -> Result<()> {
-        self.atomic(index, AtomicOp::Add, value, T::default(), pe).map(drop)
+        self.atomic(index, AtomicOp::Add, value, T::default(), pe)
+            .map(drop)
     }
     /// Atomically and; returns the prior value.
     pub fn atomic_fetch_and(&self, index: usize, value: T, pe: i32) -> Result<T> {
@@ -366,62 +589,168 @@ impl<T: Integer> Buffer<'_, T> {
     /// Wait until element `index` compares true against `value` (`symm_wait_until`).
     pub fn wait_until(&self, index: usize, cmp: Cmp, value: T) -> Result<()> {
         // SAFETY: value is one element read during the call.
-        check(unsafe { ffi::symm_wait_until(self.raw, u64_of(index), cmp.raw(), (&value as *const T).cast()) })
+        check(unsafe {
+            ffi::symm_wait_until(
+                self.raw,
+                u64_of(index),
+                cmp.raw(),
+                (&value as *const T).cast(),
+            )
+        })
     }
 
     /// Wait until every included element of `index..index + nelems` compares
     /// true (`symm_wait_until_all`).
-    pub fn wait_until_all(&self, index: usize, nelems: usize, status: Option<&[i32]>, cmp: Cmp, value: T) -> Result<()> {
+    pub fn wait_until_all(
+        &self,
+        index: usize,
+        nelems: usize,
+        status: Option<&[i32]>,
+        cmp: Cmp,
+        value: T,
+    ) -> Result<()> {
         let st = mask(status, nelems, "wait_until_all")?;
         // SAFETY: st is NULL or nelems entries; value one element.
-        check(unsafe { ffi::symm_wait_until_all(self.raw, u64_of(index), u64_of(nelems), st, cmp.raw(), (&value as *const T).cast()) })
+        check(unsafe {
+            ffi::symm_wait_until_all(
+                self.raw,
+                u64_of(index),
+                u64_of(nelems),
+                st,
+                cmp.raw(),
+                (&value as *const T).cast(),
+            )
+        })
     }
 
     /// Wait until one included element compares true; returns its index
     /// relative to `index`, `None` for an empty set (`symm_wait_until_any`).
-    pub fn wait_until_any(&self, index: usize, nelems: usize, status: Option<&[i32]>, cmp: Cmp, value: T) -> Result<Option<usize>> {
+    pub fn wait_until_any(
+        &self,
+        index: usize,
+        nelems: usize,
+        status: Option<&[i32]>,
+        cmp: Cmp,
+        value: T,
+    ) -> Result<Option<usize>> {
         let st = mask(status, nelems, "wait_until_any")?;
         let mut f = ffi::SYMM_INDEX_NONE;
         // SAFETY: as wait_until_all; f is an out-parameter.
-        check(unsafe { ffi::symm_wait_until_any(self.raw, u64_of(index), u64_of(nelems), st, cmp.raw(), (&value as *const T).cast(), &mut f) })?;
+        check(unsafe {
+            ffi::symm_wait_until_any(
+                self.raw,
+                u64_of(index),
+                u64_of(nelems),
+                st,
+                cmp.raw(),
+                (&value as *const T).cast(),
+                &mut f,
+            )
+        })?;
         Ok(found(f))
     }
 
     /// Wait until at least one included element compares true; returns every
     /// satisfied index (relative to `index`, increasing) (`symm_wait_until_some`).
-    pub fn wait_until_some(&self, index: usize, nelems: usize, status: Option<&[i32]>, cmp: Cmp, value: T) -> Result<Vec<usize>> {
+    pub fn wait_until_some(
+        &self,
+        index: usize,
+        nelems: usize,
+        status: Option<&[i32]>,
+        cmp: Cmp,
+        value: T,
+    ) -> Result<Vec<usize>> {
         let st = mask(status, nelems, "wait_until_some")?;
         let mut idx = vec![0u64; nelems];
         let mut n = 0u64;
         // SAFETY: idx has nelems capacity; n is an out-parameter.
-        check(unsafe { ffi::symm_wait_until_some(self.raw, u64_of(index), u64_of(nelems), st, cmp.raw(), (&value as *const T).cast(), idx.as_mut_ptr(), &mut n) })?;
+        check(unsafe {
+            ffi::symm_wait_until_some(
+                self.raw,
+                u64_of(index),
+                u64_of(nelems),
+                st,
+                cmp.raw(),
+                (&value as *const T).cast(),
+                idx.as_mut_ptr(),
+                &mut n,
+            )
+        })?;
         Ok(idx[..n as usize].iter().map(|&i| i as usize).collect())
     }
 
     /// [`Buffer::wait_until_all`] with element i compared against `values[i]`
     /// (`symm_wait_until_all_vector`).
-    pub fn wait_until_all_vector(&self, index: usize, status: Option<&[i32]>, cmp: Cmp, values: &[T]) -> Result<()> {
+    pub fn wait_until_all_vector(
+        &self,
+        index: usize,
+        status: Option<&[i32]>,
+        cmp: Cmp,
+        values: &[T],
+    ) -> Result<()> {
         let st = mask(status, values.len(), "wait_until_all_vector")?;
         // SAFETY: values has nelems elements.
-        check(unsafe { ffi::symm_wait_until_all_vector(self.raw, u64_of(index), u64_of(values.len()), st, cmp.raw(), values.as_ptr().cast()) })
+        check(unsafe {
+            ffi::symm_wait_until_all_vector(
+                self.raw,
+                u64_of(index),
+                u64_of(values.len()),
+                st,
+                cmp.raw(),
+                values.as_ptr().cast(),
+            )
+        })
     }
 
     /// [`Buffer::wait_until_any`], vector form (`symm_wait_until_any_vector`).
-    pub fn wait_until_any_vector(&self, index: usize, status: Option<&[i32]>, cmp: Cmp, values: &[T]) -> Result<Option<usize>> {
+    pub fn wait_until_any_vector(
+        &self,
+        index: usize,
+        status: Option<&[i32]>,
+        cmp: Cmp,
+        values: &[T],
+    ) -> Result<Option<usize>> {
         let st = mask(status, values.len(), "wait_until_any_vector")?;
         let mut f = ffi::SYMM_INDEX_NONE;
         // SAFETY: values has nelems elements; f an out-parameter.
-        check(unsafe { ffi::symm_wait_until_any_vector(self.raw, u64_of(index), u64_of(values.len()), st, cmp.raw(), values.as_ptr().cast(), &mut f) })?;
+        check(unsafe {
+            ffi::symm_wait_until_any_vector(
+                self.raw,
+                u64_of(index),
+                u64_of(values.len()),
+                st,
+                cmp.raw(),
+                values.as_ptr().cast(),
+                &mut f,
+            )
+        })?;
         Ok(found(f))
     }
 
     /// [`Buffer::wait_until_some`], vector form (`symm_wait_until_some_vector`).
-    pub fn wait_until_some_vector(&self, index: usize, status: Option<&[i32]>, cmp: Cmp, values: &[T]) -> Result<Vec<usize>> {
+    pub fn wait_until_some_vector(
+        &self,
+        index: usize,
+        status: Option<&[i32]>,
+        cmp: Cmp,
+        values: &[T],
+    ) -> Result<Vec<usize>> {
         let st = mask(status, values.len(), "wait_until_some_vector")?;
         let mut idx = vec![0u64; values.len()];
         let mut n = 0u64;
         // SAFETY: idx has nelems capacity.
-        check(unsafe { ffi::symm_wait_until_some_vector(self.raw, u64_of(index), u64_of(values.len()), st, cmp.raw(), values.as_ptr().cast(), idx.as_mut_ptr(), &mut n) })?;
+        check(unsafe {
+            ffi::symm_wait_until_some_vector(
+                self.raw,
+                u64_of(index),
+                u64_of(values.len()),
+                st,
+                cmp.raw(),
+                values.as_ptr().cast(),
+                idx.as_mut_ptr(),
+                &mut n,
+            )
+        })?;
         Ok(idx[..n as usize].iter().map(|&i| i as usize).collect())
     }
 
@@ -429,65 +758,176 @@ impl<T: Integer> Buffer<'_, T> {
     pub fn test(&self, index: usize, cmp: Cmp, value: T) -> Result<bool> {
         let mut s = 0i32;
         // SAFETY: value one element; s an out-parameter.
-        check(unsafe { ffi::symm_test(self.raw, u64_of(index), cmp.raw(), (&value as *const T).cast(), &mut s) })?;
+        check(unsafe {
+            ffi::symm_test(
+                self.raw,
+                u64_of(index),
+                cmp.raw(),
+                (&value as *const T).cast(),
+                &mut s,
+            )
+        })?;
         Ok(s != 0)
     }
 
     /// Do all included elements compare true? (`symm_test_all`)
-    pub fn test_all(&self, index: usize, nelems: usize, status: Option<&[i32]>, cmp: Cmp, value: T) -> Result<bool> {
+    pub fn test_all(
+        &self,
+        index: usize,
+        nelems: usize,
+        status: Option<&[i32]>,
+        cmp: Cmp,
+        value: T,
+    ) -> Result<bool> {
         let st = mask(status, nelems, "test_all")?;
         let mut s = 0i32;
         // SAFETY: as wait_until_all.
-        check(unsafe { ffi::symm_test_all(self.raw, u64_of(index), u64_of(nelems), st, cmp.raw(), (&value as *const T).cast(), &mut s) })?;
+        check(unsafe {
+            ffi::symm_test_all(
+                self.raw,
+                u64_of(index),
+                u64_of(nelems),
+                st,
+                cmp.raw(),
+                (&value as *const T).cast(),
+                &mut s,
+            )
+        })?;
         Ok(s != 0)
     }
 
     /// One included element that compares true, if any (`symm_test_any`).
-    pub fn test_any(&self, index: usize, nelems: usize, status: Option<&[i32]>, cmp: Cmp, value: T) -> Result<Option<usize>> {
+    pub fn test_any(
+        &self,
+        index: usize,
+        nelems: usize,
+        status: Option<&[i32]>,
+        cmp: Cmp,
+        value: T,
+    ) -> Result<Option<usize>> {
         let st = mask(status, nelems, "test_any")?;
         let mut s = 0i32;
         let mut f = ffi::SYMM_INDEX_NONE;
         // SAFETY: as wait_until_any.
-        check(unsafe { ffi::symm_test_any(self.raw, u64_of(index), u64_of(nelems), st, cmp.raw(), (&value as *const T).cast(), &mut s, &mut f) })?;
+        check(unsafe {
+            ffi::symm_test_any(
+                self.raw,
+                u64_of(index),
+                u64_of(nelems),
+                st,
+                cmp.raw(),
+                (&value as *const T).cast(),
+                &mut s,
+                &mut f,
+            )
+        })?;
         Ok(if s != 0 { found(f) } else { None })
     }
 
     /// Every included element that compares true now (`symm_test_some`).
-    pub fn test_some(&self, index: usize, nelems: usize, status: Option<&[i32]>, cmp: Cmp, value: T) -> Result<Vec<usize>> {
+    pub fn test_some(
+        &self,
+        index: usize,
+        nelems: usize,
+        status: Option<&[i32]>,
+        cmp: Cmp,
+        value: T,
+    ) -> Result<Vec<usize>> {
         let st = mask(status, nelems, "test_some")?;
         let mut idx = vec![0u64; nelems];
         let mut n = 0u64;
         // SAFETY: idx has nelems capacity.
-        check(unsafe { ffi::symm_test_some(self.raw, u64_of(index), u64_of(nelems), st, cmp.raw(), (&value as *const T).cast(), idx.as_mut_ptr(), &mut n) })?;
+        check(unsafe {
+            ffi::symm_test_some(
+                self.raw,
+                u64_of(index),
+                u64_of(nelems),
+                st,
+                cmp.raw(),
+                (&value as *const T).cast(),
+                idx.as_mut_ptr(),
+                &mut n,
+            )
+        })?;
         Ok(idx[..n as usize].iter().map(|&i| i as usize).collect())
     }
 
     /// [`Buffer::test_all`], vector form (`symm_test_all_vector`).
-    pub fn test_all_vector(&self, index: usize, status: Option<&[i32]>, cmp: Cmp, values: &[T]) -> Result<bool> {
+    pub fn test_all_vector(
+        &self,
+        index: usize,
+        status: Option<&[i32]>,
+        cmp: Cmp,
+        values: &[T],
+    ) -> Result<bool> {
         let st = mask(status, values.len(), "test_all_vector")?;
         let mut s = 0i32;
         // SAFETY: values has nelems elements.
-        check(unsafe { ffi::symm_test_all_vector(self.raw, u64_of(index), u64_of(values.len()), st, cmp.raw(), values.as_ptr().cast(), &mut s) })?;
+        check(unsafe {
+            ffi::symm_test_all_vector(
+                self.raw,
+                u64_of(index),
+                u64_of(values.len()),
+                st,
+                cmp.raw(),
+                values.as_ptr().cast(),
+                &mut s,
+            )
+        })?;
         Ok(s != 0)
     }
 
     /// [`Buffer::test_any`], vector form (`symm_test_any_vector`).
-    pub fn test_any_vector(&self, index: usize, status: Option<&[i32]>, cmp: Cmp, values: &[T]) -> Result<Option<usize>> {
+    pub fn test_any_vector(
+        &self,
+        index: usize,
+        status: Option<&[i32]>,
+        cmp: Cmp,
+        values: &[T],
+    ) -> Result<Option<usize>> {
         let st = mask(status, values.len(), "test_any_vector")?;
         let mut s = 0i32;
         let mut f = ffi::SYMM_INDEX_NONE;
         // SAFETY: values has nelems elements.
-        check(unsafe { ffi::symm_test_any_vector(self.raw, u64_of(index), u64_of(values.len()), st, cmp.raw(), values.as_ptr().cast(), &mut s, &mut f) })?;
+        check(unsafe {
+            ffi::symm_test_any_vector(
+                self.raw,
+                u64_of(index),
+                u64_of(values.len()),
+                st,
+                cmp.raw(),
+                values.as_ptr().cast(),
+                &mut s,
+                &mut f,
+            )
+        })?;
         Ok(if s != 0 { found(f) } else { None })
     }
 
     /// [`Buffer::test_some`], vector form (`symm_test_some_vector`).
-    pub fn test_some_vector(&self, index: usize, status: Option<&[i32]>, cmp: Cmp, values: &[T]) -> Result<Vec<usize>> {
+    pub fn test_some_vector(
+        &self,
+        index: usize,
+        status: Option<&[i32]>,
+        cmp: Cmp,
+        values: &[T],
+    ) -> Result<Vec<usize>> {
         let st = mask(status, values.len(), "test_some_vector")?;
         let mut idx = vec![0u64; values.len()];
         let mut n = 0u64;
         // SAFETY: idx has nelems capacity.
-        check(unsafe { ffi::symm_test_some_vector(self.raw, u64_of(index), u64_of(values.len()), st, cmp.raw(), values.as_ptr().cast(), idx.as_mut_ptr(), &mut n) })?;
+        check(unsafe {
+            ffi::symm_test_some_vector(
+                self.raw,
+                u64_of(index),
+                u64_of(values.len()),
+                st,
+                cmp.raw(),
+                values.as_ptr().cast(),
+                idx.as_mut_ptr(),
+                &mut n,
+            )
+        })?;
         Ok(idx[..n as usize].iter().map(|&i| i as usize).collect())
     }
 }
@@ -509,7 +949,13 @@ pub struct NbiScope<'scope, 'env: 'scope> {
 
 impl<'scope, 'env> NbiScope<'scope, 'env> {
     /// Non-blocking put of `src` (`symm_put_nbi`); complete when the scope ends.
-    pub fn put<T: Element>(&'scope self, buf: &Buffer<'_, T>, index: usize, src: &'env [T], pe: i32) -> Result<()> {
+    pub fn put<T: Element>(
+        &'scope self,
+        buf: &Buffer<'_, T>,
+        index: usize,
+        src: &'env [T],
+        pe: i32,
+    ) -> Result<()> {
         self.same_ctx(buf.context())?;
         // SAFETY: src is borrowed until nbi_scope returns, after its quiet.
         unsafe { buf.put_nbi(index, src, pe) }
@@ -517,7 +963,13 @@ impl<'scope, 'env> NbiScope<'scope, 'env> {
 
     /// Non-blocking get into `dst` (`symm_get_nbi`); `dst` is written by the
     /// end of the scope (it stays exclusively borrowed until then).
-    pub fn get<T: Element>(&'scope self, buf: &Buffer<'_, T>, index: usize, dst: &'env mut [T], pe: i32) -> Result<()> {
+    pub fn get<T: Element>(
+        &'scope self,
+        buf: &Buffer<'_, T>,
+        index: usize,
+        dst: &'env mut [T],
+        pe: i32,
+    ) -> Result<()> {
         self.same_ctx(buf.context())?;
         // SAFETY: dst is exclusively borrowed until nbi_scope returns, after its quiet.
         unsafe { buf.get_nbi(index, dst, pe) }
@@ -525,7 +977,17 @@ impl<'scope, 'env> NbiScope<'scope, 'env> {
 
     /// Non-blocking [`Buffer::put_signal`] (`symm_put_signal_nbi`).
     #[allow(clippy::too_many_arguments)]
-    pub fn put_signal<T: Element>(&'scope self, buf: &Buffer<'_, T>, index: usize, src: &'env [T], sig: &Buffer<'_, u64>, sig_index: usize, signal: u64, op: SignalOp, pe: i32) -> Result<()> {
+    pub fn put_signal<T: Element>(
+        &'scope self,
+        buf: &Buffer<'_, T>,
+        index: usize,
+        src: &'env [T],
+        sig: &Buffer<'_, u64>,
+        sig_index: usize,
+        signal: u64,
+        op: SignalOp,
+        pe: i32,
+    ) -> Result<()> {
         self.same_ctx(buf.context())?;
         // SAFETY: as put.
         unsafe { buf.put_signal_nbi(index, src, sig, sig_index, signal, op, pe) }
@@ -534,7 +996,16 @@ impl<'scope, 'env> NbiScope<'scope, 'env> {
     /// Non-blocking atomic (`symm_atomic_nbi`); `fetched` receives the prior
     /// value by the end of the scope.
     #[allow(clippy::too_many_arguments)]
-    pub fn atomic<T: Element>(&'scope self, buf: &Buffer<'_, T>, index: usize, op: AtomicOp, value: T, compare: T, pe: i32, fetched: &'env mut T) -> Result<()> {
+    pub fn atomic<T: Element>(
+        &'scope self,
+        buf: &Buffer<'_, T>,
+        index: usize,
+        op: AtomicOp,
+        value: T,
+        compare: T,
+        pe: i32,
+        fetched: &'env mut T,
+    ) -> Result<()> {
         self.same_ctx(buf.context())?;
         // SAFETY: fetched is exclusively borrowed until after the quiet.
         unsafe { buf.atomic_nbi(index, op, value, compare, pe, fetched) }
@@ -544,7 +1015,9 @@ impl<'scope, 'env> NbiScope<'scope, 'env> {
         if std::ptr::eq(c, self.ctx) {
             Ok(())
         } else {
-            Err(Error::invalid_arg("nbi_scope: the buffer belongs to another context than the scope's"))
+            Err(Error::invalid_arg(
+                "nbi_scope: the buffer belongs to another context than the scope's",
+            ))
         }
     }
 }
@@ -591,7 +1064,11 @@ impl Context {
     where
         F: for<'scope> FnOnce(&'scope NbiScope<'scope, 'env>) -> R,
     {
-        let scope = NbiScope { ctx: self, _scope: PhantomData, _env: PhantomData };
+        let scope = NbiScope {
+            ctx: self,
+            _scope: PhantomData,
+            _env: PhantomData,
+        };
         let guard = QuietOnDrop(self, None);
         let r = f(&scope);
         guard.finish()?;

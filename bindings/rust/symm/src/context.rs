@@ -110,7 +110,9 @@ impl UniqueId {
     /// it must initialise as rank 0 with it; send the bytes to the other PEs
     /// over your own channel.
     pub fn new() -> Result<UniqueId> {
-        let mut id = ffi::symm_unique_id { bytes: [0; ffi::SYMM_UNIQUE_ID_BYTES] };
+        let mut id = ffi::symm_unique_id {
+            bytes: [0; ffi::SYMM_UNIQUE_ID_BYTES],
+        };
         // SAFETY: id is a valid out-parameter.
         check(unsafe { ffi::symm_get_unique_id(&mut id) })?;
         Ok(UniqueId(id))
@@ -213,7 +215,10 @@ impl ContextBuilder {
         let mut raw: ffi::symm_ctx = std::ptr::null_mut();
         // SAFETY: attr and raw are valid.
         check(unsafe { ffi::symm_init(&attr, &mut raw) })?;
-        Ok(Context { raw, team_locks: Default::default() })
+        Ok(Context {
+            raw,
+            team_locks: Default::default(),
+        })
     }
 }
 
@@ -345,7 +350,10 @@ impl Context {
             return Ok(None);
         }
         let end = msg.iter().position(|&b| b == 0).unwrap_or(msg.len());
-        Ok(Some(Error::from_code(status, String::from_utf8_lossy(&msg[..end]).into_owned())))
+        Ok(Some(Error::from_code(
+            status,
+            String::from_utf8_lossy(&msg[..end]).into_owned(),
+        )))
     }
 
     /// A predefined team (`symm_team_get`).
@@ -353,7 +361,11 @@ impl Context {
         let mut t: ffi::symm_team = std::ptr::null_mut();
         // SAFETY: t is a valid out-parameter.
         check(unsafe { ffi::symm_team_get(self.raw, which.raw(), &mut t) })?;
-        Ok(Team::predefined(self, t, self.team_locks[which.index()].clone()))
+        Ok(Team::predefined(
+            self,
+            t,
+            self.team_locks[which.index()].clone(),
+        ))
     }
 
     /// The team of every PE ([`PredefinedTeam::World`]).
@@ -384,7 +396,13 @@ impl Context {
     /// stay valid until [`Buffer::free`] of the result (or `finalize`).
     pub unsafe fn register<T: Element>(&self, ptr: *mut T, count: usize) -> Result<Buffer<'_, T>> {
         let mut b: ffi::symm_buf = std::ptr::null_mut();
-        check(ffi::symm_buf_register(self.raw, ptr.cast(), T::DTYPE, u64_of(count), &mut b))?;
+        check(ffi::symm_buf_register(
+            self.raw,
+            ptr.cast(),
+            T::DTYPE,
+            u64_of(count),
+            &mut b,
+        ))?;
         Ok(Buffer::from_raw(self, b, count))
     }
 
@@ -420,7 +438,13 @@ impl Context {
     /// `dst_sym` must be a symmetric address of this context (inside this PE's
     /// heap; the range is bounds-checked against the heap, not against a
     /// buffer); `src` must be readable for `nbytes`.
-    pub unsafe fn putmem(&self, dst_sym: *mut c_void, src: *const c_void, nbytes: usize, pe: i32) -> Result<()> {
+    pub unsafe fn putmem(
+        &self,
+        dst_sym: *mut c_void,
+        src: *const c_void,
+        nbytes: usize,
+        pe: i32,
+    ) -> Result<()> {
         check(ffi::symm_putmem(self.raw, dst_sym, src, u64_of(nbytes), pe))
     }
 
@@ -428,7 +452,13 @@ impl Context {
     ///
     /// # Safety
     /// `dst` must be writable for `nbytes`; `src_sym` a symmetric address.
-    pub unsafe fn getmem(&self, dst: *mut c_void, src_sym: *const c_void, nbytes: usize, pe: i32) -> Result<()> {
+    pub unsafe fn getmem(
+        &self,
+        dst: *mut c_void,
+        src_sym: *const c_void,
+        nbytes: usize,
+        pe: i32,
+    ) -> Result<()> {
         check(ffi::symm_getmem(self.raw, dst, src_sym, u64_of(nbytes), pe))
     }
 
@@ -437,8 +467,20 @@ impl Context {
     /// # Safety
     /// As `putmem`, and `src` must stay valid and unchanged until the next
     /// quiet (or barrier) on this context.
-    pub unsafe fn putmem_nbi(&self, dst_sym: *mut c_void, src: *const c_void, nbytes: usize, pe: i32) -> Result<()> {
-        check(ffi::symm_putmem_nbi(self.raw, dst_sym, src, u64_of(nbytes), pe))
+    pub unsafe fn putmem_nbi(
+        &self,
+        dst_sym: *mut c_void,
+        src: *const c_void,
+        nbytes: usize,
+        pe: i32,
+    ) -> Result<()> {
+        check(ffi::symm_putmem_nbi(
+            self.raw,
+            dst_sym,
+            src,
+            u64_of(nbytes),
+            pe,
+        ))
     }
 
     /// Non-blocking [`Context::getmem`] (`symm_getmem_nbi`).
@@ -446,13 +488,27 @@ impl Context {
     /// # Safety
     /// As `getmem`, and `dst` must stay valid (and unread) until the next
     /// quiet (or barrier) on this context.
-    pub unsafe fn getmem_nbi(&self, dst: *mut c_void, src_sym: *const c_void, nbytes: usize, pe: i32) -> Result<()> {
-        check(ffi::symm_getmem_nbi(self.raw, dst, src_sym, u64_of(nbytes), pe))
+    pub unsafe fn getmem_nbi(
+        &self,
+        dst: *mut c_void,
+        src_sym: *const c_void,
+        nbytes: usize,
+        pe: i32,
+    ) -> Result<()> {
+        check(ffi::symm_getmem_nbi(
+            self.raw,
+            dst,
+            src_sym,
+            u64_of(nbytes),
+            pe,
+        ))
     }
 
     /// Address at which this process can load/store `pe`'s copy of the
     /// symmetric address `sym`, or `None` when `pe` is not reachable
     /// (`symm_ptr`).
+    // sym is an address to translate, never dereferenced.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn ptr(&self, sym: *const c_void, pe: i32) -> Result<Option<*mut c_void>> {
         let mut p: *mut c_void = std::ptr::null_mut();
         // SAFETY: sym is only compared against the heap range, never read.
@@ -483,8 +539,22 @@ impl Context {
     /// # Safety
     /// As [`Context::putmem`]; `src` (device or pinned memory) must stay valid
     /// and unchanged until the stream reaches the operation.
-    pub unsafe fn putmem_on_stream(&self, dst_sym: *mut c_void, src: *const c_void, nbytes: usize, pe: i32, stream: Stream) -> Result<()> {
-        check(ffi::symm_putmem_on_stream(self.raw, dst_sym, src, u64_of(nbytes), pe, stream))
+    pub unsafe fn putmem_on_stream(
+        &self,
+        dst_sym: *mut c_void,
+        src: *const c_void,
+        nbytes: usize,
+        pe: i32,
+        stream: Stream,
+    ) -> Result<()> {
+        check(ffi::symm_putmem_on_stream(
+            self.raw,
+            dst_sym,
+            src,
+            u64_of(nbytes),
+            pe,
+            stream,
+        ))
     }
 
     /// Stream-ordered byte get (`symm_getmem_on_stream`).
@@ -492,8 +562,22 @@ impl Context {
     /// # Safety
     /// As [`Context::getmem`]; `dst` must stay valid until the stream reaches
     /// the operation.
-    pub unsafe fn getmem_on_stream(&self, dst: *mut c_void, src_sym: *const c_void, nbytes: usize, pe: i32, stream: Stream) -> Result<()> {
-        check(ffi::symm_getmem_on_stream(self.raw, dst, src_sym, u64_of(nbytes), pe, stream))
+    pub unsafe fn getmem_on_stream(
+        &self,
+        dst: *mut c_void,
+        src_sym: *const c_void,
+        nbytes: usize,
+        pe: i32,
+        stream: Stream,
+    ) -> Result<()> {
+        check(ffi::symm_getmem_on_stream(
+            self.raw,
+            dst,
+            src_sym,
+            u64_of(nbytes),
+            pe,
+            stream,
+        ))
     }
 
     /// The context as seen by GPU code (`symm_device_ctx_get`; CUDA backend,

@@ -145,10 +145,22 @@ mod tests {
 
     #[test]
     fn half_round_trips() {
-        for &x in &[0.0f32, -0.0, 1.0, -2.5, 65504.0, 6.1035156e-5, 5.9604645e-8, 0.333] {
+        for &x in &[
+            0.0f32,
+            -0.0,
+            1.0,
+            -2.5,
+            65504.0,
+            6.1035156e-5,
+            5.9604645e-8,
+            0.333,
+        ] {
             let h = F16::from_f32(x);
             let back = h.to_f32();
-            assert!((back - x).abs() <= x.abs() * 1e-3 + 6e-8, "{x} -> {h:?} -> {back}");
+            assert!(
+                (back - x).abs() <= x.abs() * 1e-3 + 6e-8,
+                "{x} -> {h:?} -> {back}"
+            );
         }
         assert_eq!(F16::from_f32(1.0).0, 0x3C00);
         assert_eq!(F16::from_f32(65536.0).0, 0x7C00);

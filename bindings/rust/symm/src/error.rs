@@ -185,7 +185,10 @@ mod tests {
     fn every_status_has_its_variant() {
         for code in 1..sys::SYMM_STATUS_COUNT as i32 {
             let e = Error::from_code(code, "m");
-            assert!(!matches!(e, Error::Unknown { .. }), "status {code} has no variant");
+            assert!(
+                !matches!(e, Error::Unknown { .. }),
+                "status {code} has no variant"
+            );
             assert_eq!(e.code(), code);
             assert_eq!(e.message(), "m");
             assert_ne!(e.name(), "SYMM_ERR_UNKNOWN");

@@ -121,7 +121,11 @@ pub struct Version {
 impl Version {
     /// Decodes `SYMM_VERSION_ENCODE(major, minor, patch)`.
     pub fn from_encoded(v: u32) -> Version {
-        Version { major: v / 1_000_000, minor: v / 1000 % 1000, patch: v % 1000 }
+        Version {
+            major: v / 1_000_000,
+            minor: v / 1000 % 1000,
+            patch: v % 1000,
+        }
     }
 
     /// `major * 1000000 + minor * 1000 + patch`.

@@ -1,4 +1,6 @@
 //! `Team`: an ordered subset of a context's PEs, and the collectives over it.
+// The collectives mirror the C signatures (team, dst, index, src, index, n, ...).
+#![allow(clippy::too_many_arguments)]
 
 use std::mem::{size_of, ManuallyDrop};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -77,10 +79,17 @@ impl std::fmt::Debug for Team<'_> {
 }
 
 fn team_config(num_contexts: Option<i32>) -> Result<Option<ffi::symm_team_config>> {
-    let Some(n) = num_contexts else { return Ok(None) };
-    let mut c = ffi::symm_team_config { struct_size: 0, num_contexts: 0 };
+    let Some(n) = num_contexts else {
+        return Ok(None);
+    };
+    let mut c = ffi::symm_team_config {
+        struct_size: 0,
+        num_contexts: 0,
+    };
     // SAFETY: c is valid for its size.
-    check(unsafe { ffi::symm_team_config_init(&mut c, size_of::<ffi::symm_team_config>() as u32) })?;
+    check(unsafe {
+        ffi::symm_team_config_init(&mut c, size_of::<ffi::symm_team_config>() as u32)
+    })?;
     c.num_contexts = n;
     Ok(Some(c))
 }
@@ -90,15 +99,29 @@ fn cfg_ptr(c: &Option<ffi::symm_team_config>) -> *const ffi::symm_team_config {
 }
 
 impl<'ctx> Team<'ctx> {
-    pub(crate) fn predefined(ctx: &'ctx Context, raw: ffi::symm_team, lock: Arc<Mutex<()>>) -> Self {
-        Team { raw, ctx, lock, split: false }
+    pub(crate) fn predefined(
+        ctx: &'ctx Context,
+        raw: ffi::symm_team,
+        lock: Arc<Mutex<()>>,
+    ) -> Self {
+        Team {
+            raw,
+            ctx,
+            lock,
+            split: false,
+        }
     }
 
     fn new_split(&self, raw: ffi::symm_team) -> Option<Team<'ctx>> {
         if raw.is_null() {
             None
         } else {
-            Some(Team { raw, ctx: self.ctx, lock: Arc::new(Mutex::new(())), split: true })
+            Some(Team {
+                raw,
+                ctx: self.ctx,
+                lock: Arc::new(Mutex::new(())),
+                split: true,
+            })
         }
     }
 
@@ -162,7 +185,9 @@ impl<'ctx> Team<'ctx> {
         let mut t: ffi::symm_team = std::ptr::null_mut();
         let _g = lock(&self.lock);
         // SAFETY: config is NULL or valid; t is an out-parameter.
-        check(unsafe { ffi::symm_team_split_strided(self.raw, start, stride, size, cfg_ptr(&c), &mut t) })?;
+        check(unsafe {
+            ffi::symm_team_split_strided(self.raw, start, stride, size, cfg_ptr(&c), &mut t)
+        })?;
         Ok(self.new_split(t))
     }
 
@@ -174,7 +199,14 @@ impl<'ctx> Team<'ctx> {
         let _g = lock(&self.lock);
         // SAFETY: configs NULL; x, y out-parameters.
         check(unsafe {
-            ffi::symm_team_split_2d(self.raw, xrange, std::ptr::null(), std::ptr::null(), &mut x, &mut y)
+            ffi::symm_team_split_2d(
+                self.raw,
+                xrange,
+                std::ptr::null(),
+                std::ptr::null(),
+                &mut x,
+                &mut y,
+            )
         })?;
         Ok((self.new_split(x), self.new_split(y)))
     }
@@ -222,50 +254,152 @@ impl<'ctx> Team<'ctx> {
 
     /// Root's `src[src_index ..+ nelems]` is copied to every PE's `dst` range
     /// (`root` in team numbers). Collective (`symm_broadcast`).
-    pub fn broadcast<T: Element>(&self, dst: &Buffer<'_, T>, dst_index: usize, src: &Buffer<'_, T>, src_index: usize, nelems: usize, root: i32) -> Result<()> {
+    pub fn broadcast<T: Element>(
+        &self,
+        dst: &Buffer<'_, T>,
+        dst_index: usize,
+        src: &Buffer<'_, T>,
+        src_index: usize,
+        nelems: usize,
+        root: i32,
+    ) -> Result<()> {
         let _g = lock(&self.lock);
         // SAFETY: handles and integers; ranges are bounds-checked by the runtime.
-        check(unsafe { ffi::symm_broadcast(self.raw, dst.as_raw(), u64_of(dst_index), src.as_raw(), u64_of(src_index), u64_of(nelems), root) })
+        check(unsafe {
+            ffi::symm_broadcast(
+                self.raw,
+                dst.as_raw(),
+                u64_of(dst_index),
+                src.as_raw(),
+                u64_of(src_index),
+                u64_of(nelems),
+                root,
+            )
+        })
     }
 
     /// `dst[i * nelems ..]` receives team PE i's `src` range, on every PE.
     /// Collective (`symm_fcollect`).
-    pub fn fcollect<T: Element>(&self, dst: &Buffer<'_, T>, dst_index: usize, src: &Buffer<'_, T>, src_index: usize, nelems: usize) -> Result<()> {
+    pub fn fcollect<T: Element>(
+        &self,
+        dst: &Buffer<'_, T>,
+        dst_index: usize,
+        src: &Buffer<'_, T>,
+        src_index: usize,
+        nelems: usize,
+    ) -> Result<()> {
         let _g = lock(&self.lock);
         // SAFETY: as broadcast.
-        check(unsafe { ffi::symm_fcollect(self.raw, dst.as_raw(), u64_of(dst_index), src.as_raw(), u64_of(src_index), u64_of(nelems)) })
+        check(unsafe {
+            ffi::symm_fcollect(
+                self.raw,
+                dst.as_raw(),
+                u64_of(dst_index),
+                src.as_raw(),
+                u64_of(src_index),
+                u64_of(nelems),
+            )
+        })
     }
 
     /// Like fcollect with per-PE `nelems`: blocks concatenated in team order.
     /// Collective (`symm_collect`).
-    pub fn collect<T: Element>(&self, dst: &Buffer<'_, T>, dst_index: usize, src: &Buffer<'_, T>, src_index: usize, nelems: usize) -> Result<()> {
+    pub fn collect<T: Element>(
+        &self,
+        dst: &Buffer<'_, T>,
+        dst_index: usize,
+        src: &Buffer<'_, T>,
+        src_index: usize,
+        nelems: usize,
+    ) -> Result<()> {
         let _g = lock(&self.lock);
         // SAFETY: as broadcast.
-        check(unsafe { ffi::symm_collect(self.raw, dst.as_raw(), u64_of(dst_index), src.as_raw(), u64_of(src_index), u64_of(nelems)) })
+        check(unsafe {
+            ffi::symm_collect(
+                self.raw,
+                dst.as_raw(),
+                u64_of(dst_index),
+                src.as_raw(),
+                u64_of(src_index),
+                u64_of(nelems),
+            )
+        })
     }
 
     /// Block j of `src` (`nelems` each) goes to team PE j's `dst` block i
     /// (i = this PE). Collective (`symm_alltoall`).
-    pub fn alltoall<T: Element>(&self, dst: &Buffer<'_, T>, dst_index: usize, src: &Buffer<'_, T>, src_index: usize, nelems: usize) -> Result<()> {
+    pub fn alltoall<T: Element>(
+        &self,
+        dst: &Buffer<'_, T>,
+        dst_index: usize,
+        src: &Buffer<'_, T>,
+        src_index: usize,
+        nelems: usize,
+    ) -> Result<()> {
         let _g = lock(&self.lock);
         // SAFETY: as broadcast.
-        check(unsafe { ffi::symm_alltoall(self.raw, dst.as_raw(), u64_of(dst_index), src.as_raw(), u64_of(src_index), u64_of(nelems)) })
+        check(unsafe {
+            ffi::symm_alltoall(
+                self.raw,
+                dst.as_raw(),
+                u64_of(dst_index),
+                src.as_raw(),
+                u64_of(src_index),
+                u64_of(nelems),
+            )
+        })
     }
 
     /// Element-wise reduction of every PE's `src` range into every PE's `dst`
     /// range. Collective (`symm_reduce`).
-    pub fn reduce<T: Element>(&self, dst: &Buffer<'_, T>, dst_index: usize, src: &Buffer<'_, T>, src_index: usize, nelems: usize, op: ReduceOp) -> Result<()> {
+    pub fn reduce<T: Element>(
+        &self,
+        dst: &Buffer<'_, T>,
+        dst_index: usize,
+        src: &Buffer<'_, T>,
+        src_index: usize,
+        nelems: usize,
+        op: ReduceOp,
+    ) -> Result<()> {
         let _g = lock(&self.lock);
         // SAFETY: as broadcast.
-        check(unsafe { ffi::symm_reduce(self.raw, dst.as_raw(), u64_of(dst_index), src.as_raw(), u64_of(src_index), u64_of(nelems), op.raw()) })
+        check(unsafe {
+            ffi::symm_reduce(
+                self.raw,
+                dst.as_raw(),
+                u64_of(dst_index),
+                src.as_raw(),
+                u64_of(src_index),
+                u64_of(nelems),
+                op.raw(),
+            )
+        })
     }
 
     /// `src` holds n_pes blocks of `nelems`; PE i's `dst` receives the
     /// reduction of every PE's block i. Collective (`symm_reducescatter`).
-    pub fn reducescatter<T: Element>(&self, dst: &Buffer<'_, T>, dst_index: usize, src: &Buffer<'_, T>, src_index: usize, nelems: usize, op: ReduceOp) -> Result<()> {
+    pub fn reducescatter<T: Element>(
+        &self,
+        dst: &Buffer<'_, T>,
+        dst_index: usize,
+        src: &Buffer<'_, T>,
+        src_index: usize,
+        nelems: usize,
+        op: ReduceOp,
+    ) -> Result<()> {
         let _g = lock(&self.lock);
         // SAFETY: as broadcast.
-        check(unsafe { ffi::symm_reducescatter(self.raw, dst.as_raw(), u64_of(dst_index), src.as_raw(), u64_of(src_index), u64_of(nelems), op.raw()) })
+        check(unsafe {
+            ffi::symm_reducescatter(
+                self.raw,
+                dst.as_raw(),
+                u64_of(dst_index),
+                src.as_raw(),
+                u64_of(src_index),
+                u64_of(nelems),
+                op.raw(),
+            )
+        })
     }
 
     /// Stream-ordered [`Team::barrier`] (`symm_barrier_on_stream`).
@@ -291,45 +425,131 @@ impl<'ctx> Team<'ctx> {
     /// # Safety
     /// `stream` must be a valid CUDA stream of this process (or null), and
     /// both buffers must stay allocated until the stream reaches the operation.
-    pub unsafe fn broadcast_on_stream<T: Element>(&self, dst: &Buffer<'_, T>, dst_index: usize, src: &Buffer<'_, T>, src_index: usize, nelems: usize, root: i32, stream: Stream) -> Result<()> {
+    pub unsafe fn broadcast_on_stream<T: Element>(
+        &self,
+        dst: &Buffer<'_, T>,
+        dst_index: usize,
+        src: &Buffer<'_, T>,
+        src_index: usize,
+        nelems: usize,
+        root: i32,
+        stream: Stream,
+    ) -> Result<()> {
         let _g = lock(&self.lock);
-        check(ffi::symm_broadcast_on_stream(self.raw, dst.as_raw(), u64_of(dst_index), src.as_raw(), u64_of(src_index), u64_of(nelems), root, stream))
+        check(ffi::symm_broadcast_on_stream(
+            self.raw,
+            dst.as_raw(),
+            u64_of(dst_index),
+            src.as_raw(),
+            u64_of(src_index),
+            u64_of(nelems),
+            root,
+            stream,
+        ))
     }
 
     /// Stream-ordered [`Team::fcollect`] (`symm_fcollect_on_stream`).
     ///
     /// # Safety
     /// As [`Team::broadcast_on_stream`].
-    pub unsafe fn fcollect_on_stream<T: Element>(&self, dst: &Buffer<'_, T>, dst_index: usize, src: &Buffer<'_, T>, src_index: usize, nelems: usize, stream: Stream) -> Result<()> {
+    pub unsafe fn fcollect_on_stream<T: Element>(
+        &self,
+        dst: &Buffer<'_, T>,
+        dst_index: usize,
+        src: &Buffer<'_, T>,
+        src_index: usize,
+        nelems: usize,
+        stream: Stream,
+    ) -> Result<()> {
         let _g = lock(&self.lock);
-        check(ffi::symm_fcollect_on_stream(self.raw, dst.as_raw(), u64_of(dst_index), src.as_raw(), u64_of(src_index), u64_of(nelems), stream))
+        check(ffi::symm_fcollect_on_stream(
+            self.raw,
+            dst.as_raw(),
+            u64_of(dst_index),
+            src.as_raw(),
+            u64_of(src_index),
+            u64_of(nelems),
+            stream,
+        ))
     }
 
     /// Stream-ordered [`Team::alltoall`] (`symm_alltoall_on_stream`).
     ///
     /// # Safety
     /// As [`Team::broadcast_on_stream`].
-    pub unsafe fn alltoall_on_stream<T: Element>(&self, dst: &Buffer<'_, T>, dst_index: usize, src: &Buffer<'_, T>, src_index: usize, nelems: usize, stream: Stream) -> Result<()> {
+    pub unsafe fn alltoall_on_stream<T: Element>(
+        &self,
+        dst: &Buffer<'_, T>,
+        dst_index: usize,
+        src: &Buffer<'_, T>,
+        src_index: usize,
+        nelems: usize,
+        stream: Stream,
+    ) -> Result<()> {
         let _g = lock(&self.lock);
-        check(ffi::symm_alltoall_on_stream(self.raw, dst.as_raw(), u64_of(dst_index), src.as_raw(), u64_of(src_index), u64_of(nelems), stream))
+        check(ffi::symm_alltoall_on_stream(
+            self.raw,
+            dst.as_raw(),
+            u64_of(dst_index),
+            src.as_raw(),
+            u64_of(src_index),
+            u64_of(nelems),
+            stream,
+        ))
     }
 
     /// Stream-ordered [`Team::reduce`] (`symm_reduce_on_stream`).
     ///
     /// # Safety
     /// As [`Team::broadcast_on_stream`].
-    pub unsafe fn reduce_on_stream<T: Element>(&self, dst: &Buffer<'_, T>, dst_index: usize, src: &Buffer<'_, T>, src_index: usize, nelems: usize, op: ReduceOp, stream: Stream) -> Result<()> {
+    pub unsafe fn reduce_on_stream<T: Element>(
+        &self,
+        dst: &Buffer<'_, T>,
+        dst_index: usize,
+        src: &Buffer<'_, T>,
+        src_index: usize,
+        nelems: usize,
+        op: ReduceOp,
+        stream: Stream,
+    ) -> Result<()> {
         let _g = lock(&self.lock);
-        check(ffi::symm_reduce_on_stream(self.raw, dst.as_raw(), u64_of(dst_index), src.as_raw(), u64_of(src_index), u64_of(nelems), op.raw(), stream))
+        check(ffi::symm_reduce_on_stream(
+            self.raw,
+            dst.as_raw(),
+            u64_of(dst_index),
+            src.as_raw(),
+            u64_of(src_index),
+            u64_of(nelems),
+            op.raw(),
+            stream,
+        ))
     }
 
     /// Stream-ordered [`Team::reducescatter`] (`symm_reducescatter_on_stream`).
     ///
     /// # Safety
     /// As [`Team::broadcast_on_stream`].
-    pub unsafe fn reducescatter_on_stream<T: Element>(&self, dst: &Buffer<'_, T>, dst_index: usize, src: &Buffer<'_, T>, src_index: usize, nelems: usize, op: ReduceOp, stream: Stream) -> Result<()> {
+    pub unsafe fn reducescatter_on_stream<T: Element>(
+        &self,
+        dst: &Buffer<'_, T>,
+        dst_index: usize,
+        src: &Buffer<'_, T>,
+        src_index: usize,
+        nelems: usize,
+        op: ReduceOp,
+        stream: Stream,
+    ) -> Result<()> {
         let _g = lock(&self.lock);
-        check(ffi::symm_reducescatter_on_stream(self.raw, dst.as_raw(), u64_of(dst_index), src.as_raw(), u64_of(src_index), u64_of(nelems), op.raw(), stream))
+        check(ffi::symm_reducescatter_on_stream(
+            self.raw,
+            dst.as_raw(),
+            u64_of(dst_index),
+            src.as_raw(),
+            u64_of(src_index),
+            u64_of(nelems),
+            op.raw(),
+            stream,
+        ))
     }
 }
 

@@ -21,7 +21,13 @@ fn four_pes_under_symmrun() {
     let out = Command::new(common::symmrun())
         .args(["-n", &N_PES.to_string(), "--timeout", "120", "--"])
         .arg(&exe)
-        .args(["--exact", "pe_worker", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "pe_worker",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("SYMM_RUNTIME", common::runtime())
         .env("SYMM_BACKEND", "host")
         .env("SYMM_RUST_TEST_PE_WORKER", "1")
@@ -37,7 +43,10 @@ fn four_pes_under_symmrun() {
     // Every PE really ran the worker and reached its end.
     for pe in 0..N_PES {
         let line = format!("pe {pe}/{N_PES}: all checks passed");
-        assert!(stdout.contains(&line), "missing {line:?}\n--- stdout\n{stdout}\n--- stderr\n{stderr}");
+        assert!(
+            stdout.contains(&line),
+            "missing {line:?}\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+        );
     }
 }
 
@@ -73,7 +82,8 @@ fn pe_worker() {
     let world = ctx.world();
     let src = ctx.alloc::<i64>(2).unwrap();
     let dst = ctx.alloc::<i64>(2).unwrap();
-    src.put(0, &[me as i64 + 1, 10 * (me as i64 + 1)], me).unwrap();
+    src.put(0, &[me as i64 + 1, 10 * (me as i64 + 1)], me)
+        .unwrap();
     world.reduce(&dst, 0, &src, 0, 2, ReduceOp::Sum).unwrap();
     let mut sum = [0i64; 2];
     dst.get(0, &mut sum, me).unwrap();
@@ -83,25 +93,38 @@ fn pe_worker() {
     let fdst = ctx.alloc::<f64>(1).unwrap();
     fsrc.p(0, -(me as f64) * 0.5, me).unwrap();
     world.reduce(&fdst, 0, &fsrc, 0, 1, ReduceOp::Min).unwrap();
-    assert_eq!(fdst.g(0, me).unwrap(), -((n - 1) as f64) * 0.5, "min reduce");
+    assert_eq!(
+        fdst.g(0, me).unwrap(),
+        -((n - 1) as f64) * 0.5,
+        "min reduce"
+    );
 
     // Put with signal + wait: data to the right, signal = sender + 1.
     let data = ctx.alloc::<i32>(4).unwrap();
     let sig = ctx.alloc::<u64>(1).unwrap();
     let payload = [me, me * 2, me * 3, -me];
-    data.put_signal(0, &payload, &sig, 0, me as u64 + 1, SignalOp::Set, right).unwrap();
+    data.put_signal(0, &payload, &sig, 0, me as u64 + 1, SignalOp::Set, right)
+        .unwrap();
     let v = sig.signal_wait_until(0, Cmp::Eq, left as u64 + 1).unwrap();
     assert_eq!(v, left as u64 + 1);
     let mut arrived = [0i32; 4];
     data.get(0, &mut arrived, me).unwrap();
-    assert_eq!(arrived, [left, left * 2, left * 3, -left], "data visible with its signal");
+    assert_eq!(
+        arrived,
+        [left, left * 2, left * 3, -left],
+        "data visible with its signal"
+    );
 
     // Atomic fetch-add: every PE adds me + 1 to PE 0's counter.
     let counter = ctx.alloc::<u64>(1).unwrap();
     let before = counter.atomic_fetch_add(0, me as u64 + 1, 0).unwrap();
     assert!(before < tri as u64);
     ctx.barrier_all().unwrap();
-    assert_eq!(counter.atomic_fetch(0, 0).unwrap(), tri as u64, "fetch-add total");
+    assert_eq!(
+        counter.atomic_fetch(0, 0).unwrap(),
+        tri as u64,
+        "fetch-add total"
+    );
     // The fetched values are distinct: gather them and check.
     let fetched = ctx.alloc::<u64>(1).unwrap();
     let all = ctx.alloc::<u64>(n as usize).unwrap();
@@ -109,11 +132,18 @@ fn pe_worker() {
     world.fcollect(&all, 0, &fetched, 0, 1).unwrap();
     let mut seen = vec![0u64; n as usize];
     all.get(0, &mut seen, me).unwrap();
-    assert_eq!(seen[me as usize], before, "fcollect puts my block at my index");
+    assert_eq!(
+        seen[me as usize], before,
+        "fcollect puts my block at my index"
+    );
     let mut sorted = seen.clone();
     sorted.sort_unstable();
     sorted.dedup();
-    assert_eq!(sorted.len(), n as usize, "every fetch saw a different value: {seen:?}");
+    assert_eq!(
+        sorted.len(),
+        n as usize,
+        "every fetch saw a different value: {seen:?}"
+    );
 
     // Point-to-point wait: the left neighbour sets my flag with p().
     let flag = ctx.alloc::<i32>(1).unwrap();
@@ -123,7 +153,9 @@ fn pe_worker() {
     // Non-blocking ring in a scope, then broadcast and alltoall.
     let nbi = ctx.alloc::<u32>(2).unwrap();
     let out = [me as u32, 42];
-    ctx.nbi_scope(|s| s.put(&nbi, 0, &out, right)).unwrap().unwrap();
+    ctx.nbi_scope(|s| s.put(&nbi, 0, &out, right))
+        .unwrap()
+        .unwrap();
     ctx.barrier_all().unwrap();
     assert_eq!(nbi.g(0, me).unwrap(), left as u32);
     world.broadcast(&ring, 0, &src, 1, 1, 2).unwrap();
@@ -135,24 +167,37 @@ fn pe_worker() {
     world.alltoall(&a2a_dst, 0, &a2a_src, 0, 1).unwrap();
     let mut recv = vec![0i32; n as usize];
     a2a_dst.get(0, &mut recv, me).unwrap();
-    assert_eq!(recv, (0..n).map(|i| 10 * i + me).collect::<Vec<_>>(), "alltoall");
+    assert_eq!(
+        recv,
+        (0..n).map(|i| 10 * i + me).collect::<Vec<_>>(),
+        "alltoall"
+    );
 
     // A split team of the even PEs reduces on its own.
     match world.split_strided(0, 2, n / 2).unwrap() {
         Some(even) => {
-        assert_eq!(me % 2, 0, "only even PEs are members");
-        assert_eq!(even.n_pes(), n / 2);
-        assert_eq!(even.my_pe(), me / 2);
-        even.reduce(&dst, 0, &src, 0, 1, ReduceOp::Sum).unwrap();
-        assert_eq!(dst.g(0, me).unwrap(), (0..n).step_by(2).map(|p| p as i64 + 1).sum::<i64>());
-        even.destroy().unwrap();
+            assert_eq!(me % 2, 0, "only even PEs are members");
+            assert_eq!(even.n_pes(), n / 2);
+            assert_eq!(even.my_pe(), me / 2);
+            even.reduce(&dst, 0, &src, 0, 1, ReduceOp::Sum).unwrap();
+            assert_eq!(
+                dst.g(0, me).unwrap(),
+                (0..n).step_by(2).map(|p| p as i64 + 1).sum::<i64>()
+            );
+            even.destroy().unwrap();
         }
         None => assert_eq!(me % 2, 1, "odd PEs are not members"),
     }
 
     // Out of bounds on a peer's copy is an error, not a write.
-    assert!(matches!(ring.put(2, &[1, 2], right), Err(symm::Error::OutOfBounds(_))));
-    assert!(matches!(ring.put(0, &[1], n), Err(symm::Error::InvalidArg(_))));
+    assert!(matches!(
+        ring.put(2, &[1, 2], right),
+        Err(symm::Error::OutOfBounds(_))
+    ));
+    assert!(matches!(
+        ring.put(0, &[1], n),
+        Err(symm::Error::InvalidArg(_))
+    ));
 
     drop(world);
     for b in [ring, src, dst] {

@@ -39,22 +39,36 @@ fn out_of_bounds_and_bad_pe_are_errors_with_messages() {
     assert!(e.to_string().contains(e.message()));
 
     let mut out = [0i32; 5];
-    assert!(matches!(buf.get(0, &mut out, 0), Err(Error::OutOfBounds(_))));
+    assert!(matches!(
+        buf.get(0, &mut out, 0),
+        Err(Error::OutOfBounds(_))
+    ));
     assert!(matches!(buf.p(4, 1, 0), Err(Error::OutOfBounds(_))));
     assert!(matches!(buf.g(usize::MAX, 0), Err(Error::OutOfBounds(_))));
     let e = buf.put(0, &[1], 1).unwrap_err();
-    assert!(matches!(e, Error::InvalidArg(_)), "pe outside [0, n_pes): {e:?}");
+    assert!(
+        matches!(e, Error::InvalidArg(_)),
+        "pe outside [0, n_pes): {e:?}"
+    );
     // Nothing was written by the failed calls.
     let mut all = [9i32; 4];
     buf.get(0, &mut all, 0).unwrap();
     assert_eq!(all, [0, 0, 0, 0]);
 
     // Checks made by the binding itself.
-    let e = buf.wait_until_all(0, 2, Some(&[0]), Cmp::Eq, 0).unwrap_err();
-    assert!(matches!(e, Error::InvalidArg(ref m) if m.contains("status mask")), "{e:?}");
+    let e = buf
+        .wait_until_all(0, 2, Some(&[0]), Cmp::Eq, 0)
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidArg(ref m) if m.contains("status mask")),
+        "{e:?}"
+    );
     // Float waits are rejected by the runtime.
     let f = ctx.alloc::<f32>(1).unwrap();
-    assert!(matches!(f.atomic(0, AtomicOp::FetchAdd, 1.0, 0.0, 0), Err(Error::InvalidArg(_))));
+    assert!(matches!(
+        f.atomic(0, AtomicOp::FetchAdd, 1.0, 0.0, 0),
+        Err(Error::InvalidArg(_))
+    ));
     // The host backend has no device context.
     assert!(matches!(ctx.device_ctx(), Err(Error::NotSupported(_))));
     assert!(ctx.async_error(true).unwrap().is_none());
@@ -87,21 +101,40 @@ fn rma_atomics_waits_and_collectives_on_one_pe() {
     assert!(a.test(3, Cmp::Gt, 5).unwrap());
     assert!(!a.test(3, Cmp::Gt, 6).unwrap());
     assert!(a.test_all(2, 3, None, Cmp::Ge, 5).unwrap());
-    assert_eq!(a.test_any(0, 8, Some(&[1, 1, 1, 0, 0, 0, 0, 0]), Cmp::Eq, 7).unwrap(), Some(4));
+    assert_eq!(
+        a.test_any(0, 8, Some(&[1, 1, 1, 0, 0, 0, 0, 0]), Cmp::Eq, 7)
+            .unwrap(),
+        Some(4)
+    );
     assert_eq!(a.test_some(0, 8, None, Cmp::Eq, 7).unwrap(), vec![0, 4]);
     assert_eq!(a.wait_until_any(0, 4, None, Cmp::Eq, 6).unwrap(), Some(3));
-    assert_eq!(a.wait_until_some(0, 5, None, Cmp::Ne, 0).unwrap(), vec![0, 2, 3, 4]);
+    assert_eq!(
+        a.wait_until_some(0, 5, None, Cmp::Ne, 0).unwrap(),
+        vec![0, 2, 3, 4]
+    );
     assert!(a.test_all_vector(2, None, Cmp::Eq, &[5, 6, 7]).unwrap());
-    a.wait_until_all_vector(2, None, Cmp::Eq, &[5, 6, 7]).unwrap();
-    assert_eq!(a.test_any_vector(0, None, Cmp::Eq, &[1, 1, 5]).unwrap(), Some(2));
-    assert_eq!(a.test_some_vector(0, None, Cmp::Eq, &[7, 0, 0, 6]).unwrap(), vec![0, 1, 3]);
-    assert_eq!(a.test_any(0, 0, None, Cmp::Eq, 7).unwrap(), None, "empty set");
+    a.wait_until_all_vector(2, None, Cmp::Eq, &[5, 6, 7])
+        .unwrap();
+    assert_eq!(
+        a.test_any_vector(0, None, Cmp::Eq, &[1, 1, 5]).unwrap(),
+        Some(2)
+    );
+    assert_eq!(
+        a.test_some_vector(0, None, Cmp::Eq, &[7, 0, 0, 6]).unwrap(),
+        vec![0, 1, 3]
+    );
+    assert_eq!(
+        a.test_any(0, 0, None, Cmp::Eq, 7).unwrap(),
+        None,
+        "empty set"
+    );
 
     // signals
     let sig = ctx.alloc::<u64>(2).unwrap();
     let data = ctx.alloc::<F16>(4).unwrap();
     let half = [F16::from_f32(1.5), F16::from_f32(-2.0)];
-    data.put_signal(0, &half, &sig, 1, 3, SignalOp::Add, 0).unwrap();
+    data.put_signal(0, &half, &sig, 1, 3, SignalOp::Add, 0)
+        .unwrap();
     assert_eq!(sig.signal_wait_until(1, Cmp::Ge, 3).unwrap(), 3);
     sig.signal_op(1, 10, SignalOp::Set, 0).unwrap();
     assert_eq!(sig.signal_fetch(1).unwrap(), 10);
@@ -121,7 +154,9 @@ fn rma_atomics_waits_and_collectives_on_one_pe() {
     })
     .unwrap()
     .unwrap();
-    ctx.nbi_scope(|s| s.get(&a, 6, &mut got, 0)).unwrap().unwrap();
+    ctx.nbi_scope(|s| s.get(&a, 6, &mut got, 0))
+        .unwrap()
+        .unwrap();
     assert_eq!(got, [11, 12]);
     assert_eq!(fetched, 0);
     assert_eq!(a.g(1, 0).unwrap(), 5);
@@ -142,12 +177,18 @@ fn rma_atomics_waits_and_collectives_on_one_pe() {
     world.fcollect(&dst, 0, &src, 1, 1).unwrap();
     world.collect(&dst, 1, &src, 0, 1).unwrap();
     world.alltoall(&dst, 0, &src, 0, 1).unwrap();
-    world.reducescatter(&dst, 1, &src, 1, 1, ReduceOp::Sum).unwrap();
+    world
+        .reducescatter(&dst, 1, &src, 1, 1, ReduceOp::Sum)
+        .unwrap();
     dst.get(0, &mut r, 0).unwrap();
     assert_eq!(r, [2.5, -1.0]);
-    let e = world.reduce(&dst, 0, &src, 0, 3, ReduceOp::Sum).unwrap_err();
+    let e = world
+        .reduce(&dst, 0, &src, 0, 3, ReduceOp::Sum)
+        .unwrap_err();
     assert!(matches!(e, Error::OutOfBounds(_)), "{e:?}");
-    let e = world.reduce(&dst, 0, &src, 0, 1, ReduceOp::Xor).unwrap_err();
+    let e = world
+        .reduce(&dst, 0, &src, 0, 1, ReduceOp::Xor)
+        .unwrap_err();
     assert!(matches!(e, Error::NotSupported(_)), "{e:?}");
     world.barrier().unwrap();
     world.sync().unwrap();
@@ -156,10 +197,16 @@ fn rma_atomics_waits_and_collectives_on_one_pe() {
     ctx.fence().unwrap();
     ctx.quiet().unwrap();
 
-    let sub = world.split_strided(0, 1, 1).unwrap().expect("PE 0 is a member");
+    let sub = world
+        .split_strided(0, 1, 1)
+        .unwrap()
+        .expect("PE 0 is a member");
     assert_eq!(sub.n_pes(), 1);
     assert_eq!(world.translate_pe(0, &sub), Some(0));
-    assert!(matches!(world.split_strided(0, 0, 1), Err(Error::InvalidArg(_))));
+    assert!(matches!(
+        world.split_strided(0, 0, 1),
+        Err(Error::InvalidArg(_))
+    ));
     let (x, y) = world.split_2d(1).unwrap();
     x.unwrap().destroy().unwrap();
     y.unwrap().destroy().unwrap();

@@ -30,13 +30,21 @@ pub fn build_dir() -> PathBuf {
 
 pub fn runtime() -> PathBuf {
     let r = build_dir().join("runtime/libsymm_runtime.so.1");
-    assert!(r.exists(), "{} is missing: build symm first (ninja -C BUILD_DIR)", r.display());
+    assert!(
+        r.exists(),
+        "{} is missing: build symm first (ninja -C BUILD_DIR)",
+        r.display()
+    );
     r
 }
 
 pub fn symmrun() -> PathBuf {
     let r = build_dir().join("runtime/symmrun");
-    assert!(r.exists(), "{} is missing: build symm first (ninja -C BUILD_DIR)", r.display());
+    assert!(
+        r.exists(),
+        "{} is missing: build symm first (ninja -C BUILD_DIR)",
+        r.display()
+    );
     r
 }
 
