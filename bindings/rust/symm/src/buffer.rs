@@ -542,7 +542,9 @@ impl<'ctx, T: Element> Buffer<'ctx, T> {
     }
 
     /// Free the buffer on every PE (`symm_buf_free`). Collective over the
-    /// context; completes outstanding operations first.
+    /// context; completes outstanding operations first. On an error (e.g.
+    /// [`Error::Mismatch`], [`Error::PeerFailed`]) the handle is gone from
+    /// Rust and [`Context::finalize`] releases what is left.
     pub fn free(self) -> Result<()> {
         let me = ManuallyDrop::new(self);
         // SAFETY: our live handle, not used again.

@@ -55,7 +55,8 @@
 //! called from any thread. The C rule that collectives on one team must not run
 //! concurrently is kept by a lock per team inside this crate (concurrent calls
 //! from several threads are serialised in the order they take it; every PE must
-//! still issue a team's collectives in the same order). With
+//! still issue a team's collectives in the same order, and team splits from
+//! several threads in the same order on every PE). With
 //! [`ThreadLevel::Funneled`], calls from another thread than the one that
 //! called `init` return [`Error::ThreadLevel`].
 //!

@@ -212,16 +212,14 @@ impl<'ctx> Team<'ctx> {
     }
 
     /// Destroy a split team (`symm_team_destroy`). Collective over the team.
-    /// For a predefined team this does nothing and returns `Ok(())` (the
-    /// context owns it).
+    /// A predefined team belongs to its context: destroying one is
+    /// [`Error::InvalidArg`](crate::Error::InvalidArg) and changes nothing.
     pub fn destroy(self) -> Result<()> {
         let mut me = ManuallyDrop::new(self);
-        let r = if me.split {
+        let r = {
             let _g = lock(&me.lock);
-            // SAFETY: our live split handle, not used again.
+            // SAFETY: our handle, not used again (a predefined one is refused).
             check(unsafe { ffi::symm_team_destroy(me.raw) })
-        } else {
-            Ok(())
         };
         // SAFETY: the Arc is dropped exactly once (Drop does not run).
         unsafe { std::ptr::drop_in_place(&mut me.lock) };
