@@ -247,3 +247,60 @@ fn threads_share_a_context() {
     buf.free().unwrap();
     ctx.finalize().unwrap();
 }
+
+#[test]
+fn funneled_contexts_refuse_other_threads() {
+    common::use_build_runtime();
+    let ctx = Context::builder()
+        .backend(Backend::Host)
+        .bootstrap(Bootstrap::Single)
+        .thread_level(symm::ThreadLevel::Funneled)
+        .build()
+        .unwrap();
+    assert_eq!(ctx.query().unwrap().thread_level, symm::ThreadLevel::Funneled);
+    let buf = ctx.alloc::<i16>(2).unwrap();
+    buf.p(1, -3, 0).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let e = buf.g(1, 0).unwrap_err();
+            assert!(matches!(e, Error::ThreadLevel(_)), "{e:?}");
+            assert!(!e.message().is_empty());
+        });
+    });
+    assert_eq!(buf.g(1, 0).unwrap(), -3);
+    buf.free().unwrap();
+    ctx.finalize().unwrap();
+}
+
+/// Two PEs of one job in two threads of this process, joined by a unique id.
+#[test]
+fn unique_id_bootstrap_joins_two_contexts() {
+    common::use_build_runtime();
+    let id = symm::UniqueId::new().unwrap();
+    let bytes = *id.as_bytes();
+    let results: Vec<i64> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..2)
+            .map(|rank| {
+                s.spawn(move || {
+                    let ctx = Context::builder()
+                        .backend(Backend::Host)
+                        .unique_id(symm::UniqueId::from_bytes(bytes), rank, 2)
+                        .build()
+                        .unwrap();
+                    assert_eq!((ctx.my_pe(), ctx.n_pes()), (rank, 2));
+                    let src = ctx.alloc::<i64>(1).unwrap();
+                    let dst = ctx.alloc::<i64>(1).unwrap();
+                    src.p(0, 10 + rank as i64, rank).unwrap();
+                    ctx.world().reduce(&dst, 0, &src, 0, 1, ReduceOp::Sum).unwrap();
+                    let v = dst.g(0, rank).unwrap();
+                    src.free().unwrap();
+                    dst.free().unwrap();
+                    ctx.finalize().unwrap();
+                    v
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(results, [21, 21]);
+}
