@@ -257,7 +257,10 @@ fn funneled_contexts_refuse_other_threads() {
         .thread_level(symm::ThreadLevel::Funneled)
         .build()
         .unwrap();
-    assert_eq!(ctx.query().unwrap().thread_level, symm::ThreadLevel::Funneled);
+    assert_eq!(
+        ctx.query().unwrap().thread_level,
+        symm::ThreadLevel::Funneled
+    );
     let buf = ctx.alloc::<i16>(2).unwrap();
     buf.p(1, -3, 0).unwrap();
     std::thread::scope(|s| {
@@ -291,7 +294,9 @@ fn unique_id_bootstrap_joins_two_contexts() {
                     let src = ctx.alloc::<i64>(1).unwrap();
                     let dst = ctx.alloc::<i64>(1).unwrap();
                     src.p(0, 10 + rank as i64, rank).unwrap();
-                    ctx.world().reduce(&dst, 0, &src, 0, 1, ReduceOp::Sum).unwrap();
+                    ctx.world()
+                        .reduce(&dst, 0, &src, 0, 1, ReduceOp::Sum)
+                        .unwrap();
                     let v = dst.g(0, rank).unwrap();
                     src.free().unwrap();
                     dst.free().unwrap();
