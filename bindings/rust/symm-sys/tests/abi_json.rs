@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 mod json;
-use json::{parse_json, Json};
+use json::Json;
 
 // ------------------------------------------------- symm-sys declarations --
 
