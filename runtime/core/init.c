@@ -208,15 +208,27 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
 
     ctx->peer_base = calloc((size_t)ctx->n_pes, sizeof *ctx->peer_base);
     if (!ctx->peer_base) { st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory"); goto fail; }
+    /* The system area grows with the job (a device barrier flag per PE in
+     * every team slot); the cap keeps at least one chunk above it. */
+    ctx->slot_bytes = symm__slot_bytes_for(ctx->n_pes);
+    ctx->sys_bytes = (uint64_t)SYMM__MAX_TEAMS * ctx->slot_bytes;
+    {
+        uint64_t chunk = ctx->cfg.heap_chunk;
+        uint64_t min_cap = (ctx->sys_bytes + chunk - 1) / chunk * chunk + chunk;
+        if (ctx->cfg.heap_cap < min_cap) ctx->cfg.heap_cap = min_cap;
+    }
     ctx->heap_cap = ctx->cfg.heap_cap;
     st = ctx->ops->heap_init(ctx);
     if (st) goto fail;
-    st = ctx->ops->heap_grow(ctx, ctx->cfg.heap_chunk);
+    /* Back the whole system area from the start. */
+    uint64_t first = (ctx->sys_bytes + ctx->cfg.heap_chunk - 1) / ctx->cfg.heap_chunk *
+                     ctx->cfg.heap_chunk;
+    st = ctx->ops->heap_grow(ctx, first);
     if (st) goto fail;
-    ctx->heap_mapped = ctx->cfg.heap_chunk;
-    st = ctx->ops->memset0(ctx, 0, SYMM__SYS_BYTES);
+    ctx->heap_mapped = first;
+    st = ctx->ops->memset0(ctx, 0, ctx->sys_bytes);
     if (st) goto fail;
-    st = symm__alloc_init(&ctx->alloc, SYMM__SYS_BYTES, ctx->heap_cap);
+    st = symm__alloc_init(&ctx->alloc, ctx->sys_bytes, ctx->heap_cap);
     if (st) goto fail;
     st = symm__teams_init(ctx);
     if (st) goto fail;

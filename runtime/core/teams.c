@@ -2,7 +2,7 @@
  * Teams: the predefined teams of a context, strided and 2-D splits, destroy,
  * and the record exchange that every team collective starts with.
  *
- * A team owns a slot (SYMM__TEAM_SLOT_BYTES of the system area at the bottom
+ * A team owns a slot (ctx->slot_bytes of the system area at the bottom
  * of the heap) on each of its members: barrier flags, then a scratch record
  * (teams.h). Different teams sharing a PE use different slots on it; disjoint
  * teams may use the same slot number.
@@ -221,7 +221,7 @@ symm_status symm__team_exchange(symm__team *team, const symm__xrec *mine,
                                 const symm__xrec **all) {
     symm__ctx *ctx = team->ctx;
     symm__team_x *tx = symm__team_x_of(team);
-    uint64_t off = symm__team_sync_off(team->slot) + SYMM__SLOT_SCRATCH_OFF;
+    uint64_t off = symm__team_sync_off(team->ctx, team->slot) + SYMM__SLOT_SCRATCH_OFF;
     SYMM_TRY(ctx->ops->put(ctx, ctx->my_pe, off, mine, sizeof *mine, 0));
     SYMM_TRY(symm__team_sync(team));
     for (int32_t i = 0; i < team->n_pes; i++) {
@@ -503,7 +503,7 @@ static symm_status split_run(split_call *c) {
         made[i]->t.slot = slots[c->mine[i]];
         made[i]->t.epoch = 0;
         made[i]->t.config = c->cfg[i];
-        st = ctx->ops->memset0(ctx, symm__team_sync_off(made[i]->t.slot), SYMM__TEAM_SLOT_BYTES);
+        st = ctx->ops->memset0(ctx, symm__team_sync_off(ctx, made[i]->t.slot), ctx->slot_bytes);
     }
     /* Closing sync: records were read, new slots are zeroed everywhere. */
     {
