@@ -205,8 +205,8 @@ pub const SYMM_UNIQUE_ID_BYTES: usize = 128;
 /// always NUL-terminated when msg_cap > 0. With flags & SYMM_ASYNC_CLEAR the
 /// record is cleared after reading. The call polls the backend first, so a GPU
 /// wait that already gave up is seen without another blocking call.
-/// Errors: INVALID_HANDLE, INVALID_ARG (unknown flags, msg NULL with msg_cap >
-/// 0). Any thread.
+/// INVALID_ARG: unknown flags, status NULL, or msg NULL with msg_cap > 0.
+/// Any thread.
 /// ```
 pub const SYMM_ASYNC_CLEAR: u32 = 1;
 /// ```text
@@ -452,6 +452,7 @@ extern "C" {
     /// ```text
     /// Name of a status code ("SYMM_ERR_OUT_OF_BOUNDS"); unknown codes give
     /// "SYMM_ERR_UNKNOWN". Any thread; answered by the loader without a runtime.
+    /// Contract: local; thread: any; errors: none; keeps: return until process.
     ///
     /// const char *symm_status_string(symm_status status);
     /// ```
@@ -460,6 +461,7 @@ extern "C" {
     /// Message describing the last failure on the calling thread ("" if none).
     /// The pointer stays valid until the next symm call on this thread.
     /// Any thread; answered even when no runtime could be loaded.
+    /// Contract: local; thread: any; errors: none; keeps: return until next_call.
     ///
     /// const char *symm_last_error(void);
     /// ```
@@ -468,6 +470,7 @@ extern "C" {
     /// Is symm usable here? Loads and negotiates with the runtime (once, lazily)
     /// without initialising anything. SYMM_SUCCESS, SYMM_ERR_LIBRARY_NOT_FOUND (the
     /// message lists every path tried) or SYMM_ERR_ABI_MISMATCH. Any thread.
+    /// Contract: local; thread: any; errors: LIBRARY_NOT_FOUND, ABI_MISMATCH; keeps: none.
     ///
     /// symm_status symm_loader_probe(void);
     /// ```
@@ -480,6 +483,7 @@ extern "C" {
     /// attempted (by any call that needs the runtime, or symm_loader_probe) it
     /// returns SYMM_ERR_INVALID_STATE and changes nothing. path is copied (not
     /// kept); INVALID_ARG when it does not fit PATH_MAX. Any thread.
+    /// Contract: local; thread: any; errors: INVALID_ARG, INVALID_STATE; keeps: none.
     ///
     /// symm_status symm_loader_set_runtime(const char *path);
     /// ```
@@ -488,6 +492,7 @@ extern "C" {
     /// Version of the loader (libsymm.so.1 or a binding's compiled-in copy), as
     /// SYMM_VERSION_ENCODE(); compare with SYMM_VERSION to detect header/loader
     /// skew. Never loads the runtime. Any thread.
+    /// Contract: local; thread: any; errors: INVALID_ARG; keeps: none.
     ///
     /// symm_status symm_loader_get_version(uint32_t *loader_version);
     /// ```
@@ -496,12 +501,14 @@ extern "C" {
     /// Path of the runtime the loader opened, or "" when none is loaded (yet).
     /// Never starts a load. The string is valid for the life of the process. Any
     /// thread.
+    /// Contract: local; thread: any; errors: none; keeps: return until process.
     ///
     /// const char *symm_loader_runtime_path(void);
     /// ```
     pub fn symm_loader_runtime_path() -> *const c_char;
     /// ```text
     /// Version of the loaded runtime, as SYMM_VERSION_ENCODE(). Any thread.
+    /// Contract: local; thread: any; errors: INVALID_ARG; keeps: none.
     ///
     /// symm_status symm_get_version(uint32_t *runtime_version);
     /// ```
@@ -509,6 +516,7 @@ extern "C" {
     /// ```text
     /// Size in bytes of one element of dtype, 0 for an unknown dtype. Any thread;
     /// answered by the loader.
+    /// Contract: local; thread: any; errors: none; keeps: none.
     ///
     /// uint32_t symm_dtype_size(uint32_t dtype);
     /// ```
@@ -518,6 +526,7 @@ extern "C" {
     /// default cap and timeout, device -1). struct_size is the caller's
     /// sizeof(symm_init_attr): older, smaller structs are accepted. Answered by the
     /// loader (works without a runtime). Any thread.
+    /// Contract: local; thread: any; errors: INVALID_ARG; keeps: none.
     ///
     /// symm_status symm_init_attr_init(symm_init_attr *attr, uint32_t struct_size);
     /// ```
@@ -526,8 +535,10 @@ extern "C" {
     /// Make a unique id for a new job (UID bootstrap). The process that made the id
     /// must then initialise as rank 0 with it; the application sends the bytes to
     /// the other PEs over its own channel. The id carries a per-job secret and the
-    /// address rank 0 listens on (SYMM_BOOTSTRAP_ADDR, default 127.0.0.1).
-    /// Errors: SYMM_ERR_BOOTSTRAP, SYMM_ERR_SYSTEM. Any thread.
+    /// address rank 0 listens on (SYMM_BOOTSTRAP_ADDR, default 127.0.0.1). NOT_SUPPORTED
+    /// when that address cannot carry the id. Any thread.
+    /// Contract: local; thread: any; errors: INVALID_ARG, NOT_SUPPORTED, BOOTSTRAP, SYSTEM;
+    ///   keeps: none.
     ///
     /// symm_status symm_get_unique_id(symm_unique_id *id);
     /// ```
@@ -535,9 +546,11 @@ extern "C" {
     /// ```text
     /// Join a job and set up the symmetric heap. attr may be NULL (defaults).
     /// Collective over every PE of the job. Several contexts may exist in one
-    /// process (each is its own job membership and heap).
-    /// Errors: INVALID_ARG, NO_DEVICE (CUDA asked for, none usable), BOOTSTRAP,
-    /// TIMEOUT, PEER_FAILED, SYSTEM, CUDA.
+    /// process (each is its own job membership and heap). NO_DEVICE: CUDA asked
+    /// for, none usable; MISMATCH: PEs chose different backends; NOT_SUPPORTED:
+    /// the host backend with PEs on several hosts.
+    /// Contract: collective(ctx); thread: any; errors: INVALID_ARG, OUT_OF_MEMORY, NOT_SUPPORTED,
+    ///   NO_DEVICE, BOOTSTRAP, PEER_FAILED, TIMEOUT, MISMATCH, CUDA, SYSTEM; keeps: none.
     ///
     /// symm_status symm_init(const symm_init_attr *attr, symm_ctx *ctx);
     /// ```
@@ -547,18 +560,22 @@ extern "C" {
     /// (buffers still allocated are released too) and set *ctx to NULL. ctx or *ctx
     /// may be NULL. Collective over the context; if a peer died it still releases
     /// every local resource and returns PEER_FAILED.
+    /// Contract: collective(ctx); thread: level; errors: INVALID_HANDLE, THREAD_LEVEL, BOOTSTRAP,
+    ///   PEER_FAILED, TIMEOUT, CUDA; keeps: none.
     ///
     /// symm_status symm_finalize(symm_ctx *ctx);
     /// ```
     pub fn symm_finalize(ctx: *mut symm_ctx) -> symm_status;
     /// ```text
     /// This PE's number in [0, n_pes), or -1 for an invalid ctx. Any thread.
+    /// Contract: local; thread: any; errors: none; keeps: none.
     ///
     /// int32_t symm_my_pe(symm_ctx ctx);
     /// ```
     pub fn symm_my_pe(ctx: symm_ctx) -> i32;
     /// ```text
     /// Number of PEs in the job, or -1 for an invalid ctx. Any thread.
+    /// Contract: local; thread: any; errors: none; keeps: none.
     ///
     /// int32_t symm_n_pes(symm_ctx ctx);
     /// ```
@@ -566,23 +583,13 @@ extern "C" {
     /// ```text
     /// Describe a context. info->struct_size must be set; older structs accepted.
     /// Any thread.
+    /// Contract: local; thread: any; errors: INVALID_HANDLE, INVALID_ARG; keeps: none.
     ///
     /// symm_status symm_ctx_query(symm_ctx ctx, symm_ctx_info *info);
     /// ```
     pub fn symm_ctx_query(ctx: symm_ctx, info: *mut symm_ctx_info) -> symm_status;
     /// ```text
-    /// Asynchronous failures: an operation that failed after its call returned (a
-    /// stream operation, or a GPU-side barrier/signal wait that gave up because a
-    /// peer died) is recorded on its context. The first such failure is kept until
-    /// cleared; later ones are counted but not kept. It is also reported by the
-    /// next blocking call on the context, as before.
-    /// *status receives the recorded status (SYMM_SUCCESS when none). msg (msg_cap
-    /// bytes, optional: NULL with msg_cap 0) receives its message, truncated and
-    /// always NUL-terminated when msg_cap > 0. With flags & SYMM_ASYNC_CLEAR the
-    /// record is cleared after reading. The call polls the backend first, so a GPU
-    /// wait that already gave up is seen without another blocking call.
-    /// Errors: INVALID_HANDLE, INVALID_ARG (unknown flags, msg NULL with msg_cap >
-    /// 0). Any thread.
+    /// Contract: local; thread: any; errors: INVALID_HANDLE, INVALID_ARG; keeps: none.
     ///
     /// symm_status symm_ctx_async_error(symm_ctx ctx, uint32_t flags, uint64_t msg_cap, symm_status *status, char *msg);
     /// ```
@@ -591,8 +598,9 @@ extern "C" {
     /// Allocate count elements of dtype on every PE at the same symmetric offset.
     /// count may be 0 (a valid, empty buffer). Collective over the context: PEs
     /// passing a different dtype or count all get SYMM_ERR_MISMATCH and nothing is
-    /// allocated. Contents start zeroed. Errors: INVALID_HANDLE, INVALID_ARG,
-    /// MISMATCH, OUT_OF_MEMORY (cap reached), PEER_FAILED.
+    /// allocated. Contents start zeroed. OUT_OF_MEMORY when the cap is reached.
+    /// Contract: collective(ctx); thread: level; errors: INVALID_HANDLE, INVALID_ARG, THREAD_LEVEL,
+    ///   OUT_OF_MEMORY, BOOTSTRAP, PEER_FAILED, TIMEOUT, MISMATCH, CUDA, SYSTEM; keeps: none.
     ///
     /// symm_status symm_buf_alloc(symm_ctx ctx, uint32_t dtype, uint64_t count, symm_buf *buf);
     /// ```
@@ -600,7 +608,8 @@ extern "C" {
     /// ```text
     /// Free a buffer (collective over its context; NULL is accepted and does
     /// nothing). Completes outstanding operations first. The handle becomes stale.
-    /// Errors: INVALID_HANDLE, MISMATCH, PEER_FAILED.
+    /// Contract: collective(buf); thread: level; errors: INVALID_HANDLE, THREAD_LEVEL, OUT_OF_MEMORY,
+    ///   BOOTSTRAP, PEER_FAILED, TIMEOUT, MISMATCH, CUDA; keeps: none.
     ///
     /// symm_status symm_buf_free(symm_buf buf);
     /// ```
@@ -608,6 +617,7 @@ extern "C" {
     /// ```text
     /// Local address of a buffer's first element (host memory on the host backend,
     /// device memory on CUDA). Any thread.
+    /// Contract: local; thread: any; errors: INVALID_HANDLE, INVALID_ARG; keeps: none.
     ///
     /// symm_status symm_buf_ptr(symm_buf buf, void **ptr);
     /// ```
@@ -615,55 +625,86 @@ extern "C" {
     /// ```text
     /// dtype, element count and symmetric byte offset of a buffer. Each out is
     /// optional. Any thread.
+    /// Contract: local; thread: any; errors: INVALID_HANDLE; keeps: none.
     ///
     /// symm_status symm_buf_query(symm_buf buf, uint32_t *dtype, uint64_t *count, uint64_t *offset);
     /// ```
     pub fn symm_buf_query(buf: symm_buf, dtype: *mut u32, count: *mut u64, offset: *mut u64) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA, TIMEOUT; keeps: none.
+    ///
     /// symm_status symm_put(symm_buf dst, uint64_t dst_index, const void *src, uint64_t nelems, int32_t pe);
     /// ```
     pub fn symm_put(dst: symm_buf, dst_index: u64, src: *const c_void, nelems: u64, pe: i32) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA, TIMEOUT; keeps: none.
+    ///
     /// symm_status symm_get(void *dst, symm_buf src, uint64_t src_index, uint64_t nelems, int32_t pe);
     /// ```
     pub fn symm_get(dst: *mut c_void, src: symm_buf, src_index: u64, nelems: u64, pe: i32) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA; keeps: src until quiet.
+    ///
     /// symm_status symm_put_nbi(symm_buf dst, uint64_t dst_index, const void *src, uint64_t nelems, int32_t pe);
     /// ```
     pub fn symm_put_nbi(dst: symm_buf, dst_index: u64, src: *const c_void, nelems: u64, pe: i32) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA; keeps: dst until quiet.
+    ///
     /// symm_status symm_get_nbi(void *dst, symm_buf src, uint64_t src_index, uint64_t nelems, int32_t pe);
     /// ```
     pub fn symm_get_nbi(dst: *mut c_void, src: symm_buf, src_index: u64, nelems: u64, pe: i32) -> symm_status;
     /// ```text
     /// One element: value points to one element of the buffer's dtype.
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA, TIMEOUT; keeps: none.
     ///
     /// symm_status symm_p(symm_buf dst, uint64_t index, const void *value, int32_t pe);
     /// ```
     pub fn symm_p(dst: symm_buf, index: u64, value: *const c_void, pe: i32) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA, TIMEOUT; keeps: none.
+    ///
     /// symm_status symm_g(symm_buf src, uint64_t index, int32_t pe, void *value);
     /// ```
     pub fn symm_g(src: symm_buf, index: u64, pe: i32, value: *mut c_void) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA, TIMEOUT; keeps: none.
+    ///
     /// symm_status symm_putmem(symm_ctx ctx, void *dst_sym, const void *src, uint64_t nbytes, int32_t pe);
     /// ```
     pub fn symm_putmem(ctx: symm_ctx, dst_sym: *mut c_void, src: *const c_void, nbytes: u64, pe: i32) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA, TIMEOUT; keeps: none.
+    ///
     /// symm_status symm_getmem(symm_ctx ctx, void *dst, const void *src_sym, uint64_t nbytes, int32_t pe);
     /// ```
     pub fn symm_getmem(ctx: symm_ctx, dst: *mut c_void, src_sym: *const c_void, nbytes: u64, pe: i32) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA; keeps: src until quiet.
+    ///
     /// symm_status symm_putmem_nbi(symm_ctx ctx, void *dst_sym, const void *src, uint64_t nbytes, int32_t pe);
     /// ```
     pub fn symm_putmem_nbi(ctx: symm_ctx, dst_sym: *mut c_void, src: *const c_void, nbytes: u64, pe: i32) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA; keeps: dst until quiet.
+    ///
     /// symm_status symm_getmem_nbi(symm_ctx ctx, void *dst, const void *src_sym, uint64_t nbytes, int32_t pe);
     /// ```
     pub fn symm_getmem_nbi(ctx: symm_ctx, dst: *mut c_void, src_sym: *const c_void, nbytes: u64, pe: i32) -> symm_status;
     /// ```text
     /// Address at which this process can load/store pe's copy of the symmetric
     /// address sym, or NULL in *ptr when pe is not load/store reachable.
+    /// Contract: local; thread: any; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS; keeps: none.
     ///
     /// symm_status symm_ptr(symm_ctx ctx, const void *sym, int32_t pe, void **ptr);
     /// ```
@@ -671,6 +712,8 @@ extern "C" {
     /// ```text
     /// Complete every outstanding operation this PE issued on ctx (puts visible at
     /// their targets, nbi gets and fetches written).
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, THREAD_LEVEL, CUDA, TIMEOUT;
+    ///   keeps: none.
     ///
     /// symm_status symm_quiet(symm_ctx ctx);
     /// ```
@@ -678,18 +721,23 @@ extern "C" {
     /// ```text
     /// Order: puts/AMOs to each PE issued before the fence are delivered before
     /// those issued after it.
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, THREAD_LEVEL; keeps: none.
     ///
     /// symm_status symm_fence(symm_ctx ctx);
     /// ```
     pub fn symm_fence(ctx: symm_ctx) -> symm_status;
     /// ```text
     /// quiet, then wait until every PE of the context arrived. Collective.
+    /// Contract: collective(ctx); thread: level; errors: INVALID_HANDLE, THREAD_LEVEL, PEER_FAILED,
+    ///   CUDA, TIMEOUT; keeps: none.
     ///
     /// symm_status symm_barrier_all(symm_ctx ctx);
     /// ```
     pub fn symm_barrier_all(ctx: symm_ctx) -> symm_status;
     /// ```text
     /// Wait until every PE of the context arrived (no quiet). Collective.
+    /// Contract: collective(ctx); thread: level; errors: INVALID_HANDLE, THREAD_LEVEL, PEER_FAILED,
+    ///   CUDA, TIMEOUT; keeps: none.
     ///
     /// symm_status symm_sync_all(symm_ctx ctx);
     /// ```
@@ -697,21 +745,25 @@ extern "C" {
     /// ```text
     /// Fill *config with defaults. Answered by the loader (works without a
     /// runtime). Any thread.
+    /// Contract: local; thread: any; errors: INVALID_ARG; keeps: none.
     ///
     /// symm_status symm_team_config_init(symm_team_config *config, uint32_t struct_size);
     /// ```
     pub fn symm_team_config_init(config: *mut symm_team_config, struct_size: u32) -> symm_status;
     /// ```text
     /// A predefined team (SYMM_TEAM_*). Any thread.
+    /// Contract: local; thread: any; errors: INVALID_HANDLE, INVALID_ARG; keeps: none.
     ///
     /// symm_status symm_team_get(symm_ctx ctx, uint32_t which, symm_team *team);
     /// ```
     pub fn symm_team_get(ctx: symm_ctx, which: u32, team: *mut symm_team) -> symm_status;
     /// ```text
     /// New team of the parent's PEs start, start+stride, ... (size PEs; stride may
-    /// be negative, not 0). config may be NULL. Collective over parent. Errors:
-    /// INVALID_ARG (stride 0, size < 1, PEs outside the parent), MISMATCH (PEs
-    /// passed different triplets), TEAM_EXHAUSTED, PEER_FAILED. Non-members get NULL.
+    /// be negative, not 0). config may be NULL. Collective over parent.
+    /// INVALID_ARG: stride 0, size < 1, PEs outside the parent; MISMATCH: PEs
+    /// passed different triplets. Non-members get NULL.
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, THREAD_LEVEL,
+    ///   OUT_OF_MEMORY, MISMATCH, TEAM_EXHAUSTED, PEER_FAILED, CUDA, TIMEOUT; keeps: none.
     ///
     /// symm_status symm_team_split_strided(symm_team parent, int32_t start, int32_t stride, int32_t size, const symm_team_config *config, symm_team *team);
     /// ```
@@ -720,24 +772,30 @@ extern "C" {
     /// Split the parent into a 2-D grid of rows of xrange PEs: *xteam is this PE's
     /// row, *yteam its column (the last row may be short). Configs may be NULL.
     /// Collective over parent. Errors as split_strided; xrange < 1 is INVALID_ARG.
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, THREAD_LEVEL,
+    ///   OUT_OF_MEMORY, MISMATCH, TEAM_EXHAUSTED, PEER_FAILED, CUDA, TIMEOUT; keeps: none.
     ///
     /// symm_status symm_team_split_2d(symm_team parent, int32_t xrange, const symm_team_config *xconfig, const symm_team_config *yconfig, symm_team *xteam, symm_team *yteam);
     /// ```
     pub fn symm_team_split_2d(parent: symm_team, xrange: i32, xconfig: *const symm_team_config, yconfig: *const symm_team_config, xteam: *mut symm_team, yteam: *mut symm_team) -> symm_status;
     /// ```text
     /// Destroy a split team (collective over it). NULL is accepted.
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, THREAD_LEVEL,
+    ///   MISMATCH, PEER_FAILED, CUDA, TIMEOUT; keeps: none.
     ///
     /// symm_status symm_team_destroy(symm_team team);
     /// ```
     pub fn symm_team_destroy(team: symm_team) -> symm_status;
     /// ```text
     /// This PE's number in team, -1 if invalid. Any thread.
+    /// Contract: local; thread: any; errors: none; keeps: none.
     ///
     /// int32_t symm_team_my_pe(symm_team team);
     /// ```
     pub fn symm_team_my_pe(team: symm_team) -> i32;
     /// ```text
     /// Number of PEs in team, -1 if invalid. Any thread.
+    /// Contract: local; thread: any; errors: none; keeps: none.
     ///
     /// int32_t symm_team_n_pes(symm_team team);
     /// ```
@@ -745,12 +803,14 @@ extern "C" {
     /// ```text
     /// The number in dst_team of src_team's PE src_pe, or -1 when that PE is not in
     /// dst_team or an argument is invalid. Any thread.
+    /// Contract: local; thread: any; errors: none; keeps: none.
     ///
     /// int32_t symm_team_translate_pe(symm_team src_team, int32_t src_pe, symm_team dst_team);
     /// ```
     pub fn symm_team_translate_pe(src_team: symm_team, src_pe: i32, dst_team: symm_team) -> i32;
     /// ```text
     /// The team's configuration. config->struct_size must be set. Any thread.
+    /// Contract: local; thread: any; errors: INVALID_HANDLE, INVALID_ARG; keeps: none.
     ///
     /// symm_status symm_team_get_config(symm_team team, symm_team_config *config);
     /// ```
@@ -758,22 +818,31 @@ extern "C" {
     /// ```text
     /// Put nelems elements, then update pe's signal (sig[sig_index] op= signal)
     /// after the data is visible. The nbi form completes at quiet.
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA, TIMEOUT; keeps: none.
     ///
     /// symm_status symm_put_signal(symm_buf dst, uint64_t dst_index, const void *src, uint64_t nelems, symm_buf sig, uint64_t sig_index, uint64_t signal, uint32_t sig_op, int32_t pe);
     /// ```
     pub fn symm_put_signal(dst: symm_buf, dst_index: u64, src: *const c_void, nelems: u64, sig: symm_buf, sig_index: u64, signal: u64, sig_op: u32, pe: i32) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA, TIMEOUT; keeps: src until quiet.
+    ///
     /// symm_status symm_put_signal_nbi(symm_buf dst, uint64_t dst_index, const void *src, uint64_t nelems, symm_buf sig, uint64_t sig_index, uint64_t signal, uint32_t sig_op, int32_t pe);
     /// ```
     pub fn symm_put_signal_nbi(dst: symm_buf, dst_index: u64, src: *const c_void, nelems: u64, sig: symm_buf, sig_index: u64, signal: u64, sig_op: u32, pe: i32) -> symm_status;
     /// ```text
     /// Update pe's signal without data.
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA, TIMEOUT; keeps: none.
     ///
     /// symm_status symm_signal_op(symm_buf sig, uint64_t sig_index, uint64_t signal, uint32_t sig_op, int32_t pe);
     /// ```
     pub fn symm_signal_op(sig: symm_buf, sig_index: u64, signal: u64, sig_op: u32, pe: i32) -> symm_status;
     /// ```text
     /// Read this PE's signal atomically.
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, CUDA, TIMEOUT; keeps: none.
     ///
     /// symm_status symm_signal_fetch(symm_buf sig, uint64_t sig_index, uint64_t *value);
     /// ```
@@ -781,20 +850,30 @@ extern "C" {
     /// ```text
     /// Wait until this PE's signal compares true against value; *value_out (optional)
     /// receives the value that satisfied it. Returns PEER_FAILED if a peer dies.
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, PEER_FAILED, CUDA, TIMEOUT; keeps: none.
     ///
     /// symm_status symm_signal_wait_until(symm_buf sig, uint64_t sig_index, uint32_t cmp, uint64_t value, uint64_t *value_out);
     /// ```
     pub fn symm_signal_wait_until(sig: symm_buf, sig_index: u64, cmp: u32, value: u64, value_out: *mut u64) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, PEER_FAILED, CUDA; keeps: none.
+    ///
     /// symm_status symm_wait_until(symm_buf buf, uint64_t index, uint32_t cmp, const void *value);
     /// ```
     pub fn symm_wait_until(buf: symm_buf, index: u64, cmp: u32, value: *const c_void) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, PEER_FAILED, CUDA; keeps: none.
+    ///
     /// symm_status symm_wait_until_all(symm_buf buf, uint64_t index, uint64_t nelems, const int32_t *status, uint32_t cmp, const void *value);
     /// ```
     pub fn symm_wait_until_all(buf: symm_buf, index: u64, nelems: u64, status: *const i32, cmp: u32, value: *const c_void) -> symm_status;
     /// ```text
     /// found gets the index (relative to index) of one satisfied element.
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, PEER_FAILED, CUDA; keeps: none.
     ///
     /// symm_status symm_wait_until_any(symm_buf buf, uint64_t index, uint64_t nelems, const int32_t *status, uint32_t cmp, const void *value, uint64_t *found);
     /// ```
@@ -802,52 +881,82 @@ extern "C" {
     /// ```text
     /// Waits until at least one is satisfied; indices (nelems capacity) receive all
     /// satisfied ones, *nfound their number.
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, PEER_FAILED, CUDA; keeps: none.
     ///
     /// symm_status symm_wait_until_some(symm_buf buf, uint64_t index, uint64_t nelems, const int32_t *status, uint32_t cmp, const void *value, uint64_t *indices, uint64_t *nfound);
     /// ```
     pub fn symm_wait_until_some(buf: symm_buf, index: u64, nelems: u64, status: *const i32, cmp: u32, value: *const c_void, indices: *mut u64, nfound: *mut u64) -> symm_status;
     /// ```text
     /// Vector forms: element i is compared against values[i].
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, PEER_FAILED, CUDA; keeps: none.
     ///
     /// symm_status symm_wait_until_all_vector(symm_buf buf, uint64_t index, uint64_t nelems, const int32_t *status, uint32_t cmp, const void *values);
     /// ```
     pub fn symm_wait_until_all_vector(buf: symm_buf, index: u64, nelems: u64, status: *const i32, cmp: u32, values: *const c_void) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, PEER_FAILED, CUDA; keeps: none.
+    ///
     /// symm_status symm_wait_until_any_vector(symm_buf buf, uint64_t index, uint64_t nelems, const int32_t *status, uint32_t cmp, const void *values, uint64_t *found);
     /// ```
     pub fn symm_wait_until_any_vector(buf: symm_buf, index: u64, nelems: u64, status: *const i32, cmp: u32, values: *const c_void, found: *mut u64) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, PEER_FAILED, CUDA; keeps: none.
+    ///
     /// symm_status symm_wait_until_some_vector(symm_buf buf, uint64_t index, uint64_t nelems, const int32_t *status, uint32_t cmp, const void *values, uint64_t *indices, uint64_t *nfound);
     /// ```
     pub fn symm_wait_until_some_vector(buf: symm_buf, index: u64, nelems: u64, status: *const i32, cmp: u32, values: *const c_void, indices: *mut u64, nfound: *mut u64) -> symm_status;
     /// ```text
     /// Tests: like the waits but never block; *satisfied is 1 or 0 (for _any: 1 and
     /// *found set; for _some: *nfound may be 0).
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, PEER_FAILED, CUDA; keeps: none.
     ///
     /// symm_status symm_test(symm_buf buf, uint64_t index, uint32_t cmp, const void *value, int32_t *satisfied);
     /// ```
     pub fn symm_test(buf: symm_buf, index: u64, cmp: u32, value: *const c_void, satisfied: *mut i32) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, PEER_FAILED, CUDA; keeps: none.
+    ///
     /// symm_status symm_test_all(symm_buf buf, uint64_t index, uint64_t nelems, const int32_t *status, uint32_t cmp, const void *value, int32_t *satisfied);
     /// ```
     pub fn symm_test_all(buf: symm_buf, index: u64, nelems: u64, status: *const i32, cmp: u32, value: *const c_void, satisfied: *mut i32) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, PEER_FAILED, CUDA; keeps: none.
+    ///
     /// symm_status symm_test_any(symm_buf buf, uint64_t index, uint64_t nelems, const int32_t *status, uint32_t cmp, const void *value, int32_t *satisfied, uint64_t *found);
     /// ```
     pub fn symm_test_any(buf: symm_buf, index: u64, nelems: u64, status: *const i32, cmp: u32, value: *const c_void, satisfied: *mut i32, found: *mut u64) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, PEER_FAILED, CUDA; keeps: none.
+    ///
     /// symm_status symm_test_some(symm_buf buf, uint64_t index, uint64_t nelems, const int32_t *status, uint32_t cmp, const void *value, uint64_t *indices, uint64_t *nfound);
     /// ```
     pub fn symm_test_some(buf: symm_buf, index: u64, nelems: u64, status: *const i32, cmp: u32, value: *const c_void, indices: *mut u64, nfound: *mut u64) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, PEER_FAILED, CUDA; keeps: none.
+    ///
     /// symm_status symm_test_all_vector(symm_buf buf, uint64_t index, uint64_t nelems, const int32_t *status, uint32_t cmp, const void *values, int32_t *satisfied);
     /// ```
     pub fn symm_test_all_vector(buf: symm_buf, index: u64, nelems: u64, status: *const i32, cmp: u32, values: *const c_void, satisfied: *mut i32) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, PEER_FAILED, CUDA; keeps: none.
+    ///
     /// symm_status symm_test_any_vector(symm_buf buf, uint64_t index, uint64_t nelems, const int32_t *status, uint32_t cmp, const void *values, int32_t *satisfied, uint64_t *found);
     /// ```
     pub fn symm_test_any_vector(buf: symm_buf, index: u64, nelems: u64, status: *const i32, cmp: u32, values: *const c_void, satisfied: *mut i32, found: *mut u64) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, PEER_FAILED, CUDA; keeps: none.
+    ///
     /// symm_status symm_test_some_vector(symm_buf buf, uint64_t index, uint64_t nelems, const int32_t *status, uint32_t cmp, const void *values, uint64_t *indices, uint64_t *nfound);
     /// ```
     pub fn symm_test_some_vector(buf: symm_buf, index: u64, nelems: u64, status: *const i32, cmp: u32, values: *const c_void, indices: *mut u64, nfound: *mut u64) -> symm_status;
@@ -856,24 +965,32 @@ extern "C" {
     /// the next quiet). Operand pointers need no alignment. value and compare are
     /// read at call time; symm_atomic_nbi may write *fetched until the next quiet
     /// (keep it alive until then).
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA, TIMEOUT; keeps: none.
     ///
     /// symm_status symm_atomic(symm_buf buf, uint64_t index, uint32_t op, const void *value, const void *compare, int32_t pe, void *fetched);
     /// ```
     pub fn symm_atomic(buf: symm_buf, index: u64, op: u32, value: *const c_void, compare: *const c_void, pe: i32, fetched: *mut c_void) -> symm_status;
     /// ```text
     /// Non-blocking: *fetched is written by the next quiet on the buffer's context.
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA, TIMEOUT; keeps: fetched until quiet.
     ///
     /// symm_status symm_atomic_nbi(symm_buf buf, uint64_t index, uint32_t op, const void *value, const void *compare, int32_t pe, void *fetched);
     /// ```
     pub fn symm_atomic_nbi(buf: symm_buf, index: u64, op: u32, value: *const c_void, compare: *const c_void, pe: i32, fetched: *mut c_void) -> symm_status;
     /// ```text
     /// quiet, then wait for all team PEs.
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, THREAD_LEVEL, PEER_FAILED,
+    ///   CUDA, TIMEOUT; keeps: none.
     ///
     /// symm_status symm_barrier(symm_team team);
     /// ```
     pub fn symm_barrier(team: symm_team) -> symm_status;
     /// ```text
     /// wait for all team PEs (no quiet).
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, THREAD_LEVEL, PEER_FAILED,
+    ///   CUDA, TIMEOUT; keeps: none.
     ///
     /// symm_status symm_team_sync(symm_team team);
     /// ```
@@ -881,30 +998,45 @@ extern "C" {
     /// ```text
     /// root's src range is copied to every PE's dst range (root given in team PE
     /// numbers; root's dst is written too).
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA, TIMEOUT;
+    ///   keeps: none.
     ///
     /// symm_status symm_broadcast(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems, int32_t root);
     /// ```
     pub fn symm_broadcast(team: symm_team, dst: symm_buf, dst_index: u64, src: symm_buf, src_index: u64, nelems: u64, root: i32) -> symm_status;
     /// ```text
     /// dst[i*nelems ...] receives team PE i's src range, on every PE.
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA, TIMEOUT;
+    ///   keeps: none.
     ///
     /// symm_status symm_fcollect(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems);
     /// ```
     pub fn symm_fcollect(team: symm_team, dst: symm_buf, dst_index: u64, src: symm_buf, src_index: u64, nelems: u64) -> symm_status;
     /// ```text
     /// Like fcollect with per-PE nelems: blocks are concatenated in team order.
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA, TIMEOUT;
+    ///   keeps: none.
     ///
     /// symm_status symm_collect(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems);
     /// ```
     pub fn symm_collect(team: symm_team, dst: symm_buf, dst_index: u64, src: symm_buf, src_index: u64, nelems: u64) -> symm_status;
     /// ```text
     /// Block j of src (nelems each) goes to team PE j's dst block i (i = my PE).
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA, TIMEOUT;
+    ///   keeps: none.
     ///
     /// symm_status symm_alltoall(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems);
     /// ```
     pub fn symm_alltoall(team: symm_team, dst: symm_buf, dst_index: u64, src: symm_buf, src_index: u64, nelems: u64) -> symm_status;
     /// ```text
     /// Element-wise reduction of every PE's src range into every PE's dst range.
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA, TIMEOUT;
+    ///   keeps: none.
     ///
     /// symm_status symm_reduce(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems, uint32_t op);
     /// ```
@@ -912,93 +1044,152 @@ extern "C" {
     /// ```text
     /// src holds n_pes blocks of nelems; PE i's dst receives the reduction of
     /// every PE's block i.
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA, TIMEOUT;
+    ///   keeps: none.
     ///
     /// symm_status symm_reducescatter(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems, uint32_t op);
     /// ```
     pub fn symm_reducescatter(team: symm_team, dst: symm_buf, dst_index: u64, src: symm_buf, src_index: u64, nelems: u64, op: u32) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA; keeps: src until stream.
+    ///
     /// symm_status symm_put_on_stream(symm_buf dst, uint64_t dst_index, const void *src, uint64_t nelems, int32_t pe, symm_stream_t stream);
     /// ```
     pub fn symm_put_on_stream(dst: symm_buf, dst_index: u64, src: *const c_void, nelems: u64, pe: i32, stream: symm_stream_t) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA; keeps: dst until stream.
+    ///
     /// symm_status symm_get_on_stream(void *dst, symm_buf src, uint64_t src_index, uint64_t nelems, int32_t pe, symm_stream_t stream);
     /// ```
     pub fn symm_get_on_stream(dst: *mut c_void, src: symm_buf, src_index: u64, nelems: u64, pe: i32, stream: symm_stream_t) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA; keeps: src until stream.
+    ///
     /// symm_status symm_put_nbi_on_stream(symm_buf dst, uint64_t dst_index, const void *src, uint64_t nelems, int32_t pe, symm_stream_t stream);
     /// ```
     pub fn symm_put_nbi_on_stream(dst: symm_buf, dst_index: u64, src: *const c_void, nelems: u64, pe: i32, stream: symm_stream_t) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA; keeps: dst until stream.
+    ///
     /// symm_status symm_get_nbi_on_stream(void *dst, symm_buf src, uint64_t src_index, uint64_t nelems, int32_t pe, symm_stream_t stream);
     /// ```
     pub fn symm_get_nbi_on_stream(dst: *mut c_void, src: symm_buf, src_index: u64, nelems: u64, pe: i32, stream: symm_stream_t) -> symm_status;
     /// ```text
     /// value is read at call time (host memory).
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA; keeps: none.
     ///
     /// symm_status symm_p_on_stream(symm_buf dst, uint64_t index, const void *value, int32_t pe, symm_stream_t stream);
     /// ```
     pub fn symm_p_on_stream(dst: symm_buf, index: u64, value: *const c_void, pe: i32, stream: symm_stream_t) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA; keeps: src until stream.
+    ///
     /// symm_status symm_putmem_on_stream(symm_ctx ctx, void *dst_sym, const void *src, uint64_t nbytes, int32_t pe, symm_stream_t stream);
     /// ```
     pub fn symm_putmem_on_stream(ctx: symm_ctx, dst_sym: *mut c_void, src: *const c_void, nbytes: u64, pe: i32, stream: symm_stream_t) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA; keeps: dst until stream.
+    ///
     /// symm_status symm_getmem_on_stream(symm_ctx ctx, void *dst, const void *src_sym, uint64_t nbytes, int32_t pe, symm_stream_t stream);
     /// ```
     pub fn symm_getmem_on_stream(ctx: symm_ctx, dst: *mut c_void, src_sym: *const c_void, nbytes: u64, pe: i32, stream: symm_stream_t) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA; keeps: src until stream.
+    ///
     /// symm_status symm_put_signal_on_stream(symm_buf dst, uint64_t dst_index, const void *src, uint64_t nelems, symm_buf sig, uint64_t sig_index, uint64_t signal, uint32_t sig_op, int32_t pe, symm_stream_t stream);
     /// ```
     pub fn symm_put_signal_on_stream(dst: symm_buf, dst_index: u64, src: *const c_void, nelems: u64, sig: symm_buf, sig_index: u64, signal: u64, sig_op: u32, pe: i32, stream: symm_stream_t) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, NOT_SUPPORTED, CUDA; keeps: none.
+    ///
     /// symm_status symm_signal_op_on_stream(symm_buf sig, uint64_t sig_index, uint64_t signal, uint32_t sig_op, int32_t pe, symm_stream_t stream);
     /// ```
     pub fn symm_signal_op_on_stream(sig: symm_buf, sig_index: u64, signal: u64, sig_op: u32, pe: i32, stream: symm_stream_t) -> symm_status;
     /// ```text
     /// The stream waits (on the GPU) until this PE's signal compares true.
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, PEER_FAILED, CUDA; keeps: none.
     ///
     /// symm_status symm_signal_wait_until_on_stream(symm_buf sig, uint64_t sig_index, uint32_t cmp, uint64_t value, symm_stream_t stream);
     /// ```
     pub fn symm_signal_wait_until_on_stream(sig: symm_buf, sig_index: u64, cmp: u32, value: u64, stream: symm_stream_t) -> symm_status;
     /// ```text
+    /// Contract: local; thread: level; errors: INVALID_HANDLE, THREAD_LEVEL, CUDA;
+    ///   keeps: none.
+    ///
     /// symm_status symm_quiet_on_stream(symm_ctx ctx, symm_stream_t stream);
     /// ```
     pub fn symm_quiet_on_stream(ctx: symm_ctx, stream: symm_stream_t) -> symm_status;
     /// ```text
+    /// Contract: collective(ctx); thread: level; errors: INVALID_HANDLE, THREAD_LEVEL, PEER_FAILED,
+    ///   CUDA; keeps: none.
+    ///
     /// symm_status symm_barrier_all_on_stream(symm_ctx ctx, symm_stream_t stream);
     /// ```
     pub fn symm_barrier_all_on_stream(ctx: symm_ctx, stream: symm_stream_t) -> symm_status;
     /// ```text
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, THREAD_LEVEL, PEER_FAILED,
+    ///   CUDA; keeps: none.
+    ///
     /// symm_status symm_barrier_on_stream(symm_team team, symm_stream_t stream);
     /// ```
     pub fn symm_barrier_on_stream(team: symm_team, stream: symm_stream_t) -> symm_status;
     /// ```text
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, THREAD_LEVEL, PEER_FAILED,
+    ///   CUDA; keeps: none.
+    ///
     /// symm_status symm_team_sync_on_stream(symm_team team, symm_stream_t stream);
     /// ```
     pub fn symm_team_sync_on_stream(team: symm_team, stream: symm_stream_t) -> symm_status;
     /// ```text
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA; keeps: none.
+    ///
     /// symm_status symm_broadcast_on_stream(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems, int32_t root, symm_stream_t stream);
     /// ```
     pub fn symm_broadcast_on_stream(team: symm_team, dst: symm_buf, dst_index: u64, src: symm_buf, src_index: u64, nelems: u64, root: i32, stream: symm_stream_t) -> symm_status;
     /// ```text
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA; keeps: none.
+    ///
     /// symm_status symm_fcollect_on_stream(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems, symm_stream_t stream);
     /// ```
     pub fn symm_fcollect_on_stream(team: symm_team, dst: symm_buf, dst_index: u64, src: symm_buf, src_index: u64, nelems: u64, stream: symm_stream_t) -> symm_status;
     /// ```text
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA; keeps: none.
+    ///
     /// symm_status symm_alltoall_on_stream(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems, symm_stream_t stream);
     /// ```
     pub fn symm_alltoall_on_stream(team: symm_team, dst: symm_buf, dst_index: u64, src: symm_buf, src_index: u64, nelems: u64, stream: symm_stream_t) -> symm_status;
     /// ```text
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA; keeps: none.
+    ///
     /// symm_status symm_reduce_on_stream(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems, uint32_t op, symm_stream_t stream);
     /// ```
     pub fn symm_reduce_on_stream(team: symm_team, dst: symm_buf, dst_index: u64, src: symm_buf, src_index: u64, nelems: u64, op: u32, stream: symm_stream_t) -> symm_status;
     /// ```text
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA; keeps: none.
+    ///
     /// symm_status symm_reducescatter_on_stream(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems, uint32_t op, symm_stream_t stream);
     /// ```
     pub fn symm_reducescatter_on_stream(team: symm_team, dst: symm_buf, dst_index: u64, src: symm_buf, src_index: u64, nelems: u64, op: u32, stream: symm_stream_t) -> symm_status;
     /// ```text
     /// Address at which this process can load/store pe's copy of buf (element 0),
     /// or NULL in *ptr when pe is not load/store reachable. Any thread.
+    /// Contract: local; thread: any; errors: INVALID_HANDLE, INVALID_ARG; keeps: none.
     ///
     /// symm_status symm_buf_peer_ptr(symm_buf buf, int32_t pe, void **ptr);
     /// ```
@@ -1010,6 +1201,9 @@ extern "C" {
     /// the caller's; symm_buf_free unregisters it without freeing. Kept pointer:
     /// ptr's memory is used until symm_buf_free of the buffer (do not free it
     /// before). Collective.
+    /// Contract: collective(ctx); thread: level; errors: INVALID_HANDLE, INVALID_ARG, THREAD_LEVEL,
+    ///   NOT_SUPPORTED, OUT_OF_MEMORY, BOOTSTRAP, PEER_FAILED, TIMEOUT, MISMATCH, CUDA, SYSTEM;
+    ///   keeps: ptr until buf_free.
     ///
     /// symm_status symm_buf_register(symm_ctx ctx, void *ptr, uint32_t dtype, uint64_t count, symm_buf *buf);
     /// ```
@@ -1018,12 +1212,14 @@ extern "C" {
     /// Fill *dctx (struct_size set by the caller). Valid until symm_finalize; heap
     /// growth keeps addresses stable. NOT_SUPPORTED on the host backend. Any
     /// thread.
+    /// Contract: local; thread: any; errors: INVALID_HANDLE, INVALID_ARG, NOT_SUPPORTED; keeps: none.
     ///
     /// symm_status symm_device_ctx_get(symm_ctx ctx, symm_device_ctx *dctx);
     /// ```
     pub fn symm_device_ctx_get(ctx: symm_ctx, dctx: *mut symm_device_ctx) -> symm_status;
     /// ```text
     /// A split team (strided) or predefined team as seen by GPU code. Any thread.
+    /// Contract: local; thread: any; errors: INVALID_HANDLE, INVALID_ARG, NOT_SUPPORTED; keeps: none.
     ///
     /// symm_status symm_device_team_get(symm_team team, symm_device_team *dteam);
     /// ```
