@@ -218,9 +218,14 @@ fn rma_atomics_waits_and_collectives_on_one_pe() {
     );
     ctx.world().barrier().unwrap();
 
-    // A buffer dropped without free is released by finalize.
-    let leaked = ctx.alloc::<u8>(16).unwrap();
+    // A buffer dropped without free is not freed behind our back (free is
+    // collective): it stays allocated until finalize releases it.
+    let used = ctx.query().unwrap().heap_used;
+    let leaked = ctx.alloc::<u8>(4096).unwrap();
+    let with = ctx.query().unwrap().heap_used;
+    assert!(with >= used + 4096, "{used} -> {with}");
     drop(leaked);
+    assert_eq!(ctx.query().unwrap().heap_used, with, "drop did not free");
     for b in [src, dst] {
         b.free().unwrap();
     }
