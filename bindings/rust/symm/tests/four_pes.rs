@@ -217,3 +217,56 @@ fn pe_worker() {
     ctx.finalize().unwrap();
     println!("pe {me}/{n}: all checks passed");
 }
+
+/// A PE that leaves the job: the one waiting for it gets `Error::PeerFailed`
+/// (with a message), never a hang.
+#[test]
+fn a_peer_that_leaves_is_peer_failed() {
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new(common::symmrun())
+        .args(["-n", "2", "--timeout", "60", "--"])
+        .arg(&exe)
+        .args([
+            "--exact",
+            "peer_failure_worker",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("SYMM_RUNTIME", common::runtime())
+        .env("SYMM_BACKEND", "host")
+        .env("SYMM_RUST_TEST_PE_WORKER", "1")
+        .output()
+        .expect("symmrun starts");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("pe 0: PeerFailed as expected"),
+        "symmrun -n 2: {}\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        out.status
+    );
+}
+
+/// PE 1 leaves without finalize; PE 0 waits for a signal that never comes.
+#[test]
+#[ignore = "runs as a PE under symmrun, started by a_peer_that_leaves_is_peer_failed"]
+fn peer_failure_worker() {
+    assert!(std::env::var_os("SYMM_RUST_TEST_PE_WORKER").is_some());
+    let ctx = Context::builder()
+        .timeout_ms(20_000)
+        .build()
+        .expect("init under symmrun");
+    let sig = ctx.alloc::<u64>(1).unwrap();
+    ctx.barrier_all().unwrap();
+    if ctx.my_pe() == 1 {
+        std::process::exit(0); // leaves the job: no finalize, no signal
+    }
+    let e = sig.signal_wait_until(0, Cmp::Eq, 1).unwrap_err();
+    assert!(matches!(e, symm::Error::PeerFailed(_)), "{e:?}");
+    assert!(!e.message().is_empty());
+    drop(sig);
+    // finalize still releases everything locally and reports the failure.
+    let f = ctx.finalize().unwrap_err();
+    assert!(matches!(f, symm::Error::PeerFailed(_)), "{f:?}");
+    println!("pe 0: PeerFailed as expected ({e})");
+}
