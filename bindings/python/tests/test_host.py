@@ -24,7 +24,7 @@ def context_basics():
     check(info["thread_level"] == 3, "default thread level is MULTIPLE")
     check(symm.loader_version() == (1, 0, 0), symm.loader_version())
     check(symm.runtime_version()[0] == 1, symm.runtime_version())
-    check(symm.runtime_path().endswith("libsymm_runtime.so.1"), symm.runtime_path())
+    check("libsymm_runtime.so.1" in symm.runtime_path(), symm.runtime_path())
     check(ctx.async_error() == (0, ""), ctx.async_error())
 
 
