@@ -72,10 +72,13 @@ for p in $SHARES; do
   n=$((n + 1))
 done
 
-say "rxe0 ACTIVE, running the command"
+read -r up _ </proc/uptime
+echo "$up" >/run/symm/boot-s
+say "rxe0 ACTIVE after $up s, running the command"
 cd "$TOP" || fail "cd $TOP"
 HOME=/root SYMM_SOFTROCE=1 /bin/bash /run/symm/cmd.sh >/run/symm/out.log 2>&1 </dev/null
 echo $? >/run/symm/rc.tmp
 mv /run/symm/rc.tmp /run/symm/rc
-say "command finished (status $(cat /run/symm/rc))"
+read -r up _ </proc/uptime
+say "command finished at $up s (status $(cat /run/symm/rc))"
 off

@@ -10,6 +10,7 @@
 # the script exits with CMD's status. When the guest cannot run (tools
 # missing, image build failed, boot failed, timeout) it says why, shows the
 # guest console's tail, and exits non-zero (125; 124 on timeout).
+# SYMM_SOFTROCE_CONSOLE=FILE keeps a copy of the guest's serial console.
 # The image is built once and cached under
 # ${SYMM_SOFTROCE_CACHE:-$HOME/.cache/symm-softroce}/<hash of the recipe>.
 set -u -o pipefail
@@ -153,10 +154,12 @@ for s in "${share_dirs[@]}"; do
   virtfs+=(-virtfs "local,path=$s,mount_tag=share$n,security_model=none,id=share$n")
   n=$((n + 1))
 done
+kernel=$img/vmlinuz
+[ -f "$img/vmlinux" ] && kernel=$img/vmlinux   # PVH entry: boots much faster under TCG
 t0=$SECONDS
 timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 "${accel[@]}" -m 2G -smp 2 \
   -nodefaults -no-reboot -display none -monitor none -serial "file:$run/console.log" \
-  -kernel "$img/vmlinuz" -initrd "$img/initrd.cpio" \
+  -kernel "$kernel" -initrd "$img/initrd.cpio" \
   -append "console=ttyS0 panic=-1 quiet loglevel=4 mitigations=off" \
   -netdev user,id=n0 -device virtio-net-pci,netdev=n0 "${virtfs[@]}" \
   </dev/null >"$run/qemu.log" 2>&1 &
@@ -169,6 +172,7 @@ qpid=
 wait "$tpid" 2>/dev/null
 tpid=
 elapsed=$((SECONDS - t0))
+[ -n "${SYMM_SOFTROCE_CONSOLE:-}" ] && cp "$run/console.log" "$SYMM_SOFTROCE_CONSOLE"
 
 guest_tail() {
   echo "---- guest console (last 30 lines) ----" >&2
@@ -189,5 +193,6 @@ case $rc in
     if [ -n "$rc" ]; then die "guest ${rc} (qemu exit $qrc)"; fi
     die "the guest ended without a command status (qemu exit $qrc)" ;;
 esac
-echo "guest-run: command exited $rc (guest ${elapsed} s, $([ ${accel[1]} = kvm ] && echo KVM || echo TCG))" >&2
+boot=$(cat "$run/boot-s" 2>/dev/null)
+echo "guest-run: command exited $rc (qemu ${elapsed} s in all, guest kernel up to command ${boot:-?} s, $([ "${accel[1]}" = kvm ] && echo KVM || echo TCG))" >&2
 exit "$rc"

@@ -73,7 +73,10 @@ r=$work/root
 rm -rf "$r"/usr/share/{doc,man,info,locale,i18n,lintian,linda,zoneinfo,bash-completion} \
        "$r"/var/cache/apt/* "$r"/var/lib/apt/lists/* "$r"/var/log/* "$r"/debootstrap \
        "$r"/usr/lib/x86_64-linux-gnu/gconv "$r"/usr/share/perl5 "$r"/usr/lib/x86_64-linux-gnu/perl-base \
-       "$r"/usr/share/common-licenses "$r"/lib/udev/hwdb.d "$r"/etc/udev/hwdb.bin "$r"/usr/share/mime
+       "$r"/usr/share/common-licenses "$r"/lib/udev/hwdb.d "$r"/etc/udev/hwdb.bin "$r"/usr/share/mime \
+       "$r"/usr/lib/udev/hwdb.bin "$r"/usr/lib/udev/hwdb.d "$r"/var/lib/dpkg/info "$r"/usr/bin/perl* \
+       "$r"/usr/lib/apt "$r"/usr/bin/apt* "$r"/usr/lib/x86_64-linux-gnu/libapt-* "$r"/usr/bin/gpgv \
+       "$r"/usr/share/debconf "$r"/var/cache/debconf "$r"/usr/lib/x86_64-linux-gnu/security
 
 depmod -b "$work/kernel" "$kver"
 echo "$kver" >"$work/kernel-version"
