@@ -99,11 +99,16 @@ if [ ! -f "$img/initrd.cpio" ]; then
   rm -rf "$img"
   bash "$here/image.sh" "$base" "$img" >&2 || { rm -rf "$img"; die "building the guest initramfs failed (see above)"; }
   echo "guest-run: initramfs built in $((SECONDS - t0)) s" >&2
-  # Older images are only taking space now.
-  for d in "$cache"/base/*/ "$cache"/img/*/; do
-    [ "${d%/}" = "$img" ] || [ "${d%/}" = "$base" ] || rm -rf "${d%/}"
-  done
 fi
+# Entries unused for a week go: other checkouts (branches) on the same machine
+# may use other recipes at the same time, so the cache keeps several.
+touch "$img/.used"; [ -d "$base" ] && touch "$base/.used"
+for d in "$cache"/base/*/ "$cache"/img/*/; do
+  d=${d%/} stamp=${d%/}/.used
+  [ -d "$d" ] || continue
+  [ -e "$stamp" ] || stamp=$d
+  [ -n "$(find "$stamp" -maxdepth 0 -mtime -7 2>/dev/null)" ] || rm -rf "$d"
+done
 flock -u 9
 exec 9>&-
 [ $build_only = 1 ] && { echo "guest-run: image ready: $img"; exit 0; }

@@ -53,11 +53,11 @@ if [ -z "$kpkg" ]; then
   echo "softroce-base: apt-cache does not know linux-image-amd64 (apt-get update?)" >&2
   exit 1
 fi
-step "kernel package $kpkg"
-(cd "$work" && apt-get download -q -o APT::Sandbox::User=root "$kpkg" >/dev/null)
-dpkg -x "$work"/"$kpkg"_*.deb "$work/kernel"
+step "kernel package $kpkg (downloaded while debootstrap runs)"
 kver=${kpkg#linux-image-}
-[ -d "$work/kernel/lib/modules/$kver" ] || { echo "softroce-base: no modules for $kver in $kpkg" >&2; exit 1; }
+(cd "$work" && apt-get download -q -o APT::Sandbox::User=root "$kpkg" >"$work/kernel-dl.log" 2>&1 &&
+ dpkg -x "$work"/"$kpkg"_*.deb "$work/kernel" && rm -f "$work"/"$kpkg"_*.deb) &
+kjob=$!
 
 # ---- root file system
 step "debootstrap minbase bookworm (+ $GUEST_PKGS)"
@@ -66,8 +66,15 @@ if ! debootstrap --variant=minbase --include="$GUEST_PKGS" bookworm "$work/root"
   echo "softroce-base: debootstrap failed; last lines of its log:" >&2
   tail -n 20 "$work/debootstrap.log" >&2
   tail -n 20 "$work/root/debootstrap/debootstrap.log" >&2 2>/dev/null || true
+  wait $kjob
   exit 1
 fi
+if ! wait $kjob || [ ! -d "$work/kernel/lib/modules/$kver" ]; then
+  echo "softroce-base: could not download or extract $kpkg:" >&2
+  tail -n 5 "$work/kernel-dl.log" >&2
+  exit 1
+fi
+step "kernel $kver extracted"
 r=$work/root
 # Trim what a test guest never reads.
 rm -rf "$r"/usr/share/{doc,man,info,locale,i18n,lintian,linda,zoneinfo,bash-completion} \
