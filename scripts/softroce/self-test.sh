@@ -22,19 +22,19 @@ echo "self-test: IPv4-mapped RoCE v2 GID index $gidx ($ip)"
 port=18515
 ibv_rc_pingpong -d "$dev" -g "$gidx" -p $port -n 200 -s 4096 -c >/tmp/pp-server.log 2>&1 &
 srv=$!
-out=
+out= crc=1
 for try in 1 2 3 4 5 6 7 8 9 10; do
   sleep 0.5
-  if out=$(timeout 60 ibv_rc_pingpong -d "$dev" -g "$gidx" -p $port -n 200 -s 4096 -c "$ip" 2>&1); then
-    break
-  fi
+  out=$(timeout 60 ibv_rc_pingpong -d "$dev" -g "$gidx" -p $port -n 200 -s 4096 -c "$ip" 2>&1); crc=$?
+  [ $crc = 0 ] && break
   case $out in *"Couldn't connect"*) out=; continue ;; *) break ;; esac
 done
-timeout 30 tail --pid=$srv -f /dev/null
+timeout 30 tail --pid=$srv -f /dev/null || kill $srv 2>/dev/null   # a stuck server must not hang the test
 wait $srv; src=$?
-[ -n "$out" ] || { kill $srv 2>/dev/null; fail "client could not connect to the pingpong server"; }
+[ -n "$out" ] || { fail "client could not connect to the pingpong server"; }
 echo "$out" | sed 's/^/  client: /'
 sed 's/^/  server: /' /tmp/pp-server.log
 [ $src = 0 ] || fail "ibv_rc_pingpong server exited $src"
+[ $crc = 0 ] || fail "ibv_rc_pingpong client exited $crc"
 echo "$out" | grep -q '200 iters' || fail "ibv_rc_pingpong client did not complete 200 iterations"
 echo "self-test: PASS (rc_pingpong 200 x 4096 B over $dev, GID $gidx)"
