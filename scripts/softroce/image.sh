@@ -25,6 +25,14 @@ cp -a "$base/root" "$work/root"
 r=$work/root
 k=$base/kernel
 
+# libibverbs dlopens every provider listed in /etc/libibverbs.d when it first
+# lists devices; under TCG that costs every verbs program seconds. Only rxe.
+for f in "$r"/etc/libibverbs.d/*.driver; do
+  [ "$(basename "$f")" = rxe.driver ] || rm -f "$f"
+done
+find "$r"/usr/lib/x86_64-linux-gnu/libibverbs -name '*-rdmav*.so' ! -name 'librxe-*' -delete
+[ -f "$r/etc/libibverbs.d/rxe.driver" ] || { echo "softroce-image: no rxe provider in the base" >&2; exit 1; }
+
 # ---- modules: only what the guest loads, with their dependencies
 step "modules"
 [ -f "$k/lib/modules/$kver/modules.dep" ] || depmod -b "$k" "$kver"
