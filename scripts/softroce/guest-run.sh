@@ -117,8 +117,16 @@ exec 9>&-
 run=$(mktemp -d "${TMPDIR:-/tmp}/symm-softroce.XXXXXX") || die "mktemp failed"
 qpid=
 cleanup() {
+  # qpid is timeout(1), which passes TERM on to qemu; qemu's own pid from its
+  # pidfile covers the case where timeout is gone first.
+  local qemu_pid=
+  [ -s "$run/qemu.pid" ] && read -r qemu_pid <"$run/qemu.pid"
   if [ -n "$qpid" ] && kill -0 "$qpid" 2>/dev/null; then
     kill -TERM "$qpid" 2>/dev/null; sleep 1; kill -KILL "$qpid" 2>/dev/null
+  fi
+  if [ -n "$qemu_pid" ] && kill -0 "$qemu_pid" 2>/dev/null &&
+     grep -q qemu "/proc/$qemu_pid/cmdline" 2>/dev/null; then
+    kill -KILL "$qemu_pid" 2>/dev/null
   fi
   [ -n "${tpid:-}" ] && kill "$tpid" 2>/dev/null
   rm -rf "$run"
@@ -164,6 +172,7 @@ kernel=$img/vmlinuz
 t0=$SECONDS
 timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 "${accel[@]}" -m 2G -smp 2 \
   -nodefaults -no-reboot -display none -monitor none -serial "file:$run/console.log" \
+  -pidfile "$run/qemu.pid" \
   -kernel "$kernel" -initrd "$img/initrd.cpio" \
   -append "console=ttyS0 panic=-1 quiet loglevel=4 mitigations=off" \
   -netdev user,id=n0 -device virtio-net-pci,netdev=n0 "${virtfs[@]}" \
