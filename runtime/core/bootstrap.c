@@ -31,6 +31,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -93,7 +94,8 @@ struct symm__boot {
     pthread_mutex_t io;     /* one conversation with the server at a time    */
     uint32_t seq;           /* collectives sent                              */
     atomic_int failed;      /* status of the first fatal failure, 0 = none   */
-    atomic_llong polled_tick; /* coarse-clock tick of the last boot_check poll */
+    atomic_llong polled_tick; /* coarse-clock time of the last boot_check poll */
+    long long poll_ns;      /* poll the server at most this often            */
     char fail_msg[MSG_MAX];
     int share_fd;           /* listening socket for descriptor passing       */
     uint32_t share_seq;
@@ -716,6 +718,10 @@ symm_status symm__boot_open(const symm__config *cfg, symm__boot **boot, symm__bo
     case SYMM_BOOTSTRAP_UID: SYMM_TRY(open_uid(cfg, &b)); break;
     default: return symm__err(SYMM_ERR_INVALID_ARG, "unknown bootstrap mode %u", cfg->bootstrap);
     }
+    /* A quarter of the bound: the news reaches a call well within it. */
+    b->poll_ns = (long long)(cfg->peer_timeout_ms ? cfg->peer_timeout_ms
+                                                  : SYMM__DEFAULT_PEER_TIMEOUT_MS) * 250000ll;
+    atomic_store(&b->polled_tick, LLONG_MIN / 2);
     fill_info(b, info);
     *boot = b;
     return SYMM_SUCCESS;
@@ -842,12 +848,14 @@ symm_status symm__boot_check(symm__boot *b) {
         return SYMM_ERR_PEER_FAILED;
     }
     if (b->n_pes == 1) return SYMM_SUCCESS;
-    /* At most one poll per tick of the coarse clock (1-4 ms): stream
-     * operations call this on every call, and a poll is a system call. */
+    /* At most one poll per poll interval (and so per tick of the coarse
+     * clock, 1-4 ms): every one-sided call makes this check, and a poll is a
+     * system call; reading the coarse clock is not (vDSO). */
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     long long tick = (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-    if (atomic_load_explicit(&b->polled_tick, memory_order_relaxed) == tick) return SYMM_SUCCESS;
+    if (tick - atomic_load_explicit(&b->polled_tick, memory_order_relaxed) < b->poll_ns)
+        return SYMM_SUCCESS;
     if (pthread_mutex_trylock(&b->io) != 0) return SYMM_SUCCESS;
     atomic_store_explicit(&b->polled_tick, tick, memory_order_relaxed);
     symm_status st = SYMM_SUCCESS;

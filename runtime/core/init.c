@@ -72,6 +72,11 @@ symm_status symm__check_pe(const symm__ctx *ctx, int32_t pe) {
     return SYMM_SUCCESS;
 }
 
+symm_status symm__check_target(symm__ctx *ctx, int32_t pe) {
+    SYMM_TRY(symm__check_pe(ctx, pe));
+    return symm__check_failed(ctx);
+}
+
 symm_status symm__check_range(const symm__buf *buf, uint64_t index, uint64_t nelems) {
     if (index > buf->count || nelems > buf->count - index)
         return symm__err(SYMM_ERR_OUT_OF_BOUNDS,
@@ -81,11 +86,19 @@ symm_status symm__check_range(const symm__buf *buf, uint64_t index, uint64_t nel
     return SYMM_SUCCESS;
 }
 
+void symm__mark_failed(symm__ctx *ctx) {
+    if (atomic_exchange(&ctx->failed, 1) == 0 && ctx->ops && ctx->ops->peer_failed)
+        ctx->ops->peer_failed(ctx);
+}
+
 symm_status symm__check_failed(symm__ctx *ctx) {
-    if (atomic_load_explicit(&ctx->failed, memory_order_relaxed))
+    if (atomic_load_explicit(&ctx->failed, memory_order_relaxed)) {
+        if (ctx->boot && symm__boot_check(ctx->boot) != SYMM_SUCCESS)
+            return SYMM_ERR_PEER_FAILED; /* boot_check left the job's reason */
         return symm__err(SYMM_ERR_PEER_FAILED, "a peer PE of this job failed; the context is unusable");
+    }
     if (ctx->boot && symm__boot_check(ctx->boot) != SYMM_SUCCESS) {
-        atomic_store(&ctx->failed, 1);
+        symm__mark_failed(ctx);
         return SYMM_ERR_PEER_FAILED; /* boot_check left the message */
     }
     return SYMM_SUCCESS;
@@ -219,9 +232,11 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
     ctx->heap_cap = ctx->cfg.heap_cap;
     st = ctx->ops->heap_init(ctx);
     if (st) goto fail;
-    st = ctx->ops->heap_grow(ctx, ctx->cfg.heap_chunk);
+    /* Back the system area (128 KiB) whole, even with smaller chunks. */
+    uint64_t first = (SYMM__SYS_BYTES + ctx->cfg.heap_chunk - 1) & ~(ctx->cfg.heap_chunk - 1);
+    st = ctx->ops->heap_grow(ctx, first);
     if (st) goto fail;
-    ctx->heap_mapped = ctx->cfg.heap_chunk;
+    ctx->heap_mapped = first;
     st = ctx->ops->memset0(ctx, 0, SYMM__SYS_BYTES);
     if (st) goto fail;
     st = symm__alloc_init(&ctx->alloc, SYMM__SYS_BYTES, ctx->heap_cap);

@@ -30,9 +30,14 @@
  * docs/GPU-RESULTS.md) and costs less host time per launch. SYMM_CUDA_PDL=0
  * turns it off.
  *
- * GPU-side waits (barriers, signal waits) give up after the context's timeout
- * and set a pinned error word that the next blocking call reports as
- * SYMM_ERR_TIMEOUT, so a dead peer cannot hang a stream forever.
+ * GPU-side waits (barriers, signal waits, collectives) give up after the
+ * context's timeout and set a pinned error word that the next blocking call
+ * reports as SYMM_ERR_TIMEOUT. When the host learns that a PE died
+ * (symm__mark_failed -> cuda_peer_failed) it sets the word to CU_ERR_PEER_FAILED;
+ * every waiting kernel of the context then gives up within 1024 spins and
+ * blocking calls report SYMM_ERR_PEER_FAILED. Blocking calls poll their
+ * stream and the job's health instead of sleeping in cuStreamSynchronize, so
+ * a kernel stuck on a dead peer cannot hold them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -100,7 +105,8 @@ typedef struct cu_state {
     pthread_mutex_t amo_lock;
     bool amo_lock_init;
     uint64_t *pinned; /* [0]: atomic result, [1]: error word (int) */
-    int *err_word;
+    int *err_word;      /* CU_ERR_*, read by the runtime's waiting kernels */
+    symm__ctx *owner;   /* for the health check of blocking calls          */
     uint64_t timeout_ns;
     atomic_bool memops; /* cuStreamWriteValue64 / WaitValue64 usable */
     bool stream_memops; /* SYMM_CUDA_STREAM_MEMOPS=1: memop signal waits */
@@ -143,9 +149,16 @@ static inline symm_status cu_enter(const cu_state *s) {
     return SYMM_SUCCESS;
 }
 
+#define CU_ERR_TIMEOUT 1
+#define CU_ERR_PEER_FAILED 2 /* symm_device.cuh's barrier helper knows it as 2 */
+
 static symm_status check_err_word(cu_state *s) {
-    if (!*(volatile int *)s->err_word) return SYMM_SUCCESS;
-    *(volatile int *)s->err_word = 0;
+    int w = *(volatile int *)s->err_word;
+    if (!w) return SYMM_SUCCESS;
+    if (w == CU_ERR_PEER_FAILED) /* sticky: the context stays unusable */
+        return symm__err(SYMM_ERR_PEER_FAILED,
+                         "a peer PE of this job failed; GPU-side waits of this context gave up");
+    __atomic_compare_exchange_n(s->err_word, &w, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
     return symm__err(SYMM_ERR_TIMEOUT,
                      "a GPU-side wait (barrier, collective or signal wait on a stream) gave up "
                      "after %llu ms: a peer PE died or did not take part",
@@ -189,12 +202,26 @@ static symm_status launch(cu_state *s, CUfunction f, const char *name, unsigned 
     return SYMM_SUCCESS;
 }
 
-/* NULL stream = blocking: the work went to the internal stream; wait for it. */
+/* NULL stream = blocking: the work went to the internal stream; wait for it,
+ * polling the job's health (once per poll interval; symm__boot_check): when a
+ * PE died, the waiting kernels are told to give up (cuda_peer_failed). */
 static symm_status finish(cu_state *s, void *stream) {
     if (stream) return SYMM_SUCCESS;
-    SYMM__CU(StreamSynchronize(s->s_int));
+    CUresult r;
+    while ((r = symm__cu.StreamQuery(s->s_int)) == CUDA_ERROR_NOT_READY) {
+        if (s->owner && symm__check_failed(s->owner) != SYMM_SUCCESS) {
+            r = symm__cu.StreamSynchronize(s->s_int); /* the kernels end within 1024 spins */
+            break;
+        }
+    }
+    if (r != CUDA_SUCCESS) return symm__cu_fail(r, "cuStreamSynchronize(internal stream)");
     atomic_store(&s->nbi_pending, false);
     return check_err_word(s);
+}
+
+static void cuda_peer_failed(symm__ctx *ctx) {
+    cu_state *s = ctx->backend;
+    if (s && s->err_word) __atomic_store_n(s->err_word, CU_ERR_PEER_FAILED, __ATOMIC_SEQ_CST);
 }
 static inline CUstream stream_of(const cu_state *s, void *stream) {
     return stream ? (CUstream)stream : s->s_int;
@@ -459,6 +486,7 @@ static symm_status cuda_heap_init(symm__ctx *ctx) {
     }
     ctx->heap_base = ctx->peer_base[ctx->my_pe];
     ctx->backend = s;
+    s->owner = ctx;
     free(all);
     return SYMM_SUCCESS;
 
@@ -1249,4 +1277,5 @@ const symm__backend_ops symm__cuda_ops = {
     .register_mem = cuda_register,
     .unregister_mem = cuda_unregister,
     .device_ctx = cuda_device_ctx,
+    .peer_failed = cuda_peer_failed,
 };
