@@ -216,6 +216,12 @@ int main(int argc, char **argv) {
     memcpy(rc.secret, secret, sizeof secret);
     rc.n_pes = (int32_t)n;
     rc.hello_timeout_ms = SYMM__DEFAULT_TIMEOUT_MS;
+    const char *tmo = getenv("SYMM_TIMEOUT_MS"); /* the PEs' own bootstrap timeout */
+    if (tmo) {
+        char *end = NULL;
+        unsigned long v = strtoul(tmo, &end, 10);
+        if (end != tmo && *end == '\0' && v > 0 && v <= UINT32_MAX) rc.hello_timeout_ms = (uint32_t)v;
+    }
     if (symm__rdv_create(&rc, &rdv) != SYMM_SUCCESS) {
         fprintf(stderr, "symmrun: %s\n", symm__last_error());
         return EXIT_INTERNAL;
