@@ -5,8 +5,9 @@
   check_symbols.py runtime LIBSYMM_RUNTIME
 
 loader:  the functions declared SYMM_API in include/symm/symm.h are exactly
-         the dispatch entries of loader/symm_dispatch.h plus the four the
-         loader answers itself; `nm -D --defined-only` lists exactly those
+         the dispatch entries of loader/symm_dispatch.h plus those the
+         loader answers itself (LOADER_LOCAL); abi/symm.map names each of
+         them in its version node; `nm -D --defined-only` lists exactly those
          functions, each versioned SYMM_1.0 (readelf --dyn-syms); soname
          libsymm.so.1; needs nothing beyond libc/libdl/libpthread.
 runtime: exports exactly symm_runtime_negotiate, versioned SYMM_RUNTIME_1.0;
@@ -20,7 +21,12 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADER = os.path.join(ROOT, "include", "symm", "symm.h")
 DISPATCH = os.path.join(ROOT, "loader", "symm_dispatch.h")
-LOADER_LOCAL = {"symm_status_string", "symm_last_error", "symm_loader_probe", "symm_dtype_size"}
+# Answered by the loader itself, without a runtime (docs/ABI.md).
+LOADER_LOCAL = {
+    "symm_status_string", "symm_last_error", "symm_loader_probe", "symm_loader_set_runtime",
+    "symm_loader_get_version", "symm_loader_runtime_path", "symm_dtype_size",
+    "symm_init_attr_init", "symm_team_config_init",
+}
 SYSTEM_LIBS = re.compile(r"^(libc\.so\.6|libdl\.so\.2|libpthread\.so\.0|ld-linux[-\w.]*\.so\.\d+)$")
 # Sanitizer builds (-Db_sanitize=...) add their runtime.
 SANITIZER_LIBS = re.compile(r"^(lib(a|ub|t|l|hwa)san\.so\.\d+|libclang_rt\.[\w.-]+\.so)$")
@@ -113,6 +119,19 @@ def check_exports(path, want, version):
     print("%s: %d exported functions checked (%s)" % (os.path.basename(path), len(syms), version))
 
 
+def map_symbols(path):
+    """{version node: set of names} of a linker version script (no wildcards)."""
+    text = strip_comments(open(path, encoding="utf-8").read())
+    nodes = {}
+    for node, body in re.findall(r"([\w.]+)\s*\{(.*?)\}", text, flags=re.S):
+        glob = body.split("local:")[0].replace("global:", "")
+        names = {n.strip() for n in glob.split(";") if n.strip()}
+        if any("*" in n for n in names):
+            fail("%s: node %s uses a wildcard; list every symbol" % (path, node))
+        nodes[node] = names
+    return nodes
+
+
 def check_loader(path):
     decl = header_functions()
     entries = dispatch_entries()
@@ -128,6 +147,11 @@ def check_loader(path):
              % sorted(served - decl))
     print("symm.h: %d SYMM_API functions = %d dispatch entries + %d loader-local"
           % (len(decl), len(entries), len(LOADER_LOCAL)))
+    mapped = map_symbols(os.path.join(ROOT, "abi", "symm.map"))
+    if mapped.get("SYMM_1.0", set()) != decl:
+        fail("abi/symm.map SYMM_1.0 and symm.h differ: missing %s, extra %s"
+             % (sorted(decl - mapped.get("SYMM_1.0", set())),
+                sorted(mapped.get("SYMM_1.0", set()) - decl)))
     check_exports(path, decl, "SYMM_1.0")
     needed, soname = dynamic(path)
     if soname != "libsymm.so.1":

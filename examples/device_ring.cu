@@ -64,7 +64,9 @@ int main(void) {
     dctx.struct_size = sizeof dctx;
     if ((st = symm_device_ctx_get(ctx, &dctx))) return fail("symm_device_ctx_get", st);
     int next = (dctx.my_pe + 1) % dctx.n_pes;
-    if (!dctx.peer_base[next]) {
+    void *next_msg = NULL;
+    symm_buf_peer_ptr(msg, next, &next_msg);
+    if (!next_msg) {
         printf("SKIP: no usable GPU (PE %d is not load/store reachable)\n", next);
         return 77;
     }

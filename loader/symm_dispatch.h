@@ -8,14 +8,20 @@
  *    order. Entries are only ever appended, under a comment naming the minor
  *    version that added them; a loader treats an entry beyond the runtime's
  *    table size (or NULL) as SYMM_ERR_NOT_SUPPORTED.
- *  - The loader answers symm_status_string, symm_last_error (together with the
- *    runtime's last_error), symm_loader_probe and symm_dtype_size itself.
+ *  - The loader answers itself, without a runtime: symm_status_string,
+ *    symm_last_error (together with the runtime's last_error), the
+ *    symm_loader_* functions, and the pure-data entries symm_dtype_size,
+ *    symm_init_attr_init and symm_team_config_init (their code is below, shared
+ *    with the runtime, which uses it internally).
  *
  * X(ret, name, params, args, fail): fail is what the loader's trampoline
  * returns when it cannot call the runtime (_st is the loader's status).
  */
 #ifndef SYMM_LOADER_DISPATCH_H
 #define SYMM_LOADER_DISPATCH_H
+
+#include <stddef.h>
+#include <string.h>
 
 #include <symm/symm.h>
 
@@ -26,13 +32,13 @@
 #define SYMM_DISPATCH_ENTRIES(X) \
     /* ---- SYMM 1.0 ---- */ \
     X(symm_status, symm_get_version, (uint32_t *runtime_version), (runtime_version), _st) \
-    X(symm_status, symm_init_attr_init, (symm_init_attr *attr, uint32_t struct_size), (attr, struct_size), _st) \
     X(symm_status, symm_get_unique_id, (symm_unique_id *id), (id), _st) \
     X(symm_status, symm_init, (const symm_init_attr *attr, symm_ctx *ctx), (attr, ctx), _st) \
     X(symm_status, symm_finalize, (symm_ctx *ctx), (ctx), _st) \
     X(int32_t, symm_my_pe, (symm_ctx ctx), (ctx), -1) \
     X(int32_t, symm_n_pes, (symm_ctx ctx), (ctx), -1) \
     X(symm_status, symm_ctx_query, (symm_ctx ctx, symm_ctx_info *info), (ctx, info), _st) \
+    X(symm_status, symm_ctx_async_error, (symm_ctx ctx, uint32_t flags, uint64_t msg_cap, symm_status *status, char *msg), (ctx, flags, msg_cap, status, msg), _st) \
     X(symm_status, symm_buf_alloc, (symm_ctx ctx, uint32_t dtype, uint64_t count, symm_buf *buf), (ctx, dtype, count, buf), _st) \
     X(symm_status, symm_buf_free, (symm_buf buf), (buf), _st) \
     X(symm_status, symm_buf_ptr, (symm_buf buf, void **ptr), (buf, ptr), _st) \
@@ -52,7 +58,6 @@
     X(symm_status, symm_fence, (symm_ctx ctx), (ctx), _st) \
     X(symm_status, symm_barrier_all, (symm_ctx ctx), (ctx), _st) \
     X(symm_status, symm_sync_all, (symm_ctx ctx), (ctx), _st) \
-    X(symm_status, symm_team_config_init, (symm_team_config *config, uint32_t struct_size), (config, struct_size), _st) \
     X(symm_status, symm_team_get, (symm_ctx ctx, uint32_t which, symm_team *team), (ctx, which, team), _st) \
     X(symm_status, symm_team_split_strided, (symm_team parent, int32_t start, int32_t stride, int32_t size, const symm_team_config *config, symm_team *team), (parent, start, stride, size, config, team), _st) \
     X(symm_status, symm_team_split_2d, (symm_team parent, int32_t xrange, const symm_team_config *xconfig, const symm_team_config *yconfig, symm_team *xteam, symm_team *yteam), (parent, xrange, xconfig, yconfig, xteam, yteam), _st) \
@@ -140,17 +145,50 @@ typedef symm_status (*symm_runtime_negotiate_fn)(symm_runtime_negotiation *n);
 #define SYMM_RUNTIME_NEGOTIATE_SYMBOL "symm_runtime_negotiate"
 #define SYMM_RUNTIME_SONAME "libsymm_runtime.so.1"
 
-/* Names of status codes, shared by loader and runtime. */
+/* Names of status codes (from SYMM_STATUS_TABLE), shared by loader and runtime. */
 static inline const char *symm__status_name(symm_status s) {
-    static const char *const names[SYMM_STATUS_COUNT] = {
-        "SYMM_SUCCESS",           "SYMM_ERR_INVALID_ARG",   "SYMM_ERR_INVALID_HANDLE",
-        "SYMM_ERR_OUT_OF_BOUNDS", "SYMM_ERR_OUT_OF_MEMORY", "SYMM_ERR_LIBRARY_NOT_FOUND",
-        "SYMM_ERR_ABI_MISMATCH",  "SYMM_ERR_NOT_SUPPORTED", "SYMM_ERR_NO_DEVICE",
-        "SYMM_ERR_BOOTSTRAP",     "SYMM_ERR_PEER_FAILED",   "SYMM_ERR_TIMEOUT",
-        "SYMM_ERR_MISMATCH",      "SYMM_ERR_TEAM_EXHAUSTED", "SYMM_ERR_CUDA",
-        "SYMM_ERR_SYSTEM",        "SYMM_ERR_THREAD_LEVEL",  "SYMM_ERR_INTERNAL",
-    };
-    return (s >= 0 && s < SYMM_STATUS_COUNT) ? names[s] : "SYMM_ERR_UNKNOWN";
+    switch (s) {
+#define SYMM__STATUS_NAME(name, value, description) \
+    case value: return #name;
+        SYMM_STATUS_TABLE(SYMM__STATUS_NAME)
+#undef SYMM__STATUS_NAME
+    default: return "SYMM_ERR_UNKNOWN";
+    }
+}
+
+/* Pure-data defaults, shared by the loader (which answers symm_init_attr_init
+ * and symm_team_config_init) and the runtime. Each returns NULL when it filled
+ * the struct, or the reason it refused (nothing written then). struct_size is
+ * the caller's sizeof: older, smaller structs get their known prefix; a newer,
+ * larger struct gets its unknown tail zeroed. */
+static inline const char *symm__fill_init_attr(symm_init_attr *attr, uint32_t struct_size) {
+    if (!attr) return "attr is NULL";
+    if (struct_size < offsetof(symm_init_attr, heap_cap))
+        return "struct_size is smaller than any released symm_init_attr layout";
+    symm_init_attr d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = struct_size < sizeof d ? struct_size : (uint32_t)sizeof d;
+    d.backend = SYMM_BACKEND_AUTO;
+    d.bootstrap = SYMM_BOOTSTRAP_AUTO;
+    d.thread_level = SYMM_THREAD_MULTIPLE;
+    d.device = -1;
+    if (struct_size > sizeof d) memset((char *)attr + sizeof d, 0, struct_size - sizeof d);
+    memcpy(attr, &d, d.struct_size);
+    return NULL;
+}
+
+static inline const char *symm__fill_team_config(symm_team_config *config,
+                                                 uint32_t struct_size) {
+    if (!config) return "config is NULL";
+    if (struct_size < sizeof(uint32_t))
+        return "struct_size is smaller than any released symm_team_config layout";
+    symm_team_config d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = struct_size < sizeof d ? struct_size : (uint32_t)sizeof d;
+    d.num_contexts = 0;
+    if (struct_size > sizeof d) memset((char *)config + sizeof d, 0, struct_size - sizeof d);
+    memcpy(config, &d, d.struct_size);
+    return NULL;
 }
 
 /* Element sizes of dtypes, shared by loader and runtime. */

@@ -1,9 +1,11 @@
 /*
  * libsymm.so.1 — the loader.
  *
- * Exports every public function of <symm/symm.h>. Four are answered here
- * (symm_status_string, symm_dtype_size, symm_loader_probe, symm_last_error);
- * every other one is a trampoline through the dispatch table that the runtime
+ * Exports every public function of <symm/symm.h>. Some are answered here
+ * (symm_status_string, symm_last_error, the symm_loader_* functions and the
+ * pure-data entries symm_dtype_size, symm_init_attr_init,
+ * symm_team_config_init); every other one is a trampoline through the
+ * dispatch table that the runtime
  * (libsymm_runtime.so.1) hands over from symm_runtime_negotiate. The runtime
  * is opened lazily, once, on the first call that needs it.
  *
@@ -13,6 +15,7 @@
  *
  * Search order (docs/ABI.md):
  *   1. $SYMM_RUNTIME, when set and not empty: that file and nothing else;
+ *   1b. else the path given to symm_loader_set_runtime: that file only;
  *   2. the loader's own directory + "/libsymm_runtime.so.1" (the directory
  *      dladdr reports, then, if it differs, the directory of its real path);
  *   3. dlopen("libsymm_runtime.so.1"): the dynamic linker's search path.
@@ -25,9 +28,16 @@
  * see the same outcome. Messages are thread-local. The runtime is never
  * unloaded. Nothing here aborts or exits.
  */
+/* dladdr and Dl_info are GNU extensions of <dlfcn.h>; realpath is POSIX. This
+ * file must compile alone (bindings vendor it): cc -std=c11 -c symm_loader.c. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -55,6 +65,14 @@ static symm_status symm__load_status = SYMM_ERR_INTERNAL;
 static const symm_dispatch *symm__table;
 static uint32_t symm__runtime_version;
 static char symm__load_msg[SYMM__LOAD_MSG_MAX];
+static char symm__runtime_path[PATH_MAX]; /* the runtime opened            */
+static atomic_int symm__loaded_ok;        /* set (release) after the above */
+
+/* symm_loader_set_runtime's path; guarded by symm__cfg_lock until the load
+ * starts, which freezes it. */
+static pthread_mutex_t symm__cfg_lock = PTHREAD_MUTEX_INITIALIZER;
+static int symm__load_started;
+static char symm__set_path[PATH_MAX];
 
 /* Per thread: whether the last error came from the loader, and its text
  * (either symm__load_msg or symm__tl_buf); whether this thread has seen the
@@ -163,6 +181,13 @@ static int symm__try(const char *path, const char *label, symm__msg *tried) {
     symm__table = d;
     symm__runtime_version = n.runtime_version;
     symm__load_status = SYMM_SUCCESS;
+    /* The file the dynamic linker really opened (a bare soname was searched). */
+    Dl_info info;
+    memset(&info, 0, sizeof(info));
+    const char *where = path;
+    if (dladdr(sym, &info) && info.dli_fname && info.dli_fname[0]) where = info.dli_fname;
+    snprintf(symm__runtime_path, sizeof(symm__runtime_path), "%s", where);
+    atomic_store_explicit(&symm__loaded_ok, 1, memory_order_release);
     return SYMM__TRY_STOP; /* h stays open for the life of the process */
 }
 
@@ -188,10 +213,18 @@ static void symm__load(void) {
     symm__msg tried = {tried_buf, sizeof(tried_buf), 0};
     tried_buf[0] = '\0';
 
+    static char chosen[PATH_MAX];
+    pthread_mutex_lock(&symm__cfg_lock);
+    symm__load_started = 1;
+    memcpy(chosen, symm__set_path, sizeof(chosen));
+    pthread_mutex_unlock(&symm__cfg_lock);
+
     const char *env = getenv("SYMM_RUNTIME");
     if (env && env[0]) {
         /* An explicit choice is final: no fallback that would hide its failure. */
         if (symm__try(env, " (SYMM_RUNTIME)", &tried) == SYMM__TRY_STOP) return;
+    } else if (chosen[0]) {
+        if (symm__try(chosen, " (symm_loader_set_runtime)", &tried) == SYMM__TRY_STOP) return;
     } else {
         /* The loader's own directory: as the dynamic linker names it, then the
          * directory of its real path (a symlinked libsymm.so.1). */
@@ -264,6 +297,68 @@ SYMM_API symm_status symm_loader_probe(void) {
     symm_status st = symm__get(&d);
     if (st == SYMM_SUCCESS) symm__set_error(""); /* nothing failed */
     return st;
+}
+
+SYMM_API symm_status symm_loader_set_runtime(const char *path) {
+    const char *p = path ? path : "";
+    size_t len = strlen(p);
+    if (len >= sizeof(symm__set_path)) {
+        snprintf(symm__tl_buf, sizeof(symm__tl_buf),
+                 "symm_loader_set_runtime: the path is %zu bytes long (at most %zu)", len,
+                 sizeof(symm__set_path) - 1);
+        symm__set_error(symm__tl_buf);
+        return SYMM_ERR_INVALID_ARG;
+    }
+    pthread_mutex_lock(&symm__cfg_lock);
+    int started = symm__load_started;
+    if (!started) memcpy(symm__set_path, p, len + 1);
+    pthread_mutex_unlock(&symm__cfg_lock);
+    if (started) {
+        symm__set_error("symm_loader_set_runtime: the runtime was already looked for (a call "
+                        "that needs it, or symm_loader_probe, came first); set the path before");
+        return SYMM_ERR_INVALID_STATE;
+    }
+    symm__set_error("");
+    return SYMM_SUCCESS;
+}
+
+SYMM_API symm_status symm_loader_get_version(uint32_t *loader_version) {
+    if (!loader_version) {
+        symm__set_error("symm_loader_get_version: loader_version is NULL");
+        return SYMM_ERR_INVALID_ARG;
+    }
+    *loader_version = SYMM_VERSION;
+    symm__set_error("");
+    return SYMM_SUCCESS;
+}
+
+SYMM_API const char *symm_loader_runtime_path(void) {
+    if (!atomic_load_explicit(&symm__loaded_ok, memory_order_acquire)) return "";
+    return symm__runtime_path;
+}
+
+SYMM_API symm_status symm_init_attr_init(symm_init_attr *attr, uint32_t struct_size) {
+    const char *why = symm__fill_init_attr(attr, struct_size);
+    if (why) {
+        snprintf(symm__tl_buf, sizeof(symm__tl_buf), "symm_init_attr_init: %s (struct_size %u)",
+                 why, (unsigned)struct_size);
+        symm__set_error(symm__tl_buf);
+        return SYMM_ERR_INVALID_ARG;
+    }
+    symm__set_error("");
+    return SYMM_SUCCESS;
+}
+
+SYMM_API symm_status symm_team_config_init(symm_team_config *config, uint32_t struct_size) {
+    const char *why = symm__fill_team_config(config, struct_size);
+    if (why) {
+        snprintf(symm__tl_buf, sizeof(symm__tl_buf), "symm_team_config_init: %s (struct_size %u)",
+                 why, (unsigned)struct_size);
+        symm__set_error(symm__tl_buf);
+        return SYMM_ERR_INVALID_ARG;
+    }
+    symm__set_error("");
+    return SYMM_SUCCESS;
 }
 
 SYMM_API const char *symm_last_error(void) {

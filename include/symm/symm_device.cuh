@@ -5,7 +5,7 @@
  * kernel parameter or device memory) and address symmetric memory by the
  * local symmetric address: the address of this PE's copy, as returned by
  * symm_buf_ptr(). Every function works on peers that are load/store reachable
- * (symm_device_ctx.peer_base[pe] != NULL, e.g. GPUs joined by NVLink or PCIe
+ * (symm_dev_peer_base(c, pe) != NULL, e.g. GPUs joined by NVLink or PCIe
  * P2P on one host); calling one for another PE is undefined behaviour.
  *
  * Scopes: plain functions are called by one thread and act for it; _warp
@@ -48,9 +48,9 @@
 #include <symm/symm.h>
 
 /* Layout shared with the runtime (runtime/core/internal.h). Slot s's sync area
- * starts at heap_base + s * SYMM_DEVICE_SLOT_BYTES; symm_device_ctx.team_slots
- * is the number of slots, symm_device_team.slot a team's slot. */
-#define SYMM_DEVICE_SLOT_BYTES 1024u  /* sync area per team slot (SYMM__TEAM_SLOT_BYTES) */
+ * starts at heap_base + s * symm_device_ctx.slot_bytes (1024 for jobs of up
+ * to 64 PEs, more for larger jobs); symm_device_ctx.team_slots is the number
+ * of slots, symm_device_team.slot a team's slot. */
 #define SYMM_DEVICE_BARRIER_OFF 512u  /* device/stream barrier flags within a slot      */
 #define SYMM_DEVICE_WORLD_SLOT 0      /* slot of SYMM_TEAM_WORLD                         */
 
@@ -63,9 +63,15 @@
 SYMM_DEV_FN int symm_dev_my_pe(const symm_device_ctx &c) { return c.my_pe; }
 SYMM_DEV_FN int symm_dev_n_pes(const symm_device_ctx &c) { return c.n_pes; }
 
+/* Heap base of pe, NULL if unreachable: the first SYMM_DEVICE_FAST_PES come
+ * from the struct (parameter space), the rest from the device peer table. */
+SYMM_DEV_FN void *symm_dev_peer_base(const symm_device_ctx &c, int pe) {
+    return pe < SYMM_DEVICE_FAST_PES ? c.peer_base[pe] : c.peer_table[pe];
+}
+
 /* Address of pe's copy of the symmetric address sym, NULL if unreachable. */
 SYMM_DEV_FN void *symm_dev_ptr(const symm_device_ctx &c, const void *sym, int pe) {
-    char *b = (char *)c.peer_base[pe];
+    char *b = (char *)symm_dev_peer_base(c, pe);
     if (!b) return NULL;
     return b + ((const char *)sym - (const char *)c.heap_base);
 }
@@ -491,7 +497,7 @@ struct symm__world_strided {
     const symm_device_ctx *c;
     int start, stride;
     __device__ __forceinline__ char *operator()(int j) const {
-        return (char *)c->peer_base[start + j * stride];
+        return (char *)symm_dev_peer_base(*c, start + j * stride);
     }
 };
 
@@ -499,7 +505,7 @@ SYMM_DEV_FN void symm__barrier_thread(const symm_device_ctx &c, int slot, int me
                                       int start, int stride) {
     symm__world_strided w = {&c, start, stride};
     char *base = (char *)c.heap_base;
-    uint64_t off = (uint64_t)slot * SYMM_DEVICE_SLOT_BYTES + SYMM_DEVICE_BARRIER_OFF;
+    uint64_t off = (uint64_t)slot * c.slot_bytes + SYMM_DEVICE_BARRIER_OFF;
     uint64_t e = symm__barrier_epoch(base, off, me) + 1;
     symm__barrier_arrive_wait(base, off, me, n, w, e, 0, 1, 0, (int *)NULL);
     symm__barrier_advance(base, off, me, e);
@@ -509,7 +515,7 @@ SYMM_DEV_FN void symm__barrier_block(const symm_device_ctx &c, int slot, int me,
                                      int stride) {
     symm__world_strided w = {&c, start, stride};
     char *base = (char *)c.heap_base;
-    uint64_t off = (uint64_t)slot * SYMM_DEVICE_SLOT_BYTES + SYMM_DEVICE_BARRIER_OFF;
+    uint64_t off = (uint64_t)slot * c.slot_bytes + SYMM_DEVICE_BARRIER_OFF;
     __syncthreads();
     uint64_t e = symm__barrier_epoch(base, off, me) + 1;
     __syncthreads();

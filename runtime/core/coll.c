@@ -541,7 +541,13 @@ static symm_status coll_run(const coll_call *c) {
     st = symm__thread_check(p.ctx);
     if (st) return symm__err_prefix(p.fn, st);
 
-    const bool hook = p.ctx->ops->coll != NULL;
+    const int32_t hook_max = p.ctx->ops->coll_max_pes;
+    const bool hook = p.ctx->ops->coll != NULL && (hook_max == 0 || p.team->n_pes <= hook_max);
+    if (!hook && c->on_stream && p.ctx->ops->coll != NULL)
+        return symm__err(SYMM_ERR_NOT_SUPPORTED,
+                         "%s: the %s backend runs stream collectives on teams of up to %d PEs "
+                         "(this team has %d); the blocking form works for any team",
+                         p.fn, p.ctx->ops->name, (int)hook_max, (int)p.team->n_pes);
     const bool reduction = c->kind == SYMM__COLL_REDUCE || c->kind == SYMM__COLL_REDUCESCATTER;
     symm_status local = coll_check(c, &p);
     if (hook && local) return local;

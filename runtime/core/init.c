@@ -16,22 +16,12 @@ symm_status symm_get_version(uint32_t *runtime_version) {
     return SYMM_SUCCESS;
 }
 
+/* Answered by the loader; the runtime keeps this wrapper of the shared code
+ * for its own use (config.c) and for tests linked against runtime objects. */
 symm_status symm_init_attr_init(symm_init_attr *attr, uint32_t struct_size) {
     symm__err_clear();
-    SYMM_CHECK(attr, SYMM_ERR_INVALID_ARG, "symm_init_attr_init: attr is NULL");
-    SYMM_CHECK(struct_size >= offsetof(symm_init_attr, heap_cap), SYMM_ERR_INVALID_ARG,
-               "symm_init_attr_init: struct_size %u is smaller than any released layout",
-               struct_size);
-    symm_init_attr d;
-    memset(&d, 0, sizeof d);
-    d.struct_size = struct_size < sizeof d ? struct_size : (uint32_t)sizeof d;
-    d.backend = SYMM_BACKEND_AUTO;
-    d.bootstrap = SYMM_BOOTSTRAP_AUTO;
-    d.thread_level = SYMM_THREAD_SINGLE;
-    d.device = -1;
-    /* Callers with a newer, larger struct keep their tail zeroed. */
-    if (struct_size > sizeof d) memset((char *)attr + sizeof d, 0, struct_size - sizeof d);
-    memcpy(attr, &d, d.struct_size);
+    const char *why = symm__fill_init_attr(attr, struct_size);
+    if (why) return symm__err(SYMM_ERR_INVALID_ARG, "symm_init_attr_init: %s (struct_size %u)", why, struct_size);
     return SYMM_SUCCESS;
 }
 
@@ -170,6 +160,7 @@ static void ctx_destroy(symm__ctx *ctx) {
     symm__boot_close(ctx->boot);
     if (ctx->handle) symm__handle_release(SYMM__KIND_CTX, ctx->handle);
     pthread_mutex_destroy(&ctx->lock);
+    pthread_mutex_destroy(&ctx->async_lock);
     free(ctx);
 }
 
@@ -183,6 +174,7 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
     pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
     pthread_mutex_init(&ctx->lock, &ma);
     pthread_mutexattr_destroy(&ma);
+    pthread_mutex_init(&ctx->async_lock, NULL);
     ctx->init_thread = pthread_self();
 
     symm_status st = symm__config_load(attr, &ctx->cfg);
@@ -229,17 +221,27 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
 
     ctx->peer_base = calloc((size_t)ctx->n_pes, sizeof *ctx->peer_base);
     if (!ctx->peer_base) { st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory"); goto fail; }
+    /* The system area grows with the job (a device barrier flag per PE in
+     * every team slot); the cap keeps at least one chunk above it. */
+    ctx->slot_bytes = symm__slot_bytes_for(ctx->n_pes);
+    ctx->sys_bytes = (uint64_t)SYMM__MAX_TEAMS * ctx->slot_bytes;
+    {
+        uint64_t chunk = ctx->cfg.heap_chunk;
+        uint64_t min_cap = (ctx->sys_bytes + chunk - 1) / chunk * chunk + chunk;
+        if (ctx->cfg.heap_cap < min_cap) ctx->cfg.heap_cap = min_cap;
+    }
     ctx->heap_cap = ctx->cfg.heap_cap;
     st = ctx->ops->heap_init(ctx);
     if (st) goto fail;
-    /* Back the system area (128 KiB) whole, even with smaller chunks. */
-    uint64_t first = (SYMM__SYS_BYTES + ctx->cfg.heap_chunk - 1) & ~(ctx->cfg.heap_chunk - 1);
+    /* Back the whole system area from the start. */
+    uint64_t first = (ctx->sys_bytes + ctx->cfg.heap_chunk - 1) / ctx->cfg.heap_chunk *
+                     ctx->cfg.heap_chunk;
     st = ctx->ops->heap_grow(ctx, first);
     if (st) goto fail;
     ctx->heap_mapped = first;
-    st = ctx->ops->memset0(ctx, 0, SYMM__SYS_BYTES);
+    st = ctx->ops->memset0(ctx, 0, ctx->sys_bytes);
     if (st) goto fail;
-    st = symm__alloc_init(&ctx->alloc, SYMM__SYS_BYTES, ctx->heap_cap);
+    st = symm__alloc_init(&ctx->alloc, ctx->sys_bytes, ctx->heap_cap);
     if (st) goto fail;
     st = symm__teams_init(ctx);
     if (st) goto fail;

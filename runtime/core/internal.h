@@ -195,6 +195,13 @@ typedef struct symm__backend_ops {
      * symm__mark_failed): end GPU-side waits the backend launched. May be
      * NULL. Any thread. */
     void (*peer_failed)(symm__ctx *ctx);
+    /* Look for failures that happened after their call returned (GPU-side
+     * waits that gave up) and record them with symm__async_record. Local,
+     * cheap, never blocks. NULL: the backend has none. */
+    void (*async_poll)(symm__ctx *ctx);
+    /* Largest team the coll hook serves (0: any). Larger teams run the core's
+     * generic algorithm (blocking forms); their stream forms are NOT_SUPPORTED. */
+    int32_t coll_max_pes;
 } symm__backend_ops;
 
 /* One collective call, validated by the core (offsets are heap byte offsets). */
@@ -250,8 +257,17 @@ void symm__alloc_fini(symm__alloc *a);
 /* ------------------------------------------------------------------------ */
 
 #define SYMM__MAX_TEAMS 128        /* team slots per context (sync areas)   */
-#define SYMM__TEAM_SLOT_BYTES 1024 /* per slot in the system area           */
+/* A team slot's sync area: 1024 bytes for jobs of up to 64 PEs; larger jobs
+ * get 512 + 8 * n_pes bytes, rounded up to 256, so the device barrier flags
+ * (one uint64 per PE from byte 512, teams.h) fit any job. ctx->slot_bytes and
+ * ctx->sys_bytes hold a context's values; SYMM__SYS_BYTES is the smallest
+ * system area (what config.c reserves at least). */
+#define SYMM__TEAM_SLOT_BYTES 1024
 #define SYMM__SYS_BYTES (SYMM__MAX_TEAMS * SYMM__TEAM_SLOT_BYTES)
+static inline uint64_t symm__slot_bytes_for(int32_t n_pes) {
+    uint64_t need = 512u + 8u * (uint64_t)(n_pes > 0 ? n_pes : 1);
+    return need <= SYMM__TEAM_SLOT_BYTES ? SYMM__TEAM_SLOT_BYTES : (need + 255u) & ~(uint64_t)255u;
+}
 
 typedef struct symm__team {
     uint64_t handle;
@@ -269,10 +285,8 @@ typedef struct symm__team {
 static inline int32_t symm__team_world_pe(const symm__team *t, int32_t i) {
     return t->members ? t->members[i] : t->start + i * t->stride;
 }
-/* Byte offset of the sync area of a team slot. */
-static inline uint64_t symm__team_sync_off(int32_t slot) {
-    return (uint64_t)slot * SYMM__TEAM_SLOT_BYTES;
-}
+/* Byte offset of the sync area of a team slot (defined after symm__ctx). */
+static inline uint64_t symm__team_sync_off(const struct symm__ctx *ctx, int32_t slot);
 
 /* ------------------------------------------------------------------------ */
 /* Buffers                                                                   */
@@ -312,6 +326,8 @@ struct symm__ctx {
     uint8_t *heap_base;   /* this PE's heap (local mapping)                  */
     uint8_t **peer_base;  /* [n_pes] load/store mapping, NULL if unreachable */
     uint64_t heap_cap;    /* reserved bytes per PE                           */
+    uint64_t slot_bytes;  /* sync area per team slot (symm__slot_bytes_for)  */
+    uint64_t sys_bytes;   /* system area: SYMM__MAX_TEAMS * slot_bytes        */
     uint64_t heap_mapped; /* backed bytes per PE (same on every PE)          */
     symm__alloc alloc;
     symm__buf *bufs;      /* live buffers                                    */
@@ -323,7 +339,23 @@ struct symm__ctx {
 
     pthread_mutex_t lock;   /* heap, teams, bootstrap traffic              */
     atomic_int failed;      /* a peer died: every wait returns PEER_FAILED */
+
+    /* asynchronous failures (async.c): the first one since the last clear */
+    pthread_mutex_t async_lock;
+    symm_status async_status;
+    uint64_t async_count;
+    char async_msg[512];
 };
+
+/* Record a failure that happened after its call returned (async.c). Keeps the
+ * first one until symm_ctx_async_error clears it; counts the rest. Any
+ * thread; never fails. */
+void symm__async_record(symm__ctx *ctx, symm_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static inline uint64_t symm__team_sync_off(const struct symm__ctx *ctx, int32_t slot) {
+    return (uint64_t)slot * ctx->slot_bytes;
+}
 
 /* Resolve handles, recording INVALID_HANDLE on failure. */
 symm_status symm__ctx_get(symm_ctx h, symm__ctx **ctx);

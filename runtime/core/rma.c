@@ -74,11 +74,12 @@ symm_status symm__sym_offset(const char *fn, const symm__ctx *ctx, const void *s
         return symm__err(SYMM_ERR_OUT_OF_BOUNDS,
                          "%s: [%p, +%llu) is not inside the symmetric heap [%p, +%llu)", fn, sym,
                          (unsigned long long)n, (void *)ctx->heap_base, (unsigned long long)mapped);
-    if (p - base < SYMM__SYS_BYTES)
+    if (p - base < ctx->sys_bytes)
         return symm__err(SYMM_ERR_OUT_OF_BOUNDS,
-                         "%s: %p is in the runtime's system area [%p, +%u) of the symmetric heap "
+                         "%s: %p is in the runtime's system area [%p, +%llu) of the symmetric heap "
                          "(barrier flags and team scratch); use addresses of buffers from "
-                         "symm_buf_alloc", fn, sym, (void *)ctx->heap_base, (unsigned)SYMM__SYS_BYTES);
+                         "symm_buf_alloc", fn, sym, (void *)ctx->heap_base,
+                         (unsigned long long)ctx->sys_bytes);
     *off = p - base;
     return SYMM_SUCCESS;
 }

@@ -297,9 +297,6 @@ symm_status symm_device_team_get(symm_team h, symm_device_team *dteam) {
     if (!t->ctx->ops->device_ctx)
         return symm__err(SYMM_ERR_NOT_SUPPORTED, "%s: the %s backend has no device context", fn,
                          t->ctx->ops->name);
-    SYMM_CHECK(t->n_pes <= SYMM_DEVICE_MAX_PES, SYMM_ERR_NOT_SUPPORTED,
-               "%s: device teams have at most %d PEs (team has %d)", fn, SYMM_DEVICE_MAX_PES,
-               t->n_pes);
     /* GPU code addresses team PE i as start + i * stride */
     int32_t start = symm__team_world_pe(t, 0);
     int32_t stride = t->n_pes > 1 ? symm__team_world_pe(t, 1) - start : 1;

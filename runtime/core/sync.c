@@ -28,7 +28,7 @@ symm_status symm__team_sync(symm__team *team) {
     if (team->n_pes == 1) return SYMM_SUCCESS;
     if (ctx->ops->sync_stream) return ctx->ops->sync_stream(ctx, team, NULL);
     uint64_t epoch = ++team->epoch;
-    uint64_t base = symm__team_sync_off(team->slot) + SYMM__SLOT_BARRIER_OFF;
+    uint64_t base = symm__team_sync_off(ctx, team->slot) + SYMM__SLOT_BARRIER_OFF;
     int round = 0;
     for (int32_t dist = 1; dist < team->n_pes; dist <<= 1, round++) {
         int32_t to = symm__team_world_pe(team, (team->my_pe + dist) % team->n_pes);

@@ -2,7 +2,7 @@
  * Teams: the predefined teams of a context, strided and 2-D splits, destroy,
  * and the record exchange that every team collective starts with.
  *
- * A team owns a slot (SYMM__TEAM_SLOT_BYTES of the system area at the bottom
+ * A team owns a slot (ctx->slot_bytes of the system area at the bottom
  * of the heap) on each of its members: barrier flags, then a scratch record
  * (teams.h). Different teams sharing a PE use different slots on it; disjoint
  * teams may use the same slot number.
@@ -221,7 +221,7 @@ symm_status symm__team_exchange(symm__team *team, const symm__xrec *mine,
                                 const symm__xrec **all) {
     symm__ctx *ctx = team->ctx;
     symm__team_x *tx = symm__team_x_of(team);
-    uint64_t off = symm__team_sync_off(team->slot) + SYMM__SLOT_SCRATCH_OFF;
+    uint64_t off = symm__team_sync_off(team->ctx, team->slot) + SYMM__SLOT_SCRATCH_OFF;
     SYMM_TRY(ctx->ops->put(ctx, ctx->my_pe, off, mine, sizeof *mine, 0));
     SYMM_TRY(symm__team_sync(team));
     for (int32_t i = 0; i < team->n_pes; i++) {
@@ -245,19 +245,11 @@ symm_status symm__team_exchange(symm__team *team, const symm__xrec *mine,
 #define CONFIG_HAS(size, field) \
     ((size) >= offsetof(symm_team_config, field) + sizeof(((symm_team_config *)0)->field))
 
+/* Answered by the loader; kept here over the shared code for runtime tests. */
 symm_status symm_team_config_init(symm_team_config *config, uint32_t struct_size) {
     symm__err_clear();
-    SYMM_CHECK(config, SYMM_ERR_INVALID_ARG, "symm_team_config_init: config is NULL");
-    SYMM_CHECK(struct_size >= CONFIG_MIN_SIZE, SYMM_ERR_INVALID_ARG,
-               "symm_team_config_init: struct_size %u is smaller than any released layout",
-               struct_size);
-    symm_team_config d;
-    memset(&d, 0, sizeof d);
-    d.struct_size = struct_size < sizeof d ? struct_size : (uint32_t)sizeof d;
-    d.num_contexts = 0;
-    /* Callers with a newer, larger struct keep their tail zeroed. */
-    if (struct_size > sizeof d) memset((char *)config + sizeof d, 0, struct_size - sizeof d);
-    memcpy(config, &d, d.struct_size);
+    const char *why = symm__fill_team_config(config, struct_size);
+    if (why) return symm__err(SYMM_ERR_INVALID_ARG, "symm_team_config_init: %s (struct_size %u)", why, struct_size);
     return SYMM_SUCCESS;
 }
 
@@ -511,7 +503,7 @@ static symm_status split_run(split_call *c) {
         made[i]->t.slot = slots[c->mine[i]];
         made[i]->t.epoch = 0;
         made[i]->t.config = c->cfg[i];
-        st = ctx->ops->memset0(ctx, symm__team_sync_off(made[i]->t.slot), SYMM__TEAM_SLOT_BYTES);
+        st = ctx->ops->memset0(ctx, symm__team_sync_off(ctx, made[i]->t.slot), ctx->slot_bytes);
     }
     /* Closing sync: records were read, new slots are zeroed everywhere. */
     {

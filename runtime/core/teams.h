@@ -22,9 +22,9 @@ void symm__teams_fini(symm__ctx *ctx);
  *               round, at most 31 rounds for an int32 team size;
  *   [256, 512)  scratch for teams.c / coll.c: each PE publishes one
  *               symm__xrec there (written only by its owner, read by peers);
- *   [512, 1024) device/stream barrier flags of the CUDA backend
+ *   [512, slot_bytes) device/stream barrier flags of the CUDA backend
  *               (symm_device.cuh: SYMM_DEVICE_BARRIER_OFF, one uint64 per
- *               team PE, up to SYMM_DEVICE_MAX_PES).
+ *               team PE; slot_bytes grows with the job, internal.h).
  * The whole slot is zeroed on every member of a new split team before the
  * parent's closing sync, so a team always starts from a zeroed slot with
  * epoch 0. */
@@ -37,9 +37,8 @@ void symm__teams_fini(symm__ctx *ctx);
 _Static_assert(31 * sizeof(uint64_t) <= SYMM__SLOT_BARRIER_BYTES, "host barrier rounds fit");
 _Static_assert(SYMM__SLOT_SCRATCH_OFF + SYMM__SLOT_SCRATCH_BYTES <= SYMM__SLOT_DEVICE_OFF,
                "scratch ends where the device barrier starts");
-_Static_assert(SYMM__SLOT_DEVICE_OFF + SYMM_DEVICE_MAX_PES * sizeof(uint64_t) <=
-                   SYMM__TEAM_SLOT_BYTES,
-               "device barrier flags fit in a slot");
+_Static_assert(SYMM__SLOT_DEVICE_OFF + 64 * sizeof(uint64_t) <= SYMM__TEAM_SLOT_BYTES,
+               "the smallest slot holds the device barrier flags of 64 PEs");
 
 #define SYMM__SLOT_PREDEF_COUNT 4 /* slots 0..3 belong to the predefined teams */
 #define SYMM__SLOT_BITMAP_BYTES (SYMM__MAX_TEAMS / 8)

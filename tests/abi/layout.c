@@ -42,6 +42,7 @@ static void expect_str(const char *what, const char *got, const char *want) {
              uint16_t: "uint16", int32_t: "int32", uint32_t: "uint32",         \
              int64_t: "int64", uint64_t: "uint64", void *: "pointer",          \
              uint8_t *: "uint8 array", void **: "pointer array",               \
+             void *const *: "const pointer array",                             \
              default: "other")
 
 /* Field f of the public struct T against the same field of frozen copy F. */
@@ -102,6 +103,8 @@ typedef struct frozen_device_ctx {
     int32_t team_slots;
     uint64_t heap_cap;
     void *heap_base;
+    uint64_t slot_bytes;
+    void *const *peer_table;
     void *peer_base[64];
 } frozen_device_ctx;
 
@@ -171,6 +174,8 @@ static void check_structs(void) {
     FIELD(symm_device_ctx, frozen_device_ctx, team_slots);
     FIELD(symm_device_ctx, frozen_device_ctx, heap_cap);
     FIELD(symm_device_ctx, frozen_device_ctx, heap_base);
+    FIELD(symm_device_ctx, frozen_device_ctx, slot_bytes);
+    FIELD(symm_device_ctx, frozen_device_ctx, peer_table);
     FIELD(symm_device_ctx, frozen_device_ctx, peer_base);
 
     SIZE(symm_device_team, frozen_device_team);
@@ -200,8 +205,9 @@ static void check_structs(void) {
     expect_u64("LP64 sizeof(symm_ctx_info)", sizeof(symm_ctx_info), 56);
     expect_u64("LP64 sizeof(symm_team_config)", sizeof(symm_team_config), 8);
     expect_u64("LP64 sizeof(symm_unique_id)", sizeof(symm_unique_id), 128);
-    expect_u64("LP64 sizeof(symm_device_ctx)", sizeof(symm_device_ctx), 544);
-    expect_u64("LP64 offsetof(symm_device_ctx, peer_base)", offsetof(symm_device_ctx, peer_base), 32);
+    expect_u64("LP64 sizeof(symm_device_ctx)", sizeof(symm_device_ctx), 560);
+    expect_u64("LP64 offsetof(symm_device_ctx, peer_table)", offsetof(symm_device_ctx, peer_table), 40);
+    expect_u64("LP64 offsetof(symm_device_ctx, peer_base)", offsetof(symm_device_ctx, peer_base), 48);
     expect_u64("LP64 sizeof(symm_device_team)", sizeof(symm_device_team), 32);
     expect_u64("LP64 sizeof(symm_runtime_negotiation)", sizeof(symm_runtime_negotiation), 32);
 #endif
@@ -211,13 +217,13 @@ static void check_structs(void) {
 
 #define FROZEN_DISPATCH_1_0(FROZEN_ENTRY) \
     FROZEN_ENTRY(symm_get_version, 0) \
-    FROZEN_ENTRY(symm_init_attr_init, 1) \
-    FROZEN_ENTRY(symm_get_unique_id, 2) \
-    FROZEN_ENTRY(symm_init, 3) \
-    FROZEN_ENTRY(symm_finalize, 4) \
-    FROZEN_ENTRY(symm_my_pe, 5) \
-    FROZEN_ENTRY(symm_n_pes, 6) \
-    FROZEN_ENTRY(symm_ctx_query, 7) \
+    FROZEN_ENTRY(symm_get_unique_id, 1) \
+    FROZEN_ENTRY(symm_init, 2) \
+    FROZEN_ENTRY(symm_finalize, 3) \
+    FROZEN_ENTRY(symm_my_pe, 4) \
+    FROZEN_ENTRY(symm_n_pes, 5) \
+    FROZEN_ENTRY(symm_ctx_query, 6) \
+    FROZEN_ENTRY(symm_ctx_async_error, 7) \
     FROZEN_ENTRY(symm_buf_alloc, 8) \
     FROZEN_ENTRY(symm_buf_free, 9) \
     FROZEN_ENTRY(symm_buf_ptr, 10) \
@@ -237,69 +243,68 @@ static void check_structs(void) {
     FROZEN_ENTRY(symm_fence, 24) \
     FROZEN_ENTRY(symm_barrier_all, 25) \
     FROZEN_ENTRY(symm_sync_all, 26) \
-    FROZEN_ENTRY(symm_team_config_init, 27) \
-    FROZEN_ENTRY(symm_team_get, 28) \
-    FROZEN_ENTRY(symm_team_split_strided, 29) \
-    FROZEN_ENTRY(symm_team_split_2d, 30) \
-    FROZEN_ENTRY(symm_team_destroy, 31) \
-    FROZEN_ENTRY(symm_team_my_pe, 32) \
-    FROZEN_ENTRY(symm_team_n_pes, 33) \
-    FROZEN_ENTRY(symm_team_translate_pe, 34) \
-    FROZEN_ENTRY(symm_team_get_config, 35) \
-    FROZEN_ENTRY(symm_put_signal, 36) \
-    FROZEN_ENTRY(symm_put_signal_nbi, 37) \
-    FROZEN_ENTRY(symm_signal_op, 38) \
-    FROZEN_ENTRY(symm_signal_fetch, 39) \
-    FROZEN_ENTRY(symm_signal_wait_until, 40) \
-    FROZEN_ENTRY(symm_wait_until, 41) \
-    FROZEN_ENTRY(symm_wait_until_all, 42) \
-    FROZEN_ENTRY(symm_wait_until_any, 43) \
-    FROZEN_ENTRY(symm_wait_until_some, 44) \
-    FROZEN_ENTRY(symm_wait_until_all_vector, 45) \
-    FROZEN_ENTRY(symm_wait_until_any_vector, 46) \
-    FROZEN_ENTRY(symm_wait_until_some_vector, 47) \
-    FROZEN_ENTRY(symm_test, 48) \
-    FROZEN_ENTRY(symm_test_all, 49) \
-    FROZEN_ENTRY(symm_test_any, 50) \
-    FROZEN_ENTRY(symm_test_some, 51) \
-    FROZEN_ENTRY(symm_test_all_vector, 52) \
-    FROZEN_ENTRY(symm_test_any_vector, 53) \
-    FROZEN_ENTRY(symm_test_some_vector, 54) \
-    FROZEN_ENTRY(symm_atomic, 55) \
-    FROZEN_ENTRY(symm_atomic_nbi, 56) \
-    FROZEN_ENTRY(symm_barrier, 57) \
-    FROZEN_ENTRY(symm_team_sync, 58) \
-    FROZEN_ENTRY(symm_broadcast, 59) \
-    FROZEN_ENTRY(symm_fcollect, 60) \
-    FROZEN_ENTRY(symm_collect, 61) \
-    FROZEN_ENTRY(symm_alltoall, 62) \
-    FROZEN_ENTRY(symm_reduce, 63) \
-    FROZEN_ENTRY(symm_reducescatter, 64) \
-    FROZEN_ENTRY(symm_put_on_stream, 65) \
-    FROZEN_ENTRY(symm_get_on_stream, 66) \
-    FROZEN_ENTRY(symm_put_nbi_on_stream, 67) \
-    FROZEN_ENTRY(symm_get_nbi_on_stream, 68) \
-    FROZEN_ENTRY(symm_p_on_stream, 69) \
-    FROZEN_ENTRY(symm_putmem_on_stream, 70) \
-    FROZEN_ENTRY(symm_getmem_on_stream, 71) \
-    FROZEN_ENTRY(symm_put_signal_on_stream, 72) \
-    FROZEN_ENTRY(symm_signal_op_on_stream, 73) \
-    FROZEN_ENTRY(symm_signal_wait_until_on_stream, 74) \
-    FROZEN_ENTRY(symm_quiet_on_stream, 75) \
-    FROZEN_ENTRY(symm_barrier_all_on_stream, 76) \
-    FROZEN_ENTRY(symm_barrier_on_stream, 77) \
-    FROZEN_ENTRY(symm_team_sync_on_stream, 78) \
-    FROZEN_ENTRY(symm_broadcast_on_stream, 79) \
-    FROZEN_ENTRY(symm_fcollect_on_stream, 80) \
-    FROZEN_ENTRY(symm_alltoall_on_stream, 81) \
-    FROZEN_ENTRY(symm_reduce_on_stream, 82) \
-    FROZEN_ENTRY(symm_reducescatter_on_stream, 83) \
-    FROZEN_ENTRY(symm_buf_peer_ptr, 84) \
-    FROZEN_ENTRY(symm_buf_register, 85) \
-    FROZEN_ENTRY(symm_device_ctx_get, 86) \
-    FROZEN_ENTRY(symm_device_team_get, 87)
+    FROZEN_ENTRY(symm_team_get, 27) \
+    FROZEN_ENTRY(symm_team_split_strided, 28) \
+    FROZEN_ENTRY(symm_team_split_2d, 29) \
+    FROZEN_ENTRY(symm_team_destroy, 30) \
+    FROZEN_ENTRY(symm_team_my_pe, 31) \
+    FROZEN_ENTRY(symm_team_n_pes, 32) \
+    FROZEN_ENTRY(symm_team_translate_pe, 33) \
+    FROZEN_ENTRY(symm_team_get_config, 34) \
+    FROZEN_ENTRY(symm_put_signal, 35) \
+    FROZEN_ENTRY(symm_put_signal_nbi, 36) \
+    FROZEN_ENTRY(symm_signal_op, 37) \
+    FROZEN_ENTRY(symm_signal_fetch, 38) \
+    FROZEN_ENTRY(symm_signal_wait_until, 39) \
+    FROZEN_ENTRY(symm_wait_until, 40) \
+    FROZEN_ENTRY(symm_wait_until_all, 41) \
+    FROZEN_ENTRY(symm_wait_until_any, 42) \
+    FROZEN_ENTRY(symm_wait_until_some, 43) \
+    FROZEN_ENTRY(symm_wait_until_all_vector, 44) \
+    FROZEN_ENTRY(symm_wait_until_any_vector, 45) \
+    FROZEN_ENTRY(symm_wait_until_some_vector, 46) \
+    FROZEN_ENTRY(symm_test, 47) \
+    FROZEN_ENTRY(symm_test_all, 48) \
+    FROZEN_ENTRY(symm_test_any, 49) \
+    FROZEN_ENTRY(symm_test_some, 50) \
+    FROZEN_ENTRY(symm_test_all_vector, 51) \
+    FROZEN_ENTRY(symm_test_any_vector, 52) \
+    FROZEN_ENTRY(symm_test_some_vector, 53) \
+    FROZEN_ENTRY(symm_atomic, 54) \
+    FROZEN_ENTRY(symm_atomic_nbi, 55) \
+    FROZEN_ENTRY(symm_barrier, 56) \
+    FROZEN_ENTRY(symm_team_sync, 57) \
+    FROZEN_ENTRY(symm_broadcast, 58) \
+    FROZEN_ENTRY(symm_fcollect, 59) \
+    FROZEN_ENTRY(symm_collect, 60) \
+    FROZEN_ENTRY(symm_alltoall, 61) \
+    FROZEN_ENTRY(symm_reduce, 62) \
+    FROZEN_ENTRY(symm_reducescatter, 63) \
+    FROZEN_ENTRY(symm_put_on_stream, 64) \
+    FROZEN_ENTRY(symm_get_on_stream, 65) \
+    FROZEN_ENTRY(symm_put_nbi_on_stream, 66) \
+    FROZEN_ENTRY(symm_get_nbi_on_stream, 67) \
+    FROZEN_ENTRY(symm_p_on_stream, 68) \
+    FROZEN_ENTRY(symm_putmem_on_stream, 69) \
+    FROZEN_ENTRY(symm_getmem_on_stream, 70) \
+    FROZEN_ENTRY(symm_put_signal_on_stream, 71) \
+    FROZEN_ENTRY(symm_signal_op_on_stream, 72) \
+    FROZEN_ENTRY(symm_signal_wait_until_on_stream, 73) \
+    FROZEN_ENTRY(symm_quiet_on_stream, 74) \
+    FROZEN_ENTRY(symm_barrier_all_on_stream, 75) \
+    FROZEN_ENTRY(symm_barrier_on_stream, 76) \
+    FROZEN_ENTRY(symm_team_sync_on_stream, 77) \
+    FROZEN_ENTRY(symm_broadcast_on_stream, 78) \
+    FROZEN_ENTRY(symm_fcollect_on_stream, 79) \
+    FROZEN_ENTRY(symm_alltoall_on_stream, 80) \
+    FROZEN_ENTRY(symm_reduce_on_stream, 81) \
+    FROZEN_ENTRY(symm_reducescatter_on_stream, 82) \
+    FROZEN_ENTRY(symm_buf_peer_ptr, 83) \
+    FROZEN_ENTRY(symm_buf_register, 84) \
+    FROZEN_ENTRY(symm_device_ctx_get, 85) \
+    FROZEN_ENTRY(symm_device_team_get, 86)
 
-#define FROZEN_DISPATCH_1_0_COUNT 88
+#define FROZEN_DISPATCH_1_0_COUNT 87
 
 static void check_dispatch(void) {
     typedef void (*fnptr)(void);
@@ -353,6 +358,7 @@ static void check_constants(void) {
     GROWS(SYMM_VERSION_MINOR, 0)
     GROWS(SYMM_VERSION_PATCH, 0)
     FROZEN(SYMM_VERSION_ENCODE(1, 2, 3), 1002003)
+    /* SYMM_VERSION is a literal for binding generators: it must equal the parts */
     FROZEN(SYMM_VERSION, SYMM_VERSION_ENCODE(SYMM_VERSION_MAJOR, SYMM_VERSION_MINOR,
                                              SYMM_VERSION_PATCH))
     FROZEN(SYMM_ABI_MAJOR, 1)
@@ -380,7 +386,24 @@ static void check_constants(void) {
     FROZEN(SYMM_ERR_SYSTEM, 15)
     FROZEN(SYMM_ERR_THREAD_LEVEL, 16)
     FROZEN(SYMM_ERR_INTERNAL, 17)
-    GROWS(SYMM_STATUS_COUNT, 18)
+    FROZEN(SYMM_ERR_INVALID_STATE, 18)
+    GROWS(SYMM_STATUS_COUNT, 19)
+    /* the status table agrees with the literal #defines and is dense */
+    {
+        int rows = 0;
+#define STATUS_ROW(name, value, description)                                   \
+    expect_u64("SYMM_STATUS_TABLE row " #name, (uint64_t)(value), (uint64_t)(name)); \
+    expect_u64("SYMM_STATUS_TABLE order at " #name, (uint64_t)(value), (uint64_t)rows); \
+    checks++;                                                                  \
+    if (!(description)[0]) {                                                   \
+        failures++;                                                            \
+        printf("FAIL %s has no description\n", #name);                         \
+    }                                                                          \
+    rows++;
+        SYMM_STATUS_TABLE(STATUS_ROW)
+#undef STATUS_ROW
+        expect_u64("SYMM_STATUS_TABLE rows", (uint64_t)rows, (uint64_t)SYMM_STATUS_COUNT);
+    }
     FROZEN(SYMM_BACKEND_AUTO, 0)
     FROZEN(SYMM_BACKEND_HOST, 1)
     FROZEN(SYMM_BACKEND_CUDA, 2)
@@ -439,7 +462,9 @@ static void check_constants(void) {
     FROZEN(SYMM_OP_AND, 4)
     FROZEN(SYMM_OP_OR, 5)
     FROZEN(SYMM_OP_XOR, 6)
-    FROZEN(SYMM_DEVICE_MAX_PES, 64)
+    FROZEN(SYMM_DEVICE_FAST_PES, 64)
+    FROZEN(SYMM_ASYNC_CLEAR, 1)
+    FROZEN(SYMM_INDEX_NONE, UINT64_MAX)
 #undef FROZEN
 #undef GROWS
     expect_u64("sizeof(symm_status)", sizeof(symm_status), 4);

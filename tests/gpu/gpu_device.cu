@@ -36,6 +36,15 @@ __global__ void ring_kernel(symm_device_ctx c, uint8_t *data, uint8_t *src, uint
     }
 }
 
+/* Every PE's heap base as device code sees it (struct entries for the first
+ * SYMM_DEVICE_FAST_PES PEs, the device peer table for all). */
+__global__ void peer_table_kernel(symm_device_ctx c, void **via_fn, void **via_table) {
+    for (int pe = threadIdx.x; pe < c.n_pes; pe += blockDim.x) {
+        via_fn[pe] = symm_dev_peer_base(c, pe);
+        via_table[pe] = c.peer_table[pe];
+    }
+}
+
 /* Warp get of the next PE's data + typed put/get. */
 __global__ void warp_kernel(symm_device_ctx c, uint8_t *data, uint8_t *out, uint64_t n,
                             int64_t *words, unsigned long long *bad) {
@@ -123,11 +132,13 @@ int main(void) {
     CHECK_OK(symm_device_ctx_get(ctx, &dc));
     ASSERT_EQ(dc.my_pe, gpu_me);
     ASSERT_EQ(dc.n_pes, gpu_n);
-    for (int pe = 0; pe < gpu_n; pe++)
+    for (int pe = 0; pe < gpu_n && pe < SYMM_DEVICE_FAST_PES; pe++)
         if (!dc.peer_base[pe]) {
             printf("SKIP: no usable GPU (PE %d is not load/store reachable: no P2P)\n", pe);
             return 77;
         }
+    ASSERT_TRUE(dc.peer_table != NULL);
+    ASSERT_TRUE(dc.slot_bytes >= 1024 && dc.slot_bytes >= 512 + 8 * (uint64_t)gpu_n);
     symm_team world = NULL;
     CHECK_OK(symm_team_get(ctx, SYMM_TEAM_WORLD, &world));
     symm_device_team dt;
@@ -156,6 +167,28 @@ int main(void) {
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT64, 16, &words));
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT64, 64, &misc));
     CHECK_OK(symm_barrier_all(ctx));
+
+    {   /* the device peer table agrees with the host's peer pointers */
+        void **via_fn = NULL, **via_table = NULL;
+        CUDA_OK(cudaMalloc(&via_fn, (size_t)gpu_n * sizeof(void *)));
+        CUDA_OK(cudaMalloc(&via_table, (size_t)gpu_n * sizeof(void *)));
+        peer_table_kernel<<<1, 128, 0, s>>>(dc, via_fn, via_table);
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cudaStreamSynchronize(s));
+        std::vector<void *> a((size_t)gpu_n), b((size_t)gpu_n);
+        CUDA_OK(cudaMemcpy(a.data(), via_fn, a.size() * sizeof(void *), cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(b.data(), via_table, b.size() * sizeof(void *), cudaMemcpyDeviceToHost));
+        void *my0 = gpu_ptr(data);
+        for (int pe = 0; pe < gpu_n; pe++) {
+            void *host_view = NULL;
+            CHECK_OK(symm_buf_peer_ptr(data, pe, &host_view));
+            uint64_t off = (uint64_t)((char *)my0 - (char *)dc.heap_base);
+            ASSERT_TRUE(a[(size_t)pe] == b[(size_t)pe]);
+            ASSERT_TRUE((char *)a[(size_t)pe] + off == (char *)host_view);
+        }
+        CUDA_OK(cudaFree(via_fn));
+        CUDA_OK(cudaFree(via_table));
+    }
 
     ring_kernel<<<1, 1024, 0, s>>>(dc, (uint8_t *)gpu_ptr(data), (uint8_t *)gpu_ptr(src), N,
                                    (uint64_t *)gpu_ptr(sig), 5, bad);

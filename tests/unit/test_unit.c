@@ -1,5 +1,6 @@
 /* Unit tests of runtime internals: allocator, handle tables, size parsing,
- * attribute defaults. Linked against the runtime's objects directly. */
+ * attribute defaults, the asynchronous-error record. Linked against the
+ * runtime's objects directly. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,6 +143,82 @@ static void test_attr_defaults(void) {
     CHECK_STATUS(symm__config_load(&bad, &cfg), SYMM_ERR_INVALID_ARG);
 }
 
+/* The asynchronous-error record as symm_ctx_async_error reports it: the first
+ * failure is kept and later ones counted, messages are truncated with their NUL
+ * inside msg_cap (nothing written past it), CLEAR empties the record. The host
+ * backend never records one itself, so the test records through the runtime's
+ * own entry (the GPU suite records a real one: tests/gpu/gpu_async.cu). */
+static void test_async_record(void) {
+    symm_init_attr attr;
+    CHECK_OK(symm_init_attr_init(&attr, sizeof attr));
+    attr.backend = SYMM_BACKEND_HOST;
+    attr.bootstrap = SYMM_BOOTSTRAP_SINGLE;
+    symm_ctx h = NULL;
+    CHECK_OK(symm_init(&attr, &h));
+    symm__ctx *ctx = NULL;
+    CHECK_OK(symm__ctx_get(h, &ctx));
+
+    symm_status st = -1;
+    char msg[128];
+    memset(msg, 'X', sizeof msg);
+    CHECK_OK(symm_ctx_async_error(h, 0, sizeof msg, &st, msg));
+    ASSERT_EQ(st, SYMM_SUCCESS);
+    ASSERT_TRUE(strcmp(msg, "") == 0);
+
+    symm__async_record(ctx, SYMM_ERR_TIMEOUT, "wait gave up after %d ms", 5);
+    const char *first = "wait gave up after 5 ms";
+    memset(msg, 'X', sizeof msg);
+    CHECK_OK(symm_ctx_async_error(h, 0, sizeof msg, &st, msg));
+    ASSERT_EQ(st, SYMM_ERR_TIMEOUT);
+    ASSERT_TRUE(strcmp(msg, first) == 0);
+
+    symm__async_record(ctx, SYMM_ERR_PEER_FAILED, "second failure");
+    symm__async_record(ctx, SYMM_ERR_CUDA, "third failure");
+    memset(msg, 'X', sizeof msg);
+    CHECK_OK(symm_ctx_async_error(h, 0, sizeof msg, &st, msg));
+    ASSERT_EQ(st, SYMM_ERR_TIMEOUT); /* the first is kept */
+    ASSERT_TRUE(strcmp(msg, "wait gave up after 5 ms (and 2 later failures)") == 0);
+
+    /* Truncation: at most msg_cap bytes, NUL included; the note on later
+     * failures only when it fits whole. */
+    memset(msg, 'X', sizeof msg);
+    CHECK_OK(symm_ctx_async_error(h, 0, 8, &st, msg));
+    ASSERT_TRUE(strcmp(msg, "wait ga") == 0);
+    ASSERT_EQ(msg[8], 'X');
+    memset(msg, 'X', sizeof msg);
+    CHECK_OK(symm_ctx_async_error(h, 0, strlen(first) + 1, &st, msg));
+    ASSERT_TRUE(strcmp(msg, first) == 0);
+    ASSERT_EQ(msg[strlen(first) + 1], 'X');
+    memset(msg, 'X', sizeof msg);
+    CHECK_OK(symm_ctx_async_error(h, 0, 1, &st, msg));
+    ASSERT_EQ(msg[0], '\0');
+    ASSERT_EQ(msg[1], 'X');
+    st = -1;
+    CHECK_OK(symm_ctx_async_error(h, 0, 0, &st, NULL)); /* status only */
+    ASSERT_EQ(st, SYMM_ERR_TIMEOUT);
+
+    /* Reading without CLEAR kept it; CLEAR reports it once more, then empties. */
+    CHECK_OK(symm_ctx_async_error(h, SYMM_ASYNC_CLEAR, sizeof msg, &st, msg));
+    ASSERT_EQ(st, SYMM_ERR_TIMEOUT);
+    ASSERT_TRUE(strcmp(msg, "wait gave up after 5 ms (and 2 later failures)") == 0);
+    memset(msg, 'X', sizeof msg);
+    CHECK_OK(symm_ctx_async_error(h, 0, sizeof msg, &st, msg));
+    ASSERT_EQ(st, SYMM_SUCCESS);
+    ASSERT_TRUE(strcmp(msg, "") == 0);
+    /* A new failure after a clear is the new first one. */
+    symm__async_record(ctx, SYMM_ERR_PEER_FAILED, "peer %d died", 3);
+    CHECK_OK(symm_ctx_async_error(h, SYMM_ASYNC_CLEAR, sizeof msg, &st, msg));
+    ASSERT_EQ(st, SYMM_ERR_PEER_FAILED);
+    ASSERT_TRUE(strcmp(msg, "peer 3 died") == 0);
+
+    /* Refusals write nothing. */
+    st = -1;
+    CHECK_STATUS(symm_ctx_async_error(h, 2, 0, &st, NULL), SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_ctx_async_error(h, 0, 4, &st, NULL), SYMM_ERR_INVALID_ARG);
+    ASSERT_EQ(st, -1);
+    CHECK_OK(symm_finalize(&h));
+}
+
 static void test_status_names(void) {
     ASSERT_TRUE(strcmp(symm__status_name(SYMM_ERR_OUT_OF_BOUNDS), "SYMM_ERR_OUT_OF_BOUNDS") == 0);
     ASSERT_TRUE(strcmp(symm__status_name(-4), "SYMM_ERR_UNKNOWN") == 0);
@@ -155,6 +232,7 @@ int main(void) {
     test_parse_size();
     test_attr_defaults();
     test_status_names();
+    test_async_record();
     printf("unit: all passed\n");
     return 0;
 }

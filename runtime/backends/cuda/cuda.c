@@ -53,13 +53,17 @@ extern const unsigned char symm__cuda_fatbin[];
 extern const size_t symm__cuda_fatbin_size;
 
 /* Team slot layout (teams.h): [0, 256) host barrier flags, [256, 512) the
- * teams' scratch record, [512, 1024) device/stream barrier flags, one uint64
- * per team PE (SYMM__SLOT_DEVICE_OFF; symm_device.cuh SYMM_DEVICE_BARRIER_OFF). */
+ * teams' scratch record, [512, slot_bytes) device/stream barrier flags, one
+ * uint64 per team PE (SYMM__SLOT_DEVICE_OFF; symm_device.cuh
+ * SYMM_DEVICE_BARRIER_OFF); ctx->slot_bytes grows with the job. */
 #define CU_BARRIER_OFF SYMM__SLOT_DEVICE_OFF
-_Static_assert(SYMM__TEAM_SLOT_BYTES == 1024, "symm_device.cuh assumes 1024-byte team slots");
 _Static_assert(SYMM__SLOT_DEVICE_OFF == 512, "symm_device.cuh: SYMM_DEVICE_BARRIER_OFF is 512");
-_Static_assert(CU_BARRIER_OFF + SYMM_DEVICE_MAX_PES * 8 <= SYMM__TEAM_SLOT_BYTES,
-               "device barrier flags must fit in a team slot");
+
+/* Teams of up to CU_PARAM_PES PEs carry their heap bases in the kernel's
+ * parameter block; larger (strided) teams read them from the context's
+ * device peer table (symm_k_barrier_wide), and their collectives run the
+ * core's generic algorithm (blocking) or are NOT_SUPPORTED (stream forms). */
+#define CU_PARAM_PES 64
 
 #define CU_THREADS 256u
 /* Stream puts from GPU memory of CU_COPY_KERNEL_MIN..MAX bytes run as a copy
@@ -88,6 +92,7 @@ typedef struct cu_map {
 } cu_map;
 
 typedef struct cu_state {
+    symm__ctx *ctx; /* owner (asynchronous failures are recorded on it) */
     /* device and kernels */
     int ordinal;
     CUdevice dev;
@@ -96,6 +101,8 @@ typedef struct cu_state {
     int sms;
     CUmodule mod;
     CUfunction f_copy, f_store, f_signal, f_wait, f_amo, f_barrier2, f_barrier8, f_barrier64, f_gather;
+    CUfunction f_barrier_wide;
+    CUdeviceptr peer_table; /* device copy of ctx->peer_base (n_pes entries) */
     _Atomic(CUfunction) f_reduce[SYMM_DTYPE_COUNT][CU_N_OPS];
 
     /* host-initiated work */
@@ -106,7 +113,7 @@ typedef struct cu_state {
     bool amo_lock_init;
     uint64_t *pinned; /* [0]: atomic result, [1]: error word (int) */
     int *err_word;      /* CU_ERR_*, read by the runtime's waiting kernels */
-    symm__ctx *owner;   /* for the health check of blocking calls          */
+    atomic_bool failed_noted; /* CU_ERR_PEER_FAILED recorded as async error  */
     uint64_t timeout_ns;
     atomic_bool memops; /* cuStreamWriteValue64 / WaitValue64 usable */
     bool stream_memops; /* SYMM_CUDA_STREAM_MEMOPS=1: memop signal waits */
@@ -151,18 +158,44 @@ static inline symm_status cu_enter(const cu_state *s) {
 
 #define CU_ERR_TIMEOUT 1
 #define CU_ERR_PEER_FAILED 2 /* symm_device.cuh's barrier helper knows it as 2 */
+#define CU_GAVE_UP_MSG                                                                  \
+    "a GPU-side wait (barrier, collective or signal wait on a stream) gave up after %llu " \
+    "ms: a peer PE died or did not take part"
+#define CU_PEER_FAILED_MSG "a peer PE of this job failed; GPU-side waits of this context gave up"
 
-static symm_status check_err_word(cu_state *s) {
+/* A GPU-side wait that gave up set the pinned error word: record it on the
+ * context (symm_ctx_async_error) and clear the word (CU_ERR_TIMEOUT), or keep
+ * it (CU_ERR_PEER_FAILED: the context stays unusable). Returns the word. */
+static int take_err_word(cu_state *s) {
     int w = *(volatile int *)s->err_word;
-    if (!w) return SYMM_SUCCESS;
-    if (w == CU_ERR_PEER_FAILED) /* sticky: the context stays unusable */
-        return symm__err(SYMM_ERR_PEER_FAILED,
-                         "a peer PE of this job failed; GPU-side waits of this context gave up");
+    if (!w) return 0;
+    if (w == CU_ERR_PEER_FAILED) {
+        if (!atomic_exchange(&s->failed_noted, true))
+            symm__async_record(s->ctx, SYMM_ERR_PEER_FAILED, CU_PEER_FAILED_MSG);
+        return w;
+    }
     __atomic_compare_exchange_n(s->err_word, &w, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-    return symm__err(SYMM_ERR_TIMEOUT,
-                     "a GPU-side wait (barrier, collective or signal wait on a stream) gave up "
-                     "after %llu ms: a peer PE died or did not take part",
+    symm__async_record(s->ctx, SYMM_ERR_TIMEOUT, CU_GAVE_UP_MSG,
+                       (unsigned long long)(s->timeout_ns / 1000000u));
+    return CU_ERR_TIMEOUT;
+}
+
+/* Blocking calls also report it as their own failure. */
+static symm_status check_err_word(cu_state *s) {
+    int w = take_err_word(s);
+    if (!w) return SYMM_SUCCESS;
+    if (w == CU_ERR_PEER_FAILED) return symm__err(SYMM_ERR_PEER_FAILED, CU_PEER_FAILED_MSG);
+    return symm__err(SYMM_ERR_TIMEOUT, CU_GAVE_UP_MSG,
                      (unsigned long long)(s->timeout_ns / 1000000u));
+}
+
+static void cuda_async_poll(symm__ctx *ctx) {
+    cu_state *s = ctx->backend;
+    /* Also look for a dead PE (one poll per interval): that ends the GPU
+     * waits of this context (cuda_peer_failed), so an application that only
+     * synchronizes its streams learns of it here. */
+    (void)symm__check_failed(ctx);
+    if (s && s->err_word) (void)take_err_word(s);
 }
 
 static symm_status unreachable(const symm__ctx *ctx, int32_t pe) {
@@ -209,7 +242,7 @@ static symm_status finish(cu_state *s, void *stream) {
     if (stream) return SYMM_SUCCESS;
     CUresult r;
     while ((r = symm__cu.StreamQuery(s->s_int)) == CUDA_ERROR_NOT_READY) {
-        if (s->owner && symm__check_failed(s->owner) != SYMM_SUCCESS) {
+        if (s->ctx && symm__check_failed(s->ctx) != SYMM_SUCCESS) {
             r = symm__cu.StreamSynchronize(s->s_int); /* the kernels end within 1024 spins */
             break;
         }
@@ -338,6 +371,7 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
     SYMM_TRY(get_fn(s, &s->f_barrier2, "symm_k_barrier_2"));
     SYMM_TRY(get_fn(s, &s->f_barrier8, "symm_k_barrier_8"));
     SYMM_TRY(get_fn(s, &s->f_barrier64, "symm_k_barrier_64"));
+    SYMM_TRY(get_fn(s, &s->f_barrier_wide, "symm_k_barrier_wide"));
     SYMM_TRY(get_fn(s, &s->f_gather, "symm_k_gather"));
 
     SYMM__CU(StreamCreate(&s->s_int, CU_STREAM_NON_BLOCKING));
@@ -405,6 +439,7 @@ static symm_status cuda_heap_init(symm__ctx *ctx) {
         free(all);
         return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
     }
+    s->ctx = ctx;
     s->local_n = ctx->local_n_pes > 0 ? ctx->local_n_pes : 1;
     s->local_me = ctx->local_pe >= 0 ? ctx->local_pe : 0;
     s->local_pe = calloc((size_t)s->local_n, sizeof *s->local_pe);
@@ -485,8 +520,23 @@ static symm_status cuda_heap_init(symm__ctx *ctx) {
         ctx->peer_base[pe] = (uint8_t *)(uintptr_t)s->va[li];
     }
     ctx->heap_base = ctx->peer_base[ctx->my_pe];
+    /* The device copy of the peer table: device contexts of any job size and
+     * the barrier kernel of large teams read it. Reservations never move. */
+    {
+        size_t bytes = (size_t)ctx->n_pes * sizeof(void *);
+        CUresult r = symm__cu.MemAlloc(&s->peer_table, bytes);
+        if (r != CUDA_SUCCESS) {
+            s->peer_table = 0;
+            st = symm__cu_fail(r, "cuMemAlloc(peer table)");
+            goto fail;
+        }
+        r = symm__cu.Memcpy(s->peer_table, (CUdeviceptr)(uintptr_t)ctx->peer_base, bytes);
+        if (r != CUDA_SUCCESS) {
+            st = symm__cu_fail(r, "cuMemcpy(peer table)");
+            goto fail;
+        }
+    }
     ctx->backend = s;
-    s->owner = ctx;
     free(all);
     return SYMM_SUCCESS;
 
@@ -523,6 +573,8 @@ static void cuda_heap_fini(symm__ctx *ctx) {
         if (s->va[li]) symm__cu.MemAddressFree(s->va[li], s->span);
         s->va[li] = 0;
     }
+    if (s->peer_table) symm__cu.MemFree(s->peer_table);
+    s->peer_table = 0;
     if (ctx->peer_base) {
         for (int32_t pe = 0; pe < ctx->n_pes; pe++) ctx->peer_base[pe] = NULL;
         if (s->owns_peer_base) {
@@ -1052,11 +1104,22 @@ static symm_status cuda_quiet_stream(symm__ctx *ctx, void *stream) {
 /* Team barrier on a stream and collectives                                  */
 /* ------------------------------------------------------------------------ */
 
+/* Every team PE must be load/store reachable (the kernels store to peers). */
+static symm_status team_reachable(const symm__ctx *ctx, const symm__team *team) {
+    for (int32_t j = 0; j < team->n_pes; j++) {
+        int32_t pe = symm__team_world_pe(team, j);
+        if (!ctx->peer_base[pe]) return unreachable(ctx, pe);
+    }
+    return SYMM_SUCCESS;
+}
+
+/* The heap bases of a team of up to CU_PARAM_PES PEs, for a parameter block. */
 static symm_status team_bases(const symm__ctx *ctx, const symm__team *team, char **base) {
-    if (team->n_pes > SYMM_DEVICE_MAX_PES)
+    if (team->n_pes > CU_PARAM_PES)
         return symm__err(SYMM_ERR_NOT_SUPPORTED,
-                         "GPU barriers and collectives support teams of up to %d PEs (team has %d)",
-                         SYMM_DEVICE_MAX_PES, (int)team->n_pes);
+                         "stream collectives on the CUDA backend support teams of up to %d PEs "
+                         "(team has %d); the blocking forms work for any team",
+                         CU_PARAM_PES, (int)team->n_pes);
     for (int32_t j = 0; j < team->n_pes; j++) {
         int32_t pe = symm__team_world_pe(team, j);
         base[j] = (char *)ctx->peer_base[pe];
@@ -1074,7 +1137,7 @@ static symm_status team_bases(const symm__ctx *ctx, const symm__team *team, char
         memcpy((p).team.base, base, (size_t)team->n_pes * sizeof *base);           \
         (p).team.me = team->my_pe;                                                 \
         (p).team.n = team->n_pes;                                                  \
-        (p).area_off = symm__team_sync_off(team->slot) + CU_BARRIER_OFF;           \
+        (p).area_off = symm__team_sync_off(s->ctx, team->slot) + CU_BARRIER_OFF;   \
         (p).timeout_ns = s->timeout_ns;                                            \
         (p).err = s->err_word;                                                     \
     } while (0)
@@ -1106,12 +1169,43 @@ static symm_status launch_barrier(cu_state *s, const symm__team *team, char *con
     return launch(s, s->f_barrier64, "cuLaunchKernel(symm_k_barrier_64)", 1, 1, threads, cs, args);
 }
 
+/* Barrier of a team larger than a parameter block holds: heap bases come
+ * from the device peer table, so the team must be strided (split teams and
+ * the world are; only the SHARED/NODE teams of irregular layouts are not). */
+static symm_status launch_barrier_wide(cu_state *s, const symm__team *team, uint64_t bump,
+                                       CUstream cs) {
+    symm__kbarrier_wide_params p;
+    memset(&p, 0, sizeof p);
+    p.table = (char *const *)(uintptr_t)s->peer_table;
+    p.start = symm__team_world_pe(team, 0);
+    p.stride = team->n_pes > 1 ? symm__team_world_pe(team, 1) - p.start : 1;
+    for (int32_t j = 0; j < team->n_pes; j++)
+        if (symm__team_world_pe(team, j) != p.start + j * p.stride)
+            return symm__err(SYMM_ERR_NOT_SUPPORTED,
+                             "GPU barriers of teams over %d PEs need a strided team (this "
+                             "team of %d PEs is not)", CU_PARAM_PES, (int)team->n_pes);
+    p.me = team->my_pe;
+    p.n = team->n_pes;
+    p.area_off = symm__team_sync_off(s->ctx, team->slot) + CU_BARRIER_OFF;
+    p.bump = bump;
+    p.timeout_ns = s->timeout_ns;
+    p.err = s->err_word;
+    void *args[] = {&p};
+    return launch(s, s->f_barrier_wide, "cuLaunchKernel(symm_k_barrier_wide)", 1, 1, 256, cs,
+                  args);
+}
+
 static symm_status cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, void *stream) {
     cu_state *s = ctx->backend;
-    char *base[SYMM_DEVICE_MAX_PES];
-    SYMM_TRY(team_bases(ctx, team, base));
+    SYMM_TRY(team_reachable(ctx, team));
     SYMM_TRY(cu_enter(s));
-    if (team->n_pes > 1) SYMM_TRY(launch_barrier(s, team, base, 1, stream_of(s, stream)));
+    if (team->n_pes > CU_PARAM_PES) {
+        SYMM_TRY(launch_barrier_wide(s, team, 1, stream_of(s, stream)));
+    } else if (team->n_pes > 1) {
+        char *base[CU_PARAM_PES];
+        SYMM_TRY(team_bases(ctx, team, base));
+        SYMM_TRY(launch_barrier(s, team, base, 1, stream_of(s, stream)));
+    }
     return finish(s, stream);
 }
 
@@ -1137,7 +1231,7 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
     cu_state *s = ctx->backend;
     const symm__team *team = c->team;
     const int32_t n = team->n_pes, me = team->my_pe;
-    char *base[SYMM_DEVICE_MAX_PES];
+    char *base[CU_PARAM_PES];
     SYMM_TRY(team_bases(ctx, team, base));
     SYMM_TRY(cu_enter(s));
     CUstream cs = stream_of(s, stream);
@@ -1239,10 +1333,6 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
 /* ------------------------------------------------------------------------ */
 
 static symm_status cuda_device_ctx(symm__ctx *ctx, symm_device_ctx *out) {
-    if (ctx->n_pes > SYMM_DEVICE_MAX_PES)
-        return symm__err(SYMM_ERR_NOT_SUPPORTED,
-                         "a device context addresses at most %d PEs (job has %d)",
-                         SYMM_DEVICE_MAX_PES, (int)ctx->n_pes);
     memset(out, 0, sizeof *out);
     out->struct_size = (uint32_t)sizeof *out;
     out->my_pe = ctx->my_pe;
@@ -1250,7 +1340,10 @@ static symm_status cuda_device_ctx(symm__ctx *ctx, symm_device_ctx *out) {
     out->team_slots = SYMM__MAX_TEAMS;
     out->heap_cap = ctx->heap_cap;
     out->heap_base = ctx->heap_base;
-    for (int32_t pe = 0; pe < ctx->n_pes; pe++) out->peer_base[pe] = ctx->peer_base[pe];
+    out->slot_bytes = ctx->slot_bytes;
+    out->peer_table = (void *const *)(uintptr_t)((cu_state *)ctx->backend)->peer_table;
+    for (int32_t pe = 0; pe < ctx->n_pes && pe < SYMM_DEVICE_FAST_PES; pe++)
+        out->peer_base[pe] = ctx->peer_base[pe];
     return SYMM_SUCCESS;
 }
 
@@ -1278,4 +1371,6 @@ const symm__backend_ops symm__cuda_ops = {
     .unregister_mem = cuda_unregister,
     .device_ctx = cuda_device_ctx,
     .peer_failed = cuda_peer_failed,
+    .async_poll = cuda_async_poll,
+    .coll_max_pes = CU_PARAM_PES,
 };

@@ -29,6 +29,12 @@ template <int N> struct symm__world_table {
     const symm__kteam<N> *t;
     __device__ __forceinline__ char *operator()(int j) const { return t->base[j]; }
 };
+/* Heap base of team PE j of a strided team, read from a device table. */
+struct symm__world_wide {
+    char *const *table;
+    int start, stride;
+    __device__ __forceinline__ char *operator()(int j) const { return table[start + j * stride]; }
+};
 /* Heap bases held in registers (constant indices only, so no stack copy). */
 template <int N> struct symm__world_regs {
     char *b[N];

@@ -68,6 +68,16 @@ typedef struct symm__kbarrier_params64 {
 } symm__kbarrier_params64;
 #endif
 
+/* Barrier of a strided team of any size: team PE j's heap base is
+ * table[start + j * stride] (the context's device peer table). */
+typedef struct symm__kbarrier_wide_params {
+    char *const *table;
+    int32_t start, stride;
+    int32_t me, n;
+    uint64_t area_off, bump, timeout_ns;
+    int *err;
+} symm__kbarrier_wide_params;
+
 /* symm_k_gather: see kernels.cu. */
 typedef struct symm__kgather_params {
     symm__kteam64 team;

@@ -129,6 +129,11 @@ extern "C" __global__ void symm_k_barrier_8(const __grid_constant__ symm__kbarri
 extern "C" __global__ void symm_k_barrier_64(const __grid_constant__ symm__kbarrier_params<64> p) {
     symm__kbarrier(p);
 }
+extern "C" __global__ void symm_k_barrier_wide(const __grid_constant__ symm__kbarrier_wide_params p) {
+    symm__k_enter();
+    symm__kbarrier_body(symm__world_wide{p.table, p.start, p.stride}, p.me, p.n, p.area_off, p.bump,
+                        p.timeout_ns, p.err);
+}
 
 /* Start of a collective, fused into its data kernel: every block announces
  * epoch counter + 1 (idempotent) and waits for the others; the counter is
