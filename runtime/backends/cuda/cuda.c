@@ -850,6 +850,25 @@ static void cuda_unregister(symm__ctx *ctx, uint64_t off, uint64_t bytes) {
 /* Host-initiated RMA, atomics, ordering                                     */
 /* ------------------------------------------------------------------------ */
 
+/* Copy n bytes on the internal stream. cuMemcpy on overlapping ranges is
+ * undefined (a same-PE put/get whose local side lies in the heap): those go
+ * through a temporary device buffer, like memmove. */
+static symm_status copy_async(cu_state *s, CUdeviceptr dst, CUdeviceptr src, uint64_t n) {
+    if (!(dst < src + n && src < dst + n) || dst == src) {
+        if (dst != src) SYMM__CU(MemcpyAsync(dst, src, n, s->s_int));
+        return SYMM_SUCCESS;
+    }
+    CUdeviceptr tmp = 0;
+    SYMM__CU(MemAlloc(&tmp, n));
+    CUresult r = symm__cu.MemcpyAsync(tmp, src, n, s->s_int);
+    if (r == CUDA_SUCCESS) r = symm__cu.MemcpyAsync(dst, tmp, n, s->s_int);
+    CUresult r2 = symm__cu.StreamSynchronize(s->s_int);
+    symm__cu.MemFree(tmp);
+    if (r != CUDA_SUCCESS) return symm__cu_fail(r, "cuMemcpyAsync(overlapping same-PE copy)");
+    if (r2 != CUDA_SUCCESS) return symm__cu_fail(r2, "cuStreamSynchronize(overlapping same-PE copy)");
+    return SYMM_SUCCESS;
+}
+
 static symm_status cuda_put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
                             uint32_t flags) {
     cu_state *s = ctx->backend;
@@ -857,8 +876,7 @@ static symm_status cuda_put(symm__ctx *ctx, int32_t pe, uint64_t off, const void
     if (!b) return unreachable(ctx, pe);
     if (!n) return SYMM_SUCCESS;
     SYMM_TRY(cu_enter(s));
-    SYMM__CU(MemcpyAsync((CUdeviceptr)(uintptr_t)(b + off), (CUdeviceptr)(uintptr_t)src, n,
-                         s->s_int));
+    SYMM_TRY(copy_async(s, (CUdeviceptr)(uintptr_t)(b + off), (CUdeviceptr)(uintptr_t)src, n));
     if (flags & SYMM__NBI) {
         atomic_store(&s->nbi_pending, true);
         return SYMM_SUCCESS;
@@ -873,8 +891,7 @@ static symm_status cuda_get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off,
     if (!b) return unreachable(ctx, pe);
     if (!n) return SYMM_SUCCESS;
     SYMM_TRY(cu_enter(s));
-    SYMM__CU(MemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)(b + off), n,
-                         s->s_int));
+    SYMM_TRY(copy_async(s, (CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)(b + off), n));
     if (flags & SYMM__NBI) {
         atomic_store(&s->nbi_pending, true);
         return SYMM_SUCCESS;
