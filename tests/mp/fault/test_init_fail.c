@@ -4,10 +4,12 @@
  * file descriptors and (without ASan) the heap's bytes in use where they
  * were (after 50 failures that fill malloc's caches), and a normal init works afterwards.
  *
- *   fault_init_fail reserve|grow
+ *   fault_init_fail reserve|grow|env
  * reserve: the address-space reservation fails (RLIMIT_AS; skipped under ASan,
  *          whose shadow memory needs the address space);
  * grow:    backing the first chunk fails (RLIMIT_FSIZE caps the memfd).
+ * env:     bad SYMM_PEER_TIMEOUT_MS values fail init with INVALID_ARG and a
+ *          message naming the variable (and leak nothing either).
  * Single PE (SINGLE bootstrap): the descriptor exchange still runs.
  */
 #include <dirent.h>
@@ -53,6 +55,25 @@ int main(int argc, char **argv) {
     CHECK_OK(try_init(&ctx));
     CHECK_OK(symm_finalize(&ctx));
 
+    if (strcmp(how, "env") == 0) {
+        int fds0 = count_fds();
+        const char *bad[] = {"0", "abc", "-5", "3600001", "", "12ms"};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            setenv("SYMM_PEER_TIMEOUT_MS", bad[i], 1);
+            symm_ctx c = NULL;
+            CHECK_STATUS(try_init(&c), SYMM_ERR_INVALID_ARG);
+            if (!strstr(symm_last_error(), "SYMM_PEER_TIMEOUT_MS"))
+                TEST_FAIL_("\"%s\": message lacks the variable: %s", bad[i], symm_last_error());
+            ASSERT_TRUE(c == NULL);
+        }
+        setenv("SYMM_PEER_TIMEOUT_MS", "250", 1);
+        CHECK_OK(try_init(&ctx));
+        CHECK_OK(symm_finalize(&ctx));
+        unsetenv("SYMM_PEER_TIMEOUT_MS");
+        ASSERT_EQ(count_fds(), fds0);
+        printf("env: bad SYMM_PEER_TIMEOUT_MS values refused\n");
+        return 0;
+    }
     struct rlimit old;
     if (strcmp(how, "reserve") == 0) {
 #ifdef HAVE_ASAN
