@@ -42,6 +42,12 @@ symm_deps() {
   command -v ninja >/dev/null 2>&1 || missing+=("ninja (ninja-build)")
   command -v python3 >/dev/null 2>&1 || missing+=("python3")
   symm_need_meson || missing+=("meson >= 1.1 (python3 -m pip install meson)")
+  # NumPy for the Python package's host tests (PyPI).
+  if ! python3 -c 'import numpy' >/dev/null 2>&1; then
+    echo "deps: installing numpy with pip (Python binding tests)"
+    python3 -m pip install -q --disable-pip-version-check numpy 2>&1 | grep -v "Running pip as the 'root'" || true
+    python3 -c 'import numpy' >/dev/null 2>&1 || missing+=("numpy (python3 -m pip install numpy)")
+  fi
   if ! command -v abidiff >/dev/null 2>&1; then
     echo "deps: abidiff not available: the ABI baseline test will report a skip"
   fi

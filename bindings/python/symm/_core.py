@@ -1,0 +1,844 @@
+"""Contexts, teams and typed symmetric buffers over the C ABI (ctypes)."""
+import ctypes
+import struct
+import threading
+
+from . import errors
+from ._ffi import LIB, InitAttr, CtxInfo, TeamConfig, UniqueId, DeviceCtx, UNIQUE_ID_BYTES
+
+# ---- constants (values of include/symm/symm.h; checked by tests/test_abi.py) ----
+BACKENDS = {"auto": 0, "host": 1, "cuda": 2}
+BOOTSTRAPS = {"auto": 0, "env": 1, "uid": 2, "single": 3}
+THREAD_LEVELS = {"single": 0, "funneled": 1, "serialized": 2, "multiple": 3}
+DTYPES = {"int8": 1, "int16": 2, "int32": 3, "int64": 4, "uint8": 5, "uint16": 6,
+          "uint32": 7, "uint64": 8, "float16": 9, "bfloat16": 10, "float32": 11,
+          "float64": 12}
+DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+DTYPE_SIZES = {1: 1, 2: 2, 3: 4, 4: 8, 5: 1, 6: 2, 7: 4, 8: 8, 9: 2, 10: 2, 11: 4, 12: 8}
+# struct formats for scalars (bfloat16 is handled apart)
+_FMT = {1: "b", 2: "h", 3: "i", 4: "q", 5: "B", 6: "H", 7: "I", 8: "Q", 9: "e", 11: "f", 12: "d"}
+TEAMS = {"world": 0, "shared": 1, "node": 2, "same_local_pe": 3}
+SIGNAL_OPS = {"set": 0, "add": 1}
+CMPS = {"eq": 0, "ne": 1, "gt": 2, "ge": 3, "lt": 4, "le": 5,
+        "==": 0, "!=": 1, ">": 2, ">=": 3, "<": 4, "<=": 5}
+AMOS = {"fetch": 0, "set": 1, "compare_swap": 2, "swap": 3, "fetch_inc": 4, "inc": 5,
+        "fetch_add": 6, "add": 7, "fetch_and": 8, "and": 9, "fetch_or": 10, "or": 11,
+        "fetch_xor": 12, "xor": 13}
+OPS = {"sum": 0, "prod": 1, "min": 2, "max": 3, "and": 4, "or": 5, "xor": 6}
+INDEX_NONE = 0xFFFFFFFFFFFFFFFF
+ASYNC_CLEAR = 1
+
+
+def _code(table, value, what):
+    if isinstance(value, int):
+        return value
+    try:
+        return table[str(value).lower()]
+    except KeyError:
+        raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                     "unknown %s %r (one of %s)" % (what, value, sorted(table)))
+
+
+def dtype_code(dtype):
+    """SYMM_DTYPE_* for a name ("float32"), a NumPy dtype, a torch dtype or a code."""
+    if isinstance(dtype, int):
+        return dtype
+    name = getattr(dtype, "name", None) or str(dtype)
+    name = name.replace("torch.", "")
+    name = {"half": "float16", "float": "float32", "double": "float64",
+            "int": "int32", "long": "int64", "short": "int16"}.get(name, name)
+    return _code(DTYPES, name, "dtype")
+
+
+# ---- calling the library ----------------------------------------------------
+
+def _lib():
+    lib = LIB.get()
+    if lib is None:
+        raise errors.LibraryNotFound(5, "SYMM_ERR_LIBRARY_NOT_FOUND", LIB.why)
+    return lib
+
+
+def _fail(lib, st):
+    name = lib.symm_status_string(st).decode()
+    msg = (lib.symm_last_error() or b"").decode(errors="replace")
+    return errors.from_status(st, name, msg)
+
+
+def call(name, *args):
+    """Call a symm_* function; raise the status's exception on failure. The
+    message is read on this thread right after the call (ctypes releases the
+    GIL during the call, but the thread does not change)."""
+    lib = _lib()
+    fn = getattr(lib, name, None)
+    if fn is None:
+        raise errors.NotSupported(7, "SYMM_ERR_NOT_SUPPORTED",
+                                  "%s: the loader %s does not export it" % (name, LIB.path))
+    st = fn(*args)
+    if st:
+        raise _fail(lib, st)
+
+
+def available():
+    """True when symm can be used here: a loader and a runtime were found and
+    agree on the ABI. Never raises; initialises nothing."""
+    lib = LIB.get()
+    return lib is not None and lib.symm_loader_probe() == 0
+
+
+def probe():
+    """Like available(), but raises LibraryNotFound / AbiMismatch with the
+    list of everything that was tried."""
+    call("symm_loader_probe")
+
+
+def set_runtime(path):
+    """Use the runtime at ``path`` (before anything loaded it). SYMM_RUNTIME
+    in the environment still wins. InvalidState once the runtime was looked for."""
+    call("symm_loader_set_runtime", None if path is None else str(path).encode())
+
+
+def loader_version():
+    """The loader's version as (major, minor, patch)."""
+    v = ctypes.c_uint32()
+    call("symm_loader_get_version", ctypes.byref(v))
+    return (v.value // 1000000, v.value // 1000 % 1000, v.value % 1000)
+
+
+def runtime_version():
+    """The loaded runtime's version as (major, minor, patch) (loads it)."""
+    v = ctypes.c_uint32()
+    call("symm_get_version", ctypes.byref(v))
+    return (v.value // 1000000, v.value // 1000 % 1000, v.value % 1000)
+
+
+def runtime_path():
+    """Path of the runtime the loader opened ("" before any load)."""
+    lib = LIB.get()
+    return "" if lib is None else (lib.symm_loader_runtime_path() or b"").decode()
+
+
+def loader_path():
+    """Path of the loader this package uses, or None."""
+    LIB.get()
+    return LIB.path
+
+
+def unique_id():
+    """A new job id (bytes) for UID bootstrap: make it on rank 0, send it to the others."""
+    uid = UniqueId()
+    call("symm_get_unique_id", ctypes.byref(uid))
+    return bytes(uid.bytes)
+
+
+# ---- local memory -------------------------------------------------------------
+
+def _stream_handle(stream):
+    """A raw CUstream from None (legacy default), an int, a torch/CuPy stream."""
+    if stream is None:
+        return None
+    if isinstance(stream, int):
+        return stream or None
+    for attr in ("cuda_stream", "ptr", "handle"):
+        v = getattr(stream, attr, None)
+        if isinstance(v, int):
+            return v or None
+    raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "not a CUDA stream: %r" % (stream,))
+
+
+class _Local:
+    """Address and size of caller memory: buffer-protocol objects (NumPy,
+    bytearray, memoryview), CUDA arrays (__cuda_array_interface__: CuPy,
+    Numba) and torch tensors. keep holds what must stay alive."""
+
+    __slots__ = ("addr", "nbytes", "keep")
+
+    def __init__(self, obj, writable):
+        self.keep = obj
+        if hasattr(obj, "data_ptr") and hasattr(obj, "element_size"):  # torch.Tensor
+            if not obj.is_contiguous():
+                raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "tensor is not contiguous")
+            self.addr, self.nbytes = obj.data_ptr(), obj.numel() * obj.element_size()
+            return
+        cai = getattr(obj, "__cuda_array_interface__", None)
+        if cai is not None:
+            if cai.get("strides") not in (None, ()):
+                raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "array is not contiguous")
+            n = 1
+            for d in cai["shape"]:
+                n *= d
+            itemsize = int(cai["typestr"][2:])
+            self.addr, self.nbytes = cai["data"][0], n * itemsize
+            return
+        if isinstance(obj, (bytes, str)):
+            if writable:
+                raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "destination is read-only")
+            data = obj.encode() if isinstance(obj, str) else obj
+            arr = (ctypes.c_char * max(len(data), 1)).from_buffer_copy(data or b"\0")
+            self.keep, self.addr, self.nbytes = arr, ctypes.addressof(arr), len(data)
+            return
+        mv = memoryview(obj)
+        if not mv.c_contiguous:
+            raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "buffer is not C-contiguous")
+        if mv.readonly:
+            if writable:
+                raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "destination is read-only")
+            arr = (ctypes.c_char * max(mv.nbytes, 1)).from_buffer_copy(mv.tobytes() or b"\0")
+            self.keep, self.addr, self.nbytes = arr, ctypes.addressof(arr), mv.nbytes
+            return
+        cbuf = (ctypes.c_char * mv.nbytes).from_buffer(mv.cast("B")) if mv.nbytes else None
+        self.keep = (obj, mv, cbuf)
+        self.addr = ctypes.addressof(cbuf) if cbuf is not None else 0
+        self.nbytes = mv.nbytes
+
+
+def _scalar(dtype, value):
+    """A ctypes buffer holding one element of dtype."""
+    size = DTYPE_SIZES[dtype]
+    if dtype == DTYPES["bfloat16"]:
+        bits = struct.unpack("<I", struct.pack("<f", float(value)))[0]
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even
+        raw = struct.pack("<H", bits & 0xFFFF)
+    else:
+        raw = struct.pack("<" + _FMT[dtype], value)
+    return (ctypes.c_char * size).from_buffer_copy(raw)
+
+
+def _unscalar(dtype, buf):
+    raw = bytes(buf)
+    if dtype == DTYPES["bfloat16"]:
+        return struct.unpack("<f", struct.pack("<I", struct.unpack("<H", raw)[0] << 16))[0]
+    return struct.unpack("<" + _FMT[dtype], raw)[0]
+
+
+def _status_array(status, n):
+    if status is None:
+        return None
+    arr = (ctypes.c_int32 * max(n, 1))(*[int(bool(s)) for s in status])
+    return arr
+
+
+# ---- context ----------------------------------------------------------------------
+
+class Context:
+    """Membership of one job and its symmetric heap (symm_init / symm_finalize).
+
+    Use ``with symm.init() as ctx:``; leaving the block finalizes (collective).
+    Thread-safe (the runtime's default thread level is MULTIPLE); collectives
+    on one team must not run concurrently from several threads.
+    """
+
+    def __init__(self, backend="auto", bootstrap="auto", *, heap_cap=0, device=-1,
+                 timeout_ms=0, unique_id=None, rank=None, n_pes=None, thread_level="multiple"):
+        attr = InitAttr()
+        call("symm_init_attr_init", ctypes.byref(attr), ctypes.sizeof(attr))
+        attr.backend = _code(BACKENDS, backend, "backend")
+        attr.thread_level = _code(THREAD_LEVELS, thread_level, "thread level")
+        attr.heap_cap, attr.device, attr.timeout_ms = int(heap_cap), int(device), int(timeout_ms)
+        if unique_id is not None:
+            if len(unique_id) != UNIQUE_ID_BYTES or rank is None or n_pes is None:
+                raise errors.InvalidArgument(
+                    1, "SYMM_ERR_INVALID_ARG",
+                    "UID bootstrap needs the %d-byte id, rank and n_pes" % UNIQUE_ID_BYTES)
+            attr.bootstrap = BOOTSTRAPS["uid"]
+            ctypes.memmove(attr.unique_id.bytes, bytes(unique_id), UNIQUE_ID_BYTES)
+            attr.rank, attr.n_pes = int(rank), int(n_pes)
+        else:
+            attr.bootstrap = _code(BOOTSTRAPS, bootstrap, "bootstrap")
+        h = ctypes.c_void_p()
+        call("symm_init", ctypes.byref(attr), ctypes.byref(h))
+        self._h = h
+        self._lock = threading.Lock()
+        self._bufs = {}  # handle value -> Buffer (live)
+        self._pending = []  # sources/destinations of nbi calls, kept until quiet
+        info = self.query()
+        self.my_pe, self.n_pes = info["my_pe"], info["n_pes"]
+        self.backend = {1: "host", 2: "cuda"}.get(info["backend"], str(info["backend"]))
+        self.device = info["device"]
+
+    # lifecycle
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        # A failure inside the block may mean peers are gone: still release
+        # everything local; report the finalize error only if nothing else failed.
+        try:
+            self.finalize()
+        except errors.Error:
+            if exc_type is None:
+                raise
+
+    def finalize(self):
+        """Leave the job (collective). Buffers still allocated are released too."""
+        if self._h is None or not self._h.value:
+            return
+        for b in list(self._bufs.values()):
+            b._h = None
+        self._bufs.clear()
+        h = self._h
+        self._h = None
+        call("symm_finalize", ctypes.byref(h))
+
+    def __del__(self):
+        # No collective behind the user's back: an unfinalized context is
+        # released by the process's exit (the runtime cleans up after itself).
+        pass
+
+    @property
+    def handle(self):
+        if self._h is None:
+            raise errors.InvalidHandle(2, "SYMM_ERR_INVALID_HANDLE", "context was finalized")
+        return self._h
+
+    def query(self):
+        """symm_ctx_query as a dict."""
+        info = CtxInfo()
+        info.struct_size = ctypes.sizeof(info)
+        call("symm_ctx_query", self.handle, ctypes.byref(info))
+        return {f: getattr(info, f) for f, _ in CtxInfo._fields_ if f != "struct_size"}
+
+    def async_error(self, clear=False):
+        """The first failure recorded after its call returned (a stream
+        operation, a GPU wait that gave up) as (status, message); (0, "") when
+        none. clear=True resets the record."""
+        st = ctypes.c_int32()
+        msg = ctypes.create_string_buffer(512)
+        call("symm_ctx_async_error", self.handle, ASYNC_CLEAR if clear else 0, 512,
+             ctypes.byref(st), msg)
+        return st.value, msg.value.decode(errors="replace")
+
+    def raise_async_error(self, clear=True):
+        """Raise the recorded asynchronous failure, if any."""
+        st, msg = self.async_error(clear)
+        if st:
+            raise errors.from_status(st, _lib().symm_status_string(st).decode(), msg)
+
+    # buffers
+    def alloc(self, dtype, count, shape=None):
+        """A symmetric buffer of count elements (collective; zeroed)."""
+        code = dtype_code(dtype)
+        h = ctypes.c_void_p()
+        call("symm_buf_alloc", self.handle, code, int(count), ctypes.byref(h))
+        b = Buffer(self, h, code, int(count), shape)
+        with self._lock:
+            self._bufs[h.value] = b
+        return b
+
+    def array(self, shape, dtype="float32"):
+        """A symmetric buffer shaped like an array (collective)."""
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        n = 1
+        for d in shape:
+            n *= d
+        return self.alloc(dtype, n, shape)
+
+    def tensor(self, shape, dtype=None):
+        """A torch.Tensor on the symmetric heap (CUDA backend): zero-copy view
+        of a new buffer, which stays allocated while the tensor lives and is
+        freed with free_tensor(t) (collective)."""
+        import torch
+        dtype = dtype or torch.float32
+        b = self.array(shape, str(dtype).replace("torch.", ""))
+        return b.torch()
+
+    def buffer_of(self, obj):
+        """The Buffer whose memory holds obj (a tensor/array from tensor() or
+        a view of a buffer), or None."""
+        addr = _Local(obj, False).addr
+        with self._lock:
+            for b in self._bufs.values():
+                if b._h is not None and b.ptr <= addr < b.ptr + max(b.nbytes, 1):
+                    return b
+        return None
+
+    def free_tensor(self, t):
+        """Free the buffer under a tensor from tensor() (collective)."""
+        b = self.buffer_of(t)
+        if b is None:
+            raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "not a symm tensor")
+        b.free()
+
+    def peer_tensor(self, t, pe):
+        """A tensor over pe's copy of the symmetric tensor t (load/store
+        reachable peers: same GPU or NVLink/P2P); NotSupported otherwise."""
+        import torch
+        out = ctypes.c_void_p()
+        call("symm_ptr", self.handle, ctypes.c_void_p(t.data_ptr()), int(pe), ctypes.byref(out))
+        if not out.value:
+            raise errors.NotSupported(7, "SYMM_ERR_NOT_SUPPORTED",
+                                      "PE %d is not load/store reachable from PE %d" % (pe, self.my_pe))
+        view = _CudaView(out.value, tuple(t.shape), t.dtype, t.device.index, keep=(self, t))
+        return torch.as_tensor(view, device=t.device)
+
+    # teams
+    def team(self, which="world"):
+        """A predefined team: "world", "shared", "node", "same_local_pe"."""
+        h = ctypes.c_void_p()
+        call("symm_team_get", self.handle, _code(TEAMS, which, "team"), ctypes.byref(h))
+        return Team(self, h, predefined=True)
+
+    @property
+    def world(self):
+        return self.team("world")
+
+    # ordering and synchronisation
+    def quiet(self, stream=None, on_stream=False):
+        if on_stream or stream is not None:
+            call("symm_quiet_on_stream", self.handle, _stream_handle(stream))
+        else:
+            call("symm_quiet", self.handle)
+            with self._lock:
+                self._pending.clear()
+
+    def fence(self):
+        call("symm_fence", self.handle)
+
+    def barrier_all(self, stream=None, on_stream=False):
+        if on_stream or stream is not None:
+            call("symm_barrier_all_on_stream", self.handle, _stream_handle(stream))
+        else:
+            call("symm_barrier_all", self.handle)
+            with self.ctx_lock():
+                self._pending.clear()
+
+    def ctx_lock(self):
+        return self._lock
+
+    def _keep_until_quiet(self, obj):
+        with self._lock:
+            self._pending.append(obj)
+
+    def sync_all(self):
+        call("symm_sync_all", self.handle)
+
+    # raw symmetric addresses
+    def ptr(self, sym_addr, pe):
+        """Address at which this process reaches pe's copy of a symmetric
+        address, or None when pe is not load/store reachable."""
+        out = ctypes.c_void_p()
+        call("symm_ptr", self.handle, ctypes.c_void_p(sym_addr), int(pe), ctypes.byref(out))
+        return out.value
+
+    def device_ctx(self):
+        """The symm_device_ctx (a ctypes struct) for CUDA kernels."""
+        d = DeviceCtx()
+        d.struct_size = ctypes.sizeof(d)
+        call("symm_device_ctx_get", self.handle, ctypes.byref(d))
+        return d
+
+
+def init(*args, **kwargs):
+    """Join the job (symmrun, torchrun, Open MPI, Slurm environment; or a
+    unique id with rank and n_pes) and return a Context. See Context."""
+    return Context(*args, **kwargs)
+
+
+class _CudaView:
+    """__cuda_array_interface__ over raw device memory (for torch.as_tensor/CuPy)."""
+
+    _TYPESTR = {"float16": "<f2", "bfloat16": "<f2", "float32": "<f4", "float64": "<f8",
+                "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
+                "uint8": "|u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8"}
+
+    def __init__(self, addr, shape, dtype, device, keep):
+        name = str(dtype).replace("torch.", "")
+        self.keep = keep
+        self.__cuda_array_interface__ = {
+            "shape": tuple(shape), "typestr": self._TYPESTR[name], "data": (addr, False),
+            "version": 3, "strides": None, "stream": None}
+
+
+# ---- teams ----------------------------------------------------------------------
+
+class Team:
+    """An ordered subset of a context's PEs. Split teams are destroyed with
+    destroy() (collective); nothing collective runs behind the user's back."""
+
+    def __init__(self, ctx, h, predefined=False):
+        self.ctx, self._h, self.predefined = ctx, h, predefined
+
+    @property
+    def handle(self):
+        if self._h is None:
+            raise errors.InvalidHandle(2, "SYMM_ERR_INVALID_HANDLE", "team was destroyed")
+        return self._h
+
+    @property
+    def my_pe(self):
+        return _lib().symm_team_my_pe(self.handle)
+
+    @property
+    def n_pes(self):
+        return _lib().symm_team_n_pes(self.handle)
+
+    def translate(self, pe, to_team):
+        """Number in to_team of this team's PE pe, or -1."""
+        return _lib().symm_team_translate_pe(self.handle, int(pe), to_team.handle)
+
+    def split_strided(self, start, stride, size):
+        """New team of PEs start, start+stride, ... (collective over this team);
+        None on PEs outside it."""
+        h = ctypes.c_void_p()
+        call("symm_team_split_strided", self.handle, int(start), int(stride), int(size), None,
+             ctypes.byref(h))
+        return Team(self.ctx, h) if h.value else None
+
+    def split_2d(self, xrange):
+        """(row team, column team) of a 2-D grid with rows of xrange PEs."""
+        x, y = ctypes.c_void_p(), ctypes.c_void_p()
+        call("symm_team_split_2d", self.handle, int(xrange), None, None, ctypes.byref(x),
+             ctypes.byref(y))
+        return (Team(self.ctx, x) if x.value else None, Team(self.ctx, y) if y.value else None)
+
+    def destroy(self):
+        """Destroy a split team (collective over it)."""
+        if self._h is None or self.predefined:
+            if self.predefined:
+                raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                             "predefined teams belong to the context")
+            return
+        h, self._h = self._h, None
+        call("symm_team_destroy", h)
+
+    def barrier(self, stream=None, on_stream=False):
+        if on_stream or stream is not None:
+            call("symm_barrier_on_stream", self.handle, _stream_handle(stream))
+        else:
+            call("symm_barrier", self.handle)
+
+    def sync(self, stream=None, on_stream=False):
+        if on_stream or stream is not None:
+            call("symm_team_sync_on_stream", self.handle, _stream_handle(stream))
+        else:
+            call("symm_team_sync", self.handle)
+
+    # collectives: dst/src are Buffers; nelems defaults to what fits
+    def _coll(self, name, dst, dst_index, src, src_index, nelems, extra, stream, on_stream):
+        args = [self.handle, dst.handle, int(dst_index), src.handle, int(src_index), int(nelems)]
+        args += extra
+        if on_stream or stream is not None:
+            call(name + "_on_stream", *args, _stream_handle(stream))
+        else:
+            call(name, *args)
+
+    def broadcast(self, dst, src, nelems=None, root=0, dst_index=0, src_index=0, stream=None,
+                  on_stream=False):
+        n = src.count - src_index if nelems is None else nelems
+        self._coll("symm_broadcast", dst, dst_index, src, src_index, n, [int(root)], stream,
+                   on_stream)
+
+    def fcollect(self, dst, src, nelems=None, dst_index=0, src_index=0, stream=None,
+                 on_stream=False):
+        n = src.count - src_index if nelems is None else nelems
+        self._coll("symm_fcollect", dst, dst_index, src, src_index, n, [], stream, on_stream)
+
+    def collect(self, dst, src, nelems, dst_index=0, src_index=0):
+        call("symm_collect", self.handle, dst.handle, int(dst_index), src.handle, int(src_index),
+             int(nelems))
+
+    def alltoall(self, dst, src, nelems=None, dst_index=0, src_index=0, stream=None,
+                 on_stream=False):
+        n = (src.count - src_index) // self.n_pes if nelems is None else nelems
+        self._coll("symm_alltoall", dst, dst_index, src, src_index, n, [], stream, on_stream)
+
+    def reduce(self, dst, src, op="sum", nelems=None, dst_index=0, src_index=0, stream=None,
+               on_stream=False):
+        n = src.count - src_index if nelems is None else nelems
+        self._coll("symm_reduce", dst, dst_index, src, src_index, n, [_code(OPS, op, "op")],
+                   stream, on_stream)
+
+    def reducescatter(self, dst, src, op="sum", nelems=None, dst_index=0, src_index=0,
+                      stream=None, on_stream=False):
+        n = (src.count - src_index) // self.n_pes if nelems is None else nelems
+        self._coll("symm_reducescatter", dst, dst_index, src, src_index, n,
+                   [_code(OPS, op, "op")], stream, on_stream)
+
+
+# ---- buffers ----------------------------------------------------------------------
+
+class Buffer:
+    """A typed symmetric allocation: every PE has one at the same offset.
+
+    Element indices are bounds-checked by the library. free() is collective
+    and explicit; a Buffer that is never freed is released by the context's
+    finalize (never by the garbage collector).
+    """
+
+    def __init__(self, ctx, h, dtype, count, shape=None):
+        self.ctx, self._h, self.dtype, self.count = ctx, h, dtype, count
+        self.shape = tuple(shape) if shape else (count,)
+        self.itemsize = DTYPE_SIZES[dtype]
+        self.nbytes = count * self.itemsize
+        p = ctypes.c_void_p()
+        call("symm_buf_ptr", h, ctypes.byref(p))
+        self.ptr = p.value or 0
+        off = ctypes.c_uint64()
+        call("symm_buf_query", h, None, None, ctypes.byref(off))
+        self.offset = off.value
+
+    @property
+    def handle(self):
+        if self._h is None:
+            raise errors.InvalidHandle(2, "SYMM_ERR_INVALID_HANDLE", "buffer was freed")
+        return self._h
+
+    @property
+    def dtype_name(self):
+        return DTYPE_NAMES[self.dtype]
+
+    def free(self):
+        """Free on every PE (collective)."""
+        if self._h is None:
+            return
+        h = self._h
+        call("symm_buf_free", h)
+        self._h = None
+        with self.ctx._lock:
+            self.ctx._bufs.pop(h.value, None)
+
+    def __repr__(self):
+        return "<symm.Buffer %s[%d] offset=%d%s>" % (self.dtype_name, self.count, self.offset,
+                                                     "" if self._h is not None else " freed")
+
+    # zero-copy views
+    def numpy(self):
+        """A NumPy array over this PE's copy (host backend: host memory)."""
+        import numpy as np
+        if self.ctx.backend != "host":
+            raise errors.NotSupported(7, "SYMM_ERR_NOT_SUPPORTED",
+                                      "numpy() views host memory; this buffer is on the GPU "
+                                      "(use torch() or __cuda_array_interface__)")
+        self.handle
+        name = self.dtype_name
+        np_dtype = np.uint16 if name == "bfloat16" else np.dtype(name)
+        if self.nbytes == 0:
+            return np.zeros(self.shape, dtype=np_dtype)
+        raw = (ctypes.c_char * self.nbytes).from_address(self.ptr)
+        arr = np.frombuffer(raw, dtype=np_dtype).reshape(self.shape)
+        return arr
+
+    def memoryview(self):
+        """The buffer protocol over this PE's copy (host backend)."""
+        if self.ctx.backend != "host":
+            raise errors.NotSupported(7, "SYMM_ERR_NOT_SUPPORTED", "host memory only")
+        self.handle
+        return memoryview((ctypes.c_char * max(self.nbytes, 1)).from_address(self.ptr)).cast(
+            "B")[: self.nbytes]
+
+    @property
+    def __cuda_array_interface__(self):
+        if self.ctx.backend != "cuda":
+            raise AttributeError("__cuda_array_interface__: not GPU memory")
+        self.handle
+        return _CudaView(self.ptr, self.shape, self.dtype_name, self.ctx.device,
+                         None).__cuda_array_interface__
+
+    def torch(self):
+        """A torch.Tensor viewing this PE's copy (zero-copy; CUDA backend)."""
+        import torch
+        name = self.dtype_name
+        if self.ctx.backend != "cuda":
+            import numpy as np
+            t = torch.from_numpy(self.numpy())
+            return t.view(torch.bfloat16) if name == "bfloat16" else t
+        view = _CudaView(self.ptr, self.shape, name, self.ctx.device, keep=self)
+        t = torch.as_tensor(view, device="cuda:%d" % self.ctx.device)
+        return t.view(torch.bfloat16) if name == "bfloat16" else t
+
+    def __dlpack_device__(self):
+        return (2, self.ctx.device) if self.ctx.backend == "cuda" else (1, 0)
+
+    def __dlpack__(self, stream=None, **kwargs):
+        from ._dlpack import capsule
+        self.handle
+        return capsule(self.ptr, self.shape, self.dtype_name, self.__dlpack_device__(), keep=self)
+
+    def peer_ptr(self, pe):
+        """Address of pe's copy (element 0) if load/store reachable, else None."""
+        p = ctypes.c_void_p()
+        call("symm_buf_peer_ptr", self.handle, int(pe), ctypes.byref(p))
+        return p.value
+
+    # RMA
+    def put(self, data, pe, index=0, nbi=False, stream=None, on_stream=False):
+        """Write data (any contiguous buffer, array or tensor of this dtype) to
+        pe's copy starting at element index. nbi / stream forms keep the source
+        until quiet / until the stream passes (the object is referenced until then
+        only by you: keep it alive)."""
+        loc = _Local(data, False)
+        n, rem = divmod(loc.nbytes, self.itemsize)
+        if rem:
+            raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                         "data is %d bytes, not a whole number of %s elements"
+                                         % (loc.nbytes, self.dtype_name))
+        args = (self.handle, int(index), ctypes.c_void_p(loc.addr), n, int(pe))
+        if on_stream or stream is not None:
+            call("symm_put_nbi_on_stream" if nbi else "symm_put_on_stream", *args,
+                 _stream_handle(stream))
+        else:
+            call("symm_put_nbi" if nbi else "symm_put", *args)
+        if nbi:
+            self.ctx._keep_until_quiet(loc.keep)
+        return loc.keep
+
+    def get(self, pe, index=0, count=None, out=None, nbi=False, stream=None, on_stream=False):
+        """Read count elements of pe's copy from index into out (or a new
+        NumPy array / bytearray)."""
+        if out is None:
+            n = self.count - index if count is None else count
+            try:
+                import numpy as np
+                name = self.dtype_name
+                out = np.empty(max(n, 0), dtype=np.uint16 if name == "bfloat16" else name)
+            except ImportError:
+                out = bytearray(max(n, 0) * self.itemsize)
+        loc = _Local(out, True)
+        n = loc.nbytes // self.itemsize if count is None else int(count)
+        if n * self.itemsize > loc.nbytes:
+            raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "out is too small")
+        args = (ctypes.c_void_p(loc.addr), self.handle, int(index), n, int(pe))
+        if on_stream or stream is not None:
+            call("symm_get_nbi_on_stream" if nbi else "symm_get_on_stream", *args,
+                 _stream_handle(stream))
+        else:
+            call("symm_get_nbi" if nbi else "symm_get", *args)
+        if nbi:
+            self.ctx._keep_until_quiet(loc.keep)
+        return out
+
+    def p(self, value, pe, index=0, stream=None, on_stream=False):
+        """Write one element."""
+        v = _scalar(self.dtype, value)
+        if on_stream or stream is not None:
+            call("symm_p_on_stream", self.handle, int(index), v, int(pe), _stream_handle(stream))
+        else:
+            call("symm_p", self.handle, int(index), v, int(pe))
+
+    def g(self, pe, index=0):
+        """Read one element."""
+        v = (ctypes.c_char * self.itemsize)()
+        call("symm_g", self.handle, int(index), int(pe), v)
+        return _unscalar(self.dtype, v)
+
+    # signals (this buffer is the data; sig a UINT64 buffer)
+    def put_signal(self, data, pe, sig, sig_index, signal, sig_op="set", index=0, nbi=False,
+                   stream=None, on_stream=False):
+        """Put data, then update pe's sig[sig_index] (set/add) after the data is visible."""
+        loc = _Local(data, False)
+        n = loc.nbytes // self.itemsize
+        args = (self.handle, int(index), ctypes.c_void_p(loc.addr), n, sig.handle,
+                int(sig_index), int(signal), _code(SIGNAL_OPS, sig_op, "signal op"), int(pe))
+        if on_stream or stream is not None:
+            call("symm_put_signal_on_stream", *args, _stream_handle(stream))
+        else:
+            call("symm_put_signal_nbi" if nbi else "symm_put_signal", *args)
+        return loc.keep
+
+    def signal_op(self, index, value, pe, op="set", stream=None, on_stream=False):
+        args = (self.handle, int(index), int(value), _code(SIGNAL_OPS, op, "signal op"), int(pe))
+        if on_stream or stream is not None:
+            call("symm_signal_op_on_stream", *args, _stream_handle(stream))
+        else:
+            call("symm_signal_op", *args)
+
+    def signal_fetch(self, index=0):
+        v = ctypes.c_uint64()
+        call("symm_signal_fetch", self.handle, int(index), ctypes.byref(v))
+        return v.value
+
+    def signal_wait_until(self, index, cmp, value, stream=None, on_stream=False):
+        """Wait until this PE's signal compares true; returns the value seen
+        (None for the stream form)."""
+        c = _code(CMPS, cmp, "comparison")
+        if on_stream or stream is not None:
+            call("symm_signal_wait_until_on_stream", self.handle, int(index), c, int(value),
+                 _stream_handle(stream))
+            return None
+        v = ctypes.c_uint64()
+        call("symm_signal_wait_until", self.handle, int(index), c, int(value), ctypes.byref(v))
+        return v.value
+
+    # atomics
+    def atomic(self, op, pe, index=0, value=0, compare=None):
+        """An atomic op on pe's element index; returns the prior value for
+        fetching ops (fetch*, swap, compare_swap), else None."""
+        code = _code(AMOS, op, "atomic op")
+        v = _scalar(self.dtype, value)
+        c = _scalar(self.dtype, compare) if compare is not None else None
+        fetched = (ctypes.c_char * self.itemsize)()
+        call("symm_atomic", self.handle, int(index), code, v, c, int(pe), fetched)
+        if code in (0, 2, 3, 4, 6, 8, 10, 12):
+            return _unscalar(self.dtype, fetched)
+        return None
+
+    def fetch_add(self, value, pe, index=0):
+        return self.atomic("fetch_add", pe, index, value)
+
+    def compare_swap(self, compare, value, pe, index=0):
+        return self.atomic("compare_swap", pe, index, value, compare)
+
+    # waits and tests on this PE's elements
+    def wait_until(self, index, cmp, value):
+        call("symm_wait_until", self.handle, int(index), _code(CMPS, cmp, "comparison"),
+             _scalar(self.dtype, value))
+
+    def _set(self, name, index, nelems, status, cmp, value, vector, kind):
+        c = _code(CMPS, cmp, "comparison")
+        st = _status_array(status, nelems)
+        if vector:
+            vals = (ctypes.c_char * max(nelems * self.itemsize, 1))()
+            for i, x in enumerate(value):
+                ctypes.memmove(ctypes.addressof(vals) + i * self.itemsize, _scalar(self.dtype, x),
+                               self.itemsize)
+            v = vals
+            name += "_vector"
+        else:
+            v = _scalar(self.dtype, value)
+        base = (self.handle, int(index), int(nelems), st, c, v)
+        if kind == "all_wait":
+            call(name, *base)
+            return True
+        if kind == "all_test":
+            sat = ctypes.c_int32()
+            call(name, *base, ctypes.byref(sat))
+            return bool(sat.value)
+        if kind == "any_wait":
+            found = ctypes.c_uint64()
+            call(name, *base, ctypes.byref(found))
+            return found.value
+        if kind == "any_test":
+            sat, found = ctypes.c_int32(), ctypes.c_uint64()
+            call(name, *base, ctypes.byref(sat), ctypes.byref(found))
+            return found.value if sat.value else None
+        idx = (ctypes.c_uint64 * max(nelems, 1))()
+        nf = ctypes.c_uint64()
+        call(name, *base, idx, ctypes.byref(nf))
+        return [idx[i] for i in range(nf.value)]
+
+    def wait_until_all(self, index, nelems, cmp, value, status=None, vector=False):
+        return self._set("symm_wait_until_all", index, nelems, status, cmp, value, vector, "all_wait")
+
+    def wait_until_any(self, index, nelems, cmp, value, status=None, vector=False):
+        """Index (relative to index) of one satisfied element."""
+        return self._set("symm_wait_until_any", index, nelems, status, cmp, value, vector, "any_wait")
+
+    def wait_until_some(self, index, nelems, cmp, value, status=None, vector=False):
+        """Indices of every satisfied element (at least one)."""
+        return self._set("symm_wait_until_some", index, nelems, status, cmp, value, vector, "some")
+
+    def test(self, index, cmp, value):
+        sat = ctypes.c_int32()
+        call("symm_test", self.handle, int(index), _code(CMPS, cmp, "comparison"),
+             _scalar(self.dtype, value), ctypes.byref(sat))
+        return bool(sat.value)
+
+    def test_all(self, index, nelems, cmp, value, status=None, vector=False):
+        return self._set("symm_test_all", index, nelems, status, cmp, value, vector, "all_test")
+
+    def test_any(self, index, nelems, cmp, value, status=None, vector=False):
+        """Index of one satisfied element, or None."""
+        return self._set("symm_test_any", index, nelems, status, cmp, value, vector, "any_test")
+
+    def test_some(self, index, nelems, cmp, value, status=None, vector=False):
+        return self._set("symm_test_some", index, nelems, status, cmp, value, vector, "some")

@@ -1,0 +1,62 @@
+"""A minimal DLPack producer (DLPack 0.8 ABI: DLManagedTensor in a PyCapsule
+named "dltensor"), so torch.from_dlpack / np.from_dlpack / cupy.from_dlpack
+can take a symm.Buffer without copying."""
+import ctypes
+
+_DTYPES = {  # name: (code, bits); codes: 0 int, 1 uint, 2 float, 4 bfloat
+    "int8": (0, 8), "int16": (0, 16), "int32": (0, 32), "int64": (0, 64),
+    "uint8": (1, 8), "uint16": (1, 16), "uint32": (1, 32), "uint64": (1, 64),
+    "float16": (2, 16), "float32": (2, 32), "float64": (2, 64), "bfloat16": (4, 16),
+}
+
+
+class _Device(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _Device), ("ndim", ctypes.c_int32),
+                ("dtype", _DType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _Managed(ctypes.Structure):
+    pass
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Managed))
+_Managed._fields_ = [("dl_tensor", _Tensor), ("manager_ctx", ctypes.c_void_p),
+                     ("deleter", _DELETER)]
+
+# address -> (managed struct, shape array, keep): alive until the consumer calls
+# the deleter. A capsule that is never consumed keeps its entry (a few bytes
+# and a reference to the Buffer object, never symm memory: free() is explicit).
+_live = {}
+
+
+@_DELETER
+def _delete(p):
+    _live.pop(ctypes.addressof(p.contents), None)
+
+
+def capsule(addr, shape, dtype_name, device, keep):
+    m = _Managed()
+    shp = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+    code, bits = _DTYPES[dtype_name]
+    m.dl_tensor.data = addr
+    m.dl_tensor.device = _Device(device[0], device[1])
+    m.dl_tensor.ndim = len(shape)
+    m.dl_tensor.dtype = _DType(code, bits, 1)
+    m.dl_tensor.shape = shp
+    m.dl_tensor.strides = None
+    m.dl_tensor.byte_offset = 0
+    m.deleter = _delete
+    _live[ctypes.addressof(m)] = (m, shp, keep)
+    new = ctypes.pythonapi.PyCapsule_New
+    new.restype = ctypes.py_object
+    new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    return new(ctypes.addressof(m), b"dltensor", None)

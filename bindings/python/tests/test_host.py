@@ -1,0 +1,292 @@
+"""Host-backend tests of the symm Python package, one process per PE:
+    symmrun -n 4 python3 bindings/python/tests/test_host.py
+Every API family, errors mapped to exceptions, zero-copy views, threads."""
+import os
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy as np  # noqa: E402
+
+import symm  # noqa: E402
+from harness import case, check, expect_raises, run  # noqa: E402
+
+ctx = symm.init()
+me, n = ctx.my_pe, ctx.n_pes
+nxt, prv = (me + 1) % n, (me - 1) % n
+
+
+@case
+def context_basics():
+    info = ctx.query()
+    check(ctx.backend == "host", ctx.backend)
+    check(info["n_pes"] == n and 0 <= me < n, info)
+    check(info["thread_level"] == 3, "default thread level is MULTIPLE")
+    check(symm.loader_version() == (1, 0, 0), symm.loader_version())
+    check(symm.runtime_version()[0] == 1, symm.runtime_version())
+    check("libsymm_runtime.so.1" in symm.runtime_path(), symm.runtime_path())
+    check(ctx.async_error() == (0, ""), ctx.async_error())
+
+
+@case
+def ring_put_get():
+    b = ctx.array((2, 8), "int64")
+    b.put(np.arange(16, dtype=np.int64) + 100 * me, nxt)
+    ctx.barrier_all()
+    check((b.numpy().ravel() == np.arange(16) + 100 * prv).all(), b.numpy())
+    got = b.get(nxt)  # next holds what I sent it
+    check((got == np.arange(16) + 100 * me).all(), got)
+    part = b.get(nxt, index=3, count=4)
+    check(list(part) == list(np.arange(3, 7) + 100 * me), part)
+    ctx.barrier_all()
+    b.free()
+
+
+@case
+def p_g_and_nbi():
+    b = ctx.alloc("float64", 4)
+    b.p(1.5 + me, nxt, index=2)
+    ctx.barrier_all()
+    check(b.numpy()[2] == 1.5 + prv, b.numpy())
+    check(b.g(nxt, 2) == 1.5 + me, "g")
+    ctx.barrier_all()
+    src = np.full(4, float(me), dtype=np.float64)
+    b.put(src, nxt, nbi=True)
+    ctx.quiet()
+    ctx.barrier_all()
+    check((b.numpy() == float(prv)).all(), b.numpy())
+    out = np.zeros(4)
+    b.get(nxt, out=out, nbi=True)
+    ctx.quiet()
+    check((out == float(me)).all(), out)
+    ctx.barrier_all()
+    b.free()
+
+
+@case
+def every_dtype_roundtrip():
+    for name in ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                 "float16", "float32", "float64"]:
+        b = ctx.alloc(name, 5)
+        vals = (np.arange(5) + me).astype(name)
+        b.put(vals, nxt)
+        ctx.barrier_all()
+        check((b.numpy() == (np.arange(5) + prv).astype(name)).all(), (name, b.numpy()))
+        ctx.barrier_all()
+        b.free()
+    bf = ctx.alloc("bfloat16", 2)
+    bf.p(2.5, nxt, 1)
+    ctx.barrier_all()
+    check(bf.g(me, 1) == 2.5, "bfloat16 scalar")
+    ctx.barrier_all()
+    bf.free()
+
+
+@case
+def put_signal_and_wait():
+    data = ctx.alloc("int32", 64)
+    sig = ctx.alloc("uint64", 2)
+    data.put_signal(np.full(64, me, dtype=np.int32), nxt, sig, 0, 7, "set")
+    seen = sig.signal_wait_until(0, "eq", 7)
+    check(seen == 7, seen)
+    check((data.numpy() == prv).all(), "data visible before the signal")
+    sig.signal_op(1, 5, nxt, "add")
+    check(sig.signal_wait_until(1, ">=", 5) >= 5, "signal add")
+    check(sig.signal_fetch(1) == 5, sig.signal_fetch(1))
+    ctx.barrier_all()
+    data.free()
+    sig.free()
+
+
+@case
+def atomics():
+    c = ctx.alloc("int64", 2)
+    ctx.barrier_all()
+    for _ in range(10):
+        c.fetch_add(1, 0, index=0)
+    c.atomic("add", 0, index=1, value=me + 1)
+    ctx.barrier_all()
+    if me == 0:
+        check(c.numpy()[0] == 10 * n, c.numpy())
+        check(c.numpy()[1] == n * (n + 1) // 2, c.numpy())
+    ctx.barrier_all()
+    w = ctx.alloc("int32", 1)
+    ctx.barrier_all()
+    old = w.compare_swap(0, me + 1, 0)
+    wins = ctx.alloc("int32", n)
+    src = np.array([1 if old == 0 else 0], dtype=np.int32)
+    wins.put(src, 0, index=me)
+    ctx.barrier_all()
+    if me == 0:
+        check(int(wins.numpy().sum()) == 1, "one compare_swap winner")
+        check(w.numpy()[0] in range(1, n + 1), w.numpy())
+    ctx.barrier_all()
+    for b in (c, w, wins):
+        b.free()
+
+
+@case
+def waits_and_tests():
+    flags = ctx.alloc("int64", 4)
+    ctx.barrier_all()
+    check(not flags.test(0, "eq", 1), "test before")
+    check(flags.test_any(0, 4, "eq", 1) is None, "test_any before")
+    ctx.barrier_all()  # nobody sets my flag before I tested it
+    flags.p(1, nxt, index=2)
+    found = flags.wait_until_any(0, 4, "eq", 1)
+    check(found == 2, found)
+    check(flags.wait_until_some(0, 4, "eq", 1) == [2], "some")
+    flags.wait_until(2, "ge", 1)
+    check(flags.test_all(0, 4, ">=", 0), "test_all")
+    check(flags.wait_until_all(0, 4, "eq", [0, 0, 1, 0], vector=True), "vector all")
+    check(flags.test_all(0, 4, "eq", 0, status=[0, 0, 1, 0]), "status mask")
+    ctx.barrier_all()
+    flags.free()
+
+
+@case
+def teams_and_collectives():
+    world = ctx.world
+    check(world.n_pes == n and world.my_pe == me, "world")
+    src = ctx.alloc("float32", 6)
+    dst = ctx.alloc("float32", 6 * n)
+    src.numpy()[:] = np.arange(6, dtype=np.float32) + me
+    ctx.barrier_all()
+    world.fcollect(dst, src)
+    want = np.concatenate([np.arange(6, dtype=np.float32) + p for p in range(n)])
+    check((dst.numpy() == want).all(), dst.numpy())
+    red = ctx.alloc("float32", 6)
+    world.reduce(red, src, "sum")
+    check(np.allclose(red.numpy(), sum(np.arange(6, dtype=np.float32) + p for p in range(n))), red.numpy())
+    world.reduce(red, src, "max")
+    check((red.numpy() == np.arange(6, dtype=np.float32) + n - 1).all(), "max")
+    world.broadcast(red, src, root=n - 1)
+    check((red.numpy() == np.arange(6, dtype=np.float32) + n - 1).all(), "broadcast")
+    a2a_src = ctx.alloc("int32", 2 * n)
+    a2a_dst = ctx.alloc("int32", 2 * n)
+    a2a_src.numpy()[:] = np.array([100 * me + j for j in range(n) for _ in range(2)], dtype=np.int32)
+    ctx.barrier_all()
+    world.alltoall(a2a_dst, a2a_src)
+    check((a2a_dst.numpy() == np.array([100 * p + me for p in range(n) for _ in range(2)])).all(),
+          a2a_dst.numpy())
+    rs_src = ctx.alloc("int64", 3 * n)
+    rs_dst = ctx.alloc("int64", 3)
+    rs_src.numpy()[:] = np.arange(3 * n, dtype=np.int64) * (me + 1)
+    ctx.barrier_all()
+    world.reducescatter(rs_dst, rs_src, "sum")
+    tot = n * (n + 1) // 2
+    check((rs_dst.numpy() == np.arange(3 * me, 3 * me + 3) * tot).all(), rs_dst.numpy())
+    col = ctx.alloc("int16", n * (n + 1) // 2)
+    mine = ctx.alloc("int16", n)
+    mine.numpy()[: me + 1] = me
+    ctx.barrier_all()
+    world.collect(col, mine, me + 1)
+    check((col.numpy() == np.concatenate([[p] * (p + 1) for p in range(n)])).all(), col.numpy())
+    if n >= 2:
+        evens = world.split_strided(0, 2, (n + 1) // 2)
+        if me % 2 == 0:
+            check(evens is not None and evens.my_pe == me // 2, "split member")
+            check(evens.translate(evens.my_pe, world) == me, "translate")
+            one = ctx.alloc("int32", 1)  # allocation is over the context: others too
+        else:
+            check(evens is None, "non-member gets None")
+            one = ctx.alloc("int32", 1)
+        if evens is not None:
+            one.numpy()[0] = 1
+            evens.barrier()
+            evens.destroy()
+        ctx.barrier_all()
+        one.free()
+        row, col2 = world.split_2d(2)
+        check(row is not None and col2 is not None, "2d")
+        check(row.n_pes == min(2, n - (me // 2) * 2), row.n_pes)
+        row.destroy()
+        col2.destroy()
+    for b in (src, dst, red, a2a_src, a2a_dst, rs_src, rs_dst, col, mine):
+        b.free()
+
+
+@case
+def errors_are_exceptions():
+    b = ctx.alloc("int32", 4)
+    e = expect_raises(symm.OutOfBounds, b.put, np.zeros(5, dtype=np.int32), nxt)
+    check(e.status == 3 and e.name == "SYMM_ERR_OUT_OF_BOUNDS" and "outside" in e.message, e)
+    e = expect_raises(symm.InvalidArgument, b.put, np.zeros(1, dtype=np.int32), n + 3)
+    check("pe" in e.message, e.message)
+    expect_raises(symm.InvalidArgument, ctx.alloc, "complex64", 3)
+    check(isinstance(e, symm.Error), "hierarchy")
+    ctx.barrier_all()
+    b.free()
+    expect_raises(symm.InvalidHandle, b.put, np.zeros(1, dtype=np.int32), nxt)
+    red_bad = ctx.alloc("float32", 1)
+    expect_raises(symm.NotSupported, ctx.world.reduce, red_bad, red_bad, "xor")
+    ctx.barrier_all()
+    red_bad.free()
+
+
+@case
+def zero_copy_views():
+    b = ctx.array((3, 4), "float32")
+    v = b.numpy()
+    check(v.shape == (3, 4), v.shape)
+    v[1, 2] = 42.0
+    check(b.get(me)[6] == 42.0, "numpy view writes the heap")
+    mv = b.memoryview()
+    check(mv.nbytes == 48, mv.nbytes)
+    d = np.from_dlpack(b)
+    check(d.shape == (3, 4) and d[1, 2] == 42.0, "dlpack")
+    check(b.peer_ptr(me) == b.ptr, "own peer pointer")
+    check(b.peer_ptr(nxt) is not None, "host backend: peers are load/store reachable")
+    ctx.barrier_all()
+    b.free()
+
+
+@case
+def threads():
+    # MULTIPLE by default: threads may call concurrently; each puts to its own slot.
+    T = 4
+    b = ctx.alloc("int64", T * n)
+    errs = []
+
+    def work(t):
+        try:
+            for pe in range(n):
+                b.p(me * 1000 + t, pe, index=me * T + t)
+        except Exception as e:  # collected, reported below
+            errs.append(e)
+
+    ths = [threading.Thread(target=work, args=(t,)) for t in range(T)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    check(not errs, errs)
+    ctx.barrier_all()
+    want = np.array([p * 1000 + t for p in range(n) for t in range(T)])
+    check((b.numpy() == want).all(), b.numpy())
+    # errors are per thread: a failure on one thread does not leak to another
+    msgs = {}
+
+    def fail_one(t):
+        try:
+            b.p(0, n + t, index=0)
+        except symm.InvalidArgument as e:
+            msgs[t] = e.message
+
+    ths = [threading.Thread(target=fail_one, args=(t,)) for t in range(3)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    check(all(("pe %d" % (n + t)) in msgs[t] for t in range(3)), msgs)
+    ctx.barrier_all()
+    b.free()
+
+
+rc = run("PE %d: " % me)
+try:
+    ctx.finalize()
+except symm.Error as e:
+    print("PE %d: finalize failed: %s" % (me, e))
+    rc = 1
+sys.exit(rc)
