@@ -601,6 +601,27 @@ static int single_checks(void) {
     setenv("SYMM_BOOTSTRAP_ADDR", "tcp:192.0.2.1:5000", 1);
     EXPECT(symm__boot_open(&cfg, &b, &in), SYMM_ERR_BOOTSTRAP, "SYMM_JOB_SECRET");
     clean_env();
+    {   /* A local job's key file that others may read is refused. */
+        char saved[256], dir[] = "/tmp/symm-test-badkey-XXXXXX", path[300];
+        snprintf(saved, sizeof saved, "%s", getenv("XDG_RUNTIME_DIR"));
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        snprintf(path, sizeof path, "%s/.symm-job-key", dir);
+        FILE *f = fopen(path, "w");
+        ASSERT_TRUE(f != NULL);
+        fprintf(f, "%064d\n", 7);
+        fclose(f);
+        ASSERT_EQ(chmod(path, 0644), 0);
+        setenv("XDG_RUNTIME_DIR", dir, 1);
+        setenv("RANK", "1", 1);
+        setenv("WORLD_SIZE", "2", 1);
+        setenv("MASTER_ADDR", "127.0.0.1", 1);
+        setenv("MASTER_PORT", "5000", 1);
+        EXPECT(symm__boot_open(&cfg, &b, &in), SYMM_ERR_BOOTSTRAP, "mode 0600");
+        unlink(path);
+        rmdir(dir);
+        setenv("XDG_RUNTIME_DIR", saved, 1);
+        clean_env();
+    }
     setenv("OMPI_COMM_WORLD_RANK", "1", 1);
     setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
     setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
