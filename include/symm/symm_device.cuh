@@ -453,8 +453,9 @@ SYMM_DEV_FN void symm__barrier_advance(char *my_base, uint64_t area_off, int me,
 /* Threads tid of nthr announce epoch e to every other team PE and wait until
  * each announced e (or later). The k-th other PE (k = 0 .. n - 2) is served by
  * thread k % nthr, so with two PEs thread 0 does all of it. timeout_ns (0 =
- * none): give up after that long and set *err (if err) to 1; returns false
- * then. */
+ * none): give up after that long and set *err (if err, and still 0) to 1;
+ * returns false then. err (runtime kernels only): *err == 2 means the host
+ * learned that a peer PE died: give up at once (checked every 1024 spins). */
 template <typename World>
 __device__ __forceinline__ bool symm__barrier_arrive_wait(char *my_base, uint64_t area_off,
                                                           int me, int n, World world, uint64_t e,
@@ -473,12 +474,14 @@ __device__ __forceinline__ bool symm__barrier_arrive_wait(char *my_base, uint64_
         unsigned spins = 0;
         uint64_t t0 = 0;
         while (symm__ld_relaxed_u64(&area[j]) < e) {
-            if (timeout_ns && ((++spins & 1023u) == 0)) {
+            if ((timeout_ns || err) && ((++spins & 1023u) == 0)) {
+                if (err && *(volatile int *)err == 2) return false;
+                if (!timeout_ns) continue;
                 uint64_t t = symm__globaltimer();
                 if (!t0) {
                     t0 = t;
                 } else if (t - t0 > timeout_ns) {
-                    if (err) atomicExch_system(err, 1);
+                    if (err) atomicCAS_system(err, 0, 1);
                     return false;
                 }
             }

@@ -21,9 +21,12 @@
  *              else tcp:MASTER_ADDR:(MASTER_PORT + 1) (torchrun's TCPStore
  *              holds MASTER_PORT); else unix:@symm-ompi-<jobid> or
  *              unix:@symm-slurm-<job>.<step>, which only works on one host
- *   secret     SYMM_JOB_SECRET (64 hex digits, or any text, hashed); else
- *              derived from the launcher's job identity, which keeps jobs
- *              from mixing up but does not keep anyone out
+ *   secret     SYMM_JOB_SECRET (64 hex digits, or any text, hashed); else,
+ *              only when the address is local (unix:, or a TCP host that is
+ *              loopback), derived from the launcher's job identity and this
+ *              user's key file ($XDG_RUNTIME_DIR or $HOME/.symm-job-key,
+ *              mode 0600, made on first use), which other users cannot read;
+ *              an address other hosts can reach needs SYMM_JOB_SECRET
  *   server     rank 0 serves unless SYMM_LAUNCHER=symmrun
  *   locality   computed from host ids (hostname, boot id, network
  *              namespace); SYMM_HOST_ID replaces the host id (testing)
@@ -31,6 +34,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -38,8 +42,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,7 +100,8 @@ struct symm__boot {
     pthread_mutex_t io;     /* one conversation with the server at a time    */
     uint32_t seq;           /* collectives sent                              */
     atomic_int failed;      /* status of the first fatal failure, 0 = none   */
-    atomic_llong polled_tick; /* coarse-clock tick of the last boot_check poll */
+    atomic_llong polled_tick; /* coarse-clock time of the last boot_check poll */
+    long long poll_ns;      /* poll the server at most this often            */
     char fail_msg[MSG_MAX];
     int share_fd;           /* listening socket for descriptor passing       */
     uint32_t share_seq;
@@ -249,6 +257,84 @@ static void secret_from_text(uint8_t out[SYMM__SECRET_BYTES], const char *text) 
     }
 }
 
+/* True when only this host can reach addr: a Unix socket, or a TCP host
+ * whose every address is loopback. */
+static bool addr_is_local(const char *text) {
+    symm__addr a;
+    if (symm__addr_parse(text, &a) != SYMM_SUCCESS) return false;
+    if (a.kind == SYMM__ADDR_UNIX) return true;
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(a.host, NULL, &hints, &res) != 0 || !res) return false;
+    bool local = true;
+    for (struct addrinfo *ai = res; ai && local; ai = ai->ai_next) {
+        if (ai->ai_family == AF_INET)
+            local = (ntohl(((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr) >> 24) == 127;
+        else if (ai->ai_family == AF_INET6)
+            local = IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr);
+        else
+            local = false;
+    }
+    freeaddrinfo(res);
+    return local;
+}
+
+/* This user's key for local derived secrets: 64 hex digits in a file only
+ * the user can read ($XDG_RUNTIME_DIR/.symm-job-key, else
+ * $HOME/.symm-job-key), made on first use (link() makes the first writer
+ * win when PEs race). The file must be a regular file of this user with no
+ * group/other permissions. */
+static symm_status user_key(char hex[2 * SYMM__SECRET_BYTES + 1]) {
+    const char *dir = env("XDG_RUNTIME_DIR");
+    if (!dir) dir = env("HOME");
+    if (!dir)
+        return symm__err(SYMM_ERR_BOOTSTRAP, "neither XDG_RUNTIME_DIR nor HOME is set");
+    char path[1024], tmp[1100];
+    if ((size_t)snprintf(path, sizeof path, "%s/.symm-job-key", dir) >= sizeof path)
+        return symm__err(SYMM_ERR_BOOTSTRAP, "the key file path under %s is too long", dir);
+    for (int attempt = 0; attempt < 50; attempt++) {
+        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0) {
+            struct stat st;
+            ssize_t n = -1;
+            if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() &&
+                (st.st_mode & 077) == 0)
+                n = read(fd, hex, 2 * SYMM__SECRET_BYTES);
+            close(fd);
+            uint8_t raw[SYMM__SECRET_BYTES];
+            hex[n > 0 ? n : 0] = '\0';
+            if (n == 2 * SYMM__SECRET_BYTES && symm__unhex(raw, sizeof raw, hex)) return SYMM_SUCCESS;
+            if (n < 0)
+                return symm__err(SYMM_ERR_BOOTSTRAP,
+                                 "%s must be a regular file of this user with mode 0600", path);
+            /* short: another PE is writing it (link() below publishes it
+             * whole, so this is a file someone else made): try again */
+        } else if (errno == ENOENT) {
+            uint8_t raw[SYMM__SECRET_BYTES];
+            char fresh[2 * SYMM__SECRET_BYTES + 2];
+            SYMM_TRY(symm__random(raw, sizeof raw));
+            symm__hex(fresh, raw, sizeof raw);
+            strcat(fresh, "\n");
+            snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+            int w = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+            if (w < 0)
+                return symm__err_errno(SYMM_ERR_BOOTSTRAP, errno, "creating %s", tmp);
+            bool ok = write(w, fresh, strlen(fresh)) == (ssize_t)strlen(fresh);
+            close(w);
+            if (ok && link(tmp, path) != 0 && errno != EEXIST) ok = false;
+            int e = errno;
+            unlink(tmp);
+            if (!ok) return symm__err_errno(SYMM_ERR_BOOTSTRAP, e, "creating %s", path);
+            continue; /* read back whichever file won */
+        } else {
+            return symm__err_errno(SYMM_ERR_BOOTSTRAP, errno, "opening %s", path);
+        }
+        sleep_ms(10);
+    }
+    return symm__err(SYMM_ERR_BOOTSTRAP, "%s stays incomplete", path);
+}
+
 static symm_status env_parse(env_job *j) {
     memset(j, 0, sizeof *j);
     static const char *const rank_vars[] = {"SYMM_RANK", "RANK", "OMPI_COMM_WORLD_RANK",
@@ -326,17 +412,35 @@ static symm_status env_parse(env_job *j) {
         j->addr_fallback = true;
     }
 
-    /* Secret: SYMM_JOB_SECRET (64 hex digits, or any text, hashed), else
-     * derived from the launcher's job identity. A derived secret only keeps
-     * jobs from mixing up; it does not keep anyone out. */
+    /* Secret: SYMM_JOB_SECRET (64 hex digits, or any text, hashed). Without
+     * it, a job whose address only this host can reach derives one from the
+     * launcher's job identity and this user's key file, so other local users
+     * cannot compute it; an address other hosts can reach needs it. */
+    symm__addr parsed;
+    SYMM_TRY(symm__addr_parse(j->addr, &parsed)); /* a bad address says so first */
     const char *secret = env("SYMM_JOB_SECRET");
     if (secret) {
         if (!symm__unhex(j->secret, SYMM__SECRET_BYTES, secret)) secret_from_text(j->secret, secret);
     } else {
+        if (!addr_is_local(j->addr))
+            return symm__err(SYMM_ERR_BOOTSTRAP,
+                             "env bootstrap (%s): the rendezvous address %s can be reached from "
+                             "other hosts, so the job needs a secret: set SYMM_JOB_SECRET to the "
+                             "same value (e.g. 64 hex digits from `openssl rand -hex 32`) in the "
+                             "launcher's environment of every PE", j->source, j->addr);
+        char key[2 * SYMM__SECRET_BYTES + 1];
+        symm_status kst = user_key(key);
+        if (kst) {
+            char msg[MSG_MAX];
+            save_msg(msg, sizeof msg);
+            return symm__err(kst, "env bootstrap (%s): no SYMM_JOB_SECRET, and this user's key "
+                             "for a local job secret is not usable (%s); set SYMM_JOB_SECRET",
+                             j->source, msg);
+        }
         static const char *const ids[] = {"TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid",
                                           "SLURM_JOB_ID", "SLURM_STEP_ID", NULL};
         char text[1024];
-        int n = snprintf(text, sizeof text, "symm-derived-v1|%d|%s", j->n_pes, j->addr);
+        int n = snprintf(text, sizeof text, "symm-derived-v2|%s|%d|%s", key, j->n_pes, j->addr);
         for (size_t i = 0; ids[i] && n > 0 && (size_t)n < sizeof text; i++) {
             const char *v = env(ids[i]);
             n += snprintf(text + n, sizeof text - (size_t)n, "|%s", v ? v : "");
@@ -369,7 +473,8 @@ static symm_status env_server_new(const env_job *j, uint32_t timeout_ms, env_ser
     symm__addr a;
     int fd = -1;
     SYMM_TRY(symm__addr_parse(j->addr, &a));
-    SYMM_TRY(symm__addr_listen(&a, true, &fd, NULL));
+    /* Exactly the address given (tcp:0.0.0.0:PORT for every interface). */
+    SYMM_TRY(symm__addr_listen(&a, false, &fd, NULL));
     env_server *s = calloc(1, sizeof *s);
     if (!s) {
         close(fd);
@@ -716,6 +821,10 @@ symm_status symm__boot_open(const symm__config *cfg, symm__boot **boot, symm__bo
     case SYMM_BOOTSTRAP_UID: SYMM_TRY(open_uid(cfg, &b)); break;
     default: return symm__err(SYMM_ERR_INVALID_ARG, "unknown bootstrap mode %u", cfg->bootstrap);
     }
+    /* A quarter of the bound: the news reaches a call well within it. */
+    b->poll_ns = (long long)(cfg->peer_timeout_ms ? cfg->peer_timeout_ms
+                                                  : SYMM__DEFAULT_PEER_TIMEOUT_MS) * 250000ll;
+    atomic_store(&b->polled_tick, LLONG_MIN / 2);
     fill_info(b, info);
     *boot = b;
     return SYMM_SUCCESS;
@@ -842,12 +951,14 @@ symm_status symm__boot_check(symm__boot *b) {
         return SYMM_ERR_PEER_FAILED;
     }
     if (b->n_pes == 1) return SYMM_SUCCESS;
-    /* At most one poll per tick of the coarse clock (1-4 ms): stream
-     * operations call this on every call, and a poll is a system call. */
+    /* At most one poll per poll interval (and so per tick of the coarse
+     * clock, 1-4 ms): every one-sided call makes this check, and a poll is a
+     * system call; reading the coarse clock is not (vDSO). */
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     long long tick = (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-    if (atomic_load_explicit(&b->polled_tick, memory_order_relaxed) == tick) return SYMM_SUCCESS;
+    if (tick - atomic_load_explicit(&b->polled_tick, memory_order_relaxed) < b->poll_ns)
+        return SYMM_SUCCESS;
     if (pthread_mutex_trylock(&b->io) != 0) return SYMM_SUCCESS;
     atomic_store_explicit(&b->polled_tick, tick, memory_order_relaxed);
     symm_status st = SYMM_SUCCESS;

@@ -89,6 +89,15 @@ symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg) {
             return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_TIMEOUT_MS=\"%s\": expected milliseconds", t);
         cfg->timeout_ms = (uint32_t)v;
     }
+    cfg->peer_timeout_ms = SYMM__DEFAULT_PEER_TIMEOUT_MS;
+    const char *pt = getenv("SYMM_PEER_TIMEOUT_MS");
+    if (pt) {
+        uint64_t v;
+        if (!symm__parse_size(pt, &v) || v == 0 || v > 3600000)
+            return symm__err(SYMM_ERR_INVALID_ARG,
+                             "SYMM_PEER_TIMEOUT_MS=\"%s\": expected milliseconds in [1, 3600000]", pt);
+        cfg->peer_timeout_ms = (uint32_t)v;
+    }
     /* The cap covers the system area and is a whole number of chunks. */
     uint64_t min_cap = SYMM__SYS_BYTES + cfg->heap_chunk;
     if (cfg->heap_cap < min_cap) cfg->heap_cap = min_cap;

@@ -144,7 +144,7 @@ static symm_status agree(symm__ctx *ctx, const char *what, const call_sig *mine)
     symm_status st = symm__boot_allgather(ctx->boot, mine, all, sizeof *mine);
     if (st) {
         free(all);
-        if (st == SYMM_ERR_PEER_FAILED) atomic_store(&ctx->failed, 1);
+        if (st == SYMM_ERR_PEER_FAILED) symm__mark_failed(ctx);
         return st;
     }
     for (int32_t pe = 0; pe < ctx->n_pes; pe++) {

@@ -62,6 +62,11 @@ symm_status symm__check_pe(const symm__ctx *ctx, int32_t pe) {
     return SYMM_SUCCESS;
 }
 
+symm_status symm__check_target(symm__ctx *ctx, int32_t pe) {
+    SYMM_TRY(symm__check_pe(ctx, pe));
+    return symm__check_failed(ctx);
+}
+
 symm_status symm__check_range(const symm__buf *buf, uint64_t index, uint64_t nelems) {
     if (index > buf->count || nelems > buf->count - index)
         return symm__err(SYMM_ERR_OUT_OF_BOUNDS,
@@ -71,11 +76,19 @@ symm_status symm__check_range(const symm__buf *buf, uint64_t index, uint64_t nel
     return SYMM_SUCCESS;
 }
 
+void symm__mark_failed(symm__ctx *ctx) {
+    if (atomic_exchange(&ctx->failed, 1) == 0 && ctx->ops && ctx->ops->peer_failed)
+        ctx->ops->peer_failed(ctx);
+}
+
 symm_status symm__check_failed(symm__ctx *ctx) {
-    if (atomic_load_explicit(&ctx->failed, memory_order_relaxed))
+    if (atomic_load_explicit(&ctx->failed, memory_order_relaxed)) {
+        if (ctx->boot && symm__boot_check(ctx->boot) != SYMM_SUCCESS)
+            return SYMM_ERR_PEER_FAILED; /* boot_check left the job's reason */
         return symm__err(SYMM_ERR_PEER_FAILED, "a peer PE of this job failed; the context is unusable");
+    }
     if (ctx->boot && symm__boot_check(ctx->boot) != SYMM_SUCCESS) {
-        atomic_store(&ctx->failed, 1);
+        symm__mark_failed(ctx);
         return SYMM_ERR_PEER_FAILED; /* boot_check left the message */
     }
     return SYMM_SUCCESS;

@@ -60,6 +60,9 @@ const char *symm__last_error(void);
 #define SYMM__DEFAULT_HEAP_CAP (16ull << 30)  /* per PE, virtual reservation */
 #define SYMM__DEFAULT_HEAP_CHUNK (64ull << 20)
 #define SYMM__DEFAULT_TIMEOUT_MS 60000u
+/* A call that needs a dead PE fails at most this long after the job's
+ * rendezvous server saw it go (SYMM_PEER_TIMEOUT_MS). */
+#define SYMM__DEFAULT_PEER_TIMEOUT_MS 100u
 #define SYMM__HEAP_ALIGN 256u
 
 typedef struct symm__config {
@@ -69,6 +72,7 @@ typedef struct symm__config {
     uint64_t heap_cap;     /* rounded to the chunk size                     */
     uint64_t heap_chunk;   /* growth granularity (SYMM_HEAP_CHUNK)          */
     uint32_t timeout_ms;
+    uint32_t peer_timeout_ms; /* SYMM_PEER_TIMEOUT_MS                      */
     int32_t device;
     int32_t uid_rank, uid_n_pes;
     symm_unique_id unique_id;
@@ -116,7 +120,10 @@ symm_status symm__boot_barrier(symm__boot *b);
  * peer's descriptor (fds[my local index] = dup of mine). Collective over the
  * job (PEs without local peers still call). Caller closes the received fds. */
 symm_status symm__boot_share_fd(symm__boot *b, int fd, int *fds);
-/* Non-blocking: SYMM_ERR_PEER_FAILED when the job lost a PE, else success. */
+/* Non-blocking: SYMM_ERR_PEER_FAILED when the job lost a PE, else success.
+ * Polls the server at most once per poll interval (a quarter of
+ * SYMM_PEER_TIMEOUT_MS, at most once per coarse-clock tick); between polls it
+ * costs one coarse clock read (vDSO, no system call). */
 symm_status symm__boot_check(symm__boot *b);
 /* Leave the job (no collective) and free everything. NULL accepted. */
 void symm__boot_close(symm__boot *b);
@@ -184,6 +191,10 @@ typedef struct symm__backend_ops {
     void (*unregister_mem)(symm__ctx *ctx, uint64_t off, uint64_t bytes);
     /* Fill a device context. NULL: NOT_SUPPORTED. */
     symm_status (*device_ctx)(symm__ctx *ctx, symm_device_ctx *out);
+    /* The context just learned that the job lost a PE (called once, from
+     * symm__mark_failed): end GPU-side waits the backend launched. May be
+     * NULL. Any thread. */
+    void (*peer_failed)(symm__ctx *ctx);
     /* Look for failures that happened after their call returned (GPU-side
      * waits that gave up) and record them with symm__async_record. Local,
      * cheap, never blocks. NULL: the backend has none. */
@@ -356,6 +367,8 @@ symm_status symm__thread_check(const symm__ctx *ctx);
 
 /* Validate pe in [0, n_pes) and an element range of buf. */
 symm_status symm__check_pe(const symm__ctx *ctx, int32_t pe);
+/* The target of a one-sided call: check_pe, then check_failed. */
+symm_status symm__check_target(symm__ctx *ctx, int32_t pe);
 symm_status symm__check_range(const symm__buf *buf, uint64_t index, uint64_t nelems);
 
 /* Entry checks shared by the blocking and the stream forms (rma.c, signal.c):
@@ -383,8 +396,12 @@ static inline void *symm__hook_stream(symm_stream_t stream) {
 /* Spin-wait helper: poll until done(arg) is true. Checks peer failure every
  * ~millisecond and yields the CPU when spinning long. */
 symm_status symm__wait(symm__ctx *ctx, bool (*done)(void *arg), void *arg);
-/* Peer failure check (cheap, non-blocking). */
+/* Peer failure check (cheap, non-blocking: see symm__boot_check). Every
+ * call that needs another PE makes it first, so a dead PE turns into
+ * SYMM_ERR_PEER_FAILED within SYMM_PEER_TIMEOUT_MS on every path. */
 symm_status symm__check_failed(symm__ctx *ctx);
+/* Record that the job lost a PE (idempotent; tells the backend once). */
+void symm__mark_failed(symm__ctx *ctx);
 
 /* wait.c: INVALID_ARG unless cmp is a SYMM_CMP_* code. */
 symm_status symm__check_cmp(const char *fn, uint32_t cmp);

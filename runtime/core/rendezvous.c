@@ -12,11 +12,33 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "internal.h"
 
-#define MAX_PENDING_CONNS 4096 /* connections that have not said HELLO yet */
+/* Connections that have not said HELLO yet: at most half of the descriptors
+ * the process has left after the job's own (RLIMIT_NOFILE - n_pes -
+ * PENDING_RESERVE), within [PENDING_MIN, PENDING_MAX], halved whenever
+ * accept() runs out of descriptors. When full, the oldest stranger makes room
+ * for the new connection, so a flood of idle connections cannot keep PEs
+ * out. */
+#define PENDING_MIN 8
+#define PENDING_MAX 1024
+#define PENDING_RESERVE 64
+/* A new connection must say HELLO within a tenth of the job's timeout,
+ * bounded to [HELLO_MIN_MS (or the timeout when shorter), HELLO_MAX_MS]: a PE
+ * sends it right after connecting. */
+#define HELLO_MIN_MS 1000
+#define HELLO_MAX_MS 5000
+/* accept() out of descriptors (EMFILE, ENFILE) or memory: stop polling the
+ * listening socket for ACCEPT_PAUSE_MIN_MS, doubling to ACCEPT_PAUSE_MAX_MS. */
+#define ACCEPT_PAUSE_MIN_MS 10
+#define ACCEPT_PAUSE_MAX_MS 1000
+/* Lines about strangers (refused, dropped, accept failures): at most
+ * LOG_BURST per LOG_WINDOW_MS, then one line counting the rest. */
+#define LOG_BURST 10
+#define LOG_WINDOW_MS 1000
 
 /* An encoded message (header + payload) shared by the queues it is in. */
 typedef struct rdv_buf {
@@ -78,7 +100,12 @@ struct symm__rdv {
     uint32_t hello_timeout_ms;
     bool draining;
     rdv_conn **conns;
-    size_t n_conns, cap_conns, n_pending;
+    size_t n_conns, cap_conns, n_pending, max_pending;
+    int64_t accept_paused_until; /* 0: accepting                              */
+    int accept_pause_ms;         /* the next pause after a failed accept      */
+    int64_t log_window;          /* start of the stranger-log window          */
+    unsigned log_lines;          /* stranger lines printed in the window      */
+    unsigned long log_dropped;   /* stranger lines left out in the window     */
     uint64_t conn_counter;
     rdv_session *sessions;
     struct pollfd *pfd;
@@ -92,6 +119,33 @@ __attribute__((format(printf, 2, 3))) static void rdv_log(const symm__rdv *r, co
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     fprintf(stderr, "%s (%s): %s\n", r->prefix, r->addr, line);
+}
+
+/* Count the lines left out in the last window, if any, and start a new one. */
+static void log_window_roll(symm__rdv *r, int64_t now) {
+    if (now - r->log_window < LOG_WINDOW_MS) return;
+    if (r->log_dropped)
+        rdv_log(r, "%lu more messages about stray connections in the last %.1f s were not shown",
+                r->log_dropped, (double)(now - r->log_window) / 1000.0);
+    r->log_window = now;
+    r->log_lines = 0;
+    r->log_dropped = 0;
+}
+
+/* rdv_log for events caused by strangers: rate limited (LOG_BURST). */
+__attribute__((format(printf, 2, 3))) static void stranger_log(symm__rdv *r, const char *fmt, ...) {
+    log_window_roll(r, symm__now_ms());
+    if (r->log_lines >= LOG_BURST) {
+        r->log_dropped++;
+        return;
+    }
+    r->log_lines++;
+    char line[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    rdv_log(r, "%s", line);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -297,12 +351,12 @@ static void handle_hello(symm__rdv *r, rdv_conn *c, const uint8_t *p, uint32_t l
     char reason[SYMM__WIRE_MAX_REASON];
     if (symm__wire_parse_hello(p, len, &h) != SYMM_SUCCESS) {
         snprintf(reason, sizeof reason, "bad HELLO: %s", symm__last_error());
-        rdv_log(r, "refused %s: %s", c->peer, reason);
+        stranger_log(r, "refused %s: %s", c->peer, reason);
         conn_reject(r, c, reason);
         return;
     }
     if (!symm__secret_equal(h.secret, r->secret)) {
-        rdv_log(r, "refused %s claiming to be PE %d (pid %d): wrong job secret", c->peer, h.rank,
+        stranger_log(r, "refused %s claiming to be PE %d (pid %d): wrong job secret", c->peer, h.rank,
                 h.pid);
         conn_reject(r, c, "wrong job secret (is this address used by another job?)");
         return;
@@ -310,7 +364,7 @@ static void handle_hello(symm__rdv *r, rdv_conn *c, const uint8_t *p, uint32_t l
     if (h.n_pes != r->n_pes) {
         snprintf(reason, sizeof reason, "PE %d (pid %d) says the job has %d PEs, but it has %d",
                  h.rank, h.pid, h.n_pes, r->n_pes);
-        rdv_log(r, "refused %s: %s", c->peer, reason);
+        stranger_log(r, "refused %s: %s", c->peer, reason);
         conn_reject(r, c, reason);
         return;
     }
@@ -325,7 +379,7 @@ static void handle_hello(symm__rdv *r, rdv_conn *c, const uint8_t *p, uint32_t l
                      s->abort_reason);
         else
             snprintf(reason, sizeof reason, "session %u of this job has already ended", h.session);
-        rdv_log(r, "refused PE %d (pid %d): %s", h.rank, h.pid, reason);
+        stranger_log(r, "refused PE %d (pid %d): %s", h.rank, h.pid, reason);
         conn_reject(r, c, reason);
         return;
     }
@@ -333,7 +387,7 @@ static void handle_hello(symm__rdv *r, rdv_conn *c, const uint8_t *p, uint32_t l
         snprintf(reason, sizeof reason,
                  "duplicate rank: PE %d already joined session %u (pid %d); this is pid %d",
                  h.rank, h.session, s->pid[h.rank], h.pid);
-        rdv_log(r, "refused %s: %s", c->peer, reason);
+        stranger_log(r, "refused %s: %s", c->peer, reason);
         conn_reject(r, c, reason);
         return;
     }
@@ -464,7 +518,7 @@ static void handle_message(symm__rdv *r, rdv_conn *c, const symm__wire_header *h
                            const uint8_t *p) {
     if (c->state == C_HELLO) {
         if (h->type != SYMM__MSG_HELLO) {
-            rdv_log(r, "refused %s: first message is %s, not HELLO", c->peer,
+            stranger_log(r, "refused %s: first message is %s, not HELLO", c->peer,
                     symm__wire_type_name(h->type));
             conn_reject(r, c, "expected HELLO");
             return;
@@ -541,7 +595,7 @@ static void conn_read(symm__rdv *r, rdv_conn *c) {
             if (c->state == C_MEMBER) {
                 member_lost(r, c, why);
             } else {
-                rdv_log(r, "dropped %s: %s", c->peer, why);
+                stranger_log(r, "dropped %s: %s", c->peer, why);
                 conn_close(r, c);
             }
             return;
@@ -576,24 +630,74 @@ symm_status symm__rdv_create(const symm__rdv_config *cfg, symm__rdv **out) {
              cfg->log_prefix ? cfg->log_prefix : "symm rendezvous");
     memcpy(r->secret, cfg->secret, SYMM__SECRET_BYTES);
     r->n_pes = cfg->n_pes;
-    r->hello_timeout_ms = cfg->hello_timeout_ms ? cfg->hello_timeout_ms : SYMM__DEFAULT_TIMEOUT_MS;
+    uint32_t job = cfg->hello_timeout_ms ? cfg->hello_timeout_ms : SYMM__DEFAULT_TIMEOUT_MS;
+    uint32_t hello = job / 10, lo = job < HELLO_MIN_MS ? job : HELLO_MIN_MS;
+    r->hello_timeout_ms = hello < lo ? lo : hello > HELLO_MAX_MS ? HELLO_MAX_MS : hello;
+    struct rlimit nofile;
+    uint64_t fds = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
+        fds = (uint64_t)nofile.rlim_cur;
+    else if (getrlimit(RLIMIT_NOFILE, &nofile) == 0)
+        fds = PENDING_MAX * 2 + PENDING_RESERVE + (uint64_t)r->n_pes;
+    uint64_t used = (uint64_t)r->n_pes + PENDING_RESERVE;
+    uint64_t pending = fds > used ? (fds - used) / 2 : 0;
+    r->max_pending = pending < PENDING_MIN ? PENDING_MIN : pending > PENDING_MAX ? PENDING_MAX : pending;
+    r->accept_pause_ms = ACCEPT_PAUSE_MIN_MS;
+    r->log_window = symm__now_ms();
     *out = r;
     return SYMM_SUCCESS;
 }
 
+/* Close the stranger that has waited longest for its HELLO; false if none. */
+static bool evict_oldest_stranger(symm__rdv *r, const char *why) {
+    rdv_conn *oldest = NULL;
+    for (size_t i = 0; i < r->n_conns; i++) {
+        rdv_conn *c = r->conns[i];
+        if (c->state == C_HELLO && (!oldest || c->deadline < oldest->deadline)) oldest = c;
+    }
+    if (!oldest) return false;
+    stranger_log(r, "dropped %s, the oldest of %zu connections without HELLO: %s", oldest->peer,
+                 r->n_pending, why);
+    conn_close(r, oldest);
+    return true;
+}
+
 static void accept_all(symm__rdv *r) {
-    for (;;) {
+    /* One backlog's worth per turn: a flood cannot starve the members. */
+    for (size_t taken = 0; taken < r->max_pending; taken++) {
         int fd = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                rdv_log(r, "accept failed: %s", strerror(errno));
+            int e = errno;
+            if (e == EINTR || e == ECONNABORTED) continue;
+            if (e == EAGAIN || e == EWOULDBLOCK) {
+                r->accept_pause_ms = ACCEPT_PAUSE_MIN_MS;
+                return;
+            }
+            /* Out of descriptors or memory, and the socket stays readable.
+             * Free a descriptor held by a stranger and go on (each turn
+             * takes a new connection off the queue, so it cannot spin);
+             * without one, polling again at once would spin: pause. */
+            if (e == EMFILE || e == ENFILE) {
+                /* The process needs descriptors too: hold fewer strangers. */
+                if (r->n_pending / 2 < r->max_pending) {
+                    r->max_pending = r->n_pending > 2 ? r->n_pending / 2 : 1;
+                    stranger_log(r, "out of descriptors: from now on at most %zu connections "
+                                 "may wait for their HELLO", r->max_pending);
+                }
+                bool freed = false;
+                while (r->n_pending > r->max_pending - 1 && evict_oldest_stranger(r, strerror(e)))
+                    freed = true;
+                if (freed) continue; /* from here on each new one replaces the oldest */
+            }
+            stranger_log(r, "accept failed: %s; not accepting for %d ms", strerror(e),
+                         r->accept_pause_ms);
+            r->accept_paused_until = symm__now_ms() + r->accept_pause_ms;
+            r->accept_pause_ms = r->accept_pause_ms * 2 > ACCEPT_PAUSE_MAX_MS
+                                     ? ACCEPT_PAUSE_MAX_MS
+                                     : r->accept_pause_ms * 2;
             return;
         }
-        if (r->n_pending >= MAX_PENDING_CONNS) {
-            close(fd); /* a flood of silent connections: keep serving the job */
-            continue;
-        }
+        if (r->n_pending >= r->max_pending) evict_oldest_stranger(r, "at the limit");
         if (r->n_conns == r->cap_conns) {
             size_t cap = r->cap_conns ? 2 * r->cap_conns : 16;
             rdv_conn **n = realloc(r->conns, cap * sizeof *n);
@@ -619,11 +723,16 @@ static void accept_all(symm__rdv *r) {
                  (unsigned long long)++r->conn_counter);
         r->conns[r->n_conns++] = c;
         r->n_pending++;
+        /* A PE sends HELLO right after connecting: read what is there now,
+         * so it becomes a member before any eviction can pick it. */
+        conn_read(r, c);
     }
 }
 
 static int next_timeout(const symm__rdv *r, int timeout_ms) {
     int64_t now = symm__now_ms(), best = timeout_ms < 0 ? INT64_MAX : now + timeout_ms;
+    if (r->accept_paused_until && r->accept_paused_until < best) best = r->accept_paused_until;
+    if (r->log_dropped && r->log_window + LOG_WINDOW_MS < best) best = r->log_window + LOG_WINDOW_MS;
     for (size_t i = 0; i < r->n_conns; i++) {
         const rdv_conn *c = r->conns[i];
         if (c->state != C_CLOSED && c->deadline && c->deadline < best) best = c->deadline;
@@ -650,7 +759,7 @@ static void reap(symm__rdv *r) {
                 again = true;
             } else if (c->deadline && now >= c->deadline) {
                 if (c->state == C_HELLO)
-                    rdv_log(r, "dropped %s: no HELLO within %u ms", c->peer, r->hello_timeout_ms);
+                    stranger_log(r, "dropped %s: no HELLO within %u ms", c->peer, r->hello_timeout_ms);
                 conn_close(r, c);
             } else if (c->state == C_LEAVING && !c->out) {
                 conn_close(r, c);
@@ -666,7 +775,9 @@ static void reap(symm__rdv *r) {
 }
 
 symm_status symm__rdv_step(symm__rdv *r, struct pollfd *extra, size_t n_extra, int timeout_ms) {
-    size_t has_listen = r->listen_fd >= 0, n_conns = r->n_conns;
+    if (r->accept_paused_until && symm__now_ms() >= r->accept_paused_until)
+        r->accept_paused_until = 0;
+    size_t has_listen = r->listen_fd >= 0 && !r->accept_paused_until, n_conns = r->n_conns;
     size_t n = n_extra + has_listen + n_conns;
     if (n > r->cap_pfd) {
         struct pollfd *p = realloc(r->pfd, n * sizeof *p);
@@ -698,6 +809,7 @@ symm_status symm__rdv_step(symm__rdv *r, struct pollfd *extra, size_t n_extra, i
         if (has_listen && r->listen_fd >= 0 && (r->pfd[n_extra].revents & POLLIN)) accept_all(r);
     }
     reap(r);
+    log_window_roll(r, symm__now_ms());
     return SYMM_SUCCESS;
 }
 

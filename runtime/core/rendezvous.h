@@ -14,6 +14,11 @@
  *    (same type, sequence number and length; otherwise the session aborts);
  *  - on a PE's disconnect without BYE (or its ABORT), sends ABORT naming that
  *    PE to every remaining PE of the session.
+ * Against floods and descriptor exhaustion: connections that have not said
+ * HELLO are bounded below the descriptor limit (the oldest is dropped for a
+ * new one), must say it soon (hello_timeout_ms), a failing accept() pauses
+ * accepting with back-off instead of spinning, and lines about strangers are
+ * rate limited.
  *
  * It is a poll loop that never blocks on a socket (each connection has an
  * output queue), so the same code runs inside symmrun's event loop (with the
@@ -37,7 +42,9 @@ typedef struct symm__rdv_config {
     const char *log_prefix;    /* start of logged lines ("symmrun")                */
     uint8_t secret[SYMM__SECRET_BYTES];
     int32_t n_pes;             /* PEs per session                                   */
-    uint32_t hello_timeout_ms; /* a new connection must send HELLO within this      */
+    uint32_t hello_timeout_ms; /* the job's timeout (SYMM_TIMEOUT_MS); a new
+                                * connection must send HELLO within a tenth of
+                                * it, bounded to [1 s (or all of it), 5 s]      */
 } symm__rdv_config;
 
 /* On failure the listening socket is closed. */

@@ -7,7 +7,7 @@ symm_status symm__rma_target(const char *fn, symm_buf h, uint64_t index, uint64_
     symm__buf *b;
     SYMM_TRY_IN(fn, symm__buf_get(h, &b));
     SYMM_TRY_IN(fn, symm__thread_check(b->ctx));
-    SYMM_TRY_IN(fn, symm__check_pe(b->ctx, pe));
+    SYMM_TRY_IN(fn, symm__check_target(b->ctx, pe));
     SYMM_TRY_IN(fn, symm__check_range(b, index, nelems));
     SYMM_CHECK(local || nelems == 0, SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
     *bp = b;
@@ -64,7 +64,8 @@ symm_status symm_g(symm_buf src, uint64_t index, int32_t pe, void *value) {
 
 /* ---- raw symmetric addresses ---- */
 
-/* Byte offset of [sym, sym + n) inside this PE's backed heap. */
+/* Byte offset of [sym, sym + n) inside this PE's backed heap, outside the
+ * runtime's system area (barrier flags, team scratch) at its start. */
 symm_status symm__sym_offset(const char *fn, const symm__ctx *ctx, const void *sym, uint64_t n,
                              uint64_t *off) {
     uintptr_t base = (uintptr_t)ctx->heap_base, p = (uintptr_t)sym;
@@ -73,6 +74,12 @@ symm_status symm__sym_offset(const char *fn, const symm__ctx *ctx, const void *s
         return symm__err(SYMM_ERR_OUT_OF_BOUNDS,
                          "%s: [%p, +%llu) is not inside the symmetric heap [%p, +%llu)", fn, sym,
                          (unsigned long long)n, (void *)ctx->heap_base, (unsigned long long)mapped);
+    if (p - base < ctx->sys_bytes)
+        return symm__err(SYMM_ERR_OUT_OF_BOUNDS,
+                         "%s: %p is in the runtime's system area [%p, +%llu) of the symmetric heap "
+                         "(barrier flags and team scratch); use addresses of buffers from "
+                         "symm_buf_alloc", fn, sym, (void *)ctx->heap_base,
+                         (unsigned long long)ctx->sys_bytes);
     *off = p - base;
     return SYMM_SUCCESS;
 }
@@ -83,7 +90,7 @@ static symm_status raw(const char *fn, symm_ctx h, void *dst, const void *src, u
     symm__ctx *ctx = NULL;
     SYMM_TRY(symm__ctx_get(h, &ctx));
     SYMM_TRY(symm__thread_check(ctx));
-    SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
+    SYMM_TRY_IN(fn, symm__check_target(ctx, pe));
     uint64_t off;
     SYMM_TRY(symm__sym_offset(fn, ctx, is_put ? dst : src, n, &off));
     SYMM_CHECK((is_put ? src : dst) || n == 0, SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
@@ -129,6 +136,7 @@ symm_status symm_quiet(symm_ctx h) {
     symm__ctx *ctx = NULL;
     SYMM_TRY(symm__ctx_get(h, &ctx));
     SYMM_TRY(symm__thread_check(ctx));
+    SYMM_TRY_IN("symm_quiet", symm__check_failed(ctx));
     return ctx->ops->quiet(ctx);
 }
 
@@ -137,5 +145,6 @@ symm_status symm_fence(symm_ctx h) {
     symm__ctx *ctx = NULL;
     SYMM_TRY(symm__ctx_get(h, &ctx));
     SYMM_TRY(symm__thread_check(ctx));
+    SYMM_TRY_IN("symm_fence", symm__check_failed(ctx));
     return ctx->ops->fence(ctx);
 }

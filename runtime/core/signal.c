@@ -44,7 +44,7 @@ symm_status symm__put_signal_check(const char *fn, symm_buf dst_h, uint64_t dst_
     SYMM_TRY_IN(fn, symm__thread_check(ctx));
     SYMM_CHECK(sig->ctx == ctx, SYMM_ERR_INVALID_ARG,
                "%s: dst and sig belong to different contexts", fn);
-    SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
+    SYMM_TRY_IN(fn, symm__check_target(ctx, pe));
     SYMM_TRY(symm__signal_amo(fn, sig_op, amo));
     SYMM_TRY(symm__check_signal(fn, sig, sig_index));
     SYMM_TRY_IN(fn, symm__check_range(dst, dst_index, nelems));
@@ -99,7 +99,7 @@ symm_status symm_signal_op(symm_buf sig_h, uint64_t sig_index, uint64_t signal, 
     SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
     symm__ctx *ctx = sig->ctx;
     SYMM_TRY_IN(fn, symm__thread_check(ctx));
-    SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
+    SYMM_TRY_IN(fn, symm__check_target(ctx, pe));
     uint32_t amo = SYMM_AMO_SET;
     SYMM_TRY(symm__signal_amo(fn, sig_op, &amo));
     SYMM_TRY(symm__check_signal(fn, sig, sig_index));

@@ -107,7 +107,7 @@ symm_status symm_putmem_on_stream(symm_ctx h, void *dst_sym, const void *src, ui
     symm__err_clear();
     symm__ctx *ctx;
     SYMM_TRY(ctx_entry(fn, h, &ctx));
-    SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
+    SYMM_TRY_IN(fn, symm__check_target(ctx, pe));
     uint64_t off;
     SYMM_TRY(symm__sym_offset(fn, ctx, dst_sym, nbytes, &off));
     SYMM_CHECK(src || nbytes == 0, SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
@@ -123,7 +123,7 @@ symm_status symm_getmem_on_stream(symm_ctx h, void *dst, const void *src_sym, ui
     symm__err_clear();
     symm__ctx *ctx;
     SYMM_TRY(ctx_entry(fn, h, &ctx));
-    SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
+    SYMM_TRY_IN(fn, symm__check_target(ctx, pe));
     uint64_t off;
     SYMM_TRY(symm__sym_offset(fn, ctx, src_sym, nbytes, &off));
     SYMM_CHECK(dst || nbytes == 0, SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
@@ -167,7 +167,7 @@ symm_status symm_signal_op_on_stream(symm_buf sig_h, uint64_t sig_index, uint64_
     SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
     symm__ctx *ctx = sig->ctx;
     SYMM_TRY_IN(fn, symm__thread_check(ctx));
-    SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
+    SYMM_TRY_IN(fn, symm__check_target(ctx, pe));
     uint32_t amo;
     SYMM_TRY(symm__signal_amo(fn, sig_op, &amo));
     SYMM_TRY(symm__check_signal(fn, sig, sig_index));
@@ -200,6 +200,7 @@ symm_status symm_quiet_on_stream(symm_ctx h, symm_stream_t stream) {
     symm__err_clear();
     symm__ctx *ctx;
     SYMM_TRY(ctx_entry(fn, h, &ctx));
+    SYMM_TRY_IN(fn, symm__check_failed(ctx));
     if (ctx->ops->quiet_stream) return ctx->ops->quiet_stream(ctx, symm__hook_stream(stream));
     return ctx->ops->quiet(ctx);
 }
@@ -254,7 +255,7 @@ symm_status symm_buf_peer_ptr(symm_buf h, int32_t pe, void **ptr) {
     symm__buf *b;
     SYMM_TRY_IN(fn, symm__buf_get(h, &b));
     SYMM_CHECK(ptr, SYMM_ERR_INVALID_ARG, "%s: ptr is NULL", fn);
-    SYMM_TRY_IN(fn, symm__check_pe(b->ctx, pe));
+    SYMM_TRY_IN(fn, symm__check_target(b->ctx, pe));
     uint8_t *base = b->ctx->peer_base ? b->ctx->peer_base[pe] : NULL;
     *ptr = base ? base + b->off : NULL;
     return SYMM_SUCCESS;

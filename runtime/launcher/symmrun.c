@@ -1,7 +1,7 @@
 /*
  * symmrun: run N processing elements of one symm job on this host.
  *
- *   symmrun -n N [--timeout SEC] [--] program [args...]
+ *   symmrun -n N [--timeout SEC] [--grace SEC|inf] [--no-kill] [--] program [args...]
  *
  * symmrun makes a random job secret, serves the job's rendezvous on an
  * abstract Unix socket from its own event loop (rendezvous.c), and starts N
@@ -15,8 +15,12 @@
  * Each PE gets SIGKILL if symmrun dies (PR_SET_PDEATHSIG).
  *
  * Exit status: 0 when every PE exits 0. When a PE exits non-zero or dies of a
- * signal, symmrun sends SIGTERM to the others, SIGKILL 2 s later, and exits
- * with that first failing PE's status (its exit code, or 128 + signal).
+ * signal, symmrun names it and its status on stderr, gives the others the
+ * grace period to finish (--grace SEC, or SYMMRUN_GRACE; default 3 s: their
+ * symm calls return SYMM_ERR_PEER_FAILED meanwhile, so they can save work
+ * and exit), then sends SIGTERM, SIGKILL 2 s later, and exits with that first
+ * failing PE's status (its exit code, or 128 + signal). --grace inf (or
+ * --no-kill) never ends them: symmrun waits for every PE.
  * --timeout SEC: the job is stopped the same way after SEC seconds and
  * symmrun exits 124. SIGINT/SIGTERM/SIGHUP sent to symmrun are forwarded to
  * the PEs (a second one sends SIGKILL). Usage errors exit 2.
@@ -40,24 +44,31 @@
 
 #define MAX_PES 4096
 #define KILL_GRACE_MS 2000
+#define DEFAULT_GRACE_S 3.0
 #define EXIT_USAGE 2
 #define EXIT_TIMEOUT 124
 #define EXIT_INTERNAL 1
 
 static const char usage_text[] =
-    "usage: symmrun -n N [--timeout SEC] [--] program [args...]\n"
+    "usage: symmrun -n N [--timeout SEC] [--grace SEC|inf] [--no-kill] [--] program [args...]\n"
     "\n"
     "Run N processing elements (PEs) of a symm job on this host.\n"
     "\n"
-    "  -n, --np N        number of PEs (1.." "4096" ")\n"
-    "  -t, --timeout SEC stop the job after SEC seconds (exit status 124)\n"
-    "  -h, --help        show this help\n"
+    "  -n, --np N          number of PEs (1.." "4096" ")\n"
+    "  -t, --timeout SEC   stop the job after SEC seconds (exit status 124)\n"
+    "  -g, --grace SEC     when a PE fails, the others get SEC seconds to finish\n"
+    "                      before they are stopped (default 3; env SYMMRUN_GRACE);\n"
+    "                      inf: never stop them\n"
+    "      --no-kill       the same as --grace inf\n"
+    "  -h, --help          show this help\n"
     "\n"
     "Each PE gets SYMM_RANK, SYMM_N_PES, SYMM_LOCAL_RANK, SYMM_LOCAL_N_PES,\n"
     "SYMM_BOOTSTRAP_ADDR, SYMM_JOB_SECRET and SYMM_LAUNCHER=symmrun; symm_init\n"
-    "joins the job through symmrun. When one PE exits non-zero or dies, the\n"
-    "others are stopped (SIGTERM, then SIGKILL after 2 s) and symmrun exits with\n"
-    "that PE's status (exit code, or 128 + signal number).\n"
+    "joins the job through symmrun. When one PE exits non-zero or dies, symmrun\n"
+    "names it and its status; the others' symm calls return SYMM_ERR_PEER_FAILED\n"
+    "and they have the grace period to finish, then they are stopped (SIGTERM,\n"
+    "then SIGKILL after 2 s). symmrun exits with the first failing PE's status\n"
+    "(exit code, or 128 + signal number).\n"
     "\n"
     "When SYMM_RUNTIME is unset and libsymm_runtime.so.1 sits next to symmrun (a\n"
     "build tree), the PEs get SYMM_RUNTIME pointing at it.\n";
@@ -129,14 +140,31 @@ static int describe(int status, char *text, size_t n) {
     return EXIT_INTERNAL;
 }
 
+/* "inf" or a number of seconds >= 0 (INFINITY for inf); false on junk. */
+static bool parse_grace(const char *val, double *out) {
+    if (strcmp(val, "inf") == 0 || strcmp(val, "infinity") == 0) {
+        *out = INFINITY;
+        return true;
+    }
+    char *end = NULL;
+    errno = 0;
+    double g = strtod(val, &end);
+    if (errno || end == val || *end || !(g >= 0) || !isfinite(g) || g > 1e9) return false;
+    *out = g;
+    return true;
+}
+
 int main(int argc, char **argv) {
     long n = 0;
-    double timeout_s = 0;
+    double timeout_s = 0, grace_s = DEFAULT_GRACE_S;
+    const char *grace_env = getenv("SYMMRUN_GRACE");
+    if (grace_env && *grace_env && !parse_grace(grace_env, &grace_s))
+        return usage_error("SYMMRUN_GRACE wants seconds (>= 0) or inf, not \"%s\"", grace_env);
     int i = 1;
     while (i < argc) {
         const char *a = argv[i];
         const char *val = NULL;
-        bool is_n = false, is_t = false;
+        bool is_n = false, is_t = false, is_g = false;
         if (strcmp(a, "--") == 0) {
             i++;
             break;
@@ -158,6 +186,15 @@ int main(int argc, char **argv) {
         } else if (strncmp(a, "--timeout=", 10) == 0) {
             is_t = true;
             val = a + 10;
+        } else if (strcmp(a, "-g") == 0 || strcmp(a, "--grace") == 0) {
+            is_g = true;
+        } else if (strncmp(a, "--grace=", 8) == 0) {
+            is_g = true;
+            val = a + 8;
+        } else if (strcmp(a, "--no-kill") == 0) {
+            grace_s = INFINITY;
+            i++;
+            continue;
         } else if (a[0] == '-' && a[1] != '\0') {
             return usage_error("unknown option %s", a);
         } else {
@@ -179,6 +216,9 @@ int main(int argc, char **argv) {
             if (errno || end == val || *end || !(timeout_s > 0) || !isfinite(timeout_s) ||
                 timeout_s > 1e9)
                 return usage_error("--timeout wants a positive number of seconds, not \"%s\"", val);
+        } else if (is_g) {
+            if (!parse_grace(val, &grace_s))
+                return usage_error("--grace wants seconds (>= 0) or inf, not \"%s\"", val);
         }
     }
     if (n == 0) return usage_error("%s", "missing -n N (the number of PEs)");
@@ -216,6 +256,12 @@ int main(int argc, char **argv) {
     memcpy(rc.secret, secret, sizeof secret);
     rc.n_pes = (int32_t)n;
     rc.hello_timeout_ms = SYMM__DEFAULT_TIMEOUT_MS;
+    const char *tmo = getenv("SYMM_TIMEOUT_MS"); /* the PEs' own bootstrap timeout */
+    if (tmo) {
+        char *end = NULL;
+        unsigned long v = strtoul(tmo, &end, 10);
+        if (end != tmo && *end == '\0' && v > 0 && v <= UINT32_MAX) rc.hello_timeout_ms = (uint32_t)v;
+    }
     if (symm__rdv_create(&rc, &rdv) != SYMM_SUCCESS) {
         fprintf(stderr, "symmrun: %s\n", symm__last_error());
         return EXIT_INTERNAL;
@@ -255,6 +301,7 @@ int main(int argc, char **argv) {
     int exit_code = 0;
     int first_failed = -1;
     bool timed_out = false;
+    int64_t term_at = 0; /* SIGTERM whatever still runs at this time (grace) */
     int64_t kill_at = 0; /* SIGKILL whatever still runs at this time */
     for (int r = 0; r < n; r++) {
         pid_t pid = fork();
@@ -276,6 +323,7 @@ int main(int argc, char **argv) {
     while (running_count(pes, (int)n) > 0) {
         int64_t now = symm__now_ms(), wake = INT64_MAX;
         if (deadline && !timed_out) wake = deadline;
+        if (term_at && term_at < wake) wake = term_at;
         if (kill_at && kill_at < wake) wake = kill_at;
         int wait_ms = -1;
         if (wake != INT64_MAX) wait_ms = wake <= now ? 0 : (int)(wake - now > 1000000 ? 1000000 : wake - now);
@@ -312,13 +360,23 @@ int main(int argc, char **argv) {
             first_failed = r;
             exit_code = code;
             int others = running_count(pes, (int)n);
-            if (others > 0)
+            if (others == 0) {
+                fprintf(stderr, "symmrun: PE %d (pid %d) %s\n", r, (int)pid, text);
+            } else if (isinf(grace_s)) {
+                fprintf(stderr, "symmrun: PE %d (pid %d) %s; the other %d PE%s may finish "
+                        "(--grace inf: symmrun waits for them)\n", r, (int)pid, text, others,
+                        others == 1 ? "" : "s");
+            } else if (grace_s > 0) {
+                fprintf(stderr, "symmrun: PE %d (pid %d) %s; the other %d PE%s get %g s to finish "
+                        "(--grace), then SIGTERM\n", r, (int)pid, text, others,
+                        others == 1 ? "" : "s", grace_s);
+                term_at = symm__now_ms() + (int64_t)(grace_s * 1000.0);
+            } else {
                 fprintf(stderr, "symmrun: PE %d (pid %d) %s; stopping the other %d PE%s\n", r,
                         (int)pid, text, others, others == 1 ? "" : "s");
-            else
-                fprintf(stderr, "symmrun: PE %d (pid %d) %s\n", r, (int)pid, text);
-            signal_all(pes, (int)n, SIGTERM);
-            kill_at = symm__now_ms() + KILL_GRACE_MS;
+                signal_all(pes, (int)n, SIGTERM);
+                kill_at = symm__now_ms() + KILL_GRACE_MS;
+            }
         }
         now = symm__now_ms();
         if (deadline && !timed_out && now >= deadline && running_count(pes, (int)n) > 0) {
@@ -326,6 +384,16 @@ int main(int argc, char **argv) {
             fprintf(stderr, "symmrun: the job timed out after %g s; stopping %d PE%s\n", timeout_s,
                     running_count(pes, (int)n), running_count(pes, (int)n) == 1 ? "" : "s");
             signal_all(pes, (int)n, SIGTERM);
+            term_at = 0;
+            if (!kill_at) kill_at = now + KILL_GRACE_MS;
+        }
+        if (term_at && now >= term_at) {
+            int left = running_count(pes, (int)n);
+            if (left > 0)
+                fprintf(stderr, "symmrun: the grace period is over; stopping %d PE%s\n", left,
+                        left == 1 ? "" : "s");
+            signal_all(pes, (int)n, SIGTERM);
+            term_at = 0;
             if (!kill_at) kill_at = now + KILL_GRACE_MS;
         }
         if (kill_at && now >= kill_at) {

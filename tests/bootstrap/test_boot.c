@@ -9,13 +9,17 @@
  * Slurm variables (TCP and the abstract-socket fallback), unique id, rank 0
  * starting late, several contexts (sessions), hosts split by SYMM_HOST_ID,
  * descriptor passing, a dying PE (ABORT to the others, boot_check), timeouts,
- * a wrong secret, and no descriptor leaks.
+ * a wrong secret, and no descriptor leaks. Secrets without SYMM_JOB_SECRET:
+ * refused for addresses other hosts reach; for local ones derived with this
+ * user's key file, so a process without that file (another user) is refused;
+ * rank 0 listens on exactly the address given.
  */
 #include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -488,6 +492,62 @@ static void pe_intruder(int32_t r, int32_t n, void *arg) {
     pe_basic(SYMM_BOOTSTRAP_ENV, NULL, n - 1);
 }
 
+/* A torchrun job on 127.0.0.1 without SYMM_JOB_SECRET; PE n-1 is a process
+ * of "another user" (another key file) that knows every public value and
+ * claims rank 1: refused. Rank 0 listens on 127.0.0.1 only. */
+static char other_key_dir[64];
+
+static bool listens_only_on_loopback(int port) {
+    /* /proc/net/tcp{,6}: "sl local_address rem_address st ..." in hex */
+    const char *files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+    int found = 0;
+    for (int f = 0; f < 2; f++) {
+        FILE *in = fopen(files[f], "r");
+        if (!in) continue;
+        char line[512], local[64], state[8];
+        unsigned p;
+        while (fgets(line, sizeof line, in)) {
+            if (sscanf(line, " %*d: %63[0-9A-Fa-f]:%x %*s %7s", local, &p, state) != 3) continue;
+            if ((int)p != port || strcmp(state, "0A") != 0) continue; /* LISTEN */
+            found++;
+            if (strcmp(local, "0100007F") != 0) {
+                fprintf(stderr, "port %d listens on %s in %s\n", port, local, files[f]);
+                fclose(in);
+                return false;
+            }
+        }
+        fclose(in);
+    }
+    return found > 0;
+}
+
+static void pe_derived_intruder(int32_t r, int32_t n, void *arg) {
+    setenv_int("WORLD_SIZE", n - 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv_int("MASTER_PORT", master_port);
+    setenv("TORCHELASTIC_RUN_ID", "public-run-id", 1);
+    if (r == n - 1) {
+        setenv("XDG_RUNTIME_DIR", other_key_dir, 1);
+        setenv_int("RANK", 1);
+        symm__config cfg = config(SYMM_BOOTSTRAP_ENV, 5000);
+        symm__boot *b;
+        symm__boot_info in;
+        EXPECT(symm__boot_open(&cfg, &b, &in), SYMM_ERR_BOOTSTRAP, "secret");
+        return;
+    }
+    struct timespec ts = {0, r == 1 ? 300 * 1000000 : 0};
+    nanosleep(&ts, NULL); /* the real PE 1 comes after the intruder */
+    setenv_int("RANK", r);
+    symm__config cfg = config(SYMM_BOOTSTRAP_ENV, 20000);
+    symm__boot *b;
+    symm__boot_info in;
+    OK(symm__boot_open(&cfg, &b, &in));
+    if (r == 0 && !listens_only_on_loopback(master_port + 1))
+        TEST_FAIL_("rank 0 does not listen on exactly 127.0.0.1:%d", master_port + 1);
+    exercise(b, &in);
+    symm__boot_close(b);
+}
+
 /* ---- single-process checks ---- */
 
 static int single_checks(void) {
@@ -527,6 +587,41 @@ static int single_checks(void) {
     setenv("SLURM_NNODES", "2", 1);
     EXPECT(symm__boot_open(&cfg, &b, &in), SYMM_ERR_BOOTSTRAP, "SYMM_BOOTSTRAP_ADDR");
     clean_env();
+    /* An address other hosts can reach needs SYMM_JOB_SECRET. */
+    setenv("RANK", "1", 1);
+    setenv("WORLD_SIZE", "2", 1);
+    setenv("MASTER_ADDR", "192.0.2.1", 1);
+    setenv("MASTER_PORT", "5000", 1);
+    EXPECT(symm__boot_open(&cfg, &b, &in), SYMM_ERR_BOOTSTRAP, "SYMM_JOB_SECRET");
+    setenv("RANK", "0", 1); /* rank 0 too, before it listens anywhere */
+    EXPECT(symm__boot_open(&cfg, &b, &in), SYMM_ERR_BOOTSTRAP, "SYMM_JOB_SECRET");
+    clean_env();
+    setenv("SYMM_RANK", "1", 1);
+    setenv("SYMM_N_PES", "2", 1);
+    setenv("SYMM_BOOTSTRAP_ADDR", "tcp:192.0.2.1:5000", 1);
+    EXPECT(symm__boot_open(&cfg, &b, &in), SYMM_ERR_BOOTSTRAP, "SYMM_JOB_SECRET");
+    clean_env();
+    {   /* A local job's key file that others may read is refused. */
+        char saved[256], dir[] = "/tmp/symm-test-badkey-XXXXXX", path[300];
+        snprintf(saved, sizeof saved, "%s", getenv("XDG_RUNTIME_DIR"));
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        snprintf(path, sizeof path, "%s/.symm-job-key", dir);
+        FILE *f = fopen(path, "w");
+        ASSERT_TRUE(f != NULL);
+        fprintf(f, "%064d\n", 7);
+        fclose(f);
+        ASSERT_EQ(chmod(path, 0644), 0);
+        setenv("XDG_RUNTIME_DIR", dir, 1);
+        setenv("RANK", "1", 1);
+        setenv("WORLD_SIZE", "2", 1);
+        setenv("MASTER_ADDR", "127.0.0.1", 1);
+        setenv("MASTER_PORT", "5000", 1);
+        EXPECT(symm__boot_open(&cfg, &b, &in), SYMM_ERR_BOOTSTRAP, "mode 0600");
+        unlink(path);
+        rmdir(dir);
+        setenv("XDG_RUNTIME_DIR", saved, 1);
+        clean_env();
+    }
     setenv("OMPI_COMM_WORLD_RANK", "1", 1);
     setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
     setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
@@ -596,6 +691,10 @@ int main(int argc, char **argv) {
         return 0;
     }
     signal(SIGPIPE, SIG_IGN);
+    /* Derived secrets use this user's key file: a private one for the test. */
+    static char key_dir[] = "/tmp/symm-test-keys-XXXXXX";
+    ASSERT_TRUE(mkdtemp(key_dir) != NULL);
+    setenv("XDG_RUNTIME_DIR", key_dir, 1);
     int failed = single_checks();
     uint8_t rnd[8];
     OK(symm__random(rnd, sizeof rnd));
@@ -622,6 +721,23 @@ int main(int argc, char **argv) {
     failed += run_job("late barrier", 2, pe_barrier_timeout, NULL, 0);
     failed += run_job("check() from threads", 3, pe_check_threads, NULL, 0);
     failed += run_job("wrong secret refused", 4, pe_intruder, NULL, 0);
+    snprintf(other_key_dir, sizeof other_key_dir, "%s/other-user", key_dir);
+    ASSERT_EQ(mkdir(other_key_dir, 0700), 0);
+    master_port = free_tcp_port() - 1;
+    failed += run_job("derived secret, other user", 3, pe_derived_intruder, NULL, 0);
+    {   /* the key file: this user's, mode 0600 */
+        char path[128];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/.symm-job-key", key_dir);
+        ASSERT_EQ(stat(path, &st), 0);
+        ASSERT_EQ(st.st_mode & 0777, 0600);
+        ASSERT_EQ(st.st_uid, getuid());
+        unlink(path);
+        snprintf(path, sizeof path, "%s/.symm-job-key", other_key_dir);
+        unlink(path);
+        rmdir(other_key_dir);
+        rmdir(key_dir);
+    }
     if (failed) {
         fprintf(stderr, "test_boot: %d failures\n", failed);
         return 1;

@@ -1,9 +1,10 @@
 /*
  * symmrun as a program: exit-status propagation, stopping the job when a PE
- * fails or dies, --timeout, signal forwarding, PEs dying with symmrun, usage
- * errors.
+ * fails or dies, the grace period survivors get (--grace, --no-kill,
+ * SYMMRUN_GRACE), --timeout, signal forwarding, PEs dying with symmrun,
+ * usage errors.
  *
- *   test_symmrun SYMMRUN PE_PROGRAM
+ *   test_symmrun SYMMRUN PE_PROGRAM GRACE_PE_PROGRAM
  */
 #include <errno.h>
 #include <signal.h>
@@ -16,7 +17,7 @@
 
 #include "symm_test.h"
 
-static const char *symmrun, *pe_prog;
+static const char *symmrun, *pe_prog, *grace_prog;
 
 static double now_s(void) {
     struct timespec ts;
@@ -92,12 +93,13 @@ static void expect_text(const char *where, const char *text, const char *needle)
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: test_symmrun SYMMRUN PE_PROGRAM\n");
+    if (argc != 4) {
+        fprintf(stderr, "usage: test_symmrun SYMMRUN PE_PROGRAM GRACE_PE_PROGRAM\n");
         return 2;
     }
     symmrun = argv[1];
     pe_prog = argv[2];
+    grace_prog = argv[3];
     static result r;
 
     /* Everyone exits 0: 0; the environment is as documented. */
@@ -108,12 +110,52 @@ int main(int argc, char **argv) {
     RUN(&r, "--np=3", "--timeout=30", pe_prog, "env");
     ASSERT_EQ(r.code, 0);
 
-    /* One PE exits 3: symmrun exits 3 and stops the sleeping others fast. */
+    /* One PE exits 3: symmrun exits 3 and stops the sleeping others after
+     * the default grace period (3 s), or at once with --grace 0. */
     RUN(&r, "-n", "4", pe_prog, "exit", "2", "3");
     ASSERT_EQ(r.code, 3);
-    ASSERT_LT(r.secs, 5.0);
+    ASSERT_TRUE(r.secs >= 3.0 && r.secs < 6.0);
     expect_text("stderr", r.err, "PE 2");
     expect_text("stderr", r.err, "exited with status 3");
+    expect_text("stderr", r.err, "get 3 s to finish");
+    RUN(&r, "-n", "4", "--grace", "0", pe_prog, "exit", "2", "3");
+    ASSERT_EQ(r.code, 3);
+    ASSERT_LT(r.secs, 2.5);
+    expect_text("stderr", r.err, "stopping the other 3 PEs");
+
+    /* Survivors that handle SYMM_ERR_PEER_FAILED: they finish within the
+     * default grace period; --grace 1 ends them after 1 s; --no-kill,
+     * --grace=inf and SYMMRUN_GRACE=inf let them run as long as they need.
+     * symmrun names the dead PE and its signal every time. */
+    RUN(&r, "-n", "3", grace_prog, "handle", "0.5");
+    ASSERT_EQ(r.code, 137);
+    ASSERT_LT(r.secs, 3.0);
+    expect_text("stderr", r.err, "PE 1 (pid");
+    expect_text("stderr", r.err, "killed by signal 9");
+    expect_text("stdout", r.out, "PE 0 handled PEER_FAILED");
+    expect_text("stdout", r.out, "PE 0 finished");
+    expect_text("stdout", r.out, "PE 2 finished");
+    RUN(&r, "-n", "3", "--grace", "1", grace_prog, "handle", "30");
+    ASSERT_EQ(r.code, 137);
+    ASSERT_TRUE(r.secs >= 1.0 && r.secs < 4.5);
+    expect_text("stdout", r.out, "PE 2 handled PEER_FAILED");
+    if (strstr(r.out, "finished")) TEST_FAIL_("--grace 1 let a PE finish 30 s of work:\n%s", r.out);
+    expect_text("stderr", r.err, "grace period is over");
+    RUN(&r, "-n", "3", "--no-kill", grace_prog, "handle", "3.5");
+    ASSERT_EQ(r.code, 137);
+    ASSERT_TRUE(r.secs >= 3.5);
+    expect_text("stdout", r.out, "PE 0 finished");
+    expect_text("stdout", r.out, "PE 2 finished");
+    expect_text("stderr", r.err, "symmrun waits for them");
+    RUN(&r, "-n", "2", "--grace=inf", grace_prog, "handle", "0.2");
+    ASSERT_EQ(r.code, 137);
+    expect_text("stdout", r.out, "PE 0 finished");
+    setenv("SYMMRUN_GRACE", "inf", 1);
+    RUN(&r, "-n", "2", grace_prog, "handle", "3.5");
+    unsetenv("SYMMRUN_GRACE");
+    ASSERT_EQ(r.code, 137);
+    ASSERT_TRUE(r.secs >= 3.5);
+    expect_text("stdout", r.out, "PE 0 finished");
 
     /* A PE killed by SIGKILL: 128 + 9. */
     RUN(&r, "-n", "3", pe_prog, "kill", "1");
@@ -123,7 +165,7 @@ int main(int argc, char **argv) {
     expect_text("stderr", r.err, "signal 9");
 
     /* PEs that ignore SIGTERM get SIGKILL 2 s later. */
-    RUN(&r, "-n", "3", pe_prog, "term-ignore");
+    RUN(&r, "-n", "3", "--grace", "0", pe_prog, "term-ignore");
     ASSERT_EQ(r.code, 5);
     ASSERT_TRUE(r.secs >= 2.0 && r.secs < 6.0);
 
@@ -202,12 +244,21 @@ int main(int argc, char **argv) {
             {pe_prog, "env", NULL},
             {"-n", "2", "--timeout", "-1", pe_prog, NULL},
             {"-n", "2", "--timeout", "soon", pe_prog, NULL},
+            {"-n", "2", "--grace", "-1", pe_prog, NULL},
+            {"-n", "2", "--grace", "later", pe_prog, NULL},
+            {"-n", "2", "--grace=", pe_prog, NULL},
+            {"-n", "2", "--grace", NULL},
         };
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             run(&r, 0, 0, bad[i]);
             if (r.code != 2) TEST_FAIL_("usage case %zu: exit %d, expected 2\n%s", i, r.code, r.err);
             expect_text("stderr", r.err, "symmrun: ");
         }
+        setenv("SYMMRUN_GRACE", "soon", 1);
+        RUN(&r, "-n", "2", pe_prog, "env");
+        unsetenv("SYMMRUN_GRACE");
+        ASSERT_EQ(r.code, 2);
+        expect_text("stderr", r.err, "SYMMRUN_GRACE");
     }
     printf("test_symmrun: ok\n");
     return 0;

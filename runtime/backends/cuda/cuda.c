@@ -30,9 +30,14 @@
  * docs/GPU-RESULTS.md) and costs less host time per launch. SYMM_CUDA_PDL=0
  * turns it off.
  *
- * GPU-side waits (barriers, signal waits) give up after the context's timeout
- * and set a pinned error word that the next blocking call reports as
- * SYMM_ERR_TIMEOUT, so a dead peer cannot hang a stream forever.
+ * GPU-side waits (barriers, signal waits, collectives) give up after the
+ * context's timeout and set a pinned error word that the next blocking call
+ * reports as SYMM_ERR_TIMEOUT. When the host learns that a PE died
+ * (symm__mark_failed -> cuda_peer_failed) it sets the word to CU_ERR_PEER_FAILED;
+ * every waiting kernel of the context then gives up within 1024 spins and
+ * blocking calls report SYMM_ERR_PEER_FAILED. Blocking calls poll their
+ * stream and the job's health instead of sleeping in cuStreamSynchronize, so
+ * a kernel stuck on a dead peer cannot hold them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -107,7 +112,8 @@ typedef struct cu_state {
     pthread_mutex_t amo_lock;
     bool amo_lock_init;
     uint64_t *pinned; /* [0]: atomic result, [1]: error word (int) */
-    int *err_word;
+    int *err_word;      /* CU_ERR_*, read by the runtime's waiting kernels */
+    atomic_bool failed_noted; /* CU_ERR_PEER_FAILED recorded as async error  */
     uint64_t timeout_ns;
     atomic_bool memops; /* cuStreamWriteValue64 / WaitValue64 usable */
     bool stream_memops; /* SYMM_CUDA_STREAM_MEMOPS=1: memop signal waits */
@@ -150,29 +156,45 @@ static inline symm_status cu_enter(const cu_state *s) {
     return SYMM_SUCCESS;
 }
 
+#define CU_ERR_TIMEOUT 1
+#define CU_ERR_PEER_FAILED 2 /* symm_device.cuh's barrier helper knows it as 2 */
 #define CU_GAVE_UP_MSG                                                                  \
     "a GPU-side wait (barrier, collective or signal wait on a stream) gave up after %llu " \
     "ms: a peer PE died or did not take part"
+#define CU_PEER_FAILED_MSG "a peer PE of this job failed; GPU-side waits of this context gave up"
 
 /* A GPU-side wait that gave up set the pinned error word: record it on the
- * context (symm_ctx_async_error) and clear the word. True when it was set. */
-static bool take_err_word(cu_state *s) {
-    if (!*(volatile int *)s->err_word) return false;
-    *(volatile int *)s->err_word = 0;
+ * context (symm_ctx_async_error) and clear the word (CU_ERR_TIMEOUT), or keep
+ * it (CU_ERR_PEER_FAILED: the context stays unusable). Returns the word. */
+static int take_err_word(cu_state *s) {
+    int w = *(volatile int *)s->err_word;
+    if (!w) return 0;
+    if (w == CU_ERR_PEER_FAILED) {
+        if (!atomic_exchange(&s->failed_noted, true))
+            symm__async_record(s->ctx, SYMM_ERR_PEER_FAILED, CU_PEER_FAILED_MSG);
+        return w;
+    }
+    __atomic_compare_exchange_n(s->err_word, &w, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
     symm__async_record(s->ctx, SYMM_ERR_TIMEOUT, CU_GAVE_UP_MSG,
                        (unsigned long long)(s->timeout_ns / 1000000u));
-    return true;
+    return CU_ERR_TIMEOUT;
 }
 
 /* Blocking calls also report it as their own failure. */
 static symm_status check_err_word(cu_state *s) {
-    if (!take_err_word(s)) return SYMM_SUCCESS;
+    int w = take_err_word(s);
+    if (!w) return SYMM_SUCCESS;
+    if (w == CU_ERR_PEER_FAILED) return symm__err(SYMM_ERR_PEER_FAILED, CU_PEER_FAILED_MSG);
     return symm__err(SYMM_ERR_TIMEOUT, CU_GAVE_UP_MSG,
                      (unsigned long long)(s->timeout_ns / 1000000u));
 }
 
 static void cuda_async_poll(symm__ctx *ctx) {
     cu_state *s = ctx->backend;
+    /* Also look for a dead PE (one poll per interval): that ends the GPU
+     * waits of this context (cuda_peer_failed), so an application that only
+     * synchronizes its streams learns of it here. */
+    (void)symm__check_failed(ctx);
     if (s && s->err_word) (void)take_err_word(s);
 }
 
@@ -213,12 +235,26 @@ static symm_status launch(cu_state *s, CUfunction f, const char *name, unsigned 
     return SYMM_SUCCESS;
 }
 
-/* NULL stream = blocking: the work went to the internal stream; wait for it. */
+/* NULL stream = blocking: the work went to the internal stream; wait for it,
+ * polling the job's health (once per poll interval; symm__boot_check): when a
+ * PE died, the waiting kernels are told to give up (cuda_peer_failed). */
 static symm_status finish(cu_state *s, void *stream) {
     if (stream) return SYMM_SUCCESS;
-    SYMM__CU(StreamSynchronize(s->s_int));
+    CUresult r;
+    while ((r = symm__cu.StreamQuery(s->s_int)) == CUDA_ERROR_NOT_READY) {
+        if (s->ctx && symm__check_failed(s->ctx) != SYMM_SUCCESS) {
+            r = symm__cu.StreamSynchronize(s->s_int); /* the kernels end within 1024 spins */
+            break;
+        }
+    }
+    if (r != CUDA_SUCCESS) return symm__cu_fail(r, "cuStreamSynchronize(internal stream)");
     atomic_store(&s->nbi_pending, false);
     return check_err_word(s);
+}
+
+static void cuda_peer_failed(symm__ctx *ctx) {
+    cu_state *s = ctx->backend;
+    if (s && s->err_word) __atomic_store_n(s->err_word, CU_ERR_PEER_FAILED, __ATOMIC_SEQ_CST);
 }
 static inline CUstream stream_of(const cu_state *s, void *stream) {
     return stream ? (CUstream)stream : s->s_int;
@@ -814,6 +850,25 @@ static void cuda_unregister(symm__ctx *ctx, uint64_t off, uint64_t bytes) {
 /* Host-initiated RMA, atomics, ordering                                     */
 /* ------------------------------------------------------------------------ */
 
+/* Copy n bytes on the internal stream. cuMemcpy on overlapping ranges is
+ * undefined (a same-PE put/get whose local side lies in the heap): those go
+ * through a temporary device buffer, like memmove. */
+static symm_status copy_async(cu_state *s, CUdeviceptr dst, CUdeviceptr src, uint64_t n) {
+    if (!(dst < src + n && src < dst + n) || dst == src) {
+        if (dst != src) SYMM__CU(MemcpyAsync(dst, src, n, s->s_int));
+        return SYMM_SUCCESS;
+    }
+    CUdeviceptr tmp = 0;
+    SYMM__CU(MemAlloc(&tmp, n));
+    CUresult r = symm__cu.MemcpyAsync(tmp, src, n, s->s_int);
+    if (r == CUDA_SUCCESS) r = symm__cu.MemcpyAsync(dst, tmp, n, s->s_int);
+    CUresult r2 = symm__cu.StreamSynchronize(s->s_int);
+    symm__cu.MemFree(tmp);
+    if (r != CUDA_SUCCESS) return symm__cu_fail(r, "cuMemcpyAsync(overlapping same-PE copy)");
+    if (r2 != CUDA_SUCCESS) return symm__cu_fail(r2, "cuStreamSynchronize(overlapping same-PE copy)");
+    return SYMM_SUCCESS;
+}
+
 static symm_status cuda_put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
                             uint32_t flags) {
     cu_state *s = ctx->backend;
@@ -821,8 +876,7 @@ static symm_status cuda_put(symm__ctx *ctx, int32_t pe, uint64_t off, const void
     if (!b) return unreachable(ctx, pe);
     if (!n) return SYMM_SUCCESS;
     SYMM_TRY(cu_enter(s));
-    SYMM__CU(MemcpyAsync((CUdeviceptr)(uintptr_t)(b + off), (CUdeviceptr)(uintptr_t)src, n,
-                         s->s_int));
+    SYMM_TRY(copy_async(s, (CUdeviceptr)(uintptr_t)(b + off), (CUdeviceptr)(uintptr_t)src, n));
     if (flags & SYMM__NBI) {
         atomic_store(&s->nbi_pending, true);
         return SYMM_SUCCESS;
@@ -837,8 +891,7 @@ static symm_status cuda_get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off,
     if (!b) return unreachable(ctx, pe);
     if (!n) return SYMM_SUCCESS;
     SYMM_TRY(cu_enter(s));
-    SYMM__CU(MemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)(b + off), n,
-                         s->s_int));
+    SYMM_TRY(copy_async(s, (CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)(b + off), n));
     if (flags & SYMM__NBI) {
         atomic_store(&s->nbi_pending, true);
         return SYMM_SUCCESS;
@@ -1334,6 +1387,7 @@ const symm__backend_ops symm__cuda_ops = {
     .register_mem = cuda_register,
     .unregister_mem = cuda_unregister,
     .device_ctx = cuda_device_ctx,
+    .peer_failed = cuda_peer_failed,
     .async_poll = cuda_async_poll,
     .coll_max_pes = CU_PARAM_PES,
 };

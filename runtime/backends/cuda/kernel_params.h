@@ -30,7 +30,7 @@ template <int N> struct symm__kbarrier_params {
     uint64_t area_off;   /* byte offset of the slot's barrier flags in each heap */
     uint64_t bump;       /* epoch = counter + bump; the counter becomes epoch   */
     uint64_t timeout_ns; /* 0: wait forever                                     */
-    int *err;            /* set to 1 on timeout (pinned host memory)            */
+    int *err;            /* 1: a wait timed out; 2: a PE died (pinned host memory) */
 };
 typedef symm__kteam<2> symm__kteam2;
 typedef symm__kteam<8> symm__kteam8;

@@ -57,12 +57,14 @@ extern "C" __global__ void symm_k_wait(const uint64_t *sig, uint32_t cmp, uint64
     unsigned spins = 0;
     uint64_t t0 = 0;
     while (!symm_dev_compare(symm__ld_acquire_u64(sig), (int)cmp, value)) {
-        if (timeout_ns && ((++spins & 1023u) == 0)) {
+        if ((++spins & 1023u) == 0) {
+            if (err && *(volatile int *)err == 2) break; /* the host saw a PE die */
+            if (!timeout_ns) continue;
             uint64_t t = symm__globaltimer();
             if (!t0) {
                 t0 = t;
             } else if (t - t0 > timeout_ns) {
-                if (err) atomicExch_system(err, 1);
+                if (err) atomicCAS_system(err, 0, 1);
                 break;
             }
         }

@@ -17,49 +17,58 @@ typedef struct host_state {
     uint8_t **reserv;  /* [n_pes]: reserved range of each mapped PE      */
 } host_state;
 
+static void host_heap_fini(symm__ctx *ctx);
+
+/* On failure everything made so far is released (like the CUDA backend's):
+ * the core calls heap_fini only after a successful heap_init. */
 static symm_status host_heap_init(symm__ctx *ctx) {
     host_state *hs = calloc(1, sizeof *hs);
     if (!hs) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "host backend: out of host memory");
     ctx->backend = hs;
+    symm_status st = SYMM_SUCCESS;
     hs->fds = malloc((size_t)ctx->n_pes * sizeof *hs->fds);
     hs->reserv = calloc((size_t)ctx->n_pes, sizeof *hs->reserv);
     int *local_fds = malloc((size_t)(ctx->local_n_pes > 0 ? ctx->local_n_pes : 1) * sizeof(int));
     if (!hs->fds || !hs->reserv || !local_fds) {
-        free(local_fds);
-        return symm__err(SYMM_ERR_OUT_OF_MEMORY, "host backend: out of host memory");
+        st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "host backend: out of host memory");
+        goto fail;
     }
     for (int32_t pe = 0; pe < ctx->n_pes; pe++) hs->fds[pe] = -1;
 
     int fd = memfd_create("symm-heap", MFD_CLOEXEC);
     if (fd < 0) {
-        free(local_fds);
-        return symm__err_errno(SYMM_ERR_SYSTEM, errno, "host backend: memfd_create");
+        st = symm__err_errno(SYMM_ERR_SYSTEM, errno, "host backend: memfd_create");
+        goto fail;
     }
     for (int32_t i = 0; i < ctx->local_n_pes; i++) local_fds[i] = -1;
-    symm_status st = symm__boot_share_fd(ctx->boot, fd, local_fds);
+    st = symm__boot_share_fd(ctx->boot, fd, local_fds);
     close(fd);
-    if (st) {
-        free(local_fds);
-        return st;
-    }
+    if (st) goto fail;
     for (int32_t pe = 0; pe < ctx->n_pes; pe++) {
         int32_t li = ctx->boot_info.local_index[pe];
         if (li >= 0) hs->fds[pe] = local_fds[li];
     }
-    free(local_fds);
     for (int32_t pe = 0; pe < ctx->n_pes; pe++) {
         if (hs->fds[pe] < 0) continue;
         void *r = mmap(NULL, ctx->heap_cap, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                        -1, 0);
-        if (r == MAP_FAILED)
-            return symm__err_errno(SYMM_ERR_OUT_OF_MEMORY, errno,
-                                   "host backend: reserving %llu bytes of address space for PE %d "
-                                   "(lower SYMM_HEAP_CAP)", (unsigned long long)ctx->heap_cap, pe);
+        if (r == MAP_FAILED) {
+            st = symm__err_errno(SYMM_ERR_OUT_OF_MEMORY, errno,
+                                 "host backend: reserving %llu bytes of address space for PE %d "
+                                 "(lower SYMM_HEAP_CAP)", (unsigned long long)ctx->heap_cap, pe);
+            goto fail;
+        }
         hs->reserv[pe] = r;
         ctx->peer_base[pe] = r;
     }
+    free(local_fds);
     ctx->heap_base = ctx->peer_base[ctx->my_pe];
     return SYMM_SUCCESS;
+
+fail:
+    free(local_fds);
+    host_heap_fini(ctx);
+    return st;
 }
 
 static symm_status host_heap_grow(symm__ctx *ctx, uint64_t new_mapped) {
@@ -88,7 +97,7 @@ static void host_heap_fini(symm__ctx *ctx) {
     for (int32_t pe = 0; pe < ctx->n_pes; pe++) {
         if (hs->reserv && hs->reserv[pe]) munmap(hs->reserv[pe], ctx->heap_cap);
         if (hs->fds && hs->fds[pe] >= 0) close(hs->fds[pe]);
-        ctx->peer_base[pe] = NULL;
+        if (ctx->peer_base) ctx->peer_base[pe] = NULL;
     }
     free(hs->fds);
     free(hs->reserv);
@@ -104,14 +113,15 @@ static symm_status unreachable(int32_t pe) {
 static symm_status host_put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
                             uint32_t flags) {
     if (!ctx->peer_base[pe]) return unreachable(pe);
-    memcpy(ctx->peer_base[pe] + off, src, n);
+    /* memmove: a same-PE put may overlap its source (one load/store path) */
+    memmove(ctx->peer_base[pe] + off, src, n);
     return SYMM_SUCCESS;
 }
 
 static symm_status host_get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
                             uint32_t flags) {
     if (!ctx->peer_base[pe]) return unreachable(pe);
-    memcpy(dst, ctx->peer_base[pe] + off, n);
+    memmove(dst, ctx->peer_base[pe] + off, n);
     return SYMM_SUCCESS;
 }
 
