@@ -141,6 +141,7 @@ if not shared:
     except ImportError:
         symm_mem = None
 
+keep = []
 for size in SIZES:
     n = size // 4
     h = ctx.tensor(n, torch.float32)
@@ -171,9 +172,7 @@ for size in SIZES:
             except Exception as e:  # reported in the table
                 results.setdefault("notes", []).append("SymmetricMemory: %r" % (e,))
                 symm_mem = None
-    torch.cuda.synchronize()
-    ctx.barrier_all()
-    ctx.free_tensor(h)
+    keep.append(h)  # freed at the end: a failure surfaces after the table is out
 
 c_api = {}
 if args.c_results and os.path.exists(args.c_results):
@@ -218,5 +217,22 @@ if rank == 0:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
-st.finalize()
+# The end: every PE drains its stream, then frees (collective). A GPU-side
+# wait that gave up during the timings is reported here (SYMM_ERR_TIMEOUT /
+# PEER_FAILED), after the figures, and fails the run.
+rc = 0
+try:
+    torch.cuda.synchronize()
+    st_, msg = ctx.async_error()
+    if st_:
+        print("rank %d: asynchronous error during the timings: %s" % (rank, msg), flush=True)
+        rc = 1
+    ctx.barrier_all()
+    for h in keep:
+        ctx.free_tensor(h)
+    st.finalize()
+except Exception as e:  # reported, the figures above stand as printed
+    print("rank %d: cleanup failed: %r" % (rank, e), flush=True)
+    rc = 1
 dist.destroy_process_group()
+sys.exit(rc)
