@@ -75,6 +75,7 @@ class _State:
         self.heap = {}     # data_ptr -> (buffer handle, element index, Buffer, torch dtype)
         self.stage = {}    # (symm dtype code, count) -> (Buffer, tensor view)
         self.opc = dict(_OP_NAMES)  # op object -> code, grown as ops are seen
+        self.dcode = {}    # torch dtype -> SYMM_DTYPE_* code
         self.world = None
         self.stream = None  # () -> raw stream handle of the current stream
         self.f = {}
@@ -275,7 +276,7 @@ def _heap_entry(t):
     if ent is not None and ent[2]._h is not None and ent[3] == t.dtype:
         return ent
     b = _S.ctx.buffer_of(t)
-    if b is None or b.dtype != _core.dtype_code(t.dtype):
+    if b is None or b.dtype != _dcode(t.dtype):
         return None
     off = t.data_ptr() - b.ptr
     ent = (b._h, off // b.itemsize, b, t.dtype)
@@ -297,6 +298,13 @@ def _staging(code, count, dtype, slot, tk):
                 ent = (b, t)
                 _S.stage[key] = ent
     return ent
+
+
+def _dcode(dt):
+    c = _S.dcode.get(dt)
+    if c is None:
+        c = _S.dcode[dt] = _core.dtype_code(dt)
+    return c
 
 
 def _op(op):
@@ -327,7 +335,7 @@ def _operand(t, slot, tk):
         ent = _heap_entry(t)
     if ent is not None:
         return ent[0], ent[1], None
-    b, st = _staging(_core.dtype_code(t.dtype), t.numel(), t.dtype, slot, tk)
+    b, st = _staging(_dcode(t.dtype), t.numel(), t.dtype, slot, tk)
     return b._h, 0, st
 
 
@@ -359,7 +367,7 @@ def all_reduce(tensor, op="sum", group=None):
         if code == "avg":
             tensor.div_(S.ctx.n_pes if group is None else group.n_pes)
         return None
-    b, stage = _staging(_core.dtype_code(tensor.dtype), n, tensor.dtype, 0,
+    b, stage = _staging(_dcode(tensor.dtype), n, tensor.dtype, 0,
                         0 if group is None else team.value)
     stage.copy_(tensor.view(-1))
     st = S.f["reduce"](team, b._h, 0, b._h, 0, n, 0 if code == "avg" else code, S.stream())
