@@ -146,7 +146,13 @@ for size in SIZES:
     n = size // 4
     h = ctx.tensor(n, torch.float32)
     p = torch.zeros(n, device="cuda")
-    st.all_reduce(p)  # staging made outside the timings
+    torch.cuda.synchronize()  # zeroing of p (default stream) done before S uses it
+    with torch.cuda.stream(S):
+        # Staging made outside the timings. On S like every timed call: the
+        # collectives of one team must be ordered on one stream (or by
+        # synchronisation), else PEs may run them in different orders.
+        st.all_reduce(p)
+    S.synchronize()
     fns = [("symm.torch heap", lambda: st.all_reduce(h)),
            ("symm.torch staged", lambda: st.all_reduce(p)),
            ("ctypes floor", raw_call(h))]

@@ -10,7 +10,9 @@ barrier (same argument order as torch.distributed's all_reduce,
 all_gather_into_tensor, reduce_scatter_tensor, all_to_all_single, broadcast).
 Every call is enqueued on torch's current CUDA stream of the tensor's device
 and returns at once (host backend: runs to completion, CPU tensors), so it is
-ordered with the surrounding kernels and can be captured in a CUDA graph.
+ordered with the surrounding kernels and can be captured in a CUDA graph. The
+collectives of one group must reach the GPU in the same order on every rank:
+issue them on one stream, or synchronise when switching streams.
 
 Tensors on the symmetric heap (from st.empty / ctx.tensor, or views of such a
 tensor) are used directly: zero copies. Any other contiguous tensor is copied
