@@ -560,4 +560,8 @@ SYMM_DEV_FN int symm_dev_team_world_pe(const symm_device_team &t, int i) {
 #undef SYMM__AMO_INT
 #undef SYMM__AMO_ANY
 
+/* Collectives inside kernels (broadcast, fcollect, alltoall, reduce,
+ * reducescatter, alltoallv over a device team): symm_device_coll.cuh. */
+#include <symm/symm_device_coll.cuh>
+
 #endif /* SYMM_SYMM_DEVICE_CUH */

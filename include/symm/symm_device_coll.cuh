@@ -1,0 +1,481 @@
+/*
+ * symm — device collectives (CUDA C++, header-only; included by
+ * symm_device.cuh, or include this header alone).
+ *
+ * Collectives over a device team (symm_device_team_get) called from inside a
+ * kernel, on load/store peers only (like the rest of the device API). Every
+ * team PE runs the same sequence of collectives on a team, each call made by
+ * one block (_block: every thread of the block, same arguments) or one warp
+ * (_warp: all 32 lanes) per PE. No two collectives or barriers run
+ * concurrently on one team (they share the team slot's barrier flags, also
+ * used by the runtime's stream and host barriers, which they may be mixed
+ * with in one order on every PE).
+ *
+ * Buffers are symmetric addresses (this PE's copy, as from symm_buf_ptr) of
+ * the same size on every PE; nelems and root are the same on every PE. Sizes
+ * are in elements of T (the *mem forms: bytes). No scratch memory is used:
+ * every collective is
+ *     barrier; move data with loads/stores to peers' copies; barrier
+ * so on entry every PE's src is complete (as written before the call by any
+ * thread whose writes the caller ordered before it, e.g. by __syncthreads or
+ * a previous kernel) and no peer still uses its dst; on return dst holds the
+ * result on this PE, every peer has finished reading this PE's src (it may be
+ * reused at once) and writing this PE's dst.
+ *
+ * Reductions (ops SYMM_OP_*, T one of int8_t .. uint64_t, __half,
+ * __nv_bfloat16, float, double) follow symm_reduce: the team's PEs are
+ * combined in team order, each element by one PE, so every PE gets
+ * bitwise-identical results; integer SUM/PROD wrap around; floating MIN/MAX
+ * follow fmin/fmax; __half/__nv_bfloat16 accumulate in float and round to
+ * nearest-even once. AND/OR/XOR on floating types return
+ * SYMM_ERR_NOT_SUPPORTED, an op outside SYMM_OP_* SYMM_ERR_INVALID_ARG; both
+ * before any synchronisation (every PE passes the same op, so every PE
+ * returns without waiting). nelems 0 still synchronises.
+ *
+ * Cost: two team barriers per call; the data moves in one pass (each element
+ * read once from its owner and stored once at each destination). One block
+ * moves at the rate one SM can drive; kernels that need more spread the work
+ * over blocks themselves (and synchronise those blocks before one of them
+ * calls the collective).
+ */
+#ifndef SYMM_SYMM_DEVICE_COLL_CUH
+#define SYMM_SYMM_DEVICE_COLL_CUH
+
+#include <symm/symm_device.cuh>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+/* ------------------------------------------------------------------------ */
+/* Scopes (internal): who shares the work, and how it synchronises           */
+/* ------------------------------------------------------------------------ */
+
+struct symm__scope_block {
+    static __device__ __forceinline__ unsigned tid() { return symm__block_tid(); }
+    static __device__ __forceinline__ unsigned nthr() { return symm__block_nthreads(); }
+    static __device__ __forceinline__ void sync() { __syncthreads(); }
+};
+struct symm__scope_warp {
+    static __device__ __forceinline__ unsigned tid() { return symm__block_tid() & 31u; }
+    static __device__ __forceinline__ unsigned nthr() { return 32u; }
+    static __device__ __forceinline__ void sync() { __syncwarp(); }
+};
+
+/* Team barrier shared by the threads of scope S (same steps as
+ * symm__barrier_block). */
+template <class S>
+__device__ __forceinline__ void symm__team_barrier_scope(const symm_device_ctx &c,
+                                                         const symm_device_team &t) {
+    symm__world_strided w = {&c, t.start, t.stride};
+    char *base = (char *)c.heap_base;
+    uint64_t off = (uint64_t)t.slot * c.slot_bytes + SYMM_DEVICE_BARRIER_OFF;
+    S::sync();
+    uint64_t e = symm__barrier_epoch(base, off, t.my_pe) + 1;
+    S::sync();
+    symm__barrier_arrive_wait(base, off, t.my_pe, t.n_pes, w, e, S::tid(), S::nthr(), 0,
+                              (int *)NULL);
+    S::sync();
+    if (S::tid() == 0) symm__barrier_advance(base, off, t.my_pe, e);
+    __threadfence_system();
+    S::sync();
+}
+
+/* Barrier over a team, by all 32 lanes of one warp per PE. */
+SYMM_DEV_FN void symm_dev_team_barrier_warp(const symm_device_ctx &c, const symm_device_team &t) {
+    symm__team_barrier_scope<symm__scope_warp>(c, t);
+}
+
+/* pe's copy of sym for team PE j. */
+template <typename T>
+__device__ __forceinline__ T *symm__team_ptr(const symm_device_ctx &c, const symm_device_team &t,
+                                             T *sym, int j) {
+    return (T *)symm_dev_ptr(c, (const void *)sym, symm_dev_team_world_pe(t, j));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Data movement: broadcast, fcollect, alltoall                              */
+/* ------------------------------------------------------------------------ */
+
+/* Every PE pulls root's src (one pass, spread over the PEs' links). */
+template <class S>
+__device__ __forceinline__ void symm__broadcastmem(const symm_device_ctx &c,
+                                                   const symm_device_team &t, void *dst,
+                                                   const void *src, size_t nbytes, int root) {
+    symm__team_barrier_scope<S>(c, t);
+    if (!(t.my_pe == root && dst == src))
+        symm__copy(dst, symm__team_ptr(c, t, src, root), nbytes, S::tid(), S::nthr());
+    symm__team_barrier_scope<S>(c, t);
+}
+
+/* Every PE pushes its src into block my_pe of every PE's dst, starting with
+ * the next PE so that the PEs' stores spread over the links. */
+template <class S>
+__device__ __forceinline__ void symm__fcollectmem(const symm_device_ctx &c,
+                                                  const symm_device_team &t, void *dst,
+                                                  const void *src, size_t nbytes) {
+    symm__team_barrier_scope<S>(c, t);
+    char *mine = (char *)dst + (size_t)t.my_pe * nbytes;
+    for (int k = 1; k <= t.n_pes; k++) {
+        const int j = (t.my_pe + k) % t.n_pes;
+        if (j == t.my_pe && mine == (const char *)src) continue; /* in place */
+        symm__copy(symm__team_ptr(c, t, mine, j), src, nbytes, S::tid(), S::nthr());
+    }
+    symm__team_barrier_scope<S>(c, t);
+}
+
+/* Block j of src goes to block my_pe of PE j's dst (push). */
+template <class S>
+__device__ __forceinline__ void symm__alltoallmem(const symm_device_ctx &c,
+                                                  const symm_device_team &t, void *dst,
+                                                  const void *src, size_t nbytes) {
+    symm__team_barrier_scope<S>(c, t);
+    char *mine = (char *)dst + (size_t)t.my_pe * nbytes;
+    for (int k = 1; k <= t.n_pes; k++) {
+        const int j = (t.my_pe + k) % t.n_pes;
+        symm__copy(symm__team_ptr(c, t, mine, j), (const char *)src + (size_t)j * nbytes, nbytes,
+                   S::tid(), S::nthr());
+    }
+    symm__team_barrier_scope<S>(c, t);
+}
+
+/* root's (team PE number) nbytes of src are copied to every PE's dst (root's
+ * too). In place (dst == src) is allowed on every PE. */
+SYMM_DEV_FN void symm_dev_team_broadcastmem_block(const symm_device_ctx &c,
+                                                  const symm_device_team &t, void *dst,
+                                                  const void *src, size_t nbytes, int root) {
+    symm__broadcastmem<symm__scope_block>(c, t, dst, src, nbytes, root);
+}
+SYMM_DEV_FN void symm_dev_team_broadcastmem_warp(const symm_device_ctx &c,
+                                                 const symm_device_team &t, void *dst,
+                                                 const void *src, size_t nbytes, int root) {
+    symm__broadcastmem<symm__scope_warp>(c, t, dst, src, nbytes, root);
+}
+/* dst (n_pes * nbytes) receives team PE i's nbytes of src at i * nbytes, on
+ * every PE. In place: src may be this PE's block of dst (dst + my_pe *
+ * nbytes); no other overlap. */
+SYMM_DEV_FN void symm_dev_team_fcollectmem_block(const symm_device_ctx &c,
+                                                 const symm_device_team &t, void *dst,
+                                                 const void *src, size_t nbytes) {
+    symm__fcollectmem<symm__scope_block>(c, t, dst, src, nbytes);
+}
+SYMM_DEV_FN void symm_dev_team_fcollectmem_warp(const symm_device_ctx &c,
+                                                const symm_device_team &t, void *dst,
+                                                const void *src, size_t nbytes) {
+    symm__fcollectmem<symm__scope_warp>(c, t, dst, src, nbytes);
+}
+/* src and dst hold n_pes blocks of nbytes: block j of src goes to block
+ * my_pe of team PE j's dst. src and dst must not overlap. */
+SYMM_DEV_FN void symm_dev_team_alltoallmem_block(const symm_device_ctx &c,
+                                                 const symm_device_team &t, void *dst,
+                                                 const void *src, size_t nbytes) {
+    symm__alltoallmem<symm__scope_block>(c, t, dst, src, nbytes);
+}
+SYMM_DEV_FN void symm_dev_team_alltoallmem_warp(const symm_device_ctx &c,
+                                                const symm_device_team &t, void *dst,
+                                                const void *src, size_t nbytes) {
+    symm__alltoallmem<symm__scope_warp>(c, t, dst, src, nbytes);
+}
+
+/* Typed forms: nelems elements of T (per block for fcollect/alltoall). */
+template <typename T>
+__device__ __forceinline__ void symm_dev_team_broadcast_block(const symm_device_ctx &c,
+                                                              const symm_device_team &t, T *dst,
+                                                              const T *src, size_t nelems,
+                                                              int root) {
+    symm_dev_team_broadcastmem_block(c, t, dst, src, nelems * sizeof(T), root);
+}
+template <typename T>
+__device__ __forceinline__ void symm_dev_team_broadcast_warp(const symm_device_ctx &c,
+                                                             const symm_device_team &t, T *dst,
+                                                             const T *src, size_t nelems,
+                                                             int root) {
+    symm_dev_team_broadcastmem_warp(c, t, dst, src, nelems * sizeof(T), root);
+}
+template <typename T>
+__device__ __forceinline__ void symm_dev_team_fcollect_block(const symm_device_ctx &c,
+                                                             const symm_device_team &t, T *dst,
+                                                             const T *src, size_t nelems) {
+    symm_dev_team_fcollectmem_block(c, t, dst, src, nelems * sizeof(T));
+}
+template <typename T>
+__device__ __forceinline__ void symm_dev_team_fcollect_warp(const symm_device_ctx &c,
+                                                            const symm_device_team &t, T *dst,
+                                                            const T *src, size_t nelems) {
+    symm_dev_team_fcollectmem_warp(c, t, dst, src, nelems * sizeof(T));
+}
+template <typename T>
+__device__ __forceinline__ void symm_dev_team_alltoall_block(const symm_device_ctx &c,
+                                                             const symm_device_team &t, T *dst,
+                                                             const T *src, size_t nelems) {
+    symm_dev_team_alltoallmem_block(c, t, dst, src, nelems * sizeof(T));
+}
+template <typename T>
+__device__ __forceinline__ void symm_dev_team_alltoall_warp(const symm_device_ctx &c,
+                                                            const symm_device_team &t, T *dst,
+                                                            const T *src, size_t nelems) {
+    symm_dev_team_alltoallmem_warp(c, t, dst, src, nelems * sizeof(T));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reductions                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Accumulator type, load and store (internal). */
+template <typename T> struct symm__acc {
+    typedef T type;
+    static __device__ __forceinline__ T load(const T *p) { return *p; }
+    static __device__ __forceinline__ T out(T a) { return a; }
+};
+template <> struct symm__acc<__half> {
+    typedef float type;
+    static __device__ __forceinline__ float load(const __half *p) { return __half2float(*p); }
+    static __device__ __forceinline__ __half out(float a) { return __float2half_rn(a); }
+};
+template <> struct symm__acc<__nv_bfloat16> {
+    typedef float type;
+    static __device__ __forceinline__ float load(const __nv_bfloat16 *p) {
+        return __bfloat162float(*p);
+    }
+    static __device__ __forceinline__ __nv_bfloat16 out(float a) { return __float2bfloat16_rn(a); }
+};
+
+/* Combine a (earlier team PEs) with b (the next one) under op OP (internal).
+ * Integer SUM/PROD in unsigned arithmetic of at least 32 bits: they wrap. */
+template <typename A, int OP>
+__device__ __forceinline__ A symm__combine(A a, A b) {
+    if constexpr (std::is_floating_point<A>::value) {
+        if constexpr (OP == SYMM_OP_SUM) return a + b;
+        if constexpr (OP == SYMM_OP_PROD) return a * b;
+        if constexpr (OP == SYMM_OP_MIN) return fmin(a, b);
+        if constexpr (OP == SYMM_OP_MAX) return fmax(a, b);
+        return a;
+    } else {
+        typedef typename std::conditional<sizeof(A) == 8, unsigned long long, unsigned>::type W;
+        if constexpr (OP == SYMM_OP_SUM) return (A)((W)a + (W)b);
+        if constexpr (OP == SYMM_OP_PROD) return (A)((W)a * (W)b);
+        if constexpr (OP == SYMM_OP_MIN) return b < a ? b : a;
+        if constexpr (OP == SYMM_OP_MAX) return a < b ? b : a;
+        if constexpr (OP == SYMM_OP_AND) return (A)(a & b);
+        if constexpr (OP == SYMM_OP_OR) return (A)(a | b);
+        if constexpr (OP == SYMM_OP_XOR) return (A)(a ^ b);
+        return a;
+    }
+}
+
+/* Element i of team PEs' srcs combined in team order (internal). */
+template <typename T, int OP>
+__device__ __forceinline__ T symm__reduce_elem(const symm_device_ctx &c,
+                                               const symm_device_team &t, const T *src, size_t i) {
+    typedef symm__acc<T> R;
+    typename R::type a = R::load(symm__team_ptr(c, t, src, 0) + i);
+    for (int j = 1; j < t.n_pes; j++)
+        a = symm__combine<typename R::type, OP>(a, R::load(symm__team_ptr(c, t, src, j) + i));
+    return R::out(a);
+}
+
+/* All-reduce: team PE p reduces segment p (16-byte aligned pieces) and stores
+ * the result into every PE's dst. Each element is read and written by one PE
+ * only, so dst == src is safe. */
+template <class S, typename T, int OP>
+__device__ __forceinline__ void symm__reduce_run(const symm_device_ctx &c,
+                                                 const symm_device_team &t, T *dst, const T *src,
+                                                 size_t nelems) {
+    const size_t unit = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
+    const size_t units = (nelems + unit - 1) / unit;
+    const size_t per = (units + (size_t)t.n_pes - 1) / (size_t)t.n_pes * unit;
+    size_t lo = per * (size_t)t.my_pe, hi = lo + per;
+    if (hi > nelems) hi = nelems;
+    symm__team_barrier_scope<S>(c, t);
+    for (size_t i = lo + S::tid(); i < hi; i += S::nthr()) {
+        const T v = symm__reduce_elem<T, OP>(c, t, src, i);
+        for (int k = 1; k <= t.n_pes; k++)
+            symm__team_ptr(c, t, dst, (t.my_pe + k) % t.n_pes)[i] = v;
+    }
+    symm__team_barrier_scope<S>(c, t);
+}
+
+/* Reduce-scatter: PE p reduces block p of every PE's src into its own dst. */
+template <class S, typename T, int OP>
+__device__ __forceinline__ void symm__reducescatter_run(const symm_device_ctx &c,
+                                                        const symm_device_team &t, T *dst,
+                                                        const T *src, size_t nelems) {
+    const T *blk = src + (size_t)t.my_pe * nelems;
+    symm__team_barrier_scope<S>(c, t);
+    for (size_t i = S::tid(); i < nelems; i += S::nthr())
+        dst[i] = symm__reduce_elem<T, OP>(c, t, blk, i);
+    symm__team_barrier_scope<S>(c, t);
+}
+
+template <typename T> struct symm__is_float_type {
+    static constexpr bool value = std::is_floating_point<T>::value ||
+                                  std::is_same<T, __half>::value ||
+                                  std::is_same<T, __nv_bfloat16>::value;
+};
+
+/* Dispatch a runtime op to the kernel-side template (internal). */
+template <class S, bool SCATTER, typename T>
+__device__ __forceinline__ symm_status symm__reduce_op(const symm_device_ctx &c,
+                                                       const symm_device_team &t, T *dst,
+                                                       const T *src, size_t nelems, int op) {
+    static_assert(std::is_integral<T>::value || symm__is_float_type<T>::value,
+                  "reductions take integer, __half, __nv_bfloat16, float or double elements");
+#define SYMM__RED_CASE(OP)                                                         \
+    case OP:                                                                       \
+        if (SCATTER)                                                               \
+            symm__reducescatter_run<S, T, OP>(c, t, dst, src, nelems);             \
+        else                                                                       \
+            symm__reduce_run<S, T, OP>(c, t, dst, src, nelems);                    \
+        return SYMM_SUCCESS;
+    switch (op) {
+        SYMM__RED_CASE(SYMM_OP_SUM)
+        SYMM__RED_CASE(SYMM_OP_PROD)
+        SYMM__RED_CASE(SYMM_OP_MIN)
+        SYMM__RED_CASE(SYMM_OP_MAX)
+    default: break;
+    }
+    if constexpr (!symm__is_float_type<T>::value) {
+        switch (op) {
+            SYMM__RED_CASE(SYMM_OP_AND)
+            SYMM__RED_CASE(SYMM_OP_OR)
+            SYMM__RED_CASE(SYMM_OP_XOR)
+        default: break;
+        }
+    }
+#undef SYMM__RED_CASE
+    if (op >= SYMM_OP_AND && op <= SYMM_OP_XOR) return SYMM_ERR_NOT_SUPPORTED;
+    return SYMM_ERR_INVALID_ARG;
+}
+
+/* Element-wise reduction of every team PE's nelems of src into every PE's
+ * dst (all-reduce, like symm_reduce). dst == src (in place) is allowed; other
+ * overlaps are not. Returns SYMM_SUCCESS, or NOT_SUPPORTED / INVALID_ARG for
+ * the op (see above; nothing moved, no synchronisation). */
+template <typename T>
+__device__ __forceinline__ symm_status symm_dev_team_reduce_block(const symm_device_ctx &c,
+                                                                  const symm_device_team &t,
+                                                                  T *dst, const T *src,
+                                                                  size_t nelems, int op) {
+    return symm__reduce_op<symm__scope_block, false>(c, t, dst, src, nelems, op);
+}
+template <typename T>
+__device__ __forceinline__ symm_status symm_dev_team_reduce_warp(const symm_device_ctx &c,
+                                                                 const symm_device_team &t,
+                                                                 T *dst, const T *src,
+                                                                 size_t nelems, int op) {
+    return symm__reduce_op<symm__scope_warp, false>(c, t, dst, src, nelems, op);
+}
+/* src holds n_pes blocks of nelems; this PE's dst (nelems) receives the
+ * reduction of block my_pe of every team PE's src. dst may be this PE's own
+ * block (src + my_pe * nelems); no other overlap. Returns as reduce. */
+template <typename T>
+__device__ __forceinline__ symm_status symm_dev_team_reducescatter_block(
+    const symm_device_ctx &c, const symm_device_team &t, T *dst, const T *src, size_t nelems,
+    int op) {
+    return symm__reduce_op<symm__scope_block, true>(c, t, dst, src, nelems, op);
+}
+template <typename T>
+__device__ __forceinline__ symm_status symm_dev_team_reducescatter_warp(
+    const symm_device_ctx &c, const symm_device_team &t, T *dst, const T *src, size_t nelems,
+    int op) {
+    return symm__reduce_op<symm__scope_warp, true>(c, t, dst, src, nelems, op);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Variable-size all-to-all with counts in GPU memory (MoE dispatch/combine) */
+/* ------------------------------------------------------------------------ */
+
+/* Every PE sends send_counts[j] units (unit_bytes each) to team PE j; src
+ * holds them packed in team order (the units for PE 0, then for PE 1, ...).
+ * send_counts (n_pes uint64_t) and src are symmetric: PE j reads its part of
+ * this PE's src, and this PE's count for it, directly. dst (symmetric or not:
+ * only this PE writes it) receives the units from PE 0, then from PE 1, ...;
+ * recv_counts[j] and recv_offsets[j] (units, n_pes entries each, this PE's
+ * memory, e.g. device memory or a symmetric buffer) say what came from PE j
+ * and where it starts. dst_cap is dst's capacity in units: when the total
+ * exceeds it, nothing is copied, recv_counts/recv_offsets still say what
+ * would have come, and SYMM_ERR_OUT_OF_BOUNDS is returned (on this PE only;
+ * the others proceed). Combine (the reverse exchange) is the same call with
+ * recv_counts (in a symmetric buffer) as send_counts and dst as src: each
+ * unit returns to the slot it left from.
+ * Called by every thread of one block per PE; barriers as the other
+ * collectives (src and send_counts may be reused on return). */
+SYMM_DEV_FN symm_status symm_dev_team_alltoallvmem_block(
+    const symm_device_ctx &c, const symm_device_team &t, void *dst, uint64_t dst_cap,
+    const void *src, const uint64_t *send_counts, size_t unit_bytes, uint64_t *recv_counts,
+    uint64_t *recv_offsets) {
+    __shared__ uint64_t sh_src_off, sh_total;
+    const unsigned tid = symm__block_tid(), nthr = symm__block_nthreads();
+    const int n = t.n_pes, me = t.my_pe;
+    symm__team_barrier_scope<symm__scope_block>(c, t);
+    for (int j = (int)tid; j < n; j += (int)nthr)
+        recv_counts[j] = *(volatile const uint64_t *)(symm__team_ptr(c, t, send_counts, j) + me);
+    __syncthreads();
+    if (tid == 0) {
+        uint64_t off = 0;
+        for (int j = 0; j < n; j++) {
+            recv_offsets[j] = off;
+            off += recv_counts[j];
+        }
+        sh_total = off;
+    }
+    __syncthreads();
+    const bool fits = sh_total <= dst_cap;
+    if (fits) {
+        for (int k = 0; k < n; k++) {
+            const int j = (me + k) % n;
+            if (tid == 0) { /* where PE j packed its units for this PE */
+                const uint64_t *cj = symm__team_ptr(c, t, send_counts, j);
+                uint64_t off = 0;
+                for (int q = 0; q < me; q++) off += *(volatile const uint64_t *)(cj + q);
+                sh_src_off = off;
+            }
+            __syncthreads();
+            const uint64_t cnt = recv_counts[j], soff = sh_src_off;
+            const char *from = (const char *)symm__team_ptr(c, t, src, j) + soff * unit_bytes;
+            symm__copy((char *)dst + recv_offsets[j] * unit_bytes, from, cnt * unit_bytes, tid,
+                       nthr);
+            __syncthreads();
+        }
+    }
+    symm__team_barrier_scope<symm__scope_block>(c, t);
+    return fits ? SYMM_SUCCESS : SYMM_ERR_OUT_OF_BOUNDS;
+}
+/* Typed form: units are elements of T. */
+template <typename T>
+__device__ __forceinline__ symm_status symm_dev_team_alltoallv_block(
+    const symm_device_ctx &c, const symm_device_team &t, T *dst, uint64_t dst_cap, const T *src,
+    const uint64_t *send_counts, uint64_t *recv_counts, uint64_t *recv_offsets) {
+    return symm_dev_team_alltoallvmem_block(c, t, dst, dst_cap, src, send_counts, sizeof(T),
+                                            recv_counts, recv_offsets);
+}
+
+/* Stream form (kernel + host launcher, for .cu files): one block of
+ * SYMM_DEV_COLL_THREADS threads runs symm_dev_team_alltoallvmem_block;
+ * *status (device memory, may be NULL) receives its result when the stream
+ * gets there. Returns the launch's cudaError_t. Ordered with the stream's
+ * other work and capturable into CUDA graphs; it shares the team's barrier
+ * with the runtime's stream collectives, so enqueue them on every PE in one
+ * order (one stream per team, or streams the caller orders). */
+#ifndef SYMM_DEV_COLL_THREADS
+#define SYMM_DEV_COLL_THREADS 512
+#endif
+template <int Threads>
+__global__ void __launch_bounds__(Threads)
+    symm__alltoallv_kernel(symm_device_ctx c, symm_device_team t, void *dst, uint64_t dst_cap,
+                           const void *src, const uint64_t *send_counts, size_t unit_bytes,
+                           uint64_t *recv_counts, uint64_t *recv_offsets, int *status) {
+    symm_status st = symm_dev_team_alltoallvmem_block(c, t, dst, dst_cap, src, send_counts,
+                                                      unit_bytes, recv_counts, recv_offsets);
+    if (status && threadIdx.x == 0) *status = (int)st;
+}
+static inline cudaError_t symm_dev_alltoallv_on_stream(
+    const symm_device_ctx &c, const symm_device_team &t, void *dst, uint64_t dst_cap,
+    const void *src, const uint64_t *send_counts, size_t unit_bytes, uint64_t *recv_counts,
+    uint64_t *recv_offsets, int *status, cudaStream_t stream) {
+    symm__alltoallv_kernel<SYMM_DEV_COLL_THREADS><<<1, SYMM_DEV_COLL_THREADS, 0, stream>>>(
+        c, t, dst, dst_cap, src, send_counts, unit_bytes, recv_counts, recv_offsets, status);
+    return cudaGetLastError();
+}
+
+#endif /* SYMM_SYMM_DEVICE_COLL_CUH */
