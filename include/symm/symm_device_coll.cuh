@@ -222,17 +222,17 @@ __device__ __forceinline__ void symm_dev_team_alltoall_warp(const symm_device_ct
 /* ------------------------------------------------------------------------ */
 
 /* Accumulator type, load and store (internal). */
-template <typename T> struct symm__acc {
+template <typename T> struct symm__dacc {
     typedef T type;
     static __device__ __forceinline__ T load(const T *p) { return *p; }
     static __device__ __forceinline__ T out(T a) { return a; }
 };
-template <> struct symm__acc<__half> {
+template <> struct symm__dacc<__half> {
     typedef float type;
     static __device__ __forceinline__ float load(const __half *p) { return __half2float(*p); }
     static __device__ __forceinline__ __half out(float a) { return __float2half_rn(a); }
 };
-template <> struct symm__acc<__nv_bfloat16> {
+template <> struct symm__dacc<__nv_bfloat16> {
     typedef float type;
     static __device__ __forceinline__ float load(const __nv_bfloat16 *p) {
         return __bfloat162float(*p);
@@ -267,7 +267,7 @@ __device__ __forceinline__ A symm__combine(A a, A b) {
 template <typename T, int OP>
 __device__ __forceinline__ T symm__reduce_elem(const symm_device_ctx &c,
                                                const symm_device_team &t, const T *src, size_t i) {
-    typedef symm__acc<T> R;
+    typedef symm__dacc<T> R;
     typename R::type a = R::load(symm__team_ptr(c, t, src, 0) + i);
     for (int j = 1; j < t.n_pes; j++)
         a = symm__combine<typename R::type, OP>(a, R::load(symm__team_ptr(c, t, src, j) + i));
