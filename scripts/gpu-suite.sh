@@ -7,12 +7,14 @@
 # Knobs (environment): GPU_ARCHS (default: this machine's compute capability),
 # SUITE_BUDGET_S (default 400: later phases are skipped when it runs out),
 # SKIP_MP=1 (skip the tests/mp programs on CUDA), SKIP_NVSHMEM=1, SKIP_PROBE=1,
-# SKIP_PY=1 (skip the Python/PyTorch tests and bench_torch).
+# SKIP_PY=1 (skip the Python/PyTorch tests and bench_torch), SKIP_COLL=1 (skip
+# tests/perf/bench_coll.py: symm vs NCCL vs SymmetricMemory collectives),
+# COLL_MAX_BYTES (default 1 GiB: bench_coll's largest size).
 #
 # Files in $OUT: summary.md (pass counts, figures, side-by-side table, platform
 # probe, GPUs, driver, date, command), env.txt, build.log, test.log,
 # bench_symm.txt, bench_nvshmem.txt, probe.txt, python.txt (+ python.log,
-# bench_torch.txt, bench_torch_<ranks>.json).
+# bench_torch.txt, bench_torch_<ranks>.json), bench_coll.txt (+ bench_coll_<ranks>.json).
 #
 # Safety: NVLink multicast stays off. NVSHMEM_DISABLE_NVLS=1, NCCL_NVLS_ENABLE=0
 # and TORCH_SYMM_MEM_DISABLE_MULTICAST=1 are exported for every program; symm
@@ -85,6 +87,15 @@ if [ $BUILD_OK = 1 ]; then
     $MESON test -C "$BUILD" --no-rebuild --suite gpu --no-suite gpu-mp --print-errorlogs \
     >> "$OUT/test.log" 2>&1
   GPU_RES=$(summ_tests "$OUT/test.log")
+  # 3 and 4 PEs (device collectives on strided teams): one GPU per PE
+  if [ "$NGPU" -ge 3 ] && [ "$(left)" -gt 120 ]; then
+    log "meson test --suite gpu-multi ($NGPU GPUs)"
+    echo "===== suite gpu-multi" >> "$OUT/test.log"
+    timeout -k 5 $(( $(left) - 90 )) $MESON test -C "$BUILD" --no-rebuild --suite gpu-multi \
+      --print-errorlogs > "$OUT/.multi.log" 2>&1
+    GPU_RES="$GPU_RES; 3/4 PEs: $(summ_tests "$OUT/.multi.log")"
+    cat "$OUT/.multi.log" >> "$OUT/test.log"; rm -f "$OUT/.multi.log"
+  fi
   cp "$BUILD/meson-logs/testlog.txt" "$OUT/testlog-gpu.txt" 2>/dev/null
   log "gpu: $GPU_RES"
 fi
@@ -136,6 +147,23 @@ if [ $BUILD_OK = 1 ] && [ "${SKIP_PY:-0}" != 1 ] && [ "$(left)" -gt 120 ]; then
   log "$(tail -1 "$OUT/python.txt")"
 fi
 
+# ---- collectives: symm vs NCCL vs SymmetricMemory (tests/perf/bench_coll.py) ------
+: > "$OUT/bench_coll.txt"
+if [ $BUILD_OK = 1 ] && [ "${SKIP_COLL:-0}" != 1 ] && [ "$(left)" -gt 120 ]; then
+  nps=2; [ "$NGPU" -ge 4 ] && nps="2 $NGPU"
+  for np in $nps; do
+    [ "$(left)" -gt 120 ] || break
+    log "bench_coll, $np ranks"
+    echo "command: python3 -m torch.distributed.run --standalone --nproc_per_node=$np tests/perf/bench_coll.py --json bench_coll_$np.json --max-bytes ${COLL_MAX_BYTES:-1073741824}" >> "$OUT/bench_coll.txt"
+    PYTHONPATH="$ROOT/bindings/python" SYMM_LOADER="$BUILD/loader/libsymm.so.1" \
+      SYMM_RUNTIME="$BUILD/runtime/libsymm_runtime.so.1" \
+      timeout -k 5 $(( $(left) - 60 < 600 ? $(left) - 60 : 600 )) python3 -m torch.distributed.run \
+      --standalone --nproc_per_node=$np tests/perf/bench_coll.py --json "$OUT/bench_coll_$np.json" \
+      --max-bytes "${COLL_MAX_BYTES:-1073741824}" >> "$OUT/bench_coll.txt" 2>&1
+    echo "exit status $?" >> "$OUT/bench_coll.txt"
+  done
+fi
+
 # ---- platform probe (no symm, no NVSHMEM: what the driver and links allow) ----
 : > "$OUT/probe.txt"
 if [ $BUILD_OK = 1 ] && [ -x "$BUILD/tests/perf/probe_cuda" ] && [ "${SKIP_PROBE:-0}" != 1 ] && [ "$(left)" -gt 60 ]; then
@@ -173,6 +201,10 @@ fi
     echo; echo "### Python package with PyTorch (bindings/python/gpu_test.sh)"; echo
     grep '^python:' "$OUT/python.txt" | sed 's/^/- /'
     echo; grep -E '^(\||##|command:|[0-9]+ ranks share)' "$OUT/bench_torch.txt" 2>/dev/null
+  fi
+  if [ -s "$OUT/bench_coll.txt" ]; then
+    echo; echo "### Collectives: symm vs NCCL vs SymmetricMemory (tests/perf/bench_coll.py)"; echo
+    grep -E '^(\||##|NOTE|note:|command:|exit status)' "$OUT/bench_coll.txt"
   fi
   if [ -s "$OUT/probe.txt" ]; then
     echo; echo "### Platform probe (tests/perf/probe_cuda.cu, no symm)"; echo
