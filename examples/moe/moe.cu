@@ -217,7 +217,7 @@ int main(void) {
             experts_kernel<<<1, 512, 0, s>>>(dt, b);
             CU(symm_dev_alltoallv_on_stream(dc, dt, b.back, MAX_TOKENS, b.recv, b.rcounts, row,
                                             b.bcounts, b.boffs, status + 1, s));
-            unpack_kernel<<<8, 256, 0, s>>>(b);
+            unpack_kernel<<<1, 512, 0, s>>>(b);
         }
         CU(cudaGetLastError());
         CU(cudaStreamSynchronize(s));

@@ -78,16 +78,16 @@ template <typename T> static T int_combine(T a, T b, int op) {
 /* kind 0: reduce, 1: reducescatter. After the collective, the reduce result
  * is compared bitwise with the next team PE's (before a closing barrier, so
  * nobody has reused its dst yet). */
-template <typename T>
+template <typename T, bool warp>
 __global__ void red_kernel(symm_device_ctx c, symm_device_team t, T *dst, const T *src, size_t n,
-                           int op, int kind, int warp, int *status, unsigned long long *bad) {
+                           int op, int kind, int *status, unsigned long long *bad) {
     symm_status st;
-    if (kind == 0)
-        st = warp ? symm_dev_team_reduce_warp(c, t, dst, src, n, op)
-                  : symm_dev_team_reduce_block(c, t, dst, src, n, op);
+    if constexpr (warp)
+        st = kind == 0 ? symm_dev_team_reduce_warp(c, t, dst, src, n, op)
+                       : symm_dev_team_reducescatter_warp(c, t, dst, src, n, op);
     else
-        st = warp ? symm_dev_team_reducescatter_warp(c, t, dst, src, n, op)
-                  : symm_dev_team_reducescatter_block(c, t, dst, src, n, op);
+        st = kind == 0 ? symm_dev_team_reduce_block(c, t, dst, src, n, op)
+                       : symm_dev_team_reducescatter_block(c, t, dst, src, n, op);
     if (threadIdx.x == 0) *status = (int)st;
     if (st != SYMM_SUCCESS || kind != 0) return;
     const unsigned char *mine = (const unsigned char *)dst;
@@ -96,7 +96,7 @@ __global__ void red_kernel(symm_device_ctx c, symm_device_team t, T *dst, const 
     unsigned long long nb = 0;
     for (size_t i = threadIdx.x; i < n * sizeof(T); i += blockDim.x) nb += mine[i] != next[i];
     if (nb) atomicAdd(bad, nb);
-    if (warp)
+    if constexpr (warp)
         symm_dev_team_barrier_warp(c, t);
     else
         symm_dev_team_barrier_block(c, t);
@@ -165,9 +165,23 @@ static void red_case(Env &e, int op, int kind, size_t n, bool inplace, bool warp
     T *src = (T *)gpu_ptr(inplace ? e.B : e.A);
     T *dst = (T *)gpu_ptr(e.B) + (inplace && kind ? (size_t)me * n : 0);
     gpu_write(inplace ? e.B : e.A, 0, mine.data(), srcn * sizeof(T));
-    if (!inplace) CUDA_OK(cudaMemset(gpu_ptr(e.B), 0xa5, srcn * sizeof(T)));
-    red_kernel<T><<<1, warp ? 32 : 160, 0, e.s>>>(e.dc, e.dt, dst, src, n, op, kind, warp,
-                                                  e.status, e.bad);
+    if (!inplace) {
+        CUDA_OK(cudaMemset(gpu_ptr(e.B), 0xa5, srcn * sizeof(T)));
+        CUDA_OK(cudaDeviceSynchronize()); /* before the kernel (another stream) and peers' stores */
+    }
+    /* warp scope for a few dtypes only (each instance costs compile time) */
+    if constexpr (std::is_same<T, int32_t>::value || std::is_same<T, uint8_t>::value ||
+                  std::is_same<T, __half>::value || std::is_same<T, double>::value) {
+        if (warp)
+            red_kernel<T, true><<<1, 32, 0, e.s>>>(e.dc, e.dt, dst, src, n, op, kind, e.status,
+                                                    e.bad);
+        else
+            red_kernel<T, false><<<1, 160, 0, e.s>>>(e.dc, e.dt, dst, src, n, op, kind, e.status,
+                                                      e.bad);
+    } else {
+        red_kernel<T, false><<<1, warp ? 32 : 160, 0, e.s>>>(e.dc, e.dt, dst, src, n, op, kind,
+                                                             e.status, e.bad);
+    }
     CUDA_OK(cudaGetLastError());
     int st = dstatus(e);
     if (H<T>::flt && op >= SYMM_OP_AND) {
@@ -228,8 +242,8 @@ template <typename T> static void red_all(Env &e, bool is_int) {
     }
     red_case<T>(e, SYMM_OP_SUM, 0, 0, false, false); /* nelems 0 synchronises */
     /* an op outside SYMM_OP_*: INVALID_ARG on every PE, nobody waits */
-    red_kernel<T><<<1, 64, 0, e.s>>>(e.dc, e.dt, (T *)gpu_ptr(e.B), (T *)gpu_ptr(e.A), 5, 99, 0,
-                                     0, e.status, e.bad);
+    red_kernel<T, false><<<1, 64, 0, e.s>>>(e.dc, e.dt, (T *)gpu_ptr(e.B), (T *)gpu_ptr(e.A), 5,
+                                            99, 0, e.status, e.bad);
     CUDA_OK(cudaGetLastError());
     ASSERT_EQ(dstatus(e), SYMM_ERR_INVALID_ARG);
 }
@@ -415,6 +429,7 @@ int main(void) {
         CHECK_OK(symm_device_team_get(tm, &e.dt));
         ASSERT_EQ(e.dt.n_pes, pass == 0 ? gpu_n : (gpu_n + 1) / 2);
         e.wpe.assign((size_t)e.dt.n_pes, 0);
+        e.checks = 0;
         for (int j = 0; j < e.dt.n_pes; j++) e.wpe[(size_t)j] = e.dt.start + j * e.dt.stride;
         run_team(e);
         if (gpu_me == 0)
