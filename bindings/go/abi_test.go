@@ -250,6 +250,7 @@ type binding struct {
 	layouts  []structLayout
 	typedefs map[string][2]int64
 	api2c    map[string][]string
+	glue     string // symm_go.h
 	notWrap  map[string]string
 	notExp   map[string]string
 }
@@ -274,8 +275,10 @@ func scanSources(t *testing.T) (map[string][]int, map[string][]string) {
 			if c, ok := n.(*ast.CallExpr); ok {
 				if sel, ok := c.Fun.(*ast.SelectorExpr); ok {
 					if x, ok := sel.X.(*ast.Ident); ok && x.Name == "C" && strings.HasPrefix(sel.Sel.Name, "symm_") &&
-						!strings.HasPrefix(sel.Sel.Name, "symm_go_") {
-						calls[sel.Sel.Name] = append(calls[sel.Sel.Name], len(c.Args))
+						sel.Sel.Name != "symm_go_addr" {
+						// symm_go_X (symm_go.h) is X with the stream as an integer.
+						fn := strings.Replace(sel.Sel.Name, "symm_go_", "symm_", 1)
+						calls[fn] = append(calls[fn], len(c.Args))
 					}
 				}
 			}
@@ -356,7 +359,12 @@ func typeString(e ast.Expr) string {
 
 func loadBinding(t *testing.T) *binding {
 	calls, api := scanSources(t)
+	glue, err := os.ReadFile("symm_go.h")
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &binding{
+		glue:  string(glue),
 		calls: calls, api: api, cconsts: cConstants(), gconsts: goConstants,
 		layouts: cStructLayouts(), typedefs: cTypedefs(),
 		api2c: goAPI, notWrap: notWrapped, notExp: notExposed,
@@ -390,6 +398,9 @@ func compare(a *abiJSON, b *binding) []string {
 			if n != len(f.Params) {
 				add("function %s: a cgo call passes %d arguments, the ABI has %d parameters", f.Name, n, len(f.Params))
 			}
+		}
+		if w := streamWrapper(f.Name, f.Params); w != "" && !strings.Contains(b.glue, w) {
+			add("function %s takes a stream: symm_go.h must have the line\n    %s", f.Name, w)
 		}
 		kept := false
 		for _, k := range f.Keeps {
@@ -532,6 +543,35 @@ func compare(a *abiJSON, b *binding) []string {
 	return bad
 }
 
+// streamWrapper is the line of symm_go.h that passes the stream of function
+// name as an integer, or "" when it takes no stream.
+func streamWrapper(name string, params []struct {
+	Name  string
+	CType string `json:"c_type"`
+}) string {
+	var decl, args []string
+	stream := false
+	for _, p := range params {
+		switch {
+		case p.CType == "symm_stream_t":
+			stream = true
+			decl = append(decl, "uintptr_t "+p.Name)
+			args = append(args, "(symm_stream_t)"+p.Name)
+		case strings.HasSuffix(p.CType, "*"):
+			decl = append(decl, p.CType+p.Name)
+			args = append(args, p.Name)
+		default:
+			decl = append(decl, p.CType+" "+p.Name)
+			args = append(args, p.Name)
+		}
+	}
+	if !stream {
+		return ""
+	}
+	return fmt.Sprintf("static inline symm_status %s(%s) { return %s(%s); }",
+		strings.Replace(name, "symm_", "symm_go_", 1), strings.Join(decl, ", "), name, strings.Join(args, ", "))
+}
+
 func TestBindingMatchesABIDescription(t *testing.T) {
 	a := loadABI(t)
 	b := loadBinding(t)
@@ -622,6 +662,14 @@ func TestABIDriftIsReported(t *testing.T) {
 	a, b = clone()
 	b.api["Buffer.PutNBI"] = []string{"int", "[]", "int"}
 	expect("function symm_put_nbi keeps a pointer after returning, but Go API Buffer.PutNBI takes a Go slice", a, b)
+	// A stream entry's parameter changes type.
+	a, b = clone()
+	for i := range a.Functions {
+		if a.Functions[i].Name == "symm_quiet_on_stream" {
+			a.Functions[i].Params[0].CType = "symm_team"
+		}
+	}
+	expect("function symm_quiet_on_stream takes a stream: symm_go.h must have the line", a, b)
 	// A constant changes or is added.
 	a, b = clone()
 	for i := range a.Constants {

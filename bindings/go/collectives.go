@@ -121,7 +121,7 @@ func BroadcastOnStream[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Bu
 		return err
 	}
 	return collective(t, op, func() C.symm_status {
-		return C.symm_broadcast_on_stream(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, cpe(root), cstream(s))
+		return C.symm_go_broadcast_on_stream(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, cpe(root), C.uintptr_t(s))
 	})
 }
 
@@ -133,7 +133,7 @@ func FcollectOnStream[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buf
 		return err
 	}
 	return collective(t, op, func() C.symm_status {
-		return C.symm_fcollect_on_stream(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, cstream(s))
+		return C.symm_go_fcollect_on_stream(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, C.uintptr_t(s))
 	})
 }
 
@@ -145,7 +145,7 @@ func AlltoallOnStream[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buf
 		return err
 	}
 	return collective(t, op, func() C.symm_status {
-		return C.symm_alltoall_on_stream(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, cstream(s))
+		return C.symm_go_alltoall_on_stream(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, C.uintptr_t(s))
 	})
 }
 
@@ -157,7 +157,7 @@ func ReduceOnStream[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffe
 		return err
 	}
 	return collective(t, name, func() C.symm_status {
-		return C.symm_reduce_on_stream(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, C.uint32_t(op), cstream(s))
+		return C.symm_go_reduce_on_stream(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, C.uint32_t(op), C.uintptr_t(s))
 	})
 }
 
@@ -169,6 +169,6 @@ func ReducescatterOnStream[T Element](t *Team, dst *Buffer[T], dstIndex int, src
 		return err
 	}
 	return collective(t, name, func() C.symm_status {
-		return C.symm_reducescatter_on_stream(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, C.uint32_t(op), cstream(s))
+		return C.symm_go_reducescatter_on_stream(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, C.uint32_t(op), C.uintptr_t(s))
 	})
 }

@@ -320,7 +320,7 @@ func (c *Context) SyncAll() error {
 // QuietOnStream enqueues a quiet on stream s.
 func (c *Context) QuietOnStream(s Stream) error {
 	return call("symm_quiet_on_stream", func() C.symm_status {
-		return C.symm_quiet_on_stream(c.handle(), cstream(s))
+		return C.symm_go_quiet_on_stream(c.handle(), C.uintptr_t(s))
 	})
 }
 
@@ -330,7 +330,7 @@ func (c *Context) BarrierAllOnStream(s Stream) error {
 	mu := c.collLock()
 	defer mu.Unlock()
 	return call("symm_barrier_all_on_stream", func() C.symm_status {
-		return C.symm_barrier_all_on_stream(c.handle(), cstream(s))
+		return C.symm_go_barrier_all_on_stream(c.handle(), C.uintptr_t(s))
 	})
 }
 
@@ -372,7 +372,7 @@ func (c *Context) GetMemNBI(dst Span[byte], srcSym unsafe.Pointer, pe int) error
 // reaches it.
 func (c *Context) PutMemOnStream(dstSym unsafe.Pointer, src Span[byte], pe int, s Stream) error {
 	return call("symm_putmem_on_stream", func() C.symm_status {
-		return C.symm_putmem_on_stream(c.handle(), dstSym, src.ptr(), C.uint64_t(src.n), cpe(pe), cstream(s))
+		return C.symm_go_putmem_on_stream(c.handle(), dstSym, src.ptr(), C.uint64_t(src.n), cpe(pe), C.uintptr_t(s))
 	})
 }
 
@@ -380,7 +380,7 @@ func (c *Context) PutMemOnStream(dstSym unsafe.Pointer, src Span[byte], pe int, 
 // stream reaches it.
 func (c *Context) GetMemOnStream(dst Span[byte], srcSym unsafe.Pointer, pe int, s Stream) error {
 	return call("symm_getmem_on_stream", func() C.symm_status {
-		return C.symm_getmem_on_stream(c.handle(), dst.ptr(), srcSym, C.uint64_t(dst.n), cpe(pe), cstream(s))
+		return C.symm_go_getmem_on_stream(c.handle(), dst.ptr(), srcSym, C.uint64_t(dst.n), cpe(pe), C.uintptr_t(s))
 	})
 }
 

@@ -70,7 +70,7 @@ func TestContextBasics(t *testing.T) {
 	isStatus(t, err, ErrNotSupported, "DeviceContext on the host backend")
 	_, err = ctx.World().DeviceTeam()
 	isStatus(t, err, ErrNotSupported, "DeviceTeam on the host backend")
-	_, err = Register[int32](ctx, ExternalSpan[int32](0x1000, 4))
+	_, err = Register[int32](ctx, ExternalSpan[int32](1<<40, 4))
 	if err == nil {
 		t.Fatal("Register on the host backend succeeded")
 	}
@@ -493,6 +493,13 @@ func TestStreamFormsOnHost(t *testing.T) {
 	must(t, d2.Get(0, got, 0), "Get")
 	if !equal(got, []uint32{6, 6, 7, 5}) {
 		t.Fatalf("stream collectives %v", got)
+	}
+	// CUDA's special handles (CU_STREAM_LEGACY 1, CU_STREAM_PER_THREAD 2) are
+	// not pointers; they reach C as integers.
+	must(t, ctx.QuietOnStream(Stream(1)), "QuietOnStream(CU_STREAM_LEGACY)")
+	must(t, b.POnStream(0, 9, 0, Stream(2)), "POnStream(CU_STREAM_PER_THREAD)")
+	if v, _ := b.G(0, 0); v != 9 {
+		t.Fatalf("POnStream on stream 2: %d", v)
 	}
 	isStatus(t, b.PutOnStream(3, src.All(), 0, s), ErrOutOfBounds, "PutOnStream past the end")
 }

@@ -18,7 +18,7 @@ func (b *Buffer[T]) PutOnStream(index int, src Span[T], pe int, s Stream) error 
 		return err
 	}
 	return call("symm_put_on_stream", func() C.symm_status {
-		return C.symm_put_on_stream(b.handle(), C.uint64_t(index), src.ptr(), C.uint64_t(src.n), cpe(pe), cstream(s))
+		return C.symm_go_put_on_stream(b.handle(), C.uint64_t(index), src.ptr(), C.uint64_t(src.n), cpe(pe), C.uintptr_t(s))
 	})
 }
 
@@ -28,7 +28,7 @@ func (b *Buffer[T]) GetOnStream(index int, dst Span[T], pe int, s Stream) error 
 		return err
 	}
 	return call("symm_get_on_stream", func() C.symm_status {
-		return C.symm_get_on_stream(dst.ptr(), b.handle(), C.uint64_t(index), C.uint64_t(dst.n), cpe(pe), cstream(s))
+		return C.symm_go_get_on_stream(dst.ptr(), b.handle(), C.uint64_t(index), C.uint64_t(dst.n), cpe(pe), C.uintptr_t(s))
 	})
 }
 
@@ -39,7 +39,7 @@ func (b *Buffer[T]) PutNBIOnStream(index int, src Span[T], pe int, s Stream) err
 		return err
 	}
 	return call("symm_put_nbi_on_stream", func() C.symm_status {
-		return C.symm_put_nbi_on_stream(b.handle(), C.uint64_t(index), src.ptr(), C.uint64_t(src.n), cpe(pe), cstream(s))
+		return C.symm_go_put_nbi_on_stream(b.handle(), C.uint64_t(index), src.ptr(), C.uint64_t(src.n), cpe(pe), C.uintptr_t(s))
 	})
 }
 
@@ -49,7 +49,7 @@ func (b *Buffer[T]) GetNBIOnStream(index int, dst Span[T], pe int, s Stream) err
 		return err
 	}
 	return call("symm_get_nbi_on_stream", func() C.symm_status {
-		return C.symm_get_nbi_on_stream(dst.ptr(), b.handle(), C.uint64_t(index), C.uint64_t(dst.n), cpe(pe), cstream(s))
+		return C.symm_go_get_nbi_on_stream(dst.ptr(), b.handle(), C.uint64_t(index), C.uint64_t(dst.n), cpe(pe), C.uintptr_t(s))
 	})
 }
 
@@ -60,7 +60,7 @@ func (b *Buffer[T]) POnStream(index int, value T, pe int, s Stream) error {
 		return err
 	}
 	return call("symm_p_on_stream", func() C.symm_status {
-		return C.symm_p_on_stream(b.handle(), C.uint64_t(index), unsafe.Pointer(&value), cpe(pe), cstream(s))
+		return C.symm_go_p_on_stream(b.handle(), C.uint64_t(index), unsafe.Pointer(&value), cpe(pe), C.uintptr_t(s))
 	})
 }
 
@@ -71,8 +71,8 @@ func (b *Buffer[T]) PutSignalOnStream(index int, src Span[T], sig *Buffer[uint64
 		return err
 	}
 	return call("symm_put_signal_on_stream", func() C.symm_status {
-		return C.symm_put_signal_on_stream(b.handle(), C.uint64_t(index), src.ptr(), C.uint64_t(src.n),
-			sig.handle(), C.uint64_t(sigIndex), C.uint64_t(signal), C.uint32_t(op), cpe(pe), cstream(s))
+		return C.symm_go_put_signal_on_stream(b.handle(), C.uint64_t(index), src.ptr(), C.uint64_t(src.n),
+			sig.handle(), C.uint64_t(sigIndex), C.uint64_t(signal), C.uint32_t(op), cpe(pe), C.uintptr_t(s))
 	})
 }
 
@@ -82,8 +82,8 @@ func (b *Buffer[T]) SignalOpOnStream(index int, signal uint64, op SignalOp, pe i
 		return err
 	}
 	return call("symm_signal_op_on_stream", func() C.symm_status {
-		return C.symm_signal_op_on_stream(b.handle(), C.uint64_t(index), C.uint64_t(signal), C.uint32_t(op),
-			cpe(pe), cstream(s))
+		return C.symm_go_signal_op_on_stream(b.handle(), C.uint64_t(index), C.uint64_t(signal), C.uint32_t(op),
+			cpe(pe), C.uintptr_t(s))
 	})
 }
 
@@ -94,7 +94,7 @@ func (b *Buffer[T]) SignalWaitUntilOnStream(index int, cmp Cmp, value uint64, s 
 		return err
 	}
 	return call("symm_signal_wait_until_on_stream", func() C.symm_status {
-		return C.symm_signal_wait_until_on_stream(b.handle(), C.uint64_t(index), C.uint32_t(cmp),
-			C.uint64_t(value), cstream(s))
+		return C.symm_go_signal_wait_until_on_stream(b.handle(), C.uint64_t(index), C.uint32_t(cmp),
+			C.uint64_t(value), C.uintptr_t(s))
 	})
 }

@@ -183,7 +183,7 @@ func (t *Team) BarrierOnStream(s Stream) error {
 	mu := t.lock()
 	defer mu.Unlock()
 	return call("symm_barrier_on_stream", func() C.symm_status {
-		return C.symm_barrier_on_stream(t.handle(), cstream(s))
+		return C.symm_go_barrier_on_stream(t.handle(), C.uintptr_t(s))
 	})
 }
 
@@ -192,7 +192,7 @@ func (t *Team) SyncOnStream(s Stream) error {
 	mu := t.lock()
 	defer mu.Unlock()
 	return call("symm_team_sync_on_stream", func() C.symm_status {
-		return C.symm_team_sync_on_stream(t.handle(), cstream(s))
+		return C.symm_go_team_sync_on_stream(t.handle(), C.uintptr_t(s))
 	})
 }
 

@@ -277,10 +277,9 @@ const (
 
 // Stream is a raw CUDA stream (a CUstream / cudaStream_t as an integer) for the
 // OnStream forms; 0 is the legacy default stream. The host backend ignores it.
+// It travels to C as an integer (special handles such as CU_STREAM_PER_THREAD,
+// 2, are not valid Go pointers).
 type Stream uintptr
-
-// cstream converts a Stream for C without an integer-to-pointer conversion in Go.
-func cstream(s Stream) C.symm_stream_t { return C.symm_stream_t(C.symm_go_addr(C.uintptr_t(s))) }
 
 // UniqueIDBytes is the size of a UniqueID (SYMM_UNIQUE_ID_BYTES).
 const UniqueIDBytes = 128
