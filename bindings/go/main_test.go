@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func buildDir(t *testing.T) string {
+func buildDir(t testing.TB) string {
 	t.Helper()
 	d := os.Getenv("SYMM_BUILD_DIR")
 	if d == "" {

@@ -623,3 +623,55 @@ func TestFloat16Conversions(t *testing.T) {
 		t.Errorf("Status.Error %q %q", ErrTimeout.Error(), Status(99).Error())
 	}
 }
+
+// Per-call cost of the binding (cgo call, thread lock, status check) on one
+// PE of the host backend: go test -run - -bench . (SYMM_BUILD_DIR set).
+func BenchmarkCalls(b *testing.B) {
+	buildDir(b)
+	ctx, err := Init(WithBackend(BackendHost), WithBootstrap(BootstrapSingle))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ctx.Finalize()
+	buf, err := Alloc[int64](ctx, 1024)
+	if err != nil {
+		b.Fatal(err)
+	}
+	src := make([]int64, 1024)
+	b.Run("P", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if err := buf.P(0, int64(i), 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("G", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := buf.G(0, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Put8KiB", func(b *testing.B) {
+		b.SetBytes(8 * 1024)
+		for i := 0; i < b.N; i++ {
+			if err := buf.Put(0, src, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("AtomicFetchAdd", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := buf.AtomicFetchAdd(1, 1, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ErrorPath", func(b *testing.B) { // an out-of-bounds P: status + message
+		for i := 0; i < b.N; i++ {
+			if err := buf.P(1024, 0, 0); err == nil {
+				b.Fatal("no error")
+			}
+		}
+	})
+}

@@ -9,7 +9,8 @@
 #   3. go test: ABI check against abi/symm-abi.json (+ its drift self-test),
 #      doc comments, missing runtime, single-PE, 4 PEs under symmrun, peer failure
 #   4. API.md is what go doc renders now (gen_api.sh --check)
-#   5. examples/ring on 4 PEs under symmrun, and with SYMM_RUNTIME=/nonexistent
+#   5. examples/ring on 4 PEs under symmrun, and with SYMM_RUNTIME=/nonexistent;
+#      the README's example as a separate module (replace directive) on 4 PEs
 # Go's cache and build output go to BUILD_DIR/bindings/go. Exit 0 only if all pass.
 set -u
 if [ $# -ne 1 ] || [ ! -d "$1" ]; then
@@ -127,6 +128,22 @@ ring_missing_runtime() {
   grep -q 'SYMM_ERR_LIBRARY_NOT_FOUND' <<<"$o" && grep -q 'single-process sum = 0 (ok)' <<<"$o"
 }
 
+# The README's example, as a user's module would use it: a copy of just this
+# directory (nothing else of the checkout), named by a replace directive.
+readme_example() {
+  local dir=$out/readme-example o
+  rm -rf "$dir" && mkdir -p "$dir" || return 1
+  awk '/^```go$/ {inb=1; buf=""; next} inb && /^```$/ {inb=0; if (buf ~ /package main/) {printf "%s", buf; exit} next} inb {buf = buf $0 "\n"}' \
+    README.md >"$dir/main.go"
+  grep -q 'package main' "$dir/main.go" || { echo "no example found in README.md"; return 1; }
+  mkdir -p "$dir/vendored" && cp -r "$here" "$dir/vendored/symm" || return 1
+  printf 'module example.com/readme\n\ngo 1.19\n\nrequire symm.dev/symm v0.0.0\n\nreplace symm.dev/symm => ./vendored/symm\n' >"$dir/go.mod"
+  (cd "$dir" && go build -o prog .) || return 1
+  o=$("$build/runtime/symmrun" -n 4 --timeout 60 -- "$dir/prog") || { echo "$o"; return 1; }
+  echo "$o"
+  [ "$(grep -c 'sum 6$' <<<"$o")" -eq 4 ]
+}
+
 echo "go: $(go version), CC=$(go env CC)"
 step "csrc/ matches the checkout" ./sync_csrc.sh --check
 step "gofmt" gofmt_clean
@@ -138,6 +155,7 @@ if [ ${#failed[@]} -eq 0 ]; then
   step "build examples/ring" go build -o "$out/ring" ./examples/ring
   step "example ring on 4 PEs" ring_4pes
   step "example ring without a runtime" ring_missing_runtime
+  step "README example (module copied alone) on 4 PEs" readme_example
 fi
 
 if [ ${#failed[@]} -ne 0 ]; then
