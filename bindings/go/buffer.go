@@ -127,6 +127,9 @@ func (b *Buffer[T]) PeerPtr(pe int) (unsafe.Pointer, error) {
 // stores through it race with remote puts unless ordered by symm
 // synchronisation. It must not be used after Free or Finalize.
 func (b *Buffer[T]) LocalSlice() ([]T, error) {
+	if b == nil {
+		return nil, argError("LocalSlice", ErrInvalidHandle, "nil Buffer")
+	}
 	info, err := b.ctx.Query()
 	if err != nil {
 		return nil, err

@@ -285,8 +285,14 @@ func (c *Context) Team(which PredefinedTeam) (*Team, error) {
 	return c.teams[which], nil
 }
 
-// World is the team of every PE of the context (TeamWorld).
-func (c *Context) World() *Team { return c.teams[TeamWorld] }
+// World is the team of every PE of the context (TeamWorld); nil for a nil
+// Context (whose calls, like a nil Team's, return ErrInvalidHandle).
+func (c *Context) World() *Team {
+	if c == nil {
+		return nil
+	}
+	return c.teams[TeamWorld]
+}
 
 // ------------------------------------------------ ordering and barriers ----
 

@@ -504,6 +504,25 @@ func TestStreamFormsOnHost(t *testing.T) {
 	isStatus(t, b.PutOnStream(3, src.All(), 0, s), ErrOutOfBounds, "PutOnStream past the end")
 }
 
+// Nil handles are errors, not panics.
+func TestNilHandles(t *testing.T) {
+	buildDir(t)
+	var c *Context
+	_, err := Alloc[int32](c, 1)
+	isStatus(t, err, ErrInvalidHandle, "Alloc on a nil Context")
+	isStatus(t, c.Quiet(), ErrInvalidHandle, "Quiet on a nil Context")
+	isStatus(t, c.World().Barrier(), ErrInvalidHandle, "Barrier on a nil Team")
+	_, err = c.World().SplitStrided(0, 1, 1, nil)
+	isStatus(t, err, ErrInvalidHandle, "SplitStrided on a nil Team")
+	var b *Buffer[int32]
+	_, err = b.LocalSlice()
+	isStatus(t, err, ErrInvalidHandle, "LocalSlice on a nil Buffer")
+	isStatus(t, Reduce(nil, b, 0, b, 0, 1, OpSum), ErrInvalidHandle, "Reduce on nil")
+	if c.MyPE() != -1 || c.World().NPEs() != -1 || c.Finalize() != nil || b.Free() != nil {
+		t.Fatal("nil accessors")
+	}
+}
+
 func TestFinalizeAndStaleHandles(t *testing.T) {
 	buildDir(t)
 	ctx, err := Init(WithBackend(BackendHost), WithBootstrap(BootstrapSingle), WithHeapCap(1<<20),
