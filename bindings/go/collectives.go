@@ -100,8 +100,8 @@ func Reduce[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], sr
 	})
 }
 
-// Reducescatter: src holds NPEs blocks of n elements; team PE i's dst range
-// receives the reduction of every PE's block i.
+// Reducescatter reduces block-wise: src holds NPEs blocks of n elements, and
+// team PE i's dst range receives the reduction (op) of every PE's block i.
 func Reducescatter[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], srcIndex, n int, op ReduceOp) error {
 	const name = "symm_reducescatter"
 	a, err := collCheck(name, t, dst, dstIndex, src, srcIndex, n)
