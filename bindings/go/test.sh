@@ -6,7 +6,7 @@
 # offline (the module depends on the standard library only, GOPROXY=off).
 #   1. csrc/ holds the checkout's loader and headers (sync_csrc.sh --check)
 #   2. gofmt, go vet, go build (C warnings are errors)
-#   3. go test: ABI check against abi/symm-abi.json (+ its drift self-test),
+#   3. go test (GODEBUG=cgocheck=2): ABI check against abi/symm-abi.json (+ its drift self-test),
 #      doc comments, missing runtime, single-PE, 4 PEs under symmrun, peer failure
 #   4. API.md is what go doc renders now (gen_api.sh --check)
 #   5. examples/ring on 4 PEs under symmrun, and with SYMM_RUNTIME=/nonexistent;
@@ -93,7 +93,8 @@ gofmt_clean() {
 
 go_test() {
   local log=$out/go-test.log
-  go test -count=1 -v ./... >"$log" 2>&1
+  # cgocheck=2 also checks every store of a Go pointer into C memory.
+  GODEBUG=cgocheck=2 go test -count=1 -v ./... >"$log" 2>&1
   local rc=$?
   grep -E '^(--- |ok |FAIL|PASS)' "$log"
   if [ $rc -ne 0 ]; then
