@@ -13,6 +13,7 @@
 #   5. four_pes on 4 PEs under symmrun
 #   6. the ring example on 4 PEs, with SYMM_RUNTIME=/nonexistent, and with
 #      the runtime found in the executable's own directory
+#   7. README.md's example as a project of its own, on 4 PEs and without runtime
 # Everything Zig writes goes to BUILD_DIR/bindings/zig. Exit 0 only if all pass.
 set -u
 ZIG_VERSION=0.15.2
@@ -179,6 +180,32 @@ ring_exe_dir() {
   [ $rc -eq 0 ] && grep -qF "PE 0 of 1 ($dir/libsymm_runtime.so.1): ring ok, sum 0 (ok)" <<<"$res"
 }
 
+readme_example() {
+  # The three files of README.md's example, as a project of its own.
+  local dir="$work/readme-example" res
+  rm -rf "$dir" && mkdir -p "$dir/src"
+  python3 - "$here/README.md" "$dir" "$here" <<'PY' || return 1
+import os, re, sys
+readme, dst, pkg = sys.argv[1:]
+blocks = re.findall(r"```zig\n(.*?)```", open(readme).read(), re.S)
+zon, build, main = blocks[:3]
+assert '"../symm/bindings/zig"' in zon, "the README's build.zig.zon has no symm path"
+zon = zon.replace('"../symm/bindings/zig"', '"%s"' % os.path.relpath(pkg, dst))
+for name, text in (("build.zig.zon", zon), ("build.zig", build), ("src/main.zig", main)):
+    open(os.path.join(dst, name), "w").write(text)
+PY
+  (cd "$dir" && nice -n 5 python3 -m ziglang build -j2 --summary failures \
+    --cache-dir "$work/cache" --global-cache-dir "$work/global-cache" -p "$dir/zig-out") || return 1
+  res=$(SYMM_RUNTIME="$runtime" "$symmrun" -n 4 --timeout 60 -- "$dir/zig-out/bin/my-program" 2>&1)
+  local rc=$?
+  echo "$res"
+  [ $rc -eq 0 ] && [ "$(grep -c 'of 4: sum 6$' <<<"$res")" -eq 4 ] || return 1
+  res=$(SYMM_RUNTIME=/nonexistent "$dir/zig-out/bin/my-program" 2>&1)
+  rc=$?
+  echo "$res"
+  [ $rc -eq 0 ] && grep -q 'symm is not available here: symm: no usable runtime' <<<"$res"
+}
+
 echo "zig: $(python3 -m ziglang version) (python3 -m ziglang, $(python3 -c 'import ziglang, os; print(os.path.dirname(ziglang.__file__))'))"
 step "zig build" zig_build
 if [ ${#failed[@]} -eq 0 ]; then
@@ -189,6 +216,7 @@ if [ ${#failed[@]} -eq 0 ]; then
   step "example ring on 4 PEs" ring_4pes
   step "example ring without a runtime" ring_missing_runtime
   step "example ring finds the runtime beside it" ring_exe_dir
+  step "README example" readme_example
 fi
 
 if [ ${#failed[@]} -ne 0 ]; then

@@ -1302,3 +1302,12 @@ test "the versions agree" {
     try std.testing.expectEqual(@as(u32, c.SYMM_VERSION_MAJOR), v.major);
     try std.testing.expectEqual(@as(u32, c.SYMM_VERSION_MINOR), v.minor);
 }
+
+test "every declaration compiles" {
+    std.testing.refAllDecls(@This());
+    std.testing.refAllDecls(Context);
+    std.testing.refAllDecls(Team);
+    // u64 buffers have every method (signals are u64-only; float buffers
+    // lack the integer-only ones at compile time).
+    std.testing.refAllDecls(Buffer(u64));
+}
