@@ -7,7 +7,7 @@
 //!
 //! Steps: `zig build` (example + test programs), `zig build test` (unit tests,
 //! ABI check, missing-runtime tests; single-PE tests with -Dsymm-runtime=PATH),
-//! `zig build docs` (HTML into <prefix>/docs).
+//! `zig build docs` (HTML into <prefix>/docs), `zig build abi-check`.
 const std = @import("std");
 
 pub fn build(b: *std.Build) void {
@@ -61,6 +61,9 @@ pub fn build(b: *std.Build) void {
         });
         b.installArtifact(exes[i]);
     }
+
+    // The ABI check program alone (test.sh's header-drift self-test).
+    b.step("abi-check", "Build only the ABI check program").dependOn(&b.addInstallArtifact(exes[2], .{}).step);
 
     const test_step = b.step("test", "Run the unit tests, the ABI check and the runtime-free tests");
 

@@ -8,7 +8,8 @@
 #   1. zig build: the example and the test programs (C loader with -Werror)
 #   2. zig build test: unit tests, the ABI check against abi/symm-abi.json,
 #      the missing-runtime tests, the single-PE tests (host backend)
-#   3. the ABI check fails on a drifted abi/symm-abi.json (self-test)
+#   3. the ABI check fails on drifted copies of abi/symm-abi.json, and on a
+#      copy of the checkout whose header gained entries (self-tests)
 #   4. zig build docs: Zig's HTML documentation of the module
 #   5. four_pes on 4 PEs under symmrun
 #   6. the ring example on 4 PEs, with SYMM_RUNTIME=/nonexistent, and with
@@ -137,6 +138,42 @@ EOF
   return $ok
 }
 
+header_drift() {
+  # A copy of the checkout whose header gained a function and a reduction
+  # op: the JSON regenerated from it and translate-c of it agree with each
+  # other, and the check must still fail because the wrapper lacks both.
+  local tree="$work/drift-tree" res rc
+  rm -rf "$tree" && mkdir -p "$tree/docs" "$tree/bindings/zig" || return 1
+  cp -r "$src/include" "$src/loader" "$src/abi" "$tree/" && cp "$src/docs/ABI.md" "$tree/docs/" &&
+    cp -r "$here/build.zig" "$here/build.zig.zon" "$here/src" "$here/tests" "$here/examples" \
+      "$tree/bindings/zig/" || return 1
+  python3 - "$tree" <<'PY' || return 1
+import sys
+tree = sys.argv[1]
+h = tree + "/include/symm/symm.h"
+text = open(h).read()
+text = text.replace("#define SYMM_OP_XOR  6", "#define SYMM_OP_XOR  6\n#define SYMM_OP_MINLOC 7", 1)
+proto = ("/* Contract: local; thread: any; errors: none; keeps: none. */\n"
+         "SYMM_API int32_t symm_drift_probe(symm_ctx ctx);\n\n#ifdef __cplusplus\n}")
+assert text.count("#ifdef __cplusplus\n}") == 1
+text = text.replace("#ifdef __cplusplus\n}", proto)
+open(h, "w").write(text)
+# ... and the loader answers it, as a real addition would.
+open(tree + "/loader/symm_loader.c", "a").write(
+    "\nSYMM_API int32_t symm_drift_probe(symm_ctx ctx) { (void)ctx; return -1; }\n")
+m = tree + "/abi/symm.map"
+open(m, "a").write("\nSYMM_1.1 {\n  global:\n    symm_drift_probe;\n} SYMM_1.0;\n")
+PY
+  res=$(python3 "$tree/abi/gen_abi_json.py" --write 2>&1) || { echo "$res"; return 1; }
+  (cd "$tree/bindings/zig" && nice -n 5 python3 -m ziglang build abi-check -j2 --summary failures \
+    --cache-dir "$work/cache" --global-cache-dir "$work/global-cache" -p "$tree/out") || return 1
+  res=$("$tree/out/bin/symm-abi_check" "$tree/abi/symm-abi.json" "$tree/bindings/zig/src/symm.zig" 2>&1)
+  rc=$?
+  echo "$res"
+  [ $rc -eq 1 ] && grep -q "function symm_drift_probe is neither wrapped" <<<"$res" &&
+    grep -q "constant SYMM_OP_MINLOC has no member minloc in symm.ReduceOp" <<<"$res"
+}
+
 docs_built() {
   zig_build docs || return 1
   [ -s "$out/docs/index.html" ] || { echo "no $out/docs/index.html"; return 1; }
@@ -211,6 +248,7 @@ step "zig build" zig_build
 if [ ${#failed[@]} -eq 0 ]; then
   step "zig build test" zig_build test -Dsymm-runtime="$runtime"
   step "abi check fails on drift" abi_drift
+  step "abi check fails on a drifted header" header_drift
   step "zig build docs" docs_built
   step "four_pes on 4 PEs" four_pes
   step "example ring on 4 PEs" ring_4pes

@@ -118,8 +118,11 @@ const view: View = blk: {
             continue;
         }
         if (!std.mem.startsWith(u8, d.name, "symm_")) continue;
-        const V = @field(c, d.name);
-        if (@TypeOf(V) == type) {
+        // Only the type of a function is taken (@TypeOf does not reference
+        // the symbol): the check never needs the loader to link an entry.
+        const VT = @TypeOf(@field(c, d.name));
+        if (VT == type) {
+            const V = @field(c, d.name);
             switch (@typeInfo(V)) {
                 .@"struct" => |s| {
                     var fields: []const FieldDesc = &.{};
@@ -141,7 +144,7 @@ const view: View = blk: {
             }
             continue;
         }
-        switch (@typeInfo(@TypeOf(V))) {
+        switch (@typeInfo(VT)) {
             .@"fn" => |f| {
                 var params: []const []const u8 = &.{};
                 for (f.params) |p| params = params ++ [_][]const u8{cName(p.type.?)};
