@@ -11,7 +11,7 @@
 #   3. the ABI check fails on drifted copies of abi/symm-abi.json, and on a
 #      copy of the checkout whose header gained entries (self-tests)
 #   4. zig build docs: Zig's HTML documentation of the module
-#   5. four_pes on 4 PEs under symmrun
+#   5. four_pes on 4 PEs under symmrun; peer_failure on 2 (a PE leaves)
 #   6. the ring example on 4 PEs, with SYMM_RUNTIME=/nonexistent, and with
 #      the runtime found in the executable's own directory
 #   7. README.md's example as a project of its own, on 4 PEs and without runtime
@@ -189,6 +189,15 @@ four_pes() {
   [ $rc -eq 0 ] && [ "$(grep -c 'of 4: all checks passed' <<<"$res")" -eq 4 ]
 }
 
+peer_failure() {
+  local res
+  res=$(SYMM_RUNTIME="$runtime" "$symmrun" -n 2 --timeout 60 -- "$out/bin/symm-peer_failure" 2>&1)
+  local rc=$?
+  echo "$res"
+  [ $rc -eq 0 ] && grep -q 'PE 0: error.PeerFailed as expected' <<<"$res" &&
+    grep -q 'PE 0: finalize reports error.PeerFailed as expected' <<<"$res"
+}
+
 ring_4pes() {
   local res
   res=$(SYMM_RUNTIME="$runtime" "$symmrun" -n 4 --timeout 60 -- "$out/bin/ring" 2>&1)
@@ -251,6 +260,7 @@ if [ ${#failed[@]} -eq 0 ]; then
   step "abi check fails on a drifted header" header_drift
   step "zig build docs" docs_built
   step "four_pes on 4 PEs" four_pes
+  step "a PE leaving gives error.PeerFailed" peer_failure
   step "example ring on 4 PEs" ring_4pes
   step "example ring without a runtime" ring_missing_runtime
   step "example ring finds the runtime beside it" ring_exe_dir

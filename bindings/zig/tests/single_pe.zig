@@ -257,6 +257,28 @@ test "typed buffers: f16 and bfloat16; register is CUDA-only" {
     try testing.expectError(error.NotSupported, cx.register(u64, &mem));
 }
 
+test "thread level: funneled is enforced, several contexts" {
+    var cx2 = try symm.Context.init(.{ .bootstrap = .single, .backend = .host, .thread_level = .funneled });
+    try testing.expectEqual(symm.ThreadLevel.funneled, (try cx2.query()).thread_level);
+    const Worker = struct {
+        fn run(cx: symm.Context, result: *?symm.Error, has_msg: *bool) void {
+            result.* = null;
+            cx.quiet() catch |e| {
+                result.* = e;
+                has_msg.* = symm.lastError().len > 0;
+            };
+        }
+    };
+    var result: ?symm.Error = null;
+    var has_msg = false;
+    const t = try std.Thread.spawn(.{}, Worker.run, .{ cx2, &result, &has_msg });
+    t.join();
+    try testing.expectEqual(@as(?symm.Error, error.ThreadLevel), result);
+    try testing.expect(has_msg);
+    try cx2.quiet(); // the initialising thread may
+    try cx2.finalize();
+}
+
 test "zz finalize" {
     var cx = try ctx();
     try cx.finalize();
