@@ -5,7 +5,8 @@
 # runtime/symmrun built). Zig is the pinned ziglang release from PyPI, run
 # as `python3 -m ziglang`: an importable one of that version is used, else
 # it is installed into BUILD_DIR/bindings/zig/ziglang-VERSION (pip --target).
-#   1. zig build: the example and the test programs (C loader with -Werror)
+#   1. zig fmt --check; zig build: the example and the test programs (the C
+#      loader with -Wall -Wextra -Werror)
 #   2. zig build test: unit tests, the ABI check against abi/symm-abi.json,
 #      the missing-runtime tests, the single-PE tests (host backend)
 #   3. the ABI check fails on drifted copies of abi/symm-abi.json, and on a
@@ -253,8 +254,9 @@ PY
 }
 
 echo "zig: $(python3 -m ziglang version) (python3 -m ziglang, $(python3 -c 'import ziglang, os; print(os.path.dirname(ziglang.__file__))'))"
+step "zig fmt --check" bash -c 'cd "$1" && python3 -m ziglang fmt --check build.zig build.zig.zon src tests examples' _ "$here"
 step "zig build" zig_build
-if [ ${#failed[@]} -eq 0 ]; then
+if [[ " ${failed[*]-} " != *" zig build "* ]]; then
   step "zig build test" zig_build test -Dsymm-runtime="$runtime"
   step "abi check fails on drift" abi_drift
   step "abi check fails on a drifted header" header_drift
