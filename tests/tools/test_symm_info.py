@@ -26,6 +26,11 @@ version = '.'.join(re.search(r'#define SYMM_VERSION_%s (\d+)' % p, hdr).group(1)
                    for p in ('MAJOR', 'MINOR', 'PATCH'))
 RUNTIME = os.environ.get('SYMM_RUNTIME')
 failures = []
+# The checks below expect these two from the environment (tests/meson.build
+# sets the same; scripts/gpu-suite.sh runs this script outside meson).
+BASE_ENV = {'SYMM_HEAP_CAP': '64M', 'SYMM_HEAP_CHUNK': '1M'}
+for k in [k for k in os.environ if k.startswith('SYMM_') and k not in ('SYMM_RUNTIME',)]:
+    os.environ.pop(k)  # a stray SYMM_* variable must not change the expectations
 
 
 def check(cond, what):
@@ -36,6 +41,7 @@ def check(cond, what):
 
 def run(extra_args, env_extra=None, drop=()):
     env = dict(os.environ)
+    env.update(BASE_ENV)
     for k in drop:
         env.pop(k, None)
     env.update(env_extra or {})
@@ -107,7 +113,7 @@ if ib is not None:
         check(ib['devices'] == [], 'devices listed without libibverbs')
 
 for name, eff in (('SYMM_HEAP_CAP', '67108864'), ('SYMM_HEAP_CHUNK', '1048576')):
-    c = config(d, name)  # the test environment sets both
+    c = config(d, name)  # BASE_ENV sets both
     check(c and c['effective'] == eff and c['source'] == 'env', '%s: %r' % (name, c))
 c = config(d, 'SYMM_TIMEOUT_MS')
 check(c and c['effective'] == '60000' and c['source'] == 'default', 'SYMM_TIMEOUT_MS: %r' % c)
