@@ -189,6 +189,7 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
     st = symm__boot_open(&ctx->cfg, &ctx->boot, &ctx->boot_info);
     if (st) goto fail;
     ctx->my_pe = ctx->boot_info.rank;
+    symm__log_set_pe(ctx->my_pe);
     ctx->n_pes = ctx->boot_info.n_pes;
     ctx->local_pe = ctx->boot_info.local_rank;
     ctx->local_n_pes = ctx->boot_info.local_n_pes;
@@ -263,6 +264,7 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
 fail:;
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", symm__last_error());
+    SYMM_INFO(SYMM_LOG_INIT, "symm_init failed with %s: %s", symm__status_name(st), msg);
     ctx_destroy(ctx);
     return symm__err(st, "%s", msg);
 }
