@@ -225,7 +225,8 @@ out:
     errno = saved_errno;
 }
 
-void symm__log_transport(int32_t tp_level, const char *msg) {
+void symm__log_transport(void *core, int32_t tp_level, const char *msg) {
+    (void)core;
     int level = tp_level <= 0 ? SYMM_LOG_WARN : tp_level == 1 ? SYMM_LOG_INFO : SYMM_LOG_TRACE;
     SYMM_LOG(level, SYMM_LOG_TRANSPORT, "%s", msg ? msg : "(null)");
 }

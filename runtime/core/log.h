@@ -67,9 +67,10 @@ void symm__log(int level, uint32_t subsys, const char *fmt, ...)
 void symm__log_setup(void);
 /* The PE lines carry from now on (-1: unknown). */
 void symm__log_set_pe(int32_t pe);
-/* The transport core service (symm_tp_core.log): level 0 warn, 1 info,
- * 2 trace; subsystem transport. */
-void symm__log_transport(int32_t tp_level, const char *msg);
+/* The transport core service: symm_tp_core.log (runtime/transports/
+ * transport.h) points here. level 0 warn, 1 info, 2 trace; subsystem
+ * transport; core is unused (the log is process-wide). */
+void symm__log_transport(void *core, int32_t tp_level, const char *msg);
 
 /* A long wait names what it waits for: the caller of symm__wait points this
  * at a describer before waiting (cleared by symm__wait); it runs only when a

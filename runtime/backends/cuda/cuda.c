@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cuda_driver.h"
@@ -243,10 +244,25 @@ static symm_status launch(cu_state *s, CUfunction f, const char *name, unsigned 
 static symm_status finish(cu_state *s, void *stream) {
     if (stream) return SYMM_SUCCESS;
     CUresult r;
+    uint64_t spins = 0, t0 = 0, note_at = 0;
     while ((r = symm__cu.StreamQuery(s->s_int)) == CUDA_ERROR_NOT_READY) {
         if (s->ctx && symm__check_failed(s->ctx) != SYMM_SUCCESS) {
             r = symm__cu.StreamSynchronize(s->s_int); /* the kernels end within 1024 spins */
             break;
+        }
+        if ((++spins & 1023) == 0 && symm__log_on(SYMM_LOG_INFO, SYMM_LOG_WAIT)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+            if (!t0) {
+                t0 = t;
+                note_at = t + 1000000000ull;
+            } else if (t >= note_at) { /* 1 s, then every 10 s */
+                note_at = t + 10000000000ull;
+                SYMM_INFO(SYMM_LOG_WAIT, "cuda: still waiting after %.1f s for the internal stream "
+                          "of GPU %d (a blocking barrier, collective or copy waiting on peers)",
+                          (double)(t - t0) / 1e9, s->ordinal);
+            }
         }
     }
     if (r != CUDA_SUCCESS) return symm__cu_fail(r, "cuStreamSynchronize(internal stream)");
