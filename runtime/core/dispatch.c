@@ -12,8 +12,6 @@ static const symm_dispatch table = {
 __attribute__((visibility("default"))) symm_status symm_runtime_negotiate(
     symm_runtime_negotiation *n);
 
-uint32_t symm__loader_abi_major, symm__loader_abi_minor;
-
 symm_status symm_runtime_negotiate(symm_runtime_negotiation *n) {
     if (!n || n->struct_size < offsetof(symm_runtime_negotiation, dispatch) + sizeof(void *))
         return symm__err(SYMM_ERR_INVALID_ARG, "symm_runtime_negotiate: bad negotiation struct");

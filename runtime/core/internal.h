@@ -421,7 +421,8 @@ symm_status symm__team_sync(symm__team *team);
 
 /* log.c: the INFO block of symm_init (sets the PE of log lines first). */
 void symm__log_init_summary(symm__ctx *ctx);
-/* dispatch.c: the ABI the loader offered at negotiation (0.0: not yet). */
+/* The ABI the loader offered at negotiation (0.0: not yet); defined in
+ * log.c, set by dispatch.c. */
 extern uint32_t symm__loader_abi_major, symm__loader_abi_minor;
 
 /* Local address of this PE's heap byte offset. */

@@ -20,6 +20,9 @@
 _Atomic uint32_t symm__log_mask[SYMM_LOG_TRACE + 1] = {SYMM_LOG_ALL, SYMM_LOG_ALL, SYMM_LOG_ALL,
                                                       SYMM_LOG_ALL};
 _Thread_local const symm__wait_what *symm__waiting;
+/* Set by symm_runtime_negotiate (dispatch.c); here so that programs linking
+ * runtime sources without dispatch.c (symmrun, tests) can log. */
+uint32_t symm__loader_abi_major, symm__loader_abi_minor;
 
 static const char *const subsys_names[] = {"init", "bootstrap", "heap",    "rma",      "coll",
                                            "stream", "wait",    "backend", "transport"};

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#ifdef SYMM_HAVE_CUDA
+#ifdef SYMM_INFO_HAVE_CUDA
 #include "cuda_driver.h"
 #endif
 #ifdef SYMM_INFO_HAVE_IBVERBS
@@ -171,7 +171,7 @@ static void backends(void) {
     int n = 0;
     int access[64][64];
     memset(access, 0, sizeof access);
-#ifdef SYMM_HAVE_CUDA
+#ifdef SYMM_INFO_HAVE_CUDA
     cuda_compiled = true;
     if (symm__cu_load() != SYMM_SUCCESS) {
         snprintf(cuda_why, sizeof cuda_why, "%s", symm__last_error());

@@ -16,6 +16,8 @@ int main(void) {
     symm_buf buf, flag;
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT64, 16, &buf));
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT64, 1, &flag));
+    symm_buf big; /* 2 MiB: the heap grows (SYMM_HEAP_CHUNK=1M in the tests) */
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT8, 2u << 20, &big));
     int64_t *mine = NULL;
     CHECK_OK(symm_buf_ptr(buf, (void **)&mine));
     for (int i = 0; i < 16; i++) mine[i] = me == 0 ? 1000 + i : -1;
@@ -38,6 +40,7 @@ int main(void) {
         CHECK_OK(symm_wait_until(flag, 0, SYMM_CMP_EQ, &want));
     }
     CHECK_OK(symm_barrier_all(ctx));
+    CHECK_OK(symm_buf_free(big));
     CHECK_OK(symm_buf_free(flag));
     CHECK_OK(symm_buf_free(buf));
     CHECK_OK(symm_finalize(&ctx));

@@ -82,6 +82,12 @@ for pe in range(N):
     check(re.search(r'^transport: ', text, re.M), 'PE %d: no transport line' % pe)
     pids = {r[1] for r in rows if r[2] == str(pe)}
     check(len(pids) == 1, 'PE %d: lines from %d processes' % (pe, len(pids)))
+    check(any(r[2] == str(pe) and r[6] == 'bootstrap' and re.match(
+        r'joined a job of %d PE\(s\) as rank %d \(env mode, rendezvous server \S+, served by symmrun\)'
+        % (N, pe), r[7]) for r in rows), 'PE %d: no bootstrap line' % pe)
+    check(any(r[2] == str(pe) and r[6] == 'heap' and re.match(
+        r'heap grew to \d+ bytes backed \(cap 67108864\) for 2097152 bytes at offset \d+', r[7])
+        for r in rows), 'PE %d: no heap growth line' % pe)
 check(not [r for r in rows if r[5] == 'TRACE'], 'INFO run has TRACE lines')
 waits = [r for r in rows if r[6] == 'wait']
 check(any(r[2] == '1' and re.match(r'still waiting after 1\.\d s for all of elements \[0, 1\) of '
@@ -133,6 +139,11 @@ with tempfile.TemporaryDirectory() as d:
               '%s holds lines of another PE or process' % f)
         check(any(r[6] == 'init' and r[7].startswith('backend host') for r in rows),
               '%s lacks the init block' % f)
+
+# A bad pattern: one warning per process, then stderr.
+out, err = run({'SYMM_DEBUG': 'INFO', 'SYMM_DEBUG_SUBSYS': 'init', 'SYMM_DEBUG_FILE': '/tmp/symm.%q.log'})
+check(sum(1 for l in log_lines(err) if 'SYMM_DEBUG_FILE="/tmp/symm.%q.log": bad pattern' in l) == N,
+      'no warning per process for a bad SYMM_DEBUG_FILE pattern')
 
 # 7. A file that cannot be opened: one warning per process, then stderr; the job runs.
 out, err = run({'SYMM_DEBUG': 'INFO', 'SYMM_DEBUG_FILE': '/nonexistent-dir/symm.%r.log'})
