@@ -1051,12 +1051,16 @@ static symm_status cuda_put_stream(symm__ctx *ctx, int32_t pe, uint64_t off, con
     const bool kernel_size = n >= s->copy_kernel_min && n <= s->copy_kernel_max;
     const int kind = kernel_size || n <= SYMM__INLINE_BYTES ? mem_kind(ctx, s, src, &dsrc) : CU_MEM_OTHER;
     const bool dev_src = kind != CU_MEM_OTHER;
+    const char *path = "copy engine (cuMemcpyAsync)";
     if (kind == CU_MEM_GPU && kernel_size) {
+        path = "SM copy kernel";
         SYMM_TRY(launch_copy(s, dst, dsrc, n, cs));
     } else if (!dev_src && (n == 4 || n == 8) && dst % n == 0 && atomic_load(&s->memops) &&
                write_value(s, cs, dst, src, (uint32_t)n)) {
         /* one word from pageable memory: a stream memory op, no kernel */
+        path = "stream memory op (cuStreamWriteValue)";
     } else if (!dev_src && n <= SYMM__INLINE_BYTES) {
+        path = "store kernel, data in its parameters";
         /* pageable source: carried in the kernel parameter (capturable) */
         symm__inline_data d;
         memset(&d, 0, sizeof d);
@@ -1067,6 +1071,9 @@ static symm_status cuda_put_stream(symm__ctx *ctx, int32_t pe, uint64_t off, con
     } else {
         SYMM__CU(MemcpyAsync(dst, (CUdeviceptr)(uintptr_t)src, n, cs));
     }
+    SYMM_TRACE(SYMM_LOG_STREAM, "cuda: put of %llu bytes to PE %d at offset %llu%s: %s",
+               (unsigned long long)n, (int)pe, (unsigned long long)off,
+               stream ? "" : " (blocking)", path);
     return finish(s, stream);
 }
 
