@@ -1,8 +1,9 @@
 /*
  * A small job for the logging tests (test_log.py): a barrier, a broadcast
  * (checked), and two waits that last over a second (PE 1 waits for a value
- * PE 0 puts late; the others wait in a barrier PE 0 joins late), so the log
- * has init blocks, collective TRACE lines and long-wait lines to check.
+ * PE 0 puts 1.8 s after PE 1 said it waits; the others wait in a barrier PE 0
+ * joins late), so the log has init blocks, collective TRACE lines and
+ * long-wait lines to check.
  */
 #include <time.h>
 
@@ -30,13 +31,17 @@ int main(void) {
     CHECK_OK(symm_broadcast(world, buf, 0, buf, 0, 16, 0));
     for (int i = 0; i < 16; i++) ASSERT_EQ(mine[i], 1000 + i);
 
+    /* PE 1 tells PE 0 it is about to wait; PE 0 then lets it wait 1.8 s. */
     if (n > 1 && me == 0) {
-        struct timespec nap = {1, 500000000};
+        int64_t ready = 7;
+        CHECK_OK(symm_wait_until(flag, 0, SYMM_CMP_EQ, &ready));
+        struct timespec nap = {1, 800000000};
         nanosleep(&nap, NULL);
         int64_t v = 42;
         CHECK_OK(symm_p(flag, 0, &v, 1));
     } else if (me == 1) {
-        int64_t want = 42;
+        int64_t ready = 7, want = 42;
+        CHECK_OK(symm_p(flag, 0, &ready, 0));
         CHECK_OK(symm_wait_until(flag, 0, SYMM_CMP_EQ, &want));
     }
     CHECK_OK(symm_barrier_all(ctx));

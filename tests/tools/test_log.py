@@ -90,10 +90,10 @@ for pe in range(N):
         for r in rows), 'PE %d: no heap growth line' % pe)
 check(not [r for r in rows if r[5] == 'TRACE'], 'INFO run has TRACE lines')
 waits = [r for r in rows if r[6] == 'wait']
-check(any(r[2] == '1' and re.match(r'still waiting after 1\.\d s for all of elements \[0, 1\) of '
+check(any(r[2] == '1' and re.match(r'still waiting after \d+\.\d s for all of elements \[0, 1\) of '
                                    r'the buffer at heap offset \d+ to be == 42', r[7])
           for r in waits), 'no long-wait line of PE 1 naming its element wait: %r' % waits)
-check(any(r[2] in ('2', '3') and re.match(r'still waiting after 1\.\d s for the barrier flag at '
+check(any(r[2] in ('2', '3') and re.match(r'still waiting after \d+\.\d s for the barrier flag at '
                                           r'heap offset \d+ to reach epoch \d+', r[7])
           for r in waits), 'no long-wait line naming a barrier flag: %r' % waits)
 
