@@ -564,13 +564,13 @@ static symm_status coll_run(const coll_call *c) {
     const bool reduction = c->kind == SYMM__COLL_REDUCE || c->kind == SYMM__COLL_REDUCESCATTER;
     symm_status local = coll_check(c, &p);
     if (hook && local) return local;
-    /* With a hook only collect exchanges arguments first (its counts); stream
-     * forms cannot talk to peers from the host inside a stream or capture.
-     * Without a hook (host backend) every form runs the generic algorithm. */
     SYMM_TRACE(SYMM_LOG_COLL, "%s: team of %d PEs, %llu elements of %u bytes: %s%s", p.fn,
                (int)p.team->n_pes, (unsigned long long)c->nelems, p.es,
                hook ? "the backend's hook, " : generic_algorithm(c->kind),
                hook ? p.ctx->ops->name : "");
+    /* With a hook only collect exchanges arguments first (its counts); stream
+     * forms cannot talk to peers from the host inside a stream or capture.
+     * Without a hook (host backend) every form runs the generic algorithm. */
     if (hook && (c->on_stream || c->kind != SYMM__COLL_COLLECT)) return coll_hook(c, &p);
 
     /* Host memory is taken before the exchange: a failure is this PE's

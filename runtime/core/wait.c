@@ -187,6 +187,7 @@ static void describe_cond(const void *arg, char *buf, unsigned long cap) {
     const cond *c = arg;
     char rhs[48];
     if (c->values) snprintf(rhs, sizeof rhs, "its value in the caller's vector");
+    else if (c->is_signed) snprintf(rhs, sizeof rhs, "%lld", (long long)c->value);
     else snprintf(rhs, sizeof rhs, "%llu", (unsigned long long)c->value);
     snprintf(buf, cap, "%s of elements [%llu, %llu) of the buffer at heap offset %llu to be %s %s",
              modes[c->mode <= MODE_SOME ? c->mode : 0], (unsigned long long)c->index,
