@@ -128,8 +128,12 @@ def setup(op, impl, nbytes):
     per = n // world
     if op != "all_reduce" and per == 0:
         return None
-    mk = (lambda m: ctx.tensor(m, torch.float32)) if impl == "symm" else \
-        (lambda m: torch.empty(m, device="cuda", dtype=torch.float32))
+    def mk(m):
+        if impl != "symm":
+            return torch.empty(m, device="cuda", dtype=torch.float32)
+        t = ctx.tensor(m, torch.float32)
+        made.append(t)  # freed (collectively) once timed
+        return t
     r1 = float(rank + 1)
     tot = world * (world + 1) / 2.0
     if impl in ("symm-mem one-shot", "symm-mem two-shot"):
@@ -184,6 +188,7 @@ def setup(op, impl, nbytes):
     return None
 
 
+made = []  # symm heap tensors of the implementation being timed
 IMPLS = ["symm"] + ([] if shared else ["nccl", "symm-mem one-shot", "symm-mem two-shot"])
 results = {"machine": torch.cuda.get_device_name(dev), "gpus": ngpu, "ranks": world,
            "shared_gpu": shared, "torch": torch.__version__, "rows": [], "notes": []}
@@ -205,21 +210,23 @@ for op in [o for o in args.ops.split(",") if o in OPS]:
                     fn()
                 S.synchronize()
                 bad = first()
-                if bad:
-                    row[impl] = {"error": bad}
-                    results["notes"].append("%s %s %d B: %s" % (impl, op, nbytes, bad))
-                    continue
+                # timed even when wrong: every rank must make the same calls
                 k = reps_for(nbytes)
                 b2b = gpu_us(fn, False, k)
                 gr = None if shared else gpu_us(fn, True, k)
-                bad = check()
-                row[impl] = {"b2b_us": b2b, "graph_us": gr, "busbw_gbs": busbw(op, nbytes, b2b),
-                             "error": bad}
+                bad = bad or check()
+                if bad:
+                    results["notes"].append("%s %s %d B: %s" % (impl, op, nbytes, bad))
+                row[impl] = {"b2b_us": None if bad else b2b, "graph_us": None if bad else gr,
+                             "busbw_gbs": None if bad else busbw(op, nbytes, b2b), "error": bad}
             except Exception as e:  # noqa: BLE001 (reported, the run goes on)
                 results["notes"].append("%s %s %d B: %r" % (impl, op, nbytes, e))
             del s, fn, check, first
             S.synchronize()
             dist.barrier()
+            for t in made:
+                ctx.free_tensor(t)
+            made.clear()
         sy = row.get("symm", {})
         for other in ("nccl", "symm-mem one-shot", "symm-mem two-shot"):
             o = row.get(other, {})
@@ -266,6 +273,8 @@ if rank == 0:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
+ctx.barrier_all()
+st.finalize()
 dist.barrier()
 dist.destroy_process_group()
 bad = [r for r in results["rows"] for i in IMPLS if r.get(i, {}).get("error")]
