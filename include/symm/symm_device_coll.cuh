@@ -62,23 +62,27 @@ struct symm__scope_warp {
     static __device__ __forceinline__ void sync() { __syncwarp(); }
 };
 
-/* Team barrier shared by the threads of scope S (same steps as
- * symm__barrier_block). */
+/* Team barrier shared by the threads of scope S: the block barrier itself,
+ * or its steps with warp synchronisation. */
 template <class S>
 __device__ __forceinline__ void symm__team_barrier_scope(const symm_device_ctx &c,
                                                          const symm_device_team &t) {
-    symm__world_strided w = {&c, t.start, t.stride};
-    char *base = (char *)c.heap_base;
-    uint64_t off = (uint64_t)t.slot * c.slot_bytes + SYMM_DEVICE_BARRIER_OFF;
-    S::sync();
-    uint64_t e = symm__barrier_epoch(base, off, t.my_pe) + 1;
-    S::sync();
-    symm__barrier_arrive_wait(base, off, t.my_pe, t.n_pes, w, e, S::tid(), S::nthr(), 0,
-                              (int *)NULL);
-    S::sync();
-    if (S::tid() == 0) symm__barrier_advance(base, off, t.my_pe, e);
-    __threadfence_system();
-    S::sync();
+    if constexpr (std::is_same<S, symm__scope_block>::value) {
+        symm_dev_team_barrier_block(c, t);
+    } else {
+        symm__world_strided w = {&c, t.start, t.stride};
+        char *base = (char *)c.heap_base;
+        uint64_t off = (uint64_t)t.slot * c.slot_bytes + SYMM_DEVICE_BARRIER_OFF;
+        S::sync();
+        uint64_t e = symm__barrier_epoch(base, off, t.my_pe) + 1;
+        S::sync();
+        symm__barrier_arrive_wait(base, off, t.my_pe, t.n_pes, w, e, S::tid(), S::nthr(), 0,
+                                  (int *)NULL);
+        S::sync();
+        if (S::tid() == 0) symm__barrier_advance(base, off, t.my_pe, e);
+        __threadfence_system();
+        S::sync();
+    }
 }
 
 /* Barrier over a team, by all 32 lanes of one warp per PE. */
