@@ -421,7 +421,7 @@ static symm_status coll_verdict(const coll_call *c, coll_plan *p, const symm__xr
 static symm_status pull(coll_plan *p, int32_t j, uint64_t off, uint64_t dst_off, uint64_t n) {
     if (n == 0) return SYMM_SUCCESS;
     symm__ctx *ctx = p->ctx;
-    return ctx->ops->get(ctx, symm__local(ctx, dst_off), symm__team_world_pe(p->team, j), off, n,
+    return symm__get(ctx, symm__local(ctx, dst_off), symm__team_world_pe(p->team, j), off, n,
                          SYMM__NBI);
 }
 
@@ -441,7 +441,7 @@ static symm_status reduce_run(coll_plan *p, const coll_call *c, const symm__xrec
         uint64_t boff = c0 * es;
         for (int32_t j = 0; j < team->n_pes && st == SYMM_SUCCESS; j++) {
             void *into = j == 0 && !half ? p->acc : p->tmp;
-            st = ctx->ops->get(ctx, into, symm__team_world_pe(team, j),
+            st = symm__get(ctx, into, symm__team_world_pe(team, j),
                                all[j].src_off + shift + boff, m * es, 0);
             if (st) break;
             if (j > 0) red_apply(p->dtype, c->op, p->acc, p->tmp, m);
@@ -459,7 +459,7 @@ static symm_status reduce_run(coll_plan *p, const coll_call *c, const symm__xrec
             if (st == SYMM_SUCCESS) st = sst;
             else symm__err(st, "%s", msg);
         }
-        if (st == SYMM_SUCCESS) st = ctx->ops->put(ctx, ctx->my_pe, p->dst_off + boff, out, m * es, 0);
+        if (st == SYMM_SUCCESS) st = symm__put(ctx, ctx->my_pe, p->dst_off + boff, out, m * es, 0);
         if (st && !chunk_sync) break;
     }
     return st;
@@ -502,7 +502,7 @@ static symm_status coll_move(const coll_call *c, coll_plan *p, const symm__xrec 
     case SYMM__COLL_REDUCESCATTER:
         return reduce_run(p, c, all, (uint64_t)me * bytes, false);
     }
-    return ctx->ops->quiet(ctx);
+    return symm__quiet(ctx);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -542,7 +542,9 @@ static symm_status coll_run(const coll_call *c) {
     if (st) return symm__err_prefix(p.fn, st);
 
     const int32_t hook_max = p.ctx->ops->coll_max_pes;
-    const bool hook = p.ctx->ops->coll != NULL && (hook_max == 0 || p.team->n_pes <= hook_max);
+    /* Teams that span hosts run the generic algorithm over routed put/get. */
+    const bool hook = p.ctx->ops->coll != NULL && (hook_max == 0 || p.team->n_pes <= hook_max) &&
+                      !symm__team_has_remote(p.team);
     if (!hook && c->on_stream && p.ctx->ops->coll != NULL)
         return symm__err(SYMM_ERR_NOT_SUPPORTED,
                          "%s: the %s backend runs stream collectives on teams of up to %d PEs "

@@ -17,7 +17,7 @@ typedef struct flag_wait {
 static bool flag_reached(void *arg) {
     flag_wait *w = arg;
     uint64_t v = 0;
-    w->st = w->ctx->ops->atomic(w->ctx, w->ctx->my_pe, w->off, SYMM_DTYPE_UINT64, SYMM_AMO_FETCH,
+    w->st = symm__atomic(w->ctx, w->ctx->my_pe, w->off, SYMM_DTYPE_UINT64, SYMM_AMO_FETCH,
                                 NULL, NULL, &v);
     return w->st != SYMM_SUCCESS || v >= w->epoch;
 }
@@ -26,14 +26,15 @@ symm_status symm__team_sync(symm__team *team) {
     symm__ctx *ctx = team->ctx;
     SYMM_TRY(symm__check_failed(ctx));
     if (team->n_pes == 1) return SYMM_SUCCESS;
-    if (ctx->ops->sync_stream) return ctx->ops->sync_stream(ctx, team, NULL);
+    if (ctx->ops->sync_stream && !symm__team_has_remote(team))
+        return ctx->ops->sync_stream(ctx, team, NULL);
     uint64_t epoch = ++team->epoch;
     uint64_t base = symm__team_sync_off(ctx, team->slot) + SYMM__SLOT_BARRIER_OFF;
     int round = 0;
     for (int32_t dist = 1; dist < team->n_pes; dist <<= 1, round++) {
         int32_t to = symm__team_world_pe(team, (team->my_pe + dist) % team->n_pes);
         uint64_t off = base + (uint64_t)round * sizeof(uint64_t);
-        SYMM_TRY(ctx->ops->atomic(ctx, to, off, SYMM_DTYPE_UINT64, SYMM_AMO_SET, &epoch, NULL, NULL));
+        SYMM_TRY(symm__atomic(ctx, to, off, SYMM_DTYPE_UINT64, SYMM_AMO_SET, &epoch, NULL, NULL));
         flag_wait w = {ctx, off, epoch, SYMM_SUCCESS};
         SYMM_TRY(symm__wait(ctx, flag_reached, &w));
         SYMM_TRY(w.st);
@@ -50,7 +51,7 @@ static symm_status team_entry(symm_team h, symm__team **t) {
 symm_status symm_barrier(symm_team h) {
     symm__team *t;
     SYMM_TRY(team_entry(h, &t));
-    SYMM_TRY(t->ctx->ops->quiet(t->ctx));
+    SYMM_TRY(symm__quiet(t->ctx));
     return symm__team_sync(t);
 }
 
@@ -69,7 +70,7 @@ static symm_status world_entry(symm_ctx h, symm__ctx **ctx) {
 symm_status symm_barrier_all(symm_ctx h) {
     symm__ctx *ctx = NULL;
     SYMM_TRY(world_entry(h, &ctx));
-    SYMM_TRY(ctx->ops->quiet(ctx));
+    SYMM_TRY(symm__quiet(ctx));
     return symm__team_sync(ctx->predef[SYMM_TEAM_WORLD]);
 }
 

@@ -222,17 +222,17 @@ symm_status symm__team_exchange(symm__team *team, const symm__xrec *mine,
     symm__ctx *ctx = team->ctx;
     symm__team_x *tx = symm__team_x_of(team);
     uint64_t off = symm__team_sync_off(team->ctx, team->slot) + SYMM__SLOT_SCRATCH_OFF;
-    SYMM_TRY(ctx->ops->put(ctx, ctx->my_pe, off, mine, sizeof *mine, 0));
+    SYMM_TRY(symm__put(ctx, ctx->my_pe, off, mine, sizeof *mine, 0));
     SYMM_TRY(symm__team_sync(team));
     for (int32_t i = 0; i < team->n_pes; i++) {
         if (i == team->my_pe) {
             tx->xbuf[i] = *mine;
             continue;
         }
-        SYMM_TRY(ctx->ops->get(ctx, &tx->xbuf[i], symm__team_world_pe(team, i), off,
+        SYMM_TRY(symm__get(ctx, &tx->xbuf[i], symm__team_world_pe(team, i), off,
                                sizeof tx->xbuf[i], SYMM__NBI));
     }
-    SYMM_TRY(ctx->ops->quiet(ctx));
+    SYMM_TRY(symm__quiet(ctx));
     *all = tx->xbuf;
     return SYMM_SUCCESS;
 }
