@@ -177,11 +177,17 @@ symm_status symm__teams_init(symm__ctx *ctx) {
     }
     if (st == SYMM_SUCCESS) st = predef_make(ctx, SYMM_TEAM_SHARED, list, k);
 
-    /* Same local PE: one PE per host, those whose local index is mine. */
+    /* Same local PE: one PE per host, those whose local index (rank among
+     * the PEs of its own host, from the host ids) is mine. */
     k = 0;
     for (int32_t pe = 0; pe < n && st == SYMM_SUCCESS; pe++) {
-        bool same = local ? local[pe] == local[me] : pe == me;
-        if (pe == me || (same && local[pe] >= 0)) list[k++] = pe;
+        bool same = pe == me;
+        if (!same && host && local) {
+            int32_t idx = 0;
+            for (int32_t q = 0; q < pe; q++) idx += host[q] == host[pe];
+            same = idx == local[me];
+        }
+        if (same) list[k++] = pe;
     }
     if (st == SYMM_SUCCESS) st = predef_make(ctx, SYMM_TEAM_SAME_LOCAL_PE, list, k);
     free(list);

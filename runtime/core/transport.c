@@ -171,7 +171,7 @@ symm_status symm__tp_open(symm__ctx *ctx) {
     char tried[2048] = "";
     symm_status st = SYMM_SUCCESS;
     if (strcmp(want, "none") == 0) {
-        snprintf(tried, sizeof tried, "SYMM_TRANSPORT=none");
+        snprintf(tried, sizeof tried, "transports are turned off");
     } else if (strlen(want) >= sizeof tp->name || strchr(want, '/')) {
         st = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_TRANSPORT=\"%s\": expected auto, none or a "
                        "transport name (ibverbs, tcp)", want);
@@ -187,7 +187,7 @@ symm_status symm__tp_open(symm__ctx *ctx) {
     }
     if (st == SYMM_SUCCESS && !tp->ops)
         st = symm__err(SYMM_ERR_NOT_SUPPORTED,
-                       "symm_init: PE %d has %d PEs on other hosts (the job spans %d hosts) and no "
+                       "symm_init: PE %d has %d PE(s) on other hosts (the job spans %d hosts) and no "
                        "usable transport (SYMM_TRANSPORT=%s; %s)",
                        ctx->my_pe, ctx->n_remote, ctx->n_hosts, want, tried);
 
