@@ -291,7 +291,20 @@ typedef struct symm__team {
     int32_t *members;       /* [n_pes] world PEs (for non-strided teams)    */
     uint64_t epoch;         /* barrier epoch                                */
     symm_team_config config;
+    struct symm__team_hier *hier; /* host grouping (sync.c), NULL until used */
 } symm__team;
+
+/* A team's members grouped by host (teams that span hosts, sync.c): the
+ * leader of a host is its first member in team order. */
+typedef struct symm__team_hier {
+    int32_t n_leaders, n_locals;
+    int32_t my_leader;     /* team index of this PE's host leader           */
+    int32_t my_leader_rank; /* index of my host among leaders (leader order) */
+    int32_t *leaders;      /* [n_leaders] team indexes, team order           */
+    int32_t *locals;       /* [n_locals] team indexes of my host, team order */
+} symm__team_hier;
+/* The grouping of a team (computed once); NULL when out of memory. */
+const symm__team_hier *symm__team_hier_get(symm__team *team);
 
 /* World PE of team PE i. */
 static inline int32_t symm__team_world_pe(const symm__team *t, int32_t i) {

@@ -40,6 +40,11 @@ static void team_free(symm__team_x *tx) {
     if (!tx) return;
     if (tx->t.handle) symm__handle_release(SYMM__KIND_TEAM, tx->t.handle);
     free(tx->t.members);
+    if (tx->t.hier) {
+        free(tx->t.hier->leaders);
+        free(tx->t.hier->locals);
+        free(tx->t.hier);
+    }
     free(tx->xbuf);
     free(tx);
 }
