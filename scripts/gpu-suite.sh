@@ -67,7 +67,7 @@ BUILD_OK=0
   ninja -C "$BUILD" $targets
 } > "$OUT/build.log" 2>&1 && BUILD_OK=1
 if [ $BUILD_OK = 1 ]; then
-  mp_targets=$(ninja -C "$BUILD" -t targets all | cut -d: -f1 | grep -E '^tests/mp/(p2p|teams)/[a-z_0-9]+$')
+  mp_targets=$(ninja -C "$BUILD" -t targets all | cut -d: -f1 | grep -E '^tests/mp/(core|p2p|teams)/[a-z_0-9]+$')
   ninja -C "$BUILD" -k 0 $mp_targets >> "$OUT/build.log" 2>&1 || echo "(some tests/mp programs did not build)" >> "$OUT/build.log"
 fi
 log "build: $([ $BUILD_OK = 1 ] && echo ok || echo FAILED) ($(grep -c 'error' "$OUT/build.log") error lines)"
