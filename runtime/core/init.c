@@ -1,10 +1,7 @@
 /* Context lifecycle and queries. */
-#include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 #include "teams.h"

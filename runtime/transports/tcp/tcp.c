@@ -138,7 +138,7 @@ static uint8_t *lookup(tcp *t, uint64_t off, uint64_t n) {
 static int32_t check_failed(tcp *t, int32_t pe) {
     if (atomic_load(&t->failed) || t->core->check_failed(t->core->core))
         return fail(t->core, SYMM_ERR_PEER_FAILED,
-                    "a PE of the job failed while waiting for PE %d", pe);
+                    "the job lost a PE (an operation on PE %d cannot complete)", pe);
     return 0;
 }
 
@@ -202,8 +202,7 @@ static int32_t need_conn(tcp *t, int32_t pe) {
     if (pe < 0 || pe >= t->n || t->out[pe] < 0)
         return fail(t->core, SYMM_ERR_INTERNAL, "no connection to PE %d (not a remote PE and no "
                     "loopback requested)", pe);
-    if (atomic_load(&t->failed)) return check_failed(t, pe) ? SYMM_ERR_PEER_FAILED
-                                        : fail(t->core, SYMM_ERR_PEER_FAILED, "a PE of the job failed");
+    if (atomic_load(&t->failed)) return check_failed(t, pe);
     return 0;
 }
 
