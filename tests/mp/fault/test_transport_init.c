@@ -12,6 +12,9 @@
  *            PE fails (no PE is left waiting), PE 0's message names a PE
  *            without a transport
  *   badname  SYMM_TRANSPORT=../evil: INVALID_ARG naming the variable
+ *   plugin NAME STATUS TEXT...  several hosts, SYMM_TRANSPORT=NAME (a broken
+ *            plugin of fake_transport.c, found through SYMM_TRANSPORT_PATH):
+ *            symm_init fails with SYMM_ERR_<STATUS> and a message with each TEXT
  */
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +74,13 @@ int main(int argc, char **argv) {
         setenv("SYMM_TRANSPORT", symm_test_pe == 0 ? "tcp" : "none", 1);
         const char *p0[] = {"has no usable transport", NULL}, *p1[] = {"turned off", NULL};
         expect_fail(SYMM_ERR_NOT_SUPPORTED, symm_test_pe == 0 ? p0 : p1);
+    } else if (strcmp(how, "plugin") == 0 && argc >= 4) {
+        setenv("SYMM_TRANSPORT", argv[2], 1);
+        symm_status want = strcmp(argv[3], "NO_DEVICE") == 0 ? SYMM_ERR_NO_DEVICE
+                                                             : SYMM_ERR_NOT_SUPPORTED;
+        const char *p[8] = {NULL};
+        for (int i = 4; i < argc && i - 4 < 7; i++) p[i - 4] = argv[i];
+        expect_fail(want, p);
     } else if (strcmp(how, "badname") == 0) {
         setenv("SYMM_TRANSPORT", "../evil", 1);
         const char *p[] = {"SYMM_TRANSPORT", NULL};
