@@ -12,6 +12,9 @@
  *            PE fails (no PE is left waiting), PE 0's message names a PE
  *            without a transport
  *   badname  SYMM_TRANSPORT=../evil: INVALID_ARG naming the variable
+ *   cuda     several hosts, CUDA backend, SYMM_TRANSPORT=tcp: tcp serves host
+ *            memory only, so init fails with NOT_SUPPORTED saying so (exit 77
+ *            without a usable GPU)
  *   plugin NAME STATUS TEXT...  several hosts, SYMM_TRANSPORT=NAME (a broken
  *            plugin of fake_transport.c, found through SYMM_TRANSPORT_PATH):
  *            symm_init fails with SYMM_ERR_<STATUS> and a message with each TEXT
@@ -81,6 +84,22 @@ int main(int argc, char **argv) {
         const char *p[8] = {NULL};
         for (int i = 4; i < argc && i - 4 < 7; i++) p[i - 4] = argv[i];
         expect_fail(want, p);
+    } else if (strcmp(how, "cuda") == 0) {
+        setenv("SYMM_TRANSPORT", "tcp", 1);
+        symm_ctx ctx = NULL;
+        symm_init_attr attr;
+        CHECK_OK(SYMM_INIT_ATTR_INIT(&attr));
+        attr.backend = SYMM_BACKEND_CUDA;
+        symm_status st = symm_init(&attr, &ctx);
+        if (st == SYMM_ERR_NO_DEVICE) {
+            printf("SKIP: no usable GPU (%s)\n", symm_last_error());
+            return 77;
+        }
+        if (st != SYMM_ERR_NOT_SUPPORTED || !strstr(symm_last_error(), "GPU memory"))
+            TEST_FAIL_("cuda + tcp: %s (%s), expected NOT_SUPPORTED about GPU memory",
+                       symm_status_string(st), symm_last_error());
+        ASSERT_TRUE(ctx == NULL);
+        printf("PE %s: %s\n", getenv("SYMM_RANK"), symm_last_error());
     } else if (strcmp(how, "badname") == 0) {
         setenv("SYMM_TRANSPORT", "../evil", 1);
         const char *p[] = {"SYMM_TRANSPORT", NULL};
