@@ -6,11 +6,13 @@
 #
 # Knobs (environment): GPU_ARCHS (default: this machine's compute capability),
 # SUITE_BUDGET_S (default 400: later phases are skipped when it runs out),
-# SKIP_MP=1 (skip the tests/mp programs on CUDA), SKIP_NVSHMEM=1, SKIP_PROBE=1.
+# SKIP_MP=1 (skip the tests/mp programs on CUDA), SKIP_NVSHMEM=1, SKIP_PROBE=1,
+# SKIP_PY=1 (skip the Python/PyTorch tests and bench_torch).
 #
 # Files in $OUT: summary.md (pass counts, figures, side-by-side table, platform
 # probe, GPUs, driver, date, command), env.txt, build.log, test.log,
-# bench_symm.txt, bench_nvshmem.txt, probe.txt.
+# bench_symm.txt, bench_nvshmem.txt, probe.txt, python.txt (+ python.log,
+# bench_torch.txt, bench_torch_<ranks>.json).
 #
 # Safety: NVLink multicast stays off. NVSHMEM_DISABLE_NVLS=1, NCCL_NVLS_ENABLE=0
 # and TORCH_SYMM_MEM_DISABLE_MULTICAST=1 are exported for every program; symm
@@ -125,6 +127,15 @@ if [ "${SKIP_NVSHMEM:-0}" != 1 ] && [ "$(left)" -gt 60 ]; then
   fi
 fi
 
+# ---- Python package with PyTorch: pip install, torch tests, bench_torch ---------
+: > "$OUT/python.txt"
+if [ $BUILD_OK = 1 ] && [ "${SKIP_PY:-0}" != 1 ] && [ "$(left)" -gt 120 ]; then
+  log "python (bindings/python/gpu_test.sh)"
+  timeout -k 5 $(( $(left) - 60 )) bash bindings/python/gpu_test.sh "$BUILD" "$OUT" "$ARCHS" \
+    "$SYMM_RESULTS" > "$OUT/python.txt" 2>&1
+  log "$(tail -1 "$OUT/python.txt")"
+fi
+
 # ---- platform probe (no symm, no NVSHMEM: what the driver and links allow) ----
 : > "$OUT/probe.txt"
 if [ $BUILD_OK = 1 ] && [ -x "$BUILD/tests/perf/probe_cuda" ] && [ "${SKIP_PROBE:-0}" != 1 ] && [ "$(left)" -gt 60 ]; then
@@ -158,6 +169,11 @@ fi
   grep -E '^ *[0-9]+/[0-9]+ ' "$OUT/test.log" | sed 's/^/    /'
   echo
   python3 tests/perf/compare.py "$SYMM_RESULTS" "$NV_RESULTS" --title "symm vs NVSHMEM, PE 0 -> PE 1"
+  if [ -s "$OUT/python.txt" ]; then
+    echo; echo "### Python package with PyTorch (bindings/python/gpu_test.sh)"; echo
+    grep '^python:' "$OUT/python.txt" | sed 's/^/- /'
+    echo; grep -E '^(\||##|command:|[0-9]+ ranks share)' "$OUT/bench_torch.txt" 2>/dev/null
+  fi
   if [ -s "$OUT/probe.txt" ]; then
     echo; echo "### Platform probe (tests/perf/probe_cuda.cu, no symm)"; echo
     grep '^|' "$OUT/probe.txt"
