@@ -50,6 +50,7 @@
 
 #include <symm/symm.h>
 
+#include "amo_cpu.h"
 #include "transport.h"
 
 #define TCP_MAGIC 0x53594d54u /* "SYMT" */
@@ -210,61 +211,6 @@ static int32_t need_conn(tcp *t, int32_t pe) {
 /* Service thread: executes requests on this PE's memory                     */
 /* ------------------------------------------------------------------------ */
 
-#define INT_AMO(T)                                                                   \
-    do {                                                                             \
-        T *p = (T *)addr, v = (T)value, c = (T)compare, old = 0;                     \
-        switch (op) {                                                                \
-        case SYMM_AMO_FETCH: old = __atomic_load_n(p, __ATOMIC_SEQ_CST); break;      \
-        case SYMM_AMO_SET: __atomic_store_n(p, v, __ATOMIC_SEQ_CST); break;          \
-        case SYMM_AMO_SWAP: old = __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); break;\
-        case SYMM_AMO_COMPARE_SWAP:                                                  \
-            old = c;                                                                 \
-            __atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST,         \
-                                        __ATOMIC_SEQ_CST);                           \
-            break;                                                                   \
-        case SYMM_AMO_FETCH_INC: case SYMM_AMO_INC:                                  \
-            old = __atomic_fetch_add(p, (T)1, __ATOMIC_SEQ_CST); break;              \
-        case SYMM_AMO_FETCH_ADD: case SYMM_AMO_ADD:                                  \
-            old = __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); break;                 \
-        case SYMM_AMO_FETCH_AND: case SYMM_AMO_AND:                                  \
-            old = __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST); break;                 \
-        case SYMM_AMO_FETCH_OR: case SYMM_AMO_OR:                                    \
-            old = __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); break;                  \
-        case SYMM_AMO_FETCH_XOR: case SYMM_AMO_XOR:                                  \
-            old = __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST); break;                 \
-        default: return SYMM_ERR_INVALID_ARG;                                        \
-        }                                                                            \
-        *fetched = (uint64_t)old;                                                    \
-    } while (0)
-
-/* The operands travel as raw bits in the low bytes of value/compare. */
-static int32_t do_amo(void *addr, uint32_t dtype, uint32_t op, uint64_t value, uint64_t compare,
-                      uint64_t *fetched) {
-    bool is_float = dtype == SYMM_DTYPE_FLOAT32 || dtype == SYMM_DTYPE_FLOAT64;
-    if (is_float && op != SYMM_AMO_FETCH && op != SYMM_AMO_SET && op != SYMM_AMO_SWAP &&
-        op != SYMM_AMO_COMPARE_SWAP)
-        return SYMM_ERR_INVALID_ARG;
-    switch (dtype) {
-    case SYMM_DTYPE_INT32: case SYMM_DTYPE_UINT32: case SYMM_DTYPE_FLOAT32:
-        INT_AMO(uint32_t);
-        break;
-    case SYMM_DTYPE_INT64: case SYMM_DTYPE_UINT64: case SYMM_DTYPE_FLOAT64:
-        INT_AMO(uint64_t);
-        break;
-    default:
-        return SYMM_ERR_INVALID_ARG;
-    }
-    return 0;
-}
-
-static uint32_t amo_size(uint32_t dtype) {
-    switch (dtype) {
-    case SYMM_DTYPE_INT32: case SYMM_DTYPE_UINT32: case SYMM_DTYPE_FLOAT32: return 4;
-    case SYMM_DTYPE_INT64: case SYMM_DTYPE_UINT64: case SYMM_DTYPE_FLOAT64: return 8;
-    default: return 0;
-    }
-}
-
 /* Blocking read of exactly len bytes; false on EOF, error or stop. */
 static bool svc_read(tcp *t, int fd, void *buf, uint64_t len) {
     uint8_t *p = buf;
@@ -352,10 +298,10 @@ static bool serve(tcp *t, peer_in *c) {
         return !src || svc_write(t, c->fd, src, q.n);
     }
     case REQ_AMO: {
-        uint32_t size = amo_size(q.dtype);
+        uint32_t size = symm__amo_size(q.dtype);
         uint8_t *addr = size ? lookup(t, q.off, size) : NULL;
         if (!addr || (q.off & (size - 1))) r.status = SYMM_ERR_OUT_OF_BOUNDS;
-        else r.status = do_amo(addr, q.dtype, q.op, q.value, q.compare, &r.value);
+        else r.status = symm__amo_cpu(addr, q.dtype, q.op, q.value, q.compare, &r.value);
         return svc_write(t, c->fd, &r, sizeof r);
     }
     case REQ_QUIET:
@@ -700,7 +646,7 @@ static int32_t tcp_atomic(void *state, int32_t pe, uint64_t off, uint32_t dtype,
     tcp *t = state;
     int32_t st = need_conn(t, pe);
     if (st) return st;
-    uint32_t size = amo_size(dtype);
+    uint32_t size = symm__amo_size(dtype);
     if (!size) return fail(t->core, SYMM_ERR_INVALID_ARG, "atomics need a 32/64-bit dtype (got %u)", dtype);
     req q = {TCP_MAGIC, REQ_AMO, dtype, op, 0, 0, off, size, 0, 0, 0};
     if (value) memcpy(&q.value, value, size);
