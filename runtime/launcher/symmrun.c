@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "runtime_beside.h"
 #include "rendezvous.h"
 #include "wire.h"
 
@@ -108,16 +109,9 @@ static int running_count(const pe *pes, int n) {
 
 /* Point SYMM_RUNTIME at the runtime next to symmrun (the build tree). */
 static void set_runtime_path(void) {
-    if (getenv("SYMM_RUNTIME")) return;
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) return;
-    exe[len] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash) return;
     char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%.*s/libsymm_runtime.so.1", (int)(slash - exe), exe);
-    if (access(path, F_OK) == 0) setenv("SYMM_RUNTIME", path, 1);
+    if (!getenv("SYMM_RUNTIME") && symm__runtime_beside(path, sizeof path))
+        setenv("SYMM_RUNTIME", path, 1);
 }
 
 /* Simulated host of rank r (see --hosts): contiguous groups. */
