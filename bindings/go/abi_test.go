@@ -705,28 +705,3 @@ func TestABIDriftIsReported(t *testing.T) {
 	a.Typedefs[0].Kind = "handle"
 	expect("typedef symm_status: cgo sees size/signed [4 1], expected [8 0]", a, b)
 }
-
-// The C sources compiled into the package are the checkout's (sync_csrc.sh).
-func TestVendoredCSourcesAreCurrent(t *testing.T) {
-	src := sourceDir()
-	if src == "" {
-		t.Skip("no symm checkout (set SYMM_SOURCE_DIR): nothing to compare csrc/ with")
-	}
-	for from, to := range map[string]string{
-		"loader/symm_loader.c":   "csrc/symm_loader.c",
-		"loader/symm_dispatch.h": "csrc/symm_dispatch.h",
-		"include/symm/symm.h":    "csrc/symm/symm.h",
-	} {
-		want, err := os.ReadFile(filepath.Join(src, from))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := os.ReadFile(to)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("bindings/go/%s differs from %s: run bindings/go/sync_csrc.sh and commit", to, from)
-		}
-	}
-}

@@ -3,8 +3,8 @@
 // processing elements (PEs) of a job, on CPUs (host backend) or GPUs (CUDA
 // backend).
 //
-// The package compiles the symm loader in through cgo (csrc/ holds a copy of
-// its C sources), so building a program needs a C compiler but no installed
+// The package compiles the symm loader in through cgo (from the checkout's
+// loader/, or csrc/ of a copy made self-contained by sync_csrc.sh), so building a program needs a C compiler but no installed
 // symm, and the program always starts. The runtime (libsymm_runtime.so.1) is
 // opened on the first call that needs it, searched in this order:
 // $SYMM_RUNTIME, the path given to SetRuntimePath, the program's own

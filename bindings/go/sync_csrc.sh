@@ -1,28 +1,14 @@
 #!/usr/bin/env bash
-# Copies the C sources the Go package compiles in (the loader, its dispatch
-# header and the public header) from the symm checkout into csrc/, so the
-# module also builds where only bindings/go was copied or fetched.
-#   bindings/go/sync_csrc.sh          refresh csrc/ (commit the result)
-#   bindings/go/sync_csrc.sh --check  exit 1 when csrc/ differs from the checkout
+# Makes a copy of this module self-contained: copies the C sources it compiles
+# in (the loader, its dispatch header and the public header) from this symm
+# checkout into DIR/csrc/. Inside the checkout nothing is copied: cgo finds
+# them at ../../loader and ../../include (errors.go's include path lists
+# csrc/ first, so a vendored copy uses its own).
+#   bindings/go/sync_csrc.sh DIR    DIR: a copy of bindings/go (vendored, say)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
-pairs=(
-  "loader/symm_loader.c:csrc/symm_loader.c"
-  "loader/symm_dispatch.h:csrc/symm_dispatch.h"
-  "include/symm/symm.h:csrc/symm/symm.h"
-)
-rc=0
-for p in "${pairs[@]}"; do
-  from=$src/${p%%:*}
-  to=$here/${p#*:}
-  if [ "${1:-}" = "--check" ]; then
-    if ! cmp -s "$from" "$to"; then
-      echo "go bindings: $to differs from $from (run bindings/go/sync_csrc.sh and commit)"
-      rc=1
-    fi
-  else
-    cp "$from" "$to" || rc=1
-  fi
-done
-exit $rc
+dir=${1:?usage: sync_csrc.sh DIR (a copy of bindings/go to make self-contained)}
+mkdir -p "$dir/csrc/symm" || exit 1
+cp "$src/loader/symm_loader.c" "$src/loader/symm_dispatch.h" "$dir/csrc/" &&
+  cp "$src/include/symm/symm.h" "$dir/csrc/symm/"
