@@ -260,7 +260,7 @@ static int32_t pick_device(ibv_tp *st, struct ibv_device_attr *da, struct ibv_po
     if (v) {
         int32_t rc = parse_device_env(core, v, want, sizeof want, &want_port);
         if (rc) {
-            snprintf(why, why_len, "bad SYMM_IB_DEVICE");
+            snprintf(why, why_len, "SYMM_IB_DEVICE=\"%s\": expected name[:port] (port 1..255)", v);
             return rc;
         }
     }
@@ -807,7 +807,7 @@ static void ibv_peer_failed(void *state) {
                 IBV_ACCESS_REMOTE_ATOMIC)
 
 typedef struct mem_msg {
-    uint32_t ok, rkey;
+    uint32_t status, rkey; /* status: 0, or why this PE could not register */
     uint64_t addr;
 } mem_msg;
 
@@ -842,35 +842,34 @@ static int32_t ibv_mem_add(void *state, void *base, uint64_t heap_off, uint64_t 
             }
         }
     }
-    mem_msg mine = {.ok = status == 0, .rkey = mr ? mr->rkey : 0, .addr = (uintptr_t)base};
+    mem_msg mine = {.status = (uint32_t)status, .rkey = mr ? mr->rkey : 0, .addr = (uintptr_t)base};
     mem_msg *all = calloc((size_t)st->n, sizeof *all);
     ibv_region *regs = realloc(st->regs, sizeof *regs * (size_t)(st->n_regs + 1));
     if (regs) st->regs = regs;
     uint64_t *raddr = calloc((size_t)st->n, sizeof *raddr);
     uint32_t *rkey = calloc((size_t)st->n, sizeof *rkey);
     if (!all || !regs || !raddr || !rkey) {
-        mine.ok = 0;
         if (!status) {
             status = SYMM_ERR_OUT_OF_MEMORY;
             snprintf(why, sizeof why, "out of host memory");
         }
+        mine.status = (uint32_t)status;
     }
-    mem_msg dummy[1];
-    int32_t rc = core->allgather(core->core, &mine, all ? (void *)all : (void *)dummy,
-                                 all ? sizeof mine : 0);
-    /* (a PE without memory for `all` still takes part, then fails) */
+    /* Without room for the answers this PE cannot take part (a few bytes per
+     * PE: not worth a fallback); every other case reports through the exchange. */
+    int32_t rc = all ? core->allgather(core->core, &mine, all, sizeof mine) : SYMM_ERR_OUT_OF_MEMORY;
     int32_t bad = -1;
     for (int32_t i = 0; all && i < st->n; i++)
-        if (!all[i].ok && bad < 0) bad = i;
+        if (all[i].status && bad < 0) bad = i;
     if (status) {
         rc = fail(core, status, "ibverbs: registering heap [%llu, +%llu): %s",
                   (unsigned long long)heap_off, (unsigned long long)len, why);
     } else if (rc) {
         /* the core's error stands */
     } else if (bad >= 0) {
-        rc = fail(core, SYMM_ERR_PEER_FAILED,
-                  "ibverbs: PE %d could not register heap [%llu, +%llu) (its log says why)", bad,
-                  (unsigned long long)heap_off, (unsigned long long)len);
+        rc = fail(core, (int32_t)all[bad].status,
+                  "ibverbs: PE %d could not register heap [%llu, +%llu) (status %u; its error says why)",
+                  bad, (unsigned long long)heap_off, (unsigned long long)len, all[bad].status);
     }
     if (rc) {
         if (mr) F->dereg_mr(mr);
@@ -913,7 +912,7 @@ static void ibv_mem_remove(void *state, uint64_t heap_off, uint64_t len) {
 /* ---- connection set-up ------------------------------------------------ */
 
 typedef struct conn_msg { /* followed by uint32_t qpn[n] */
-    uint32_t ok;
+    uint32_t status; /* 0, or why this PE could not open */
     uint32_t mtu;
     uint16_t lid;
     uint8_t roce, global;
@@ -1121,7 +1120,7 @@ static int32_t ibv_open(const symm_tp_core *core, uint32_t loopback, void **stat
     /* Exchange: everyone learns who could not open and every QP number. */
     conn_msg *cm = (conn_msg *)mine;
     uint32_t *qpn = (uint32_t *)(mine + sizeof(conn_msg));
-    cm->ok = status == 0;
+    cm->status = (uint32_t)status;
     cm->mtu = st->mtu;
     cm->lid = st->lid;
     cm->roce = (uint8_t)st->roce;
@@ -1136,9 +1135,10 @@ static int32_t ibv_open(const symm_tp_core *core, uint32_t loopback, void **stat
     if (rc) goto out;
     for (int32_t i = 0; i < n; i++) {
         const conn_msg *pm = (const conn_msg *)(all + (size_t)i * msg_len);
-        if (!pm->ok) {
-            rc = fail(core, SYMM_ERR_PEER_FAILED,
-                      "ibverbs: PE %d could not set up its RDMA device (its log says why)", i);
+        if (pm->status) {
+            rc = fail(core, (int32_t)pm->status,
+                      "ibverbs: PE %d could not set up its RDMA device (status %u; its error says why)",
+                      i, pm->status);
             goto out;
         }
     }
@@ -1156,15 +1156,16 @@ static int32_t ibv_open(const symm_tp_core *core, uint32_t loopback, void **stat
         status = qp_connect(st, st->peers[i].qp, pm, pq[me], why, sizeof why);
     }
     /* Second exchange: did every PE connect? (also a barrier: all are RTS) */
-    uint32_t ok = status == 0, *oks = calloc((size_t)n, sizeof *oks);
+    uint32_t ok = (uint32_t)status, *oks = calloc((size_t)n, sizeof *oks);
     rc = core->allgather(core->core, &ok, oks ? (void *)oks : (void *)all, sizeof ok);
     if (status) {
         rc = fail(core, status, "ibverbs: PE %d: %s", me, why);
     } else if (!rc) {
         for (int32_t i = 0; i < n && oks; i++)
-            if (!oks[i]) {
-                rc = fail(core, SYMM_ERR_PEER_FAILED,
-                          "ibverbs: PE %d could not connect its queue pairs (its log says why)", i);
+            if (oks[i]) {
+                rc = fail(core, (int32_t)oks[i],
+                          "ibverbs: PE %d could not connect its queue pairs (status %u; its error says why)",
+                          i, oks[i]);
                 break;
             }
     }
