@@ -11,7 +11,9 @@
  *   put_bw   bw_avg_MBps   nbi puts of <bytes> from registered memory, one
  *                          quiet at the end (MB = 2^20 B, as perftest)
  *   put_lat  t_typical_us  blocking 8-byte put (remote completion: a round trip)
- *   get_lat  t_typical_us  blocking 8-byte get (an RDMA READ round trip)
+ *   get_lat  t_typical_us  blocking 8-byte get into private memory (an RDMA READ
+ *                          round trip, then a copy out of the bounce buffer)
+ *   get_lat_heap           the same into registered (symmetric) memory
  *   amo_lat  t_typical_us  blocking 64-bit fetch-add
  * t_typical is the median over the iterations (perftest's t_typical); with
  * --repeat N each figure is the median of N runs.
@@ -57,6 +59,8 @@ static double median(double *v, int n) {
     } while (0)
 
 /* One latency figure: the median of lat_iters timed blocking ops. */
+static char *heap;
+
 static int lat(tp_world *w, const char *what, double *out) {
     double *t = malloc(sizeof *t * (size_t)lat_iters);
     uint64_t v = 1, got = 0;
@@ -65,6 +69,7 @@ static int lat(tp_world *w, const char *what, double *out) {
         double t0 = now_us();
         if (!strcmp(what, "put_lat")) TRY(w->ops->put(w->state, 1, 4096, buf, 8, 0));
         else if (!strcmp(what, "get_lat")) TRY(w->ops->get(w->state, buf, 1, 4096, 8, 0));
+        else if (!strcmp(what, "get_lat_heap")) TRY(w->ops->get(w->state, heap + 64, 1, 4096, 8, 0));
         else TRY(w->ops->atomic(w->state, 1, 0, SYMM_DTYPE_UINT64, SYMM_AMO_FETCH_ADD, &v, NULL, &got, 0));
         if (i >= 0) t[i] = now_us() - t0;
     }
@@ -74,7 +79,7 @@ static int lat(tp_world *w, const char *what, double *out) {
 }
 
 static int bench(tp_world *w) {
-    char *heap = aligned_alloc(4096, HEAP);
+    heap = aligned_alloc(4096, HEAP);
     memset(heap, 0, HEAP);
     TRY(w->ops->open(&w->core, 0, &w->state, &w->info));
     TRY(w->ops->mem_add(w->state, heap, 0, HEAP, SYMM_TP_MEM_HOST, -1));
@@ -105,8 +110,8 @@ static int bench(tp_world *w) {
             free(r);
         }
         free(list);
-        static const char *lats[] = {"put_lat", "get_lat", "amo_lat"};
-        for (int k = 0; k < 3; k++) {
+        static const char *lats[] = {"put_lat", "get_lat", "get_lat_heap", "amo_lat"};
+        for (int k = 0; k < 4; k++) {
             double *r = malloc(sizeof *r * (size_t)repeat);
             for (int j = 0; j < repeat; j++)
                 if (lat(w, lats[k], &r[j])) return 1;

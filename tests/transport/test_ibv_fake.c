@@ -664,6 +664,15 @@ static int fn_stall(pe *p) {
         CHECK(rc == SYMM_ERR_PEER_FAILED, "stalled get with news: %d", rc);
         CHECK(now_ms() - t0 < 1000, "news took %llu ms", (unsigned long long)(now_ms() - t0));
         job_failed = 0;
+        /* the abandoned get completes later: it must not write into the caller's buffer */
+        v = 0x5e5e;
+        fake_knob.black_hole = 0;
+        for (int i = 0; i < 4; i++) ops->progress(p->state);
+        CHECK(fake_pending() == 0, "the late request did not run");
+        CHECK(v == 0x5e5e, "a late completion wrote %llx into a buffer its op had given back",
+              (unsigned long long)v);
+        fake_knob.black_hole = 1;
+        OK(ops->put(p->state, 1, 0, &v, 8, SYMM_TP_NBI)); /* outstanding for quiet */
         /* peer_failed() from another thread ends it too */
         pthread_create(&t, NULL, call_peer_failed, p->state);
         t0 = now_ms();

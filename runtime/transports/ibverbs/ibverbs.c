@@ -42,6 +42,9 @@
 #define BOUNCE_CHUNK   (1u << 20)
 #define RD_ATOMIC_MAX  16u
 #define RETRY_CNT      7u
+#ifndef SPINS_BEFORE_YIELD
+#define SPINS_BEFORE_YIELD 64u /* empty polls before a waiter starts yielding its CPU */
+#endif
 
 static const struct ibv_fns *F;
 static const char *F_why = "";
@@ -64,6 +67,7 @@ typedef struct ibv_region {
 typedef struct ibv_rec { /* one outstanding work request */
     int32_t pe;
     int32_t next_free;
+    int live;           /* posted, not yet completed */
     int bounce;         /* holds a piece of the bounce buffer */
     void *copy_to;      /* on success: memcpy(copy_to, copy_from, copy_len) */
     const void *copy_from;
@@ -423,10 +427,19 @@ static int poll_once(ibv_tp *st) {
         st->inflight--;
         if (r->bounce && --st->bounce_refs == 0) st->bounce_used = 0;
         r->copy_to = NULL;
+        r->live = 0;
         r->next_free = st->rec_free;
         st->rec_free = idx;
     }
     return got;
+}
+
+/* A wait gave up: results still in flight must not land later in buffers
+ * the caller has given back (blocking ops fetch into their stack frames). */
+static int32_t give_up(ibv_tp *st, int32_t rc) {
+    for (int32_t i = 0; i < st->n_recs; i++)
+        if (st->recs[i].live) st->recs[i].copy_to = NULL;
+    return rc;
 }
 
 /* Wait until pe's (or, pe < 0, everyone's) outstanding count is <= max. */
@@ -435,25 +448,25 @@ static int32_t wait_for(ibv_tp *st, int32_t pe, uint32_t max) {
     uint64_t last = now_ms();
     for (uint32_t spins = 0;; spins++) {
         int got = poll_once(st);
-        if (got < 0) return SYMM_ERR_SYSTEM;
-        if (pe >= 0 && st->peers[pe].failed) return peer_error(st, pe);
+        if (got < 0) return give_up(st, SYMM_ERR_SYSTEM);
+        if (pe >= 0 && st->peers[pe].failed) return give_up(st, peer_error(st, pe));
         if ((pe >= 0 ? st->peers[pe].inflight : st->inflight) <= max) return 0;
         if (got > 0) last = now_ms();
         if ((spins & 15) == 15) {
             if (st->news || core->check_failed(core->core) != 0)
-                return fail(core, SYMM_ERR_PEER_FAILED,
-                            "ibverbs: the job lost a PE while waiting for completions%s", "");
+                return give_up(st, fail(core, SYMM_ERR_PEER_FAILED,
+                                        "ibverbs: the job lost a PE while waiting for completions"));
             if (now_ms() - last > st->stall_ms) {
                 for (int32_t i = 0; i < st->n; i++)
                     if (st->peers[i].inflight && (pe < 0 || i == pe) && !st->peers[i].failed)
                         st->peers[i].failed = 1 + (int)IBV_WC_SUCCESS;
                 for (int32_t i = 0; i < st->n; i++)
-                    if (st->peers[i].failed && (pe < 0 || i == pe)) return peer_error(st, i);
-                return fail(core, SYMM_ERR_PEER_FAILED, "ibverbs: no completion for %u ms",
-                            st->stall_ms);
+                    if (st->peers[i].failed && (pe < 0 || i == pe)) return give_up(st, peer_error(st, i));
+                return give_up(st, fail(core, SYMM_ERR_PEER_FAILED, "ibverbs: no completion for %u ms",
+                                        st->stall_ms));
             }
         }
-        if (spins > 64) sched_yield();
+        if (spins > SPINS_BEFORE_YIELD) sched_yield();
     }
 }
 
@@ -483,6 +496,7 @@ static int32_t post(ibv_tp *st, int32_t pe, struct ibv_send_wr *wr, int bounce, 
     ibv_rec *r = &st->recs[idx];
     st->rec_free = r->next_free;
     r->pe = pe;
+    r->live = 1;
     r->bounce = bounce;
     r->copy_to = copy_to;
     r->copy_from = copy_from;
@@ -493,6 +507,7 @@ static int32_t post(ibv_tp *st, int32_t pe, struct ibv_send_wr *wr, int bounce, 
     struct ibv_send_wr *bad = NULL;
     int err = F->post_send(p->qp, wr, &bad);
     if (err) {
+        r->live = 0;
         r->next_free = st->rec_free;
         st->rec_free = idx;
         if (!p->failed) p->failed = -1;
