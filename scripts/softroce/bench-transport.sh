@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # symm's ibverbs transport beside perftest on the same rxe device in the same
 # guest boot (run it inside the Soft-RoCE guest):
-#   scripts/softroce/guest-run.sh -- scripts/softroce/bench-transport.sh [BUILD_DIR] [--quick]
+#   scripts/softroce/guest-run.sh -- scripts/softroce/bench-transport.sh [BUILD_DIR]
+#       [--rounds N] [--quick] [--check]
 # Runs perftest-anchor.sh and tests/perf/bench_transport (2 PEs, 2 simulated
-# hosts) alternately, --repeat times each (default 3; --quick: 1 round with
-# fewer bytes and iterations, for CI), then prints one table: symm, anchor,
+# hosts) alternately, --rounds times each (default 3; --quick: 1 round with
+# 300 latency iterations, for CI), then prints one table: symm, anchor,
 # ratio, target (bandwidth >= 0.9x ib_write_bw at 64 KiB+; latency <= 1.2x
 # ib_read_lat / ib_atomic_lat; each figure the median over the rounds).
 # Exits non-zero when a tool fails; missing a target is reported, not fatal
@@ -44,7 +45,8 @@ awk -v check="$check" -v rounds="$rounds" '
     for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j] < a[j-1]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
     return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
   }
-  NF == 6 && ($1 == "anchor" || $1 == "symm") { k = $1 " " $2 " " $3 " " $5; val[k, ++cnt[k]] = $6 }
+  # perftest sometimes prints 0.00 for a run it could not time: not a figure
+  NF == 6 && ($1 == "anchor" || $1 == "symm") && $6 > 0 { k = $1 " " $2 " " $3 " " $5; val[k, ++cnt[k]] = $6 }
   function row(name, sk, ak, kind,   s, a, r, ok) {
     s = med(sk); a = med(ak);
     if (s == "" || a == "" || a == 0) { printf "%-22s missing figure\n", name; missed++; total++; return }
