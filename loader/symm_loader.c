@@ -17,7 +17,9 @@
  *   1. $SYMM_RUNTIME, when set and not empty: that file and nothing else;
  *   1b. else the path given to symm_loader_set_runtime: that file only;
  *   2. the loader's own directory + "/libsymm_runtime.so.1" (the directory
- *      dladdr reports, then, if it differs, the directory of its real path);
+ *      dladdr reports (for a loader compiled into a program started by a bare
+ *      name through $PATH, /proc/self/exe), then, if it differs, the
+ *      directory of its real path);
  *   3. dlopen("libsymm_runtime.so.1"): the dynamic linker's search path.
  * A candidate that cannot be opened, or that lacks symm_runtime_negotiate or
  * answers its negotiation with another error, is skipped; a runtime of
@@ -43,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "symm_dispatch.h"
 
@@ -231,10 +234,18 @@ static void symm__load(void) {
         Dl_info info;
         int ndirs = 0;
         memset(&info, 0, sizeof(info));
-        if (dladdr((const void *)&symm__load_once, &info) && info.dli_fname &&
-            symm__dirname(info.dli_fname, dirs[0], sizeof(dirs[0]))) {
+        const char *self = NULL;
+        if (dladdr((const void *)&symm__load_once, &info) && info.dli_fname) self = info.dli_fname;
+        /* Compiled into a program (bindings do that), dladdr names the main
+         * program as it was started: a bare name when found through $PATH. */
+        char exe[PATH_MAX];
+        if (self && !strchr(self, '/')) {
+            ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+            self = k > 0 ? (exe[k] = '\0', exe) : NULL;
+        }
+        if (self && symm__dirname(self, dirs[0], sizeof(dirs[0]))) {
             ndirs = 1;
-            if (realpath(info.dli_fname, real) &&
+            if (realpath(self, real) &&
                 symm__dirname(real, dirs[1], sizeof(dirs[1])) && strcmp(dirs[0], dirs[1]) != 0)
                 ndirs = 2;
         }

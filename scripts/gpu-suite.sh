@@ -6,11 +6,14 @@
 #
 # Knobs (environment): GPU_ARCHS (default: this machine's compute capability),
 # SUITE_BUDGET_S (default 400: later phases are skipped when it runs out),
-# SKIP_MP=1 (skip the tests/mp programs on CUDA), SKIP_NVSHMEM=1, SKIP_PROBE=1.
+# SKIP_MP=1 (skip the tests/mp programs on CUDA), SKIP_NVSHMEM=1, SKIP_PROBE=1,
+# SKIP_PY=1 (skip the Python/PyTorch tests and bench_torch).
 #
 # Files in $OUT: summary.md (pass counts, figures, side-by-side table, platform
 # probe, GPUs, driver, date, command), env.txt, build.log, test.log,
-# bench_symm.txt, bench_nvshmem.txt, probe.txt.
+# bench_symm.txt, bench_nvshmem.txt, probe.txt, bench_symm.json, bench_nvshmem.json
+# (scripts/plot-bench.py plot OUT/bench_*.json -o OUT/plots), symm-info.json,
+# python.txt (+ python.log, bench_torch.txt, bench_torch_<ranks>.json).
 #
 # Safety: NVLink multicast stays off. NVSHMEM_DISABLE_NVLS=1, NCCL_NVLS_ENABLE=0
 # and TORCH_SYMM_MEM_DISABLE_MULTICAST=1 are exported for every program; symm
@@ -62,12 +65,12 @@ BUILD_OK=0
     $MESON setup "$BUILD" -Dwerror=true -Dgpu_archs="$ARCHS" -Dcuda=enabled
   fi
   targets=$(ninja -C "$BUILD" -t targets all | cut -d: -f1 |
-    grep -E '^(runtime/libsymm_runtime\.so\.[0-9.]+|loader/libsymm\.so\.[0-9.]+|runtime/symmrun|tests/gpu/[a-z_]+|tests/perf/(bench_symm|probe_cuda))$')
+    grep -E '^(runtime/libsymm_runtime\.so\.[0-9.]+|loader/libsymm\.so\.[0-9.]+|runtime/symmrun|runtime/symm-info|tests/gpu/[a-z_]+|tests/perf/(bench_symm|probe_cuda))$')
   echo "targets: $targets"
   ninja -C "$BUILD" $targets
 } > "$OUT/build.log" 2>&1 && BUILD_OK=1
 if [ $BUILD_OK = 1 ]; then
-  mp_targets=$(ninja -C "$BUILD" -t targets all | cut -d: -f1 | grep -E '^tests/mp/(p2p|teams)/[a-z_0-9]+$')
+  mp_targets=$(ninja -C "$BUILD" -t targets all | cut -d: -f1 | grep -E '^tests/mp/(core|p2p|teams)/[a-z_0-9]+$')
   ninja -C "$BUILD" -k 0 $mp_targets >> "$OUT/build.log" 2>&1 || echo "(some tests/mp programs did not build)" >> "$OUT/build.log"
 fi
 log "build: $([ $BUILD_OK = 1 ] && echo ok || echo FAILED) ($(grep -c 'error' "$OUT/build.log") error lines)"
@@ -87,13 +90,23 @@ if [ $BUILD_OK = 1 ]; then
   log "gpu: $GPU_RES"
 fi
 
+# ---- symm-info: sees every GPU, their compute capability and peer access -------
+INFO_RES="not run"
+if [ $BUILD_OK = 1 ] && [ -x "$BUILD/runtime/symm-info" ]; then
+  "$BUILD/runtime/symm-info" --json > "$OUT/symm-info.json" 2>&1
+  "$BUILD/runtime/symm-info" >> "$OUT/test.log" 2>&1
+  if python3 tests/tools/test_symm_info.py "$BUILD/runtime/symm-info" include/symm/symm.h \
+       --expect-gpus "$NGPU" >> "$OUT/test.log" 2>&1; then INFO_RES="ok ($NGPU GPUs)"; else INFO_RES="FAILED (test.log)"; fi
+  log "symm-info: $INFO_RES"
+fi
+
 # ---- benchmarks --------------------------------------------------------------
 : > "$OUT/bench_symm.txt"; : > "$OUT/bench_nvshmem.txt"
 SYMM_RESULTS=$OUT/.symm_results; NV_RESULTS=$OUT/.nv_results
 rm -f "$SYMM_RESULTS" "$NV_RESULTS"
 if [ $BUILD_OK = 1 ] && [ "$(left)" -gt 60 ]; then
   log "bench_symm"
-  BENCH_RESULTS=$SYMM_RESULTS timeout -k 5 150 "$BUILD/runtime/symmrun" -n 2 --timeout 140 \
+  BENCH_RESULTS=$SYMM_RESULTS BENCH_JSON=$OUT/bench_symm.json timeout -k 5 150 "$BUILD/runtime/symmrun" -n 2 --timeout 140 \
     "$BUILD/tests/perf/bench_symm" > "$OUT/bench_symm.txt" 2>&1
   echo "exit status $?" >> "$OUT/bench_symm.txt"
 fi
@@ -116,13 +129,22 @@ if [ "${SKIP_NVSHMEM:-0}" != 1 ] && [ "$(left)" -gt 60 ]; then
     rm -f $NVB/uid.bin $NVB/uid.bin.tmp
     export LD_LIBRARY_PATH="$NV/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     for r in 0 1; do
-      env BENCH_RESULTS=$NV_RESULTS NVSHMEM_DISABLE_NCCL=1 NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo \
+      env BENCH_RESULTS=$NV_RESULTS BENCH_JSON=$OUT/bench_nvshmem.json NVSHMEM_DISABLE_NCCL=1 NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo \
           NVSHMEM_SYMMETRIC_SIZE=3221225472 BENCH_RANK=$r BENCH_UID_FILE=$NVB/uid.bin \
           timeout -k 5 150 $NVB/bench_nvshmem > $NVB/r$r.log 2>&1 &
     done
     wait
     { echo "----- rank 0"; cat $NVB/r0.log; echo "----- rank 1"; tail -20 $NVB/r1.log; } >> "$OUT/bench_nvshmem.txt"
   fi
+fi
+
+# ---- Python package with PyTorch: pip install, torch tests, bench_torch ---------
+: > "$OUT/python.txt"
+if [ $BUILD_OK = 1 ] && [ "${SKIP_PY:-0}" != 1 ] && [ "$(left)" -gt 120 ]; then
+  log "python (bindings/python/gpu_test.sh)"
+  timeout -k 5 $(( $(left) - 60 )) bash bindings/python/gpu_test.sh "$BUILD" "$OUT" "$ARCHS" \
+    "$SYMM_RESULTS" > "$OUT/python.txt" 2>&1
+  log "$(tail -1 "$OUT/python.txt")"
 fi
 
 # ---- platform probe (no symm, no NVSHMEM: what the driver and links allow) ----
@@ -154,14 +176,24 @@ fi
   echo "- build: $([ $BUILD_OK = 1 ] && echo ok || echo FAILED)"
   echo "- tests, suite gpu (own): $GPU_RES"
   echo "- tests, suite gpu-mp (tests/mp programs with SYMM_TEST_BACKEND=cuda): ${MP_RES:-timed out}"
+  echo "- symm-info --json (tests/tools/test_symm_info.py --expect-gpus $NGPU): $INFO_RES"
   echo
   grep -E '^ *[0-9]+/[0-9]+ ' "$OUT/test.log" | sed 's/^/    /'
   echo
   python3 tests/perf/compare.py "$SYMM_RESULTS" "$NV_RESULTS" --title "symm vs NVSHMEM, PE 0 -> PE 1"
+  if [ -s "$OUT/python.txt" ]; then
+    echo; echo "### Python package with PyTorch (bindings/python/gpu_test.sh)"; echo
+    grep '^python:' "$OUT/python.txt" | sed 's/^/- /'
+    echo; grep -E '^(\||##|command:|[0-9]+ ranks share)' "$OUT/bench_torch.txt" 2>/dev/null
+  fi
   if [ -s "$OUT/probe.txt" ]; then
     echo; echo "### Platform probe (tests/perf/probe_cuda.cu, no symm)"; echo
     grep '^|' "$OUT/probe.txt"
   fi
 } > "$OUT/summary.md" 2>&1
 rm -f "$SYMM_RESULTS" "$NV_RESULTS"
+if [ -s "$OUT/bench_symm.json" ] && [ -s "$OUT/bench_nvshmem.json" ]; then
+  python3 scripts/plot-bench.py plot "$OUT/bench_symm.json" "$OUT/bench_nvshmem.json" -o "$OUT/plots" > /dev/null 2>&1 ||
+    echo "(plot-bench.py failed)" >> "$OUT/summary.md"
+fi
 cat "$OUT/summary.md"

@@ -826,6 +826,10 @@ symm_status symm__boot_open(const symm__config *cfg, symm__boot **boot, symm__bo
                                                   : SYMM__DEFAULT_PEER_TIMEOUT_MS) * 250000ll;
     atomic_store(&b->polled_tick, LLONG_MIN / 2);
     fill_info(b, info);
+    symm__log_set_pe(b->rank);
+    SYMM_INFO(SYMM_LOG_BOOTSTRAP, "joined a job of %d PE(s) as rank %d (%s mode%s%s%s)", b->n_pes,
+              b->rank, mode == SYMM_BOOTSTRAP_ENV ? "env" : mode == SYMM_BOOTSTRAP_UID ? "uid" : "single",
+              b->peer[0] ? ", " : "", b->peer, b->external ? ", served by symmrun" : "");
     *boot = b;
     return SYMM_SUCCESS;
 }

@@ -509,6 +509,19 @@ static symm_status coll_move(const coll_call *c, coll_plan *p, const symm__xrec 
 /* The driver                                                                */
 /* ------------------------------------------------------------------------ */
 
+/* The generic algorithm's name, for the TRACE line of each call. */
+static const char *generic_algorithm(uint32_t kind) {
+    switch (kind) {
+    case SYMM__COLL_BROADCAST: return "generic: exchange, every PE pulls the root's block";
+    case SYMM__COLL_FCOLLECT:
+    case SYMM__COLL_COLLECT: return "generic: exchange, every PE pulls each PE's block";
+    case SYMM__COLL_ALLTOALL: return "generic: exchange, every PE pulls its block from each PE";
+    case SYMM__COLL_REDUCE: return "generic: exchange, chunked pull-and-reduce of every PE's data";
+    case SYMM__COLL_REDUCESCATTER: return "generic: exchange, pull-and-reduce of this PE's block";
+    default: return "?";
+    }
+}
+
 static symm_status coll_hook(const coll_call *c, coll_plan *p) {
     symm__coll d;
     memset(&d, 0, sizeof d);
@@ -551,6 +564,10 @@ static symm_status coll_run(const coll_call *c) {
     const bool reduction = c->kind == SYMM__COLL_REDUCE || c->kind == SYMM__COLL_REDUCESCATTER;
     symm_status local = coll_check(c, &p);
     if (hook && local) return local;
+    SYMM_TRACE(SYMM_LOG_COLL, "%s: team of %d PEs, %llu elements of %u bytes: %s%s", p.fn,
+               (int)p.team->n_pes, (unsigned long long)c->nelems, p.es,
+               hook ? "the backend's hook, " : generic_algorithm(c->kind),
+               hook ? p.ctx->ops->name : "");
     /* With a hook only collect exchanges arguments first (its counts); stream
      * forms cannot talk to peers from the host inside a stream or capture.
      * Without a hook (host backend) every form runs the generic algorithm. */

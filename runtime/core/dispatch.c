@@ -15,6 +15,8 @@ __attribute__((visibility("default"))) symm_status symm_runtime_negotiate(
 symm_status symm_runtime_negotiate(symm_runtime_negotiation *n) {
     if (!n || n->struct_size < offsetof(symm_runtime_negotiation, dispatch) + sizeof(void *))
         return symm__err(SYMM_ERR_INVALID_ARG, "symm_runtime_negotiate: bad negotiation struct");
+    symm__loader_abi_major = n->loader_abi_major; /* for the init log */
+    symm__loader_abi_minor = n->loader_abi_minor;
     n->runtime_abi_major = SYMM_ABI_MAJOR;
     n->runtime_abi_minor = SYMM_ABI_MINOR;
     n->runtime_version = SYMM_VERSION;

@@ -262,7 +262,12 @@ symm_status symm_buf_alloc(symm_ctx h, uint32_t dtype, uint64_t count, symm_buf 
             goto out;
         }
         ctx->heap_mapped = new_mapped;
+        SYMM_INFO(SYMM_LOG_HEAP, "heap grew to %llu bytes backed (cap %llu) for %llu bytes at offset %llu",
+                  (unsigned long long)new_mapped, (unsigned long long)ctx->heap_cap,
+                  (unsigned long long)len, (unsigned long long)off);
     }
+    SYMM_TRACE(SYMM_LOG_HEAP, "symm_buf_alloc: %llu bytes at offset %llu (%llu in use)",
+               (unsigned long long)len, (unsigned long long)off, (unsigned long long)ctx->alloc.used);
     local = ctx->ops->memset0(ctx, off, len);
     symm__buf *b = NULL;
     if (local == SYMM_SUCCESS) {

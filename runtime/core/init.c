@@ -106,13 +106,17 @@ symm_status symm__wait(symm__ctx *ctx, bool (*done)(void *arg), void *arg) {
     for (int i = 0; i < 128; i++) {
         if (done(arg)) return SYMM_SUCCESS;
     }
-    uint64_t start = now_ns(), last_check = start;
+    uint64_t start = now_ns(), last_check = start, note_at = start + 1000000000ull;
     for (uint64_t iter = 0;; iter++) {
         if (done(arg)) return SYMM_SUCCESS;
         uint64_t t = now_ns();
         if (t - last_check > 1000000ull) {
             last_check = t;
             SYMM_TRY(symm__check_failed(ctx));
+        }
+        if (t >= note_at) { /* a long wait says what it waits for: 1 s, then every 10 s */
+            note_at = t + 10000000000ull;
+            if (symm__log_on(SYMM_LOG_INFO, SYMM_LOG_WAIT)) symm__log_long_wait(t - start);
         }
         if (t - start < 20000000ull) {
             sched_yield();
@@ -166,6 +170,7 @@ static void ctx_destroy(symm__ctx *ctx) {
 
 symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
     symm__err_clear();
+    symm__log_setup();
     SYMM_CHECK(out, SYMM_ERR_INVALID_ARG, "symm_init: ctx out-parameter is NULL");
     symm__ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory");
@@ -184,6 +189,7 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
     st = symm__boot_open(&ctx->cfg, &ctx->boot, &ctx->boot_info);
     if (st) goto fail;
     ctx->my_pe = ctx->boot_info.rank;
+    symm__log_set_pe(ctx->my_pe);
     ctx->n_pes = ctx->boot_info.n_pes;
     ctx->local_pe = ctx->boot_info.local_rank;
     ctx->local_n_pes = ctx->boot_info.local_n_pes;
@@ -252,11 +258,13 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
     ctx->handle = symm__handle_new(SYMM__KIND_CTX, ctx);
     if (!ctx->handle) { st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: handle table full"); goto fail; }
     *out = (symm_ctx)(uintptr_t)ctx->handle;
+    symm__log_init_summary(ctx);
     return SYMM_SUCCESS;
 
 fail:;
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", symm__last_error());
+    SYMM_INFO(SYMM_LOG_INIT, "symm_init failed with %s: %s", symm__status_name(st), msg);
     ctx_destroy(ctx);
     return symm__err(st, "%s", msg);
 }

@@ -18,6 +18,7 @@
 #include <symm/symm.h>
 
 #include "loader/symm_dispatch.h"
+#include "log.h"
 
 /* ------------------------------------------------------------------------ */
 /* Errors (error.c)                                                          */
@@ -202,6 +203,9 @@ typedef struct symm__backend_ops {
     /* Largest team the coll hook serves (0: any). Larger teams run the core's
      * generic algorithm (blocking forms); their stream forms are NOT_SUPPORTED. */
     int32_t coll_max_pes;
+    /* One line for the init log (device, versions, choices made). May be
+     * NULL. Called once after a successful init, only when INFO logs. */
+    void (*describe)(symm__ctx *ctx, char *buf, size_t cap);
 } symm__backend_ops;
 
 /* One collective call, validated by the core (offsets are heap byte offsets). */
@@ -414,6 +418,12 @@ symm_status symm__wait_elem(symm__buf *buf, uint64_t index, uint32_t cmp, uint64
 
 /* Team barrier / sync (sync.c), used by the collectives and alloc. */
 symm_status symm__team_sync(symm__team *team);
+
+/* log.c: the INFO block of symm_init (sets the PE of log lines first). */
+void symm__log_init_summary(symm__ctx *ctx);
+/* The ABI the loader offered at negotiation (0.0: not yet); defined in
+ * log.c, set by dispatch.c. */
+extern uint32_t symm__loader_abi_major, symm__loader_abi_minor;
 
 /* Local address of this PE's heap byte offset. */
 static inline void *symm__local(const symm__ctx *ctx, uint64_t off) {

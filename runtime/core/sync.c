@@ -4,6 +4,8 @@
  * for its own flag r to reach the epoch. Flags only grow, so a PE that runs
  * ahead into the next barrier never confuses a slower one.
  */
+#include <stdio.h>
+
 #include "internal.h"
 #include "teams.h"
 
@@ -22,6 +24,12 @@ static bool flag_reached(void *arg) {
     return w->st != SYMM_SUCCESS || v >= w->epoch;
 }
 
+static void describe_flag(const void *arg, char *buf, unsigned long cap) {
+    const flag_wait *w = arg;
+    snprintf(buf, cap, "the barrier flag at heap offset %llu to reach epoch %llu",
+             (unsigned long long)w->off, (unsigned long long)w->epoch);
+}
+
 symm_status symm__team_sync(symm__team *team) {
     symm__ctx *ctx = team->ctx;
     SYMM_TRY(symm__check_failed(ctx));
@@ -35,7 +43,11 @@ symm_status symm__team_sync(symm__team *team) {
         uint64_t off = base + (uint64_t)round * sizeof(uint64_t);
         SYMM_TRY(ctx->ops->atomic(ctx, to, off, SYMM_DTYPE_UINT64, SYMM_AMO_SET, &epoch, NULL, NULL));
         flag_wait w = {ctx, off, epoch, SYMM_SUCCESS};
-        SYMM_TRY(symm__wait(ctx, flag_reached, &w));
+        const symm__wait_what what = {describe_flag, &w};
+        symm__waiting = &what;
+        symm_status wst = symm__wait(ctx, flag_reached, &w);
+        symm__waiting = NULL;
+        SYMM_TRY(wst);
         SYMM_TRY(w.st);
     }
     return SYMM_SUCCESS;

@@ -31,6 +31,7 @@
  * lost a PE, so a polling loop over a test cannot spin forever.
  */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -180,6 +181,20 @@ static bool poll_done(void *arg) {
     return evaluate(arg);
 }
 
+static void describe_cond(const void *arg, char *buf, unsigned long cap) {
+    static const char *const cmps[] = {"==", "!=", ">", ">=", "<", "<="};
+    static const char *const modes[] = {"all", "any", "some"};
+    const cond *c = arg;
+    char rhs[48];
+    if (c->values) snprintf(rhs, sizeof rhs, "its value in the caller's vector");
+    else if (c->is_signed) snprintf(rhs, sizeof rhs, "%lld", (long long)c->value);
+    else snprintf(rhs, sizeof rhs, "%llu", (unsigned long long)c->value);
+    snprintf(buf, cap, "%s of elements [%llu, %llu) of the buffer at heap offset %llu to be %s %s",
+             modes[c->mode <= MODE_SOME ? c->mode : 0], (unsigned long long)c->index,
+             (unsigned long long)(c->index + c->nelems), (unsigned long long)c->buf->off,
+             c->cmp < sizeof cmps / sizeof cmps[0] ? cmps[c->cmp] : "?", rhs);
+}
+
 /* Wait (block) or test (one pass). On success the condition's results are in c;
  * *met tells a test whether it held. */
 static symm_status engine(cond *c, bool block, bool *met) {
@@ -197,7 +212,10 @@ static symm_status engine(cond *c, bool block, bool *met) {
     }
 
     if (block) {
+        const symm__wait_what what = {describe_cond, c};
+        symm__waiting = &what;
         symm_status st = symm__wait(c->ctx, poll_done, c);
+        symm__waiting = NULL;
         if (st != SYMM_SUCCESS) return st;
         *met = true;
     } else {

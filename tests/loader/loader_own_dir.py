@@ -23,7 +23,8 @@ failures = []
 def probe(exe, loader, cwd=None, env_extra=None):
     env = {k: v for k, v in os.environ.items() if k not in ("SYMM_RUNTIME", "LD_LIBRARY_PATH")}
     env.update(env_extra or {})
-    p = subprocess.run([exe, loader], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    argv = [exe] + ([loader] if loader else [])
+    p = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
     if p.returncode != 0:
         raise RuntimeError("owndir_probe failed (%d): %s" % (p.returncode, p.stderr))
     out = p.stdout
@@ -65,11 +66,12 @@ def expect_loaded(name, result, runtime_path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--probe", required=True)
+    ap.add_argument("--builtin", required=True)
     ap.add_argument("--loader", required=True)
     ap.add_argument("--fake", required=True)
     ap.add_argument("--nosym", required=True)
     a = ap.parse_args()
-    for k in ("probe", "loader", "fake", "nosym"):  # meson passes build-relative paths
+    for k in ("probe", "builtin", "loader", "fake", "nosym"):  # meson passes build-relative paths
         setattr(a, k, os.path.abspath(getattr(a, k)))
 
     tmp = tempfile.mkdtemp(prefix="symm-loader-")
@@ -120,6 +122,17 @@ def main():
         install(t("skip"), a.nosym, RUNTIME)
         result = probe(a.probe, skip, env_extra={"LD_LIBRARY_PATH": t("sys")})
         expect_loaded("a non-runtime beside the loader is skipped", result, sys_rt)
+
+        # 8b. A loader compiled into a program (Go, Zig): the runtime beside the
+        # program, whether it is started by path or by a bare name through
+        # $PATH (dladdr then names no directory; /proc/self/exe does).
+        exe = install(t("bin"), a.builtin, "owndir_builtin")
+        rt_bin = install(t("bin"), a.fake, RUNTIME)
+        expect_loaded("built-in loader started by path", probe(exe, None), rt_bin)
+        expect_loaded("built-in loader started through $PATH",
+                      probe("owndir_builtin", None, cwd=tmp,
+                            env_extra={"PATH": t("bin") + os.pathsep + os.environ.get("PATH", "")}),
+                      rt_bin)
 
         # 9. Nothing anywhere: the message lists each place tried.
         status, runtimes, message = probe(a.probe, bare)

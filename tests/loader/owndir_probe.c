@@ -4,7 +4,9 @@
  *   status=<name>
  *   runtime=<path of each loaded libsymm_runtime*, as the dynamic linker names it>
  *   message=<symm_last_error()>
- * It links neither the loader nor a runtime itself.
+ * It links neither the loader nor a runtime itself. Built with
+ * -DSYMM_BUILTIN_LOADER (owndir_builtin) it has the loader compiled in, as
+ * the Go and Zig bindings do, and takes no argument.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* dl_iterate_phdr */
@@ -35,6 +37,15 @@ static int print_runtime(struct dl_phdr_info *info, size_t size, void *data) {
     } while (0)
 
 int main(int argc, char **argv) {
+#ifdef SYMM_BUILTIN_LOADER
+    (void)argc;
+    (void)argv;
+    symm_status st = symm_loader_probe();
+    printf("status=%s\n", symm_status_string(st));
+    dl_iterate_phdr(print_runtime, NULL);
+    printf("message=%s\n", symm_last_error());
+    return 0;
+#else
     if (argc != 2) {
         fprintf(stderr, "usage: owndir_probe LOADER\n");
         return 2;
@@ -56,4 +67,5 @@ int main(int argc, char **argv) {
     /* Last: the message may span lines. */
     printf("message=%s\n", last_error());
     return 0;
+#endif
 }

@@ -5,6 +5,9 @@
  * stream, medians); only the library calls differ.
  *
  * Result lines (PE 0, stdout and $BENCH_RESULTS): RESULT <key> <value> <unit> [note]
+ * $BENCH_JSON (PE 0): the same as one JSON object (library, machine, date,
+ * results with key, test, size_bytes, median, unit, metric, note), which
+ * scripts/plot-bench.py draws.
  */
 #ifndef SYMM_BENCH_COMMON_H
 #define SYMM_BENCH_COMMON_H
@@ -19,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <string>
 #include <vector>
@@ -60,6 +64,11 @@ static inline std::string human(size_t b) {
 
 static int g_bench_pe = -1;
 static std::string g_results;
+struct bench_row {
+    std::string key, unit, note;
+    double value;
+};
+static std::vector<bench_row> g_rows; /* for $BENCH_JSON */
 static inline void result(const char *key, double value, const char *unit, const char *fmt = "",
                           ...) {
     if (g_bench_pe != 0) return;
@@ -74,6 +83,79 @@ static inline void result(const char *key, double value, const char *unit, const
     fputs(line, stdout);
     fflush(stdout);
     g_results += line;
+    g_rows.push_back({std::string(tag ? tag : "") + key, unit, note, value});
+}
+
+/* JSON for scripts/plot-bench.py: "test" is the key without its size suffix
+ * ("put_bw_1MiB" -> "put_bw", 1048576 bytes). */
+static inline void json_str(FILE *o, const std::string &s) {
+    fputc('"', o);
+    for (unsigned char c : s) {
+        if (c == '"' || c == '\\') fprintf(o, "\\%c", c);
+        else if (c < 0x20) fprintf(o, "\\u%04x", c);
+        else fputc(c, o);
+    }
+    fputc('"', o);
+}
+static inline bool key_size(const std::string &key, std::string *test, double *bytes) {
+    size_t us = key.rfind('_');
+    if (us == std::string::npos) return false;
+    const char *p = key.c_str() + us + 1;
+    char *end = nullptr;
+    double v = strtod(p, &end);
+    if (end == p) return false;
+    double mul = strcmp(end, "B") == 0 ? 1 : strcmp(end, "KiB") == 0 ? 1024.0
+               : strcmp(end, "MiB") == 0 ? 1048576.0 : strcmp(end, "GiB") == 0 ? 1073741824.0 : 0;
+    if (mul == 0) return false;
+    *test = key.substr(0, us);
+    *bytes = v * mul;
+    return true;
+}
+static inline void results_json(const char *library) {
+    const char *f = getenv("BENCH_JSON");
+    if (g_bench_pe != 0 || !f) return;
+    FILE *o = fopen(f, "w");
+    if (!o) {
+        fprintf(stderr, "BENCH_JSON: cannot write %s\n", f);
+        return;
+    }
+    cudaDeviceProp prop;
+    int dev = 0;
+    cudaGetDevice(&dev);
+    if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) snprintf(prop.name, sizeof prop.name, "?");
+    int ndev = 0;
+    cudaGetDeviceCount(&ndev);
+    char machine[300], date[64];
+    snprintf(machine, sizeof machine, "%d x %s", ndev, prop.name);
+    time_t t = time(nullptr);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
+    fprintf(o, "{\"library\": ");
+    json_str(o, library);
+    fprintf(o, ", \"machine\": ");
+    json_str(o, machine);
+    fprintf(o, ", \"date\": ");
+    json_str(o, date);
+    fprintf(o, ", \"direction\": \"PE 0 -> PE 1\", \"results\": [");
+    for (size_t i = 0; i < g_rows.size(); i++) {
+        const bench_row &r = g_rows[i];
+        std::string test = r.key;
+        double bytes = -1;
+        bool sized = key_size(r.key, &test, &bytes);
+        fprintf(o, "%s\n  {\"key\": ", i ? "," : "");
+        json_str(o, r.key);
+        fprintf(o, ", \"test\": ");
+        json_str(o, test);
+        if (sized) fprintf(o, ", \"size_bytes\": %.0f", bytes);
+        else fprintf(o, ", \"size_bytes\": null");
+        fprintf(o, ", \"median\": %.6g, \"unit\": ", r.value);
+        json_str(o, r.unit);
+        fprintf(o, ", \"metric\": \"%s\", \"note\": ",
+                r.unit == "GB/s" ? "bandwidth" : r.unit == "us" ? "latency" : "time");
+        json_str(o, r.note);
+        fprintf(o, "}");
+    }
+    fprintf(o, "\n]}\n");
+    fclose(o);
 }
 static inline void results_flush() {
     const char *f = getenv("BENCH_RESULTS");

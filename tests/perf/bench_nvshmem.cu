@@ -186,6 +186,7 @@ int main() {
     sync_all(s);
     if (me == 0) printf("total wall %.1f s\n", now_s() - t_start);
     results_flush();
+    results_json("NVSHMEM");
     nvshmem_free(rdst);
     nvshmem_free(rsrc);
     nvshmem_free(g_bad_sym);

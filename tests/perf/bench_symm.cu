@@ -192,6 +192,7 @@ int main() {
     sync_all(s);
     if (me == 0) printf("total wall %.1f s\n", now_s() - t_start);
     results_flush();
+    results_json("symm");
     SK(symm_buf_free(rdst));
     SK(symm_buf_free(rsrc));
     SK(symm_buf_free(g_bad));

@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cuda_driver.h"
@@ -231,7 +232,9 @@ static symm_status launch(cu_state *s, CUfunction f, const char *name, unsigned 
     }
     CUresult r = symm__cu.LaunchKernel(f, gx, gy, 1, bx, 1, 1, 0, cs, args, NULL);
     if (r != CUDA_SUCCESS) return symm__cu_fail(r, name);
-    if (pdl) atomic_store(&s->pdl, false); /* refused with PDL, fine without */
+    if (pdl && atomic_exchange(&s->pdl, false)) /* refused with PDL, fine without */
+        SYMM_WARN(SYMM_LOG_BACKEND, "cuda: the driver refused a PDL launch of %s; kernels launch "
+                  "without programmatic dependent launch from now on", name);
     return SYMM_SUCCESS;
 }
 
@@ -241,10 +244,25 @@ static symm_status launch(cu_state *s, CUfunction f, const char *name, unsigned 
 static symm_status finish(cu_state *s, void *stream) {
     if (stream) return SYMM_SUCCESS;
     CUresult r;
+    uint64_t spins = 0, t0 = 0, note_at = 0;
     while ((r = symm__cu.StreamQuery(s->s_int)) == CUDA_ERROR_NOT_READY) {
         if (s->ctx && symm__check_failed(s->ctx) != SYMM_SUCCESS) {
             r = symm__cu.StreamSynchronize(s->s_int); /* the kernels end within 1024 spins */
             break;
+        }
+        if ((++spins & 1023) == 0 && symm__log_on(SYMM_LOG_INFO, SYMM_LOG_WAIT)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+            if (!t0) {
+                t0 = t;
+                note_at = t + 1000000000ull;
+            } else if (t >= note_at) { /* 1 s, then every 10 s */
+                note_at = t + 10000000000ull;
+                SYMM_INFO(SYMM_LOG_WAIT, "cuda: still waiting after %.1f s for the internal stream "
+                          "of GPU %d (a blocking barrier, collective or copy waiting on peers)",
+                          (double)(t - t0) / 1e9, s->ordinal);
+            }
         }
     }
     if (r != CUDA_SUCCESS) return symm__cu_fail(r, "cuStreamSynchronize(internal stream)");
@@ -393,6 +411,9 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
                     1000000u;
     const char *mo = getenv("SYMM_CUDA_STREAM_MEMOPS");
     s->stream_memops = mo && strcmp(mo, "1") == 0 && atomic_load(&s->memops);
+    if (mo && strcmp(mo, "1") == 0 && !s->stream_memops)
+        SYMM_WARN(SYMM_LOG_BACKEND, "cuda: SYMM_CUDA_STREAM_MEMOPS=1, but GPU %d has no 64-bit "
+                  "stream memory operations; stream waits use a kernel", ord);
     const char *pd = getenv("SYMM_CUDA_PDL");
     atomic_store(&s->pdl, cc_major >= 9 && symm__cu.LaunchKernelEx && !(pd && strcmp(pd, "0") == 0));
     /* without PDL a kernel launch costs more host time than cuMemcpyAsync:
@@ -1030,12 +1051,16 @@ static symm_status cuda_put_stream(symm__ctx *ctx, int32_t pe, uint64_t off, con
     const bool kernel_size = n >= s->copy_kernel_min && n <= s->copy_kernel_max;
     const int kind = kernel_size || n <= SYMM__INLINE_BYTES ? mem_kind(ctx, s, src, &dsrc) : CU_MEM_OTHER;
     const bool dev_src = kind != CU_MEM_OTHER;
+    const char *path = "copy engine (cuMemcpyAsync)";
     if (kind == CU_MEM_GPU && kernel_size) {
+        path = "SM copy kernel";
         SYMM_TRY(launch_copy(s, dst, dsrc, n, cs));
     } else if (!dev_src && (n == 4 || n == 8) && dst % n == 0 && atomic_load(&s->memops) &&
                write_value(s, cs, dst, src, (uint32_t)n)) {
         /* one word from pageable memory: a stream memory op, no kernel */
+        path = "stream memory op (cuStreamWriteValue)";
     } else if (!dev_src && n <= SYMM__INLINE_BYTES) {
+        path = "store kernel, data in its parameters";
         /* pageable source: carried in the kernel parameter (capturable) */
         symm__inline_data d;
         memset(&d, 0, sizeof d);
@@ -1046,6 +1071,9 @@ static symm_status cuda_put_stream(symm__ctx *ctx, int32_t pe, uint64_t off, con
     } else {
         SYMM__CU(MemcpyAsync(dst, (CUdeviceptr)(uintptr_t)src, n, cs));
     }
+    SYMM_TRACE(SYMM_LOG_STREAM, "cuda: put of %llu bytes to PE %d at offset %llu%s: %s",
+               (unsigned long long)n, (int)pe, (unsigned long long)off,
+               stream ? "" : " (blocking)", path);
     return finish(s, stream);
 }
 
@@ -1076,7 +1104,9 @@ static symm_status cuda_signal_stream(symm__ctx *ctx, int32_t pe, uint64_t off, 
         CUresult r = symm__cu.StreamWriteValue64(cs, (CUdeviceptr)(uintptr_t)addr, value,
                                                  CU_STREAM_WRITE_VALUE_DEFAULT);
         if (r == CUDA_SUCCESS) return finish(s, stream);
-        atomic_store(&s->memops, false); /* e.g. not allowed on peer memory: use kernels */
+        if (atomic_exchange(&s->memops, false)) /* e.g. not allowed on peer memory: use kernels */
+            SYMM_WARN(SYMM_LOG_BACKEND, "cuda: cuStreamWriteValue64 failed (%d); stream signals "
+                      "use a kernel from now on", (int)r);
     }
     void *args[] = {&addr, &value, &sig_op};
     SYMM_TRY(launch(s, s->f_signal, "cuLaunchKernel(symm_k_signal)", 1, 1, 1, cs, args));
@@ -1094,7 +1124,9 @@ static symm_status cuda_wait_stream(symm__ctx *ctx, uint64_t off, uint32_t cmp, 
         CUresult r = symm__cu.StreamWaitValue64(cs, (CUdeviceptr)(uintptr_t)addr, value,
                                                 CU_STREAM_WAIT_VALUE_EQ);
         if (r == CUDA_SUCCESS) return finish(s, stream);
-        atomic_store(&s->memops, false);
+        if (atomic_exchange(&s->memops, false))
+            SYMM_WARN(SYMM_LOG_BACKEND, "cuda: cuStreamWaitValue64 failed (%d); stream waits use "
+                      "a kernel from now on (SYMM_CUDA_STREAM_MEMOPS ignored)", (int)r);
     }
     int *err = s->err_word;
     void *args[] = {&addr, &cmp, &value, &s->timeout_ns, &err};
@@ -1280,6 +1312,11 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
         unsigned blocks = (unsigned)min_u64(max_u64((steps + CU_THREADS - 1) / CU_THREADS, 1), max_blocks);
         p.leave = blocks == 1 && n > 1; /* one block: the closing barrier runs in it */
         void *args[] = {&p};
+        SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s kernel, %u block(s) x %d threads, elements [%llu, %llu)%s",
+                   c->kind == SYMM__COLL_REDUCE ? "two-shot reduce (reduce a slice, push it to all)"
+                                                : "reduce-scatter (pull and reduce own block)",
+                   blocks, CU_THREADS, (unsigned long long)p.lo, (unsigned long long)p.hi,
+                   p.leave ? ", barrier inside" : "");
         SYMM_TRY(launch(s, f, "cuLaunchKernel(symm_k_reduce)", blocks, 1, CU_THREADS, cs, args));
         if (p.leave) return finish(s, stream);
     } else {
@@ -1319,6 +1356,8 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
             for (int32_t j = 0; j < me; j++) mine_at += c->counts[j] * es;
             /* in place: PE j's source is its own block of dst */
             const bool inplace = c->src_off == mine_at;
+            SYMM_TRACE(SYMM_LOG_COLL, "cuda: collect as %d gather kernel(s), one per block%s", n,
+                       inplace ? ", in place" : "");
             for (int32_t j = 0; j < n; j++) {
                 p.only_j = j;
                 p.dst_off = at; /* block j lands at the running offset */
@@ -1335,6 +1374,9 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
             unsigned per_pair = max_blocks / pairs ? max_blocks / pairs : 1;
             unsigned bx = copy_blocks(s, p.len, per_pair);
             p.leave = bx * pairs == 1 && n > 1; /* one block: the closing barrier runs in it */
+            SYMM_TRACE(SYMM_LOG_COLL, "cuda: gather kernel (pull), %u x %u block(s) x %d threads, "
+                       "%llu bytes per pair%s", bx, pairs, CU_THREADS, (unsigned long long)p.len,
+                       p.leave ? ", barrier inside" : "");
             void *args[] = {&p};
             SYMM_TRY(launch(s, s->f_gather, "cuLaunchKernel(symm_k_gather)", bx, pairs, CU_THREADS,
                             cs, args));
@@ -1364,6 +1406,31 @@ static symm_status cuda_device_ctx(symm__ctx *ctx, symm_device_ctx *out) {
     return SYMM_SUCCESS;
 }
 
+static void cuda_describe(symm__ctx *ctx, char *buf, size_t cap) {
+    cu_state *s = ctx->backend;
+    char name[128] = "?";
+    int drv = 0, ccmaj = 0, ccmin = 0;
+    symm__cu.DeviceGetName(name, (int)sizeof name, s->dev);
+    symm__cu.DriverGetVersion(&drv);
+    symm__cu.DeviceGetAttribute(&ccmaj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, s->dev);
+    symm__cu.DeviceGetAttribute(&ccmin, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, s->dev);
+    char peers[256] = "";
+    size_t at = 0;
+    for (int32_t pe = 0; pe < ctx->n_pes && at + 12 < sizeof peers; pe++)
+        if (ctx->peer_base[pe] && pe != ctx->my_pe)
+            at += (size_t)snprintf(peers + at, sizeof peers - at, "%s%d", at ? "," : "", pe);
+    snprintf(buf, cap,
+             "device %d \"%s\" sm_%d%d, %d SMs; CUDA driver API %d.%d; PDL %s; copy kernel "
+             "for %llu..%llu bytes; stream memops %s (waits: %s); load/store peers: %s; "
+             "heap granularity %llu",
+             s->ordinal, name,
+             ccmaj, ccmin, s->sms, drv / 1000, drv % 1000 / 10,
+             atomic_load(&s->pdl) ? "on" : "off", (unsigned long long)s->copy_kernel_min,
+             (unsigned long long)s->copy_kernel_max, atomic_load(&s->memops) ? "usable" : "off",
+             s->stream_memops ? "memops" : "kernel", at ? peers : "none",
+             (unsigned long long)s->gran);
+}
+
 const symm__backend_ops symm__cuda_ops = {
     .name = "cuda",
     .id = SYMM_BACKEND_CUDA,
@@ -1390,4 +1457,5 @@ const symm__backend_ops symm__cuda_ops = {
     .peer_failed = cuda_peer_failed,
     .async_poll = cuda_async_poll,
     .coll_max_pes = CU_PARAM_PES,
+    .describe = cuda_describe,
 };

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The Python package on GPUs with PyTorch: pip install (the wheel built by the
+# project's Meson build, CUDA on), the torch tests under torchrun in three
+# modes (torchrun environment, unique id through torch.distributed, runtime
+# missing), then tests/perf/bench_torch.py on 2 ranks and, with 4 or more
+# GPUs, on every GPU. Run by scripts/gpu-suite.sh; standalone:
+#   bash bindings/python/gpu_test.sh BUILD_DIR OUT_DIR [GPU_ARCHS] [C_RESULTS]
+# BUILD_DIR: a CUDA build (its runtime is used if pip install fails, which the
+# summary then says). C_RESULTS: bench_symm's BENCH_RESULTS file (the C API's
+# reduce_on_stream figures); made here (BENCH_SECTIONS=red) when absent.
+# Writes OUT_DIR/python.log, bench_torch.txt, bench_torch*.json and prints
+# "python: ..." summary lines.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${1:?usage: gpu_test.sh BUILD_DIR OUT_DIR [GPU_ARCHS] [C_RESULTS]}
+OUT=${2:?usage}
+ARCHS=${3:-90}
+CRES=${4:-}
+cd "$ROOT"
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+LOG=$OUT/python.log
+: > "$LOG"
+PY=python3
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+NP=$(( NGPU > 2 ? NGPU : 2 ))
+echo "python: $($PY --version 2>&1), torch $($PY -c 'import torch; print(torch.__version__)' 2>&1 | tail -1), cupy $($PY -c 'import cupy; print(cupy.__version__)' 2>&1 | tail -1); $NGPU GPU(s), $NP ranks"
+
+# 1. pip install from this checkout, offline (no build isolation: meson and
+#    ninja come from the machine).
+SITE=$(mktemp -d /tmp/symm-pysite.XXXXXX)
+t0=$SECONDS
+if SYMM_WHEEL_BUILDDIR="$ROOT/build-wheel-gpu" SYMM_WHEEL_MESON_ARGS="-Dcuda=enabled -Dgpu_archs=$ARCHS" \
+    timeout 420 $PY -m pip install -q --no-build-isolation --no-deps --disable-pip-version-check \
+    --target "$SITE" ./bindings/python >> "$LOG" 2>&1 && [ -f "$SITE/symm/_lib/libsymm_runtime.so.1" ]; then
+  echo "python: pip install ./bindings/python: ok ($((SECONDS - t0)) s, $PY)"
+  RUNENV=(env -u SYMM_LOADER -u SYMM_RUNTIME PYTHONPATH="$SITE")
+else
+  echo "python: pip install ./bindings/python: FAILED (see python.log); testing the source tree with $BUILD"
+  tail -5 "$LOG"
+  RUNENV=(env PYTHONPATH="$ROOT/bindings/python" SYMM_LOADER="$BUILD/loader/libsymm.so.1"
+          SYMM_RUNTIME="$BUILD/runtime/libsymm_runtime.so.1")
+fi
+
+# 2. the torch tests, under torchrun
+pass=0; fail=0
+run_mode() {
+  local mode=$1; shift
+  echo "===== test_torch_gpu.py $mode ($NP ranks)" >> "$LOG"
+  if "$@" timeout -k 5 150 $PY -m torch.distributed.run --standalone --nproc_per_node=$NP \
+       bindings/python/tests/test_torch_gpu.py "$mode" >> "$LOG" 2>&1; then
+    pass=$((pass + 1)); echo "python: torch tests, $mode: ok ($(grep -c "$mode\] PASS" "$LOG") case passes over $NP ranks)"
+  else
+    fail=$((fail + 1)); echo "python: torch tests, $mode: FAILED"; grep -E "FAIL|Error|error" "$LOG" | tail -8
+  fi
+}
+run_mode env "${RUNENV[@]}"
+run_mode uid "${RUNENV[@]}"
+run_mode fallback "${RUNENV[@]}" SYMM_RUNTIME=/nonexistent
+grep -h "SKIP" "$LOG" | sort -u | head -3
+
+# the examples that use torch: N ranks under torchrun, then one process with
+# the runtime missing (the fallback)
+for ex in allreduce_torch moe_dispatch; do
+  echo "===== example $ex" >> "$LOG"
+  if "${RUNENV[@]}" timeout -k 5 120 $PY -m torch.distributed.run --standalone --nproc_per_node=$NP \
+       examples/python/$ex.py >> "$LOG" 2>&1 &&
+     "${RUNENV[@]}" SYMM_RUNTIME=/nonexistent timeout -k 5 60 $PY examples/python/$ex.py >> "$LOG" 2>&1; then
+    pass=$((pass + 1)); echo "python: example $ex ($NP ranks, and one process without the runtime): ok"
+  else
+    fail=$((fail + 1)); echo "python: example $ex: FAILED"; grep -E "WRONG|DIFFER|Error" "$LOG" | tail -5
+  fi
+done
+grep -hE "^rank [0-9]+/[0-9]+: symm.torch" "$LOG" | head -2
+
+# 3. the benchmark
+if [ -z "$CRES" ] || [ ! -s "$CRES" ]; then
+  CRES=$OUT/.c_red; rm -f "$CRES"
+  if [ -x "$BUILD/tests/perf/bench_symm" ]; then
+    BENCH_SECTIONS=red BENCH_RESULTS=$CRES timeout -k 5 120 "$BUILD/runtime/symmrun" -n 2 \
+      --timeout 110 "$BUILD/tests/perf/bench_symm" >> "$LOG" 2>&1
+  fi
+fi
+: > "$OUT/bench_torch.txt"
+nps=2; [ "$NGPU" -ge 4 ] && nps="2 $NGPU"
+for np in $nps; do
+  echo "command: python3 -m torch.distributed.run --standalone --nproc_per_node=$np tests/perf/bench_torch.py --json bench_torch_$np.json --c-results $(basename "$CRES")" >> "$OUT/bench_torch.txt"
+  if "${RUNENV[@]}" timeout -k 5 240 $PY -m torch.distributed.run --standalone --nproc_per_node=$np \
+       tests/perf/bench_torch.py --json "$OUT/bench_torch_$np.json" --c-results "$CRES" \
+       >> "$OUT/bench_torch.txt" 2>&1; then
+    echo "python: bench_torch, $np ranks: ok"
+  else
+    fail=$((fail + 1)); echo "python: bench_torch, $np ranks: FAILED"; tail -5 "$OUT/bench_torch.txt"
+  fi
+done
+rm -rf "$SITE"
+echo "python: $pass passed, $fail failed"
+[ $fail = 0 ]

@@ -1,0 +1,110 @@
+"""A stand-in for torch on machines without it (the CPU CI): CPU tensors over
+NumPy arrays with the few methods symm and symm.torch use, so their logic
+(dispatch, staging, fallback) is tested here; the real torch is tested by
+tests/test_torch_gpu.py on the GPU machine. Not a general torch emulation."""
+import numpy as np
+
+from . import cuda, distributed  # noqa: F401
+
+_C = None  # no CUDA entry points
+
+
+class dtype:
+    def __init__(self, name, np_dtype):
+        self.name_, self.np = name, np.dtype(np_dtype)
+        self.is_floating_point = self.np.kind == "f"
+
+    def __repr__(self):
+        return "torch." + self.name_
+
+    __str__ = __repr__
+
+
+float16, float32, float64 = dtype("float16", "f2"), dtype("float32", "f4"), dtype("float64", "f8")
+int8, int16, int32, int64 = (dtype("int8", "i1"), dtype("int16", "i2"), dtype("int32", "i4"),
+                             dtype("int64", "i8"))
+uint8 = dtype("uint8", "u1")
+_BY_NP = {d.np: d for d in (float16, float32, float64, int8, int16, int32, int64, uint8)}
+
+
+class _Device:
+    type, index = "cpu", None
+
+
+class Tensor:
+    def __init__(self, arr):
+        self.a = arr
+        self.dtype = _BY_NP[arr.dtype]
+        self.device = _Device()
+
+    shape = property(lambda self: self.a.shape)
+    is_cuda = False
+
+    def data_ptr(self):
+        return self.a.ctypes.data
+
+    def numel(self):
+        return self.a.size
+
+    def element_size(self):
+        return self.a.itemsize
+
+    def dim(self):
+        return self.a.ndim
+
+    def is_contiguous(self):
+        return self.a.flags.c_contiguous
+
+    def view(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], dtype):
+            return Tensor(self.a.view(shape[0].np))
+        if len(shape) == 1 and isinstance(shape[0], tuple):
+            shape = shape[0]
+        v = self.a.view()
+        v.shape = shape  # raises, like torch, when a copy would be needed
+        return Tensor(v)
+
+    def copy_(self, other):
+        np.copyto(self.a, other.a.reshape(self.a.shape), casting="unsafe")
+        return self
+
+    def div_(self, k):
+        if self.a.dtype.kind != "f":
+            raise RuntimeError("result type Float can't be cast to the desired output type")
+        self.a /= k
+        return self
+
+    def t(self):
+        return Tensor(self.a.T)
+
+    def __getitem__(self, i):
+        return Tensor(self.a[i])
+
+    def numpy(self):
+        return self.a
+
+    def tolist(self):
+        return self.a.tolist()
+
+    def __repr__(self):
+        return "tensor(%r)" % (self.a,)
+
+
+def from_numpy(a):
+    return Tensor(a)
+
+
+def tensor(data, dtype=float32):
+    return Tensor(np.array(data, dtype=dtype.np))
+
+
+def zeros(shape, dtype=float32, device=None):
+    return Tensor(np.zeros(shape, dtype=dtype.np))
+
+
+def empty(shape, dtype=float32, device=None):
+    return Tensor(np.empty(shape, dtype=dtype.np))
+
+
+def arange(n, dtype=float32):
+    return Tensor(np.arange(n).astype(dtype.np))

@@ -1,0 +1,354 @@
+/* Diagnostic log (log.h): SYMM_DEBUG, SYMM_DEBUG_SUBSYS, SYMM_DEBUG_FILE, and
+ * the INFO block a PE writes at the end of symm_init. */
+#include <ctype.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* All on until the first call parses the environment (then re-checks). */
+_Atomic uint32_t symm__log_mask[SYMM_LOG_TRACE + 1] = {SYMM_LOG_ALL, SYMM_LOG_ALL, SYMM_LOG_ALL,
+                                                      SYMM_LOG_ALL};
+_Thread_local const symm__wait_what *symm__waiting;
+/* Set by symm_runtime_negotiate (dispatch.c); here so that programs linking
+ * runtime sources without dispatch.c (symmrun, tests) can log. */
+uint32_t symm__loader_abi_major, symm__loader_abi_minor;
+
+static const char *const subsys_names[] = {"init", "bootstrap", "heap",    "rma",      "coll",
+                                           "stream", "wait",    "backend", "transport"};
+#define N_SUBSYS (sizeof subsys_names / sizeof subsys_names[0])
+static const char *const level_names[] = {"NONE", "WARN", "INFO", "TRACE"};
+
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t log_fd_lock = PTHREAD_MUTEX_INITIALIZER;
+static char log_host[64] = "?";
+static char log_file_pattern[512];
+static int log_fd = -1;          /* -1: not opened yet (file) or stderr  */
+static atomic_bool log_fd_ready; /* the file was opened, or given up    */
+static atomic_int log_pe = -1;
+
+static uint32_t subsys_bit(const char *name, size_t len) {
+    if (len == 3 && strncasecmp(name, "all", 3) == 0) return SYMM_LOG_ALL;
+    for (size_t i = 0; i < N_SUBSYS; i++)
+        if (strlen(subsys_names[i]) == len && strncasecmp(name, subsys_names[i], len) == 0)
+            return 1u << i;
+    return 0;
+}
+
+/* Straight to stderr, one write: for the logger's own complaints. */
+static void raw_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void raw_warn(const char *fmt, ...) {
+    char line[512];
+    int n = snprintf(line, sizeof line, "[symm] %s:%d WARN init: ", log_host, (int)getpid());
+    va_list ap;
+    va_start(ap, fmt);
+    if (n > 0 && (size_t)n < sizeof line) n += vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n >= sizeof line - 1) n = (int)sizeof line - 2;
+    line[n++] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, (size_t)n);
+    (void)w;
+}
+
+static void parse_env(void) {
+    if (gethostname(log_host, sizeof log_host) != 0) snprintf(log_host, sizeof log_host, "?");
+    log_host[sizeof log_host - 1] = '\0';
+    char *dot = strchr(log_host, '.');
+    if (dot) *dot = '\0';
+
+    int level = SYMM_LOG_WARN;
+    const char *d = getenv("SYMM_DEBUG");
+    if (d && *d) {
+        int found = -1;
+        for (int i = 0; i <= SYMM_LOG_TRACE; i++)
+            if (strcasecmp(d, level_names[i]) == 0) found = i;
+        if (found < 0 && (strcmp(d, "0") == 0 || strcasecmp(d, "off") == 0)) found = SYMM_LOG_NONE;
+        if (found < 0)
+            raw_warn("SYMM_DEBUG=\"%s\" is not a level; valid: NONE, WARN, INFO, TRACE (using WARN)", d);
+        else
+            level = found;
+    }
+    uint32_t subsys = SYMM_LOG_ALL;
+    const char *s = getenv("SYMM_DEBUG_SUBSYS");
+    if (s && *s) {
+        /* "a,b": only those; "^a,^b": all but those. */
+        bool only = s[0] != '^';
+        subsys = only ? 0 : SYMM_LOG_ALL;
+        for (const char *p = s; *p;) {
+            size_t len = strcspn(p, ",");
+            const char *name = p;
+            bool neg = false;
+            while (len && isspace((unsigned char)*name)) name++, len--;
+            if (len && *name == '^') neg = true, name++, len--;
+            while (len && isspace((unsigned char)name[len - 1])) len--;
+            uint32_t bit = len ? subsys_bit(name, len) : 0;
+            if (len && !bit)
+                raw_warn("SYMM_DEBUG_SUBSYS: unknown subsystem \"%.*s\"; valid: init, bootstrap, "
+                         "heap, rma, coll, stream, wait, backend, transport, all",
+                         (int)len, name);
+            if (neg) subsys &= ~bit;
+            else subsys |= bit;
+            p += strcspn(p, ",");
+            if (*p == ',') p++;
+        }
+    }
+    const char *f = getenv("SYMM_DEBUG_FILE");
+    if (f && *f) {
+        if (strlen(f) >= sizeof log_file_pattern)
+            raw_warn("SYMM_DEBUG_FILE is longer than %zu bytes; logging to stderr",
+                     sizeof log_file_pattern - 1);
+        else
+            snprintf(log_file_pattern, sizeof log_file_pattern, "%s", f);
+    }
+    if (!log_file_pattern[0]) atomic_store(&log_fd_ready, true);
+    /* Warnings ignore the subsystem filter: they are always worth a line. */
+    atomic_store(&symm__log_mask[SYMM_LOG_NONE], 0);
+    atomic_store(&symm__log_mask[SYMM_LOG_WARN], level >= SYMM_LOG_WARN ? SYMM_LOG_ALL : 0);
+    atomic_store(&symm__log_mask[SYMM_LOG_INFO], level >= SYMM_LOG_INFO ? subsys : 0);
+    atomic_store(&symm__log_mask[SYMM_LOG_TRACE], level >= SYMM_LOG_TRACE ? subsys : 0);
+}
+
+void symm__log_setup(void) {
+    pthread_once(&log_once, parse_env);
+}
+
+void symm__log_set_pe(int32_t pe) {
+    atomic_store(&log_pe, pe);
+}
+
+/* The PE for %r before init knows it: the launcher's variables. */
+static const char *env_rank(void) {
+    static const char *const vars[] = {"SYMM_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return v;
+    }
+    return NULL;
+}
+
+/* Open SYMM_DEBUG_FILE (expanded) once; on failure one warning, then stderr. */
+static int log_out(void) {
+    if (atomic_load_explicit(&log_fd_ready, memory_order_acquire))
+        return log_fd >= 0 ? log_fd : STDERR_FILENO;
+    pthread_mutex_lock(&log_fd_lock);
+    if (!atomic_load(&log_fd_ready)) {
+        char path[1024];
+        size_t n = 0;
+        bool ok = true;
+        for (const char *p = log_file_pattern; *p && ok; p++) {
+            char tmp[64];
+            const char *add = tmp;
+            if (*p != '%') {
+                tmp[0] = *p;
+                tmp[1] = '\0';
+            } else {
+                p++;
+                int pe = atomic_load(&log_pe);
+                const char *r = env_rank();
+                switch (*p) {
+                case 'h': add = log_host; break;
+                case 'p': snprintf(tmp, sizeof tmp, "%d", (int)getpid()); break;
+                case 'r':
+                    if (pe >= 0) snprintf(tmp, sizeof tmp, "%d", pe);
+                    else snprintf(tmp, sizeof tmp, "%s", r ? r : "x");
+                    break;
+                case '%': add = "%"; break;
+                default: ok = false; add = ""; break;
+                }
+            }
+            size_t len = strlen(add);
+            if (n + len >= sizeof path) ok = false;
+            else memcpy(path + n, add, len), n += len;
+        }
+        path[n] = '\0';
+        if (!ok) {
+            raw_warn("SYMM_DEBUG_FILE=\"%s\": bad pattern (%%h host, %%p pid, %%r PE, %%%% a %%) "
+                     "or too long; logging to stderr", log_file_pattern);
+        } else {
+            log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+            if (log_fd < 0)
+                raw_warn("SYMM_DEBUG_FILE: cannot open %s (%s); logging to stderr", path,
+                         strerror(errno));
+        }
+        atomic_store_explicit(&log_fd_ready, true, memory_order_release);
+    }
+    pthread_mutex_unlock(&log_fd_lock);
+    return log_fd >= 0 ? log_fd : STDERR_FILENO;
+}
+
+void symm__log(int level, uint32_t subsys, const char *fmt, ...) {
+    int saved_errno = errno;
+    symm__log_setup();
+    if (level < SYMM_LOG_WARN || level > SYMM_LOG_TRACE || !symm__log_on(level, subsys)) return;
+    const char *name = "?";
+    for (size_t i = 0; i < N_SUBSYS; i++)
+        if (subsys & (1u << i)) { name = subsys_names[i]; break; }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    char pe[16];
+    int p = atomic_load_explicit(&log_pe, memory_order_relaxed);
+    if (p >= 0) snprintf(pe, sizeof pe, "%d", p);
+    else snprintf(pe, sizeof pe, "-");
+
+    char line[1024];
+    int n = snprintf(line, sizeof line, "[symm] %s:%d PE %s tid %ld %lld.%06ld %s %s: ", log_host,
+                     (int)getpid(), pe, (long)syscall(SYS_gettid), (long long)ts.tv_sec,
+                     ts.tv_nsec / 1000, level_names[level], name);
+    if (n < 0) goto out;
+    if ((size_t)n < sizeof line) {
+        va_list ap;
+        va_start(ap, fmt);
+        int m = vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+        va_end(ap);
+        if (m > 0) n += m;
+    }
+    if ((size_t)n >= sizeof line - 1) { /* truncated: say so */
+        n = (int)sizeof line - 5;
+        memcpy(line + n, "...", 3);
+        n += 3;
+    }
+    line[n++] = '\n';
+    int fd = log_out();
+    for (int tries = 0; tries < 2; tries++) {
+        ssize_t w = write(fd, line, (size_t)n);
+        if (w >= 0 || errno != EINTR) break;
+    }
+out:
+    errno = saved_errno;
+}
+
+void symm__log_transport(void *core, int32_t tp_level, const char *msg) {
+    (void)core;
+    int level = tp_level <= 0 ? SYMM_LOG_WARN : tp_level == 1 ? SYMM_LOG_INFO : SYMM_LOG_TRACE;
+    SYMM_LOG(level, SYMM_LOG_TRANSPORT, "%s", msg ? msg : "(null)");
+}
+
+void symm__log_long_wait(uint64_t waited_ns) {
+    const symm__wait_what *w = symm__waiting;
+    char what[256] = "an unnamed condition";
+    if (w && w->describe) w->describe(w->arg, what, sizeof what);
+    SYMM_INFO(SYMM_LOG_WAIT, "still waiting after %.1f s for %s", (double)waited_ns / 1e9, what);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The INFO block of symm_init: what this PE chose and why                   */
+/* ------------------------------------------------------------------------ */
+
+static const char *size_text(uint64_t b, char *buf, size_t cap) {
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (u < 4 && b >= 1024 && b % 1024 == 0) b /= 1024, u++;
+    snprintf(buf, cap, "%llu %s", (unsigned long long)b, units[u]);
+    return buf;
+}
+
+static const char *from_env(const char *name) {
+    return getenv(name) ? "env" : "default";
+}
+
+static void version_text(uint32_t v, char *buf, size_t cap) {
+    snprintf(buf, cap, "%u.%u.%u", v / 1000000u, v / 1000u % 1000u, v % 1000u);
+}
+
+void symm__log_init_summary(symm__ctx *ctx) {
+    symm__log_set_pe(ctx->my_pe);
+    if (!symm__log_on(SYMM_LOG_INFO, SYMM_LOG_INIT)) return;
+    static const char *const backends[] = {"auto", "host", "cuda"};
+    static const char *const boots[] = {"auto", "env", "uid", "single"};
+    static const char *const threads[] = {"SINGLE", "FUNNELED", "SERIALIZED", "MULTIPLE"};
+    char a[32], b[32], c[32], d[32];
+
+    /* Versions and files: the runtime knows itself; the loader, when the
+     * program reached us through it, is found by its exported symbol. */
+    Dl_info self;
+    memset(&self, 0, sizeof self);
+    const char *rt_path = dladdr((const void *)&log_once, &self) && self.dli_fname
+                              ? self.dli_fname : "?";
+    version_text(SYMM_VERSION, a, sizeof a);
+    char loader[640] = "not in this process (runtime linked directly)";
+    void *sym = dlsym(RTLD_DEFAULT, "symm_loader_get_version");
+    if (sym) {
+        symm_status (*get)(uint32_t *);
+        memcpy(&get, &sym, sizeof get);
+        uint32_t lv = 0;
+        Dl_info li;
+        memset(&li, 0, sizeof li);
+        if (get(&lv) == SYMM_SUCCESS) version_text(lv, b, sizeof b);
+        else snprintf(b, sizeof b, "?");
+        snprintf(loader, sizeof loader, "%s at %s", b,
+                 dladdr(sym, &li) && li.dli_fname ? li.dli_fname : "?");
+    }
+    SYMM_INFO(SYMM_LOG_INIT, "symm runtime %s (ABI %d.%d) at %s; loader %s, negotiated ABI %u.%u",
+              a, SYMM_ABI_MAJOR, SYMM_ABI_MINOR, rt_path, loader, symm__loader_abi_major,
+              symm__loader_abi_minor);
+
+    /* Backend and why. */
+    const char *env_backend = getenv("SYMM_BACKEND");
+    uint32_t want = ctx->cfg.backend <= SYMM_BACKEND_CUDA ? ctx->cfg.backend : 0;
+    char why[400];
+    if (want != SYMM_BACKEND_AUTO) {
+        snprintf(why, sizeof why, "requested %s (%s)", backends[want],
+                 env_backend && strcasecmp(env_backend, "auto") != 0 ? "SYMM_BACKEND" : "init attributes");
+    } else {
+#ifdef SYMM_HAVE_CUDA
+        if (ctx->ops->id == SYMM_BACKEND_CUDA) {
+            snprintf(why, sizeof why, "auto: a usable GPU was found");
+        } else {
+            char saved[512];
+            snprintf(saved, sizeof saved, "%s", symm__last_error());
+            symm__cuda_probe();
+            snprintf(why, sizeof why, "auto: the CUDA probe said \"%s\"", symm__last_error());
+            symm__err(SYMM_SUCCESS, "%s", saved);
+        }
+#else
+        snprintf(why, sizeof why, "auto: this runtime was built without the CUDA backend");
+#endif
+    }
+    SYMM_INFO(SYMM_LOG_INIT, "backend %s (%s)", ctx->ops->name, why);
+    if (ctx->ops->describe) {
+        char desc[768] = "";
+        ctx->ops->describe(ctx, desc, sizeof desc);
+        if (desc[0]) SYMM_INFO(SYMM_LOG_INIT, "%s: %s", ctx->ops->name, desc);
+    }
+
+    /* Where the PEs are. */
+    int32_t hosts = 0;
+    const uint64_t *hid = ctx->boot_info.host_id;
+    for (int32_t i = 0; hid && i < ctx->n_pes; i++) {
+        bool seen = false;
+        for (int32_t j = 0; j < i && !seen; j++) seen = hid[j] == hid[i];
+        hosts += !seen;
+    }
+    const char *launcher = getenv("SYMM_LAUNCHER");
+    uint32_t boot = ctx->cfg.bootstrap <= SYMM_BOOTSTRAP_SINGLE ? ctx->cfg.bootstrap : 0;
+    SYMM_INFO(SYMM_LOG_INIT,
+              "PE %d of %d on host %s (host id %016llx), local PE %d of %d, %d host(s) in the job; "
+              "bootstrap %s%s%s",
+              ctx->my_pe, ctx->n_pes, log_host,
+              (unsigned long long)(hid ? hid[ctx->my_pe] : 0), ctx->local_pe, ctx->local_n_pes,
+              hosts ? hosts : 1, boots[boot], launcher ? ", launcher " : "", launcher ? launcher : "");
+
+    /* Heap, threads, timeouts. */
+    SYMM_INFO(SYMM_LOG_INIT,
+              "heap cap %s (%s), chunk %s (%s), system area %s, backed %s; thread level %s; "
+              "SYMM_TIMEOUT_MS %u (%s), SYMM_PEER_TIMEOUT_MS %u (%s)",
+              size_text(ctx->heap_cap, a, sizeof a), from_env("SYMM_HEAP_CAP"),
+              size_text(ctx->cfg.heap_chunk, b, sizeof b), from_env("SYMM_HEAP_CHUNK"),
+              size_text(ctx->sys_bytes, c, sizeof c), size_text(ctx->heap_mapped, d, sizeof d),
+              ctx->thread_level <= SYMM_THREAD_MULTIPLE ? threads[ctx->thread_level] : "?",
+              ctx->cfg.timeout_ms, from_env("SYMM_TIMEOUT_MS"), ctx->cfg.peer_timeout_ms,
+              from_env("SYMM_PEER_TIMEOUT_MS"));
+    SYMM_INFO(SYMM_LOG_INIT, "transport: none (every PE is reached through the %s backend)",
+              ctx->ops->name);
+}

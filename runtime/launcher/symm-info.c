@@ -1,0 +1,565 @@
+/*
+ * symm-info: what symm finds on this machine, without starting a job.
+ *
+ *   symm-info [--json] [--help]
+ *
+ * Reports the loader and the runtime it opens (paths, versions, ABI), the
+ * backends and transports (compiled in, usable here: GPUs with compute
+ * capability and the peer-access matrix; RDMA devices with ports, link layers
+ * and GIDs), and the effective configuration from the environment, parsed by
+ * the runtime's own config.c so it cannot drift. --json: the same as one
+ * JSON object.
+ *
+ * Links the loader like an application; compiles in config.c (the parser),
+ * error.c and, with CUDA, cuda_driver.c (libcuda opened with dlopen, as the
+ * runtime does). libibverbs is opened with dlopen when present.
+ *
+ * Exit status: 0 when symm is usable here (a runtime was loaded and the
+ * configuration parses), 1 when it is not (the report says why), 2 on a
+ * usage error.
+ */
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+#ifdef SYMM_INFO_HAVE_CUDA
+#include "cuda_driver.h"
+#endif
+#ifdef SYMM_INFO_HAVE_IBVERBS
+#include <infiniband/verbs.h>
+#endif
+
+extern char **environ;
+
+/* ---- a tiny JSON / text emitter ----------------------------------------- */
+
+static bool json;
+static int depth;
+static bool need_comma[32];
+
+static void jstr(const char *s) {
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\') printf("\\%c", *p);
+        else if (*p == '\n') fputs("\\n", stdout);
+        else if (*p == '\t') fputs("\\t", stdout);
+        else if (*p < 0x20) printf("\\u%04x", *p);
+        else putchar(*p);
+    }
+    putchar('"');
+}
+
+static void jkey(const char *key) {
+    if (need_comma[depth]) putchar(',');
+    need_comma[depth] = true;
+    putchar('\n');
+    for (int i = 0; i < depth; i++) fputs("  ", stdout);
+    if (key) {
+        jstr(key);
+        fputs(": ", stdout);
+    }
+}
+static void jopen(const char *key, char c) {
+    jkey(key);
+    putchar(c);
+    need_comma[++depth] = false;
+}
+static void jclose(char c) {
+    bool had = need_comma[depth];
+    depth--;
+    if (had) {
+        putchar('\n');
+        for (int i = 0; i < depth; i++) fputs("  ", stdout);
+    }
+    putchar(c);
+}
+static void jfield_s(const char *key, const char *v) {
+    jkey(key);
+    if (v) jstr(v);
+    else fputs("null", stdout);
+}
+static void jfield_b(const char *key, bool v) {
+    jkey(key);
+    fputs(v ? "true" : "false", stdout);
+}
+static void jfield_i(const char *key, long long v) {
+    jkey(key);
+    printf("%lld", v);
+}
+
+static void version_text(uint32_t v, char *buf, size_t cap) {
+    snprintf(buf, cap, "%u.%u.%u", v / 1000000u, v / 1000u % 1000u, v % 1000u);
+}
+
+/* ---- loader and runtime -------------------------------------------------- */
+
+typedef struct report {
+    bool runtime_ok, config_ok;
+} report;
+
+static void loader_runtime(report *r) {
+    char lv[32] = "?", rv[32] = "?", hv[32];
+    uint32_t v = 0;
+    if (symm_loader_get_version(&v) == SYMM_SUCCESS) version_text(v, lv, sizeof lv);
+    version_text(SYMM_VERSION, hv, sizeof hv);
+    Dl_info li;
+    memset(&li, 0, sizeof li);
+    void *sym = dlsym(RTLD_DEFAULT, "symm_loader_get_version");
+    const char *lpath = sym && dladdr(sym, &li) && li.dli_fname ? li.dli_fname : "?";
+    symm_status st = symm_loader_probe();
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", st ? symm_last_error() : "");
+    r->runtime_ok = st == SYMM_SUCCESS;
+    if (r->runtime_ok && symm_get_version(&v) == SYMM_SUCCESS) version_text(v, rv, sizeof rv);
+    const char *rpath = r->runtime_ok ? symm_loader_runtime_path() : NULL;
+    const char *env_rt = getenv("SYMM_RUNTIME");
+    if (json) {
+        jfield_s("symm_info_version", hv);
+        jopen("loader", '{');
+        jfield_s("path", lpath);
+        jfield_s("version", lv);
+        jfield_s("abi", "1.0");
+        jclose('}');
+        jopen("runtime", '{');
+        jfield_b("found", r->runtime_ok);
+        jfield_s("status", symm_status_string(st));
+        jfield_s("path", rpath);
+        jfield_s("version", r->runtime_ok ? rv : NULL);
+        jfield_s("abi", r->runtime_ok ? "1.0" : NULL);
+        jfield_s("requested", env_rt);
+        jfield_s("message", st ? msg : "");
+        jclose('}');
+        return;
+    }
+    printf("symm %s (this symm-info)\n\n", hv);
+    printf("Loader   %s\n         version %s, ABI %d.%d\n", lpath, lv, SYMM_ABI_MAJOR,
+           SYMM_ABI_MINOR);
+    if (r->runtime_ok)
+        printf("Runtime  %s\n         version %s, ABI %d.%d%s\n", rpath, rv, SYMM_ABI_MAJOR,
+               SYMM_ABI_MINOR, env_rt ? " (from SYMM_RUNTIME)" : "");
+    else
+        printf("Runtime  NOT USABLE: %s\n         %s\n", symm_status_string(st), msg);
+}
+
+/* ---- backends ------------------------------------------------------------ */
+
+typedef struct gpu {
+    char name[128];
+    int cc_major, cc_minor, sms, vmm, fd;
+    size_t mem;
+} gpu;
+
+static void backends(void) {
+    /* host: memfd shared memory */
+    int fd = memfd_create("symm-info", MFD_CLOEXEC);
+    bool host_ok = fd >= 0;
+    char host_why[128];
+    snprintf(host_why, sizeof host_why, "%s", host_ok ? "memfd shared memory among local PEs"
+                                                      : "memfd_create failed");
+    if (fd >= 0) close(fd);
+
+    bool cuda_compiled = false, cuda_ok = false;
+    char cuda_why[512] = "this build has no CUDA backend (no nvcc/cuda.h at build time)";
+    char drv[32] = "";
+    gpu gpus[64];
+    int n = 0;
+    int access[64][64];
+    memset(access, 0, sizeof access);
+#ifdef SYMM_INFO_HAVE_CUDA
+    cuda_compiled = true;
+    if (symm__cu_load() != SYMM_SUCCESS) {
+        snprintf(cuda_why, sizeof cuda_why, "%s", symm__last_error());
+    } else {
+        int count = 0;
+        snprintf(drv, sizeof drv, "%d.%d", symm__cu.driver_version / 1000,
+                 symm__cu.driver_version % 1000 / 10);
+        if (symm__cu.DeviceGetCount(&count) != CUDA_SUCCESS || count < 1) {
+            snprintf(cuda_why, sizeof cuda_why, "the CUDA driver %s sees no GPU", drv);
+        } else {
+            n = count < 64 ? count : 64;
+            CUdevice dev[64];
+            for (int i = 0; i < n; i++) {
+                gpu *g = &gpus[i];
+                memset(g, 0, sizeof *g);
+                symm__cu.DeviceGet(&dev[i], i);
+                symm__cu.DeviceGetName(g->name, (int)sizeof g->name, dev[i]);
+                symm__cu.DeviceGetAttribute(&g->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev[i]);
+                symm__cu.DeviceGetAttribute(&g->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev[i]);
+                symm__cu.DeviceGetAttribute(&g->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev[i]);
+                symm__cu.DeviceGetAttribute(&g->vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev[i]);
+                symm__cu.DeviceGetAttribute(&g->fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev[i]);
+            }
+            int usable = 0;
+            for (int i = 0; i < n; i++) {
+                usable += gpus[i].vmm && gpus[i].fd;
+                for (int j = 0; j < n; j++) {
+                    int can = i == j;
+                    if (i != j) symm__cu.DeviceCanAccessPeer(&can, dev[i], dev[j]);
+                    access[i][j] = can;
+                }
+            }
+            cuda_ok = usable > 0;
+            snprintf(cuda_why, sizeof cuda_why, "%d GPU(s), %d with VMM and POSIX fd handles; "
+                     "CUDA driver API %s", n, usable, drv);
+        }
+    }
+#endif
+    if (json) {
+        jopen("backends", '[');
+        jopen(NULL, '{');
+        jfield_s("name", "host");
+        jfield_b("compiled", true);
+        jfield_b("usable", host_ok);
+        jfield_s("detail", host_why);
+        jclose('}');
+        jopen(NULL, '{');
+        jfield_s("name", "cuda");
+        jfield_b("compiled", cuda_compiled);
+        jfield_b("usable", cuda_ok);
+        jfield_s("detail", cuda_why);
+        jfield_s("driver_version", drv[0] ? drv : NULL);
+        jopen("gpus", '[');
+        for (int i = 0; i < n; i++) {
+            char cc[16];
+            snprintf(cc, sizeof cc, "%d.%d", gpus[i].cc_major, gpus[i].cc_minor);
+            jopen(NULL, '{');
+            jfield_i("ordinal", i);
+            jfield_s("name", gpus[i].name);
+            jfield_s("compute_capability", cc);
+            jfield_i("sms", gpus[i].sms);
+            jfield_b("vmm", gpus[i].vmm);
+            jfield_b("posix_fd_handles", gpus[i].fd);
+            jclose('}');
+        }
+        jclose(']');
+        jopen("peer_access", '[');
+        for (int i = 0; i < n; i++) {
+            jopen(NULL, '[');
+            for (int j = 0; j < n; j++) jfield_b(NULL, access[i][j]);
+            jclose(']');
+        }
+        jclose(']');
+        jclose('}');
+        jclose(']');
+        return;
+    }
+    printf("\nBackends (compiled in / usable here)\n");
+    printf("  host   yes / %-3s  %s\n", host_ok ? "yes" : "no", host_why);
+    printf("  cuda   %-3s / %-3s  %s\n", cuda_compiled ? "yes" : "no", cuda_ok ? "yes" : "no",
+           cuda_why);
+    for (int i = 0; i < n; i++)
+        printf("         GPU %d: %s, compute capability %d.%d, %d SMs, VMM %s, fd handles %s\n", i,
+               gpus[i].name, gpus[i].cc_major, gpus[i].cc_minor, gpus[i].sms,
+               gpus[i].vmm ? "yes" : "no", gpus[i].fd ? "yes" : "no");
+    if (n > 1) {
+        printf("         peer access (row can access column):\n              ");
+        for (int j = 0; j < n; j++) printf(" %3d", j);
+        printf("\n");
+        for (int i = 0; i < n; i++) {
+            printf("         %4d ", i);
+            for (int j = 0; j < n; j++) printf(" %3s", i == j ? "-" : access[i][j] ? "yes" : "no");
+            printf("\n");
+        }
+    }
+}
+
+/* ---- transports ---------------------------------------------------------- */
+
+static void transports(void) {
+    char why[512];
+    int ndev = 0;
+    void *lib = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *e = dlerror();
+        snprintf(why, sizeof why, "libibverbs.so.1 not found (%s)", e ? e : "dlopen failed");
+    } else {
+        snprintf(why, sizeof why, "libibverbs.so.1 found");
+    }
+    if (json) {
+        jopen("transports", '[');
+        jopen(NULL, '{');
+        jfield_s("name", "ibverbs");
+        jfield_b("compiled", false); /* the plugin does not exist yet */
+        jfield_b("library", lib != NULL);
+        jfield_s("detail", why);
+        jopen("devices", '[');
+    } else {
+        printf("\nTransports (to PEs on other hosts)\n");
+        printf("  ibverbs plugin not built in this version; %s\n", why);
+    }
+#ifdef SYMM_INFO_HAVE_IBVERBS
+    /* Entry points by name (the library is optional at run time). */
+    struct ibv_device **(*get_list)(int *) = NULL;
+    void (*free_list)(struct ibv_device **) = NULL;
+    const char *(*dev_name)(struct ibv_device *) = NULL;
+    struct ibv_context *(*open_dev)(struct ibv_device *) = NULL;
+    int (*close_dev)(struct ibv_context *) = NULL;
+    int (*query_dev)(struct ibv_context *, struct ibv_device_attr *) = NULL;
+    int (*query_port)(struct ibv_context *, uint8_t, struct ibv_port_attr *) = NULL;
+    int (*query_gid)(struct ibv_context *, uint8_t, int, union ibv_gid *) = NULL;
+    void *s;
+#define SYMM_INFO_SYM(var, name) (s = lib ? dlsym(lib, name) : NULL, memcpy(&var, &s, sizeof s))
+    SYMM_INFO_SYM(get_list, "ibv_get_device_list");
+    SYMM_INFO_SYM(free_list, "ibv_free_device_list");
+    SYMM_INFO_SYM(dev_name, "ibv_get_device_name");
+    SYMM_INFO_SYM(open_dev, "ibv_open_device");
+    SYMM_INFO_SYM(close_dev, "ibv_close_device");
+    SYMM_INFO_SYM(query_dev, "ibv_query_device");
+    SYMM_INFO_SYM(query_port, "ibv_query_port");
+    SYMM_INFO_SYM(query_gid, "ibv_query_gid");
+#undef SYMM_INFO_SYM
+    struct ibv_device **list = get_list && free_list && dev_name && open_dev && close_dev &&
+                                       query_dev && query_port && query_gid
+                                   ? get_list(&ndev) : NULL;
+    for (int d = 0; list && d < ndev; d++) {
+        const char *name = dev_name(list[d]);
+        struct ibv_context *c = open_dev(list[d]);
+        struct ibv_device_attr da;
+        memset(&da, 0, sizeof da);
+        if (json) {
+            jopen(NULL, '{');
+            jfield_s("name", name);
+            jfield_b("opened", c != NULL);
+            jopen("ports", '[');
+        } else {
+            printf("  device %s%s\n", name, c ? "" : " (cannot open)");
+        }
+        if (c && query_dev(c, &da) == 0) {
+            for (uint8_t p = 1; p <= da.phys_port_cnt; p++) {
+                struct ibv_port_attr pa;
+                memset(&pa, 0, sizeof pa);
+                if (query_port(c, p, &pa) != 0) continue;
+                const char *ll = pa.link_layer == IBV_LINK_LAYER_ETHERNET     ? "Ethernet"
+                                 : pa.link_layer == IBV_LINK_LAYER_INFINIBAND ? "InfiniBand"
+                                                                              : "unspecified";
+                const char *state = pa.state == IBV_PORT_ACTIVE ? "ACTIVE"
+                                    : pa.state == IBV_PORT_DOWN ? "DOWN"
+                                    : pa.state == IBV_PORT_INIT ? "INIT"
+                                                                : "other";
+                if (json) {
+                    jopen(NULL, '{');
+                    jfield_i("port", p);
+                    jfield_s("state", state);
+                    jfield_s("link_layer", ll);
+                    jfield_i("active_mtu", 128 << pa.active_mtu);
+                    jopen("gids", '[');
+                } else {
+                    printf("    port %u: %s, link layer %s, MTU %d\n", p, state, ll,
+                           128 << pa.active_mtu);
+                }
+                for (int g = 0; g < pa.gid_tbl_len && g < 16; g++) {
+                    union ibv_gid gid;
+                    if (query_gid(c, p, g, &gid) != 0) break;
+                    bool zero = true;
+                    for (int k = 0; k < 16; k++) zero &= gid.raw[k] == 0;
+                    if (zero) continue;
+                    char t[48];
+                    int at = 0;
+                    for (int k = 0; k < 16; k += 2)
+                        at += snprintf(t + at, sizeof t - (size_t)at, "%s%02x%02x", k ? ":" : "",
+                                       gid.raw[k], gid.raw[k + 1]);
+                    if (json) {
+                        jopen(NULL, '{');
+                        jfield_i("index", g);
+                        jfield_s("gid", t);
+                        jclose('}');
+                    } else {
+                        printf("      GID[%d] %s\n", g, t);
+                    }
+                }
+                if (json) {
+                    jclose(']');
+                    jclose('}');
+                }
+            }
+        }
+        if (c) close_dev(c);
+        if (json) {
+            jclose(']');
+            jclose('}');
+        }
+    }
+    if (list) free_list(list);
+#endif
+    if (json) {
+        jclose(']');
+        jclose('}');
+        jclose(']');
+    } else if (!ndev) {
+        printf("  RDMA devices: none\n");
+    }
+    if (lib) dlclose(lib);
+}
+
+/* ---- configuration ------------------------------------------------------- */
+
+typedef struct var {
+    const char *name, *meaning;
+    bool secret;
+} var;
+
+/* Every variable symm reads (README, "Configuration"). */
+static const var vars[] = {
+    {"SYMM_RUNTIME", "runtime the loader opens", false},
+    {"SYMM_BACKEND", "auto, host or cuda", false},
+    {"SYMM_HEAP_CAP", "heap per PE (bytes, after rounding)", false},
+    {"SYMM_HEAP_CHUNK", "heap growth granularity (bytes)", false},
+    {"SYMM_TIMEOUT_MS", "bootstrap timeout (ms)", false},
+    {"SYMM_PEER_TIMEOUT_MS", "dead-peer detection bound (ms)", false},
+    {"SYMM_JOB_SECRET", "job secret for ENV mode (value never shown)", true},
+    {"SYMM_BOOTSTRAP_ADDR", "rendezvous address", false},
+    {"SYMM_RANK", "rank (overrides launchers)", false},
+    {"SYMM_N_PES", "job size (overrides launchers)", false},
+    {"SYMM_LOCAL_RANK", "rank on this host", false},
+    {"SYMM_LOCAL_N_PES", "PEs on this host", false},
+    {"SYMM_HOST_ID", "simulated host id", false},
+    {"SYMM_LAUNCHER", "set by symmrun", false},
+    {"SYMMRUN_GRACE", "symmrun: grace after a failure (s)", false},
+    {"SYMM_CUDA_PDL", "0: no programmatic dependent launch", false},
+    {"SYMM_CUDA_COPY_KERNEL_MIN", "stream puts from GPU memory: SM copy from (bytes)", false},
+    {"SYMM_CUDA_COPY_KERNEL_MAX", "... up to (bytes; 0: copy engine only)", false},
+    {"SYMM_CUDA_STREAM_MEMOPS", "1: EQ stream waits with cuStreamWaitValue64", false},
+    {"SYMM_CUDA_DISABLE_P2P", "1: no load/store between GPUs", false},
+    {"SYMM_DEBUG", "log level: NONE, WARN, INFO, TRACE", false},
+    {"SYMM_DEBUG_SUBSYS", "log subsystems", false},
+    {"SYMM_DEBUG_FILE", "log file pattern (%h %p %r)", false},
+};
+
+static bool known_var(const char *name, size_t len) {
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (strlen(vars[i].name) == len && strncmp(vars[i].name, name, len) == 0) return true;
+    return false;
+}
+
+static void configuration(report *r) {
+    static const char *const backends[] = {"auto", "host", "cuda"};
+    symm__config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    symm_status st = symm__config_load(NULL, &cfg);
+    char err[1024];
+    snprintf(err, sizeof err, "%s", st ? symm__last_error() : "");
+    r->config_ok = st == SYMM_SUCCESS;
+    char eff[sizeof vars / sizeof vars[0]][64];
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *n = vars[i].name, *v = getenv(n);
+        eff[i][0] = '\0';
+        if (r->config_ok && strcmp(n, "SYMM_BACKEND") == 0)
+            snprintf(eff[i], sizeof eff[i], "%s", backends[cfg.backend <= 2 ? cfg.backend : 0]);
+        else if (r->config_ok && strcmp(n, "SYMM_HEAP_CAP") == 0)
+            snprintf(eff[i], sizeof eff[i], "%llu", (unsigned long long)cfg.heap_cap);
+        else if (r->config_ok && strcmp(n, "SYMM_HEAP_CHUNK") == 0)
+            snprintf(eff[i], sizeof eff[i], "%llu", (unsigned long long)cfg.heap_chunk);
+        else if (r->config_ok && strcmp(n, "SYMM_TIMEOUT_MS") == 0)
+            snprintf(eff[i], sizeof eff[i], "%u", cfg.timeout_ms);
+        else if (r->config_ok && strcmp(n, "SYMM_PEER_TIMEOUT_MS") == 0)
+            snprintf(eff[i], sizeof eff[i], "%u", cfg.peer_timeout_ms);
+        else if (v && vars[i].secret)
+            snprintf(eff[i], sizeof eff[i], "(set, %zu characters)", strlen(v));
+        else if (v)
+            snprintf(eff[i], sizeof eff[i], "%.63s", v);
+    }
+    if (json) {
+        jfield_b("config_valid", r->config_ok);
+        jfield_s("config_error", err);
+        jopen("config", '[');
+        for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+            const char *v = getenv(vars[i].name);
+            jopen(NULL, '{');
+            jfield_s("name", vars[i].name);
+            jfield_s("value", v && !vars[i].secret ? v : v ? "(set)" : NULL);
+            jfield_s("effective", eff[i][0] ? eff[i] : NULL);
+            jfield_s("source", v ? "env" : "default");
+            jfield_s("meaning", vars[i].meaning);
+            jclose('}');
+        }
+        jclose(']');
+        jopen("unknown_env", '[');
+    } else {
+        printf("\nConfiguration (environment; effective values as symm_init parses them)\n");
+        if (!r->config_ok) printf("  INVALID: %s\n", err);
+        for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+            const char *v = getenv(vars[i].name);
+            if (!v && !eff[i][0]) continue;
+            printf("  %-26s %-22s %-8s %s\n", vars[i].name, eff[i][0] ? eff[i] : "-",
+                   v ? "env" : "default", vars[i].meaning);
+        }
+    }
+    /* SYMM_* variables nobody reads: usually a typo. */
+    bool any = false;
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "SYMM_", 5) != 0 && strncmp(*e, "SYMMRUN_", 8) != 0) continue;
+        size_t len = strcspn(*e, "=");
+        if (known_var(*e, len)) continue;
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)(len < 127 ? len : 127), *e);
+        if (strncmp(name, "SYMM_TEST_", 10) == 0) continue; /* the test suites' own */
+        if (json) {
+            jkey(NULL);
+            jstr(name);
+        } else {
+            if (!any) printf("  not read by symm (a typo?):");
+            printf(" %s", name);
+        }
+        any = true;
+    }
+    if (json) jclose(']');
+    else if (any) printf("\n");
+}
+
+/* Like symmrun: a runtime next to this program (the build tree) is the one
+ * its jobs would use; SYMM_RUNTIME, when set, still wins (the loader's rule). */
+static void runtime_beside(void) {
+    if (getenv("SYMM_RUNTIME")) return;
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) return;
+    exe[len] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return;
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%.*s/libsymm_runtime.so.1", (int)(slash - exe), exe);
+    if (access(path, F_OK) == 0) symm_loader_set_runtime(path);
+}
+
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: symm-info [--json]\n"
+                   "Prints the symm loader and runtime found, the backends and transports usable "
+                   "here (GPUs, peer access, RDMA devices) and the effective configuration, "
+                   "without starting a job.\nExit status: 0 usable, 1 not usable (the report "
+                   "says why), 2 usage error.\n");
+            return 0;
+        } else {
+            fprintf(stderr, "symm-info: unknown argument '%s' (try --help)\n", argv[i]);
+            return 2;
+        }
+    }
+    report r = {false, false};
+    runtime_beside();
+    if (json) {
+        putchar('{');
+        need_comma[depth] = false;
+    }
+    loader_runtime(&r);
+    backends();
+    transports();
+    configuration(&r);
+    if (json) {
+        jfield_b("usable", r.runtime_ok && r.config_ok);
+        jclose('}');
+        putchar('\n');
+    } else {
+        printf("\nsymm is %s here\n", r.runtime_ok && r.config_ok ? "usable" : "NOT usable");
+    }
+    fflush(stdout);
+    return r.runtime_ok && r.config_ok ? 0 : 1;
+}
