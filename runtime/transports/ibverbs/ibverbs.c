@@ -54,6 +54,8 @@ static const char *F_why = "";
 typedef struct ibv_peer {
     struct ibv_qp *qp;   /* NULL: not reached by this transport          */
     uint32_t inflight;   /* signalled work requests not yet completed     */
+    uint32_t reads;      /* ... of which READs and atomics                */
+    uint64_t bytes;      /* ... and the bytes they move                   */
     int fence_next;      /* the next request carries IBV_SEND_FENCE       */
     int failed;          /* a completion error or a stall: 1 + wc status  */
 } ibv_peer;
@@ -70,6 +72,8 @@ typedef struct ibv_rec { /* one outstanding work request */
     int32_t pe;
     int32_t next_free;
     int live;           /* posted, not yet completed */
+    int read;           /* a READ or an atomic (what IBV_SEND_FENCE waits for) */
+    uint64_t bytes;
     int bounce;         /* holds a piece of the bounce buffer */
     void *copy_to;      /* on success: memcpy(copy_to, copy_from, copy_len) */
     const void *copy_from;
@@ -98,6 +102,7 @@ typedef struct ibv_tp {
 
     ibv_peer *peers; /* [n] */
     uint32_t inflight;
+    uint64_t bytes;  /* moved by the requests in flight */
     ibv_rec *recs;
     int32_t rec_free, n_recs;
 
@@ -427,6 +432,9 @@ static int poll_once(ibv_tp *st) {
         }
         p->inflight--;
         st->inflight--;
+        p->reads -= (uint32_t)r->read;
+        p->bytes -= r->bytes;
+        st->bytes -= r->bytes;
         if (r->bounce && --st->bounce_refs == 0) st->bounce_used = 0;
         r->copy_to = NULL;
         r->live = 0;
@@ -442,6 +450,15 @@ static int32_t give_up(ibv_tp *st, int32_t rc) {
     for (int32_t i = 0; i < st->n_recs; i++)
         if (st->recs[i].live) st->recs[i].copy_to = NULL;
     return rc;
+}
+
+/* How long a wait may see no completion before it declares the peer lost:
+ * the NIC's own retry bound (st->stall_ms), plus the time the bytes in
+ * flight need at a floor rate of 128 KiB/s (one 1 MiB WRITE on a loaded
+ * software RoCE can take seconds; it completes only at its end). */
+static uint64_t stall_limit(ibv_tp *st, int32_t pe) {
+    uint64_t bytes = pe >= 0 ? st->peers[pe].bytes : st->bytes;
+    return st->stall_ms + bytes / 131u;
 }
 
 /* Wait until pe's (or, pe < 0, everyone's) outstanding count is <= max.
@@ -465,14 +482,14 @@ static int32_t wait_for(ibv_tp *st, int32_t pe, uint32_t max) {
             if (!last || moved) {
                 last = now;
                 moved = 0;
-            } else if (now - last > st->stall_ms) {
+            } else if (now - last > stall_limit(st, pe)) {
                 for (int32_t i = 0; i < st->n; i++)
                     if (st->peers[i].inflight && (pe < 0 || i == pe) && !st->peers[i].failed)
                         st->peers[i].failed = 1 + (int)IBV_WC_SUCCESS;
                 for (int32_t i = 0; i < st->n; i++)
                     if (st->peers[i].failed && (pe < 0 || i == pe)) return give_up(st, peer_error(st, i));
-                return give_up(st, fail(core, SYMM_ERR_PEER_FAILED, "ibverbs: no completion for %u ms",
-                                        st->stall_ms));
+                return give_up(st, fail(core, SYMM_ERR_PEER_FAILED, "ibverbs: no completion for %llu ms",
+                                        (unsigned long long)stall_limit(st, pe)));
             }
         }
         if (spins > SPINS_BEFORE_YIELD) sched_yield();
@@ -527,6 +544,11 @@ static int32_t post(ibv_tp *st, int32_t pe, struct ibv_send_wr *wr, int bounce, 
     p->fence_next = 0;
     p->inflight++;
     st->inflight++;
+    r->read = wr->opcode != IBV_WR_RDMA_WRITE;
+    r->bytes = wr->sg_list[0].length;
+    p->reads += (uint32_t)r->read;
+    p->bytes += r->bytes;
+    st->bytes += r->bytes;
     if (bounce) st->bounce_refs++;
     return 0;
 }
@@ -766,10 +788,11 @@ static int32_t ibv_atomic(void *state, int32_t pe, uint64_t off, uint32_t dtype,
     return rc;
 }
 
-/* The data WRITEs, then the signal update fenced behind them: an RC queue
- * pair executes a peer's requests in order, so the atomic that changes the
- * signal runs after the WRITEs have placed the data, and IBV_SEND_FENCE
- * also holds it behind any READ or atomic still outstanding on the QP. */
+/* The data WRITEs, then the signal's atomic on the same RC queue pair. The
+ * responder executes a QP's requests in PSN order and an atomic may not pass
+ * an earlier WRITE (only later WRITEs may pass an earlier READ), so the
+ * signal changes after the data is placed; no IBV_SEND_FENCE is needed
+ * (it would only wait for earlier READs/atomics, and rxe can stall on it). */
 static int32_t ibv_put_signal(void *state, int32_t pe, uint64_t off, const void *src, uint64_t n,
                               uint64_t sig_off, uint64_t sig_value, uint32_t sig_op,
                               uint32_t flags) {
@@ -783,7 +806,6 @@ static int32_t ibv_put_signal(void *state, int32_t pe, uint64_t off, const void 
         rc = fail(st->core, SYMM_ERR_INVALID_ARG, "ibverbs: unknown signal op %u", sig_op);
     if (!rc) rc = rma(st, 1, pe, off, (char *)(uintptr_t)src, n);
     if (!rc) {
-        st->peers[pe].fence_next = 1;
         if (sig_op == SYMM_SIGNAL_ADD) {
             rc = native(st, pe, sig_off, 0, sig_value, 0, NULL, !(flags & SYMM_TP_NBI));
         } else {
@@ -798,7 +820,9 @@ static int32_t ibv_put_signal(void *state, int32_t pe, uint64_t off, const void 
 static int32_t ibv_fence(void *state) {
     ibv_tp *st = state;
     pthread_mutex_lock(&st->mu);
-    for (int32_t i = 0; i < st->n; i++) st->peers[i].fence_next = st->peers[i].inflight > 0;
+    /* WRITEs and atomics to one PE already execute in order on its RC QP;
+     * only an outstanding READ/atomic can be passed by a later request. */
+    for (int32_t i = 0; i < st->n; i++) st->peers[i].fence_next = st->peers[i].reads > 0;
     pthread_mutex_unlock(&st->mu);
     return 0;
 }
