@@ -56,7 +56,6 @@ typedef struct ibv_peer {
     uint32_t inflight;   /* signalled work requests not yet completed     */
     uint32_t reads;      /* ... of which READs and atomics                */
     uint64_t bytes;      /* ... and the bytes they move                   */
-    int fence_next;      /* the next request carries IBV_SEND_FENCE       */
     int failed;          /* a completion error or a stall: 1 + wc status  */
 } ibv_peer;
 
@@ -72,7 +71,7 @@ typedef struct ibv_rec { /* one outstanding work request */
     int32_t pe;
     int32_t next_free;
     int live;           /* posted, not yet completed */
-    int read;           /* a READ or an atomic (what IBV_SEND_FENCE waits for) */
+    int read;           /* a READ or an atomic (what a later request may pass) */
     uint64_t bytes;
     int bounce;         /* holds a piece of the bounce buffer */
     void *copy_to;      /* on success: memcpy(copy_to, copy_from, copy_len) */
@@ -529,7 +528,7 @@ static int32_t post(ibv_tp *st, int32_t pe, struct ibv_send_wr *wr, int bounce, 
     r->copy_len = copy_len;
     wr->wr_id = (uint64_t)idx + 1;
     wr->next = NULL;
-    wr->send_flags |= IBV_SEND_SIGNALED | (p->fence_next ? IBV_SEND_FENCE : 0);
+    wr->send_flags |= IBV_SEND_SIGNALED;
     struct ibv_send_wr *bad = NULL;
     int err = F->post_send(p->qp, wr, &bad);
     if (err) {
@@ -541,7 +540,6 @@ static int32_t post(ibv_tp *st, int32_t pe, struct ibv_send_wr *wr, int bounce, 
                     "ibverbs: ibv_post_send to PE %d failed (%s): its queue pair is in error", pe,
                     strerror(err));
     }
-    p->fence_next = 0;
     p->inflight++;
     st->inflight++;
     r->read = wr->opcode != IBV_WR_RDMA_WRITE;
@@ -790,9 +788,9 @@ static int32_t ibv_atomic(void *state, int32_t pe, uint64_t off, uint32_t dtype,
 
 /* The data WRITEs, then the signal's atomic on the same RC queue pair. The
  * responder executes a QP's requests in PSN order and an atomic may not pass
- * an earlier WRITE (only later WRITEs may pass an earlier READ), so the
- * signal changes after the data is placed; no IBV_SEND_FENCE is needed
- * (it would only wait for earlier READs/atomics, and rxe can stall on it). */
+ * an earlier WRITE (only later requests may pass an earlier READ), so the
+ * signal changes after the data is placed; no IBV_SEND_FENCE is needed (it
+ * waits for earlier READs/atomics only, and rxe stalled fenced signals). */
 static int32_t ibv_put_signal(void *state, int32_t pe, uint64_t off, const void *src, uint64_t n,
                               uint64_t sig_off, uint64_t sig_value, uint32_t sig_op,
                               uint32_t flags) {
@@ -817,14 +815,18 @@ static int32_t ibv_put_signal(void *state, int32_t pe, uint64_t off, const void 
     return rc;
 }
 
+/* WRITEs and atomics to one PE already execute in order on its RC QP; only a
+ * later request can pass an earlier READ/atomic. So fence waits for the PEs
+ * with READs/atomics in flight, and is free otherwise. (Not IBV_SEND_FENCE:
+ * rxe left fenced requests stalled for good in the mp suites.) */
 static int32_t ibv_fence(void *state) {
     ibv_tp *st = state;
+    int32_t rc = 0;
     pthread_mutex_lock(&st->mu);
-    /* WRITEs and atomics to one PE already execute in order on its RC QP;
-     * only an outstanding READ/atomic can be passed by a later request. */
-    for (int32_t i = 0; i < st->n; i++) st->peers[i].fence_next = st->peers[i].reads > 0;
+    for (int32_t i = 0; i < st->n && !rc; i++)
+        if (st->peers[i].reads > 0) rc = wait_for(st, i, 0);
     pthread_mutex_unlock(&st->mu);
-    return 0;
+    return rc;
 }
 
 static int32_t ibv_quiet(void *state) {
