@@ -90,7 +90,7 @@ static symm_status atomic_op(const char *fn, symm_buf h, uint64_t index, uint32_
     }
     if (op == SYMM_AMO_COMPARE_SWAP) memcpy(&cmp, compare, size);
 
-    SYMM_TRY(ctx->ops->atomic(ctx, pe, buf->off + index * size, buf->dtype, op, &v,
+    SYMM_TRY(symm__atomic(ctx, pe, buf->off + index * size, buf->dtype, op, &v,
                               op == SYMM_AMO_COMPARE_SWAP ? &cmp : NULL, &old));
     if (op_fetches(op)) memcpy(fetched, &old, size);
     return SYMM_SUCCESS;

@@ -27,7 +27,8 @@
  *    SYMM_ERR_NOT_SUPPORTED (the op and the dtype are each valid; the pair is
  *    not defined); an op number outside SYMM_OP_* is SYMM_ERR_INVALID_ARG.
  *  - Reductions combine team PEs in order 0, 1, ..., n-1 on every PE, so all
- *    PEs get bitwise-identical results. Integer SUM/PROD wrap around
+ *    PEs get bitwise-identical results (also across hosts: there one leader
+ *    per host combines in that order and its host's PEs copy its result). Integer SUM/PROD wrap around
  *    (two's complement). Floating MIN/MAX follow fmin/fmax (a NaN operand is
  *    ignored unless all are NaN). FLOAT16/BFLOAT16 are accumulated in float32
  *    and rounded to nearest-even once, at the end.
@@ -421,46 +422,67 @@ static symm_status coll_verdict(const coll_call *c, coll_plan *p, const symm__xr
 static symm_status pull(coll_plan *p, int32_t j, uint64_t off, uint64_t dst_off, uint64_t n) {
     if (n == 0) return SYMM_SUCCESS;
     symm__ctx *ctx = p->ctx;
-    return ctx->ops->get(ctx, symm__local(ctx, dst_off), symm__team_world_pe(p->team, j), off, n,
+    return symm__get(ctx, symm__local(ctx, dst_off), symm__team_world_pe(p->team, j), off, n,
                          SYMM__NBI);
+}
+
+/* Sync the team after a step that may have failed: the sync is made anyway
+ * (peers are not stranded) and the first failure's message is kept. */
+static symm_status sync_keep(symm__team *team, symm_status st) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", symm__last_error());
+    symm_status sst = symm__team_sync(team);
+    if (st == SYMM_SUCCESS) return sst;
+    return symm__err(st, "%s", msg);
 }
 
 /* Reduce nelems elements of every PE's src (at its published offset + shift)
  * into this PE's dst, chunk by chunk. With chunk_sync (some PE reduces in
  * place), the team syncs between reading a chunk and writing it. After a
- * failure the remaining syncs are still made, so peers are not stranded. */
+ * failure the remaining syncs are still made, so peers are not stranded.
+ * With hier (a team that spans hosts), only each host's leader combines
+ * (every PE's data, in team order: the result is the one-host result, bit
+ * for bit); after a team sync its host's members copy the leader's dst by
+ * load/store, so each PE's data crosses to another host once per host. */
 static symm_status reduce_run(coll_plan *p, const coll_call *c, const symm__xrec *all,
-                              uint64_t shift, bool chunk_sync) {
+                              uint64_t shift, bool chunk_sync, bool hier) {
     symm__ctx *ctx = p->ctx;
     symm__team *team = p->team;
     const uint64_t es = p->es, ne = c->nelems;
     const bool half = dtype_is_half(p->dtype);
+    const symm__team_hier *h = hier ? symm__team_hier_get(team) : NULL;
+    /* Out of memory for the grouping: this PE combines itself (same syncs). */
+    const bool lead = !h || team->my_pe == h->my_leader;
     symm_status st = SYMM_SUCCESS;
     for (uint64_t c0 = 0; c0 < ne; c0 += SYMM__COLL_CHUNK) {
         size_t m = (size_t)(ne - c0 < SYMM__COLL_CHUNK ? ne - c0 : SYMM__COLL_CHUNK);
         uint64_t boff = c0 * es;
-        for (int32_t j = 0; j < team->n_pes && st == SYMM_SUCCESS; j++) {
+        for (int32_t j = 0; lead && j < team->n_pes && st == SYMM_SUCCESS; j++) {
             void *into = j == 0 && !half ? p->acc : p->tmp;
-            st = ctx->ops->get(ctx, into, symm__team_world_pe(team, j),
+            st = symm__get(ctx, into, symm__team_world_pe(team, j),
                                all[j].src_off + shift + boff, m * es, 0);
             if (st) break;
             if (j > 0) red_apply(p->dtype, c->op, p->acc, p->tmp, m);
             else if (half) half_load(p->dtype, p->acc, p->tmp, m);
         }
         const void *out = p->acc;
-        if (st == SYMM_SUCCESS && half) {
+        if (lead && st == SYMM_SUCCESS && half) {
             half_store(p->dtype, p->tmp, p->acc, m);
             out = p->tmp;
         }
-        if (chunk_sync) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", symm__last_error());
-            symm_status sst = symm__team_sync(team);
-            if (st == SYMM_SUCCESS) st = sst;
-            else symm__err(st, "%s", msg);
+        if (chunk_sync) st = sync_keep(team, st);
+        if (lead && st == SYMM_SUCCESS)
+            st = symm__put(ctx, ctx->my_pe, p->dst_off + boff, out, m * es, 0);
+        if (hier) {
+            st = sync_keep(team, st);
+            if (!lead && st == SYMM_SUCCESS) {
+                st = symm__get(ctx, p->tmp, symm__team_world_pe(team, h->my_leader),
+                               all[h->my_leader].dst_off + boff, m * es, 0);
+                if (st == SYMM_SUCCESS)
+                    st = symm__put(ctx, ctx->my_pe, p->dst_off + boff, p->tmp, m * es, 0);
+            }
         }
-        if (st == SYMM_SUCCESS) st = ctx->ops->put(ctx, ctx->my_pe, p->dst_off + boff, out, m * es, 0);
-        if (st && !chunk_sync) break;
+        if (st && !chunk_sync && !hier) break;
     }
     return st;
 }
@@ -497,12 +519,12 @@ static symm_status coll_move(const coll_call *c, coll_plan *p, const symm__xrec 
     case SYMM__COLL_REDUCE: {
         bool any_inplace = false;
         for (int32_t j = 0; j < n; j++) any_inplace |= (all[j].flags & SYMM__XF_INPLACE) != 0;
-        return reduce_run(p, c, all, 0, any_inplace);
+        return reduce_run(p, c, all, 0, any_inplace, symm__team_has_remote(team));
     }
     case SYMM__COLL_REDUCESCATTER:
-        return reduce_run(p, c, all, (uint64_t)me * bytes, false);
+        return reduce_run(p, c, all, (uint64_t)me * bytes, false, false);
     }
-    return ctx->ops->quiet(ctx);
+    return symm__quiet(ctx);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -555,7 +577,9 @@ static symm_status coll_run(const coll_call *c) {
     if (st) return symm__err_prefix(p.fn, st);
 
     const int32_t hook_max = p.ctx->ops->coll_max_pes;
-    const bool hook = p.ctx->ops->coll != NULL && (hook_max == 0 || p.team->n_pes <= hook_max);
+    /* Teams that span hosts run the generic algorithm over routed put/get. */
+    const bool hook = p.ctx->ops->coll != NULL && (hook_max == 0 || p.team->n_pes <= hook_max) &&
+                      !symm__team_has_remote(p.team);
     if (!hook && c->on_stream && p.ctx->ops->coll != NULL)
         return symm__err(SYMM_ERR_NOT_SUPPORTED,
                          "%s: the %s backend runs stream collectives on teams of up to %d PEs "

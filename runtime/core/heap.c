@@ -257,6 +257,9 @@ symm_status symm_buf_alloc(symm_ctx h, uint32_t dtype, uint64_t count, symm_buf 
     if (off + len > ctx->heap_mapped) {
         uint64_t new_mapped = align_up(off + len, ctx->cfg.heap_chunk);
         st = ctx->ops->heap_grow(ctx, new_mapped); /* collective */
+        if (st == SYMM_SUCCESS) /* collective */
+            st = symm__tp_mem_add(ctx, symm__local(ctx, ctx->heap_mapped), ctx->heap_mapped,
+                                  new_mapped - ctx->heap_mapped);
         if (st) {
             symm__alloc_give(&ctx->alloc, off, len);
             goto out;
@@ -298,7 +301,7 @@ symm_status symm_buf_free(symm_buf h) {
     symm__ctx *ctx = b->ctx;
     SYMM_TRY(symm__thread_check(ctx));
     pthread_mutex_lock(&ctx->lock);
-    symm_status st = ctx->ops->quiet(ctx);
+    symm_status st = symm__quiet(ctx);
     call_sig sig = {ctx->alloc_seq, 2, b->dtype, b->off, b->count};
     if (st == SYMM_SUCCESS) st = symm__check_failed(ctx);
     /* The agreement is also the barrier: no peer still targets the buffer. */
@@ -309,6 +312,7 @@ symm_status symm_buf_free(symm_buf h) {
         else ctx->bufs = b->next;
         if (b->next) b->next->prev = b->prev;
         symm__handle_release(SYMM__KIND_BUF, b->handle);
+        if (b->flags & SYMM__BUF_REGISTERED) symm__tp_mem_remove(ctx, b->off, b->bytes);
         if ((b->flags & SYMM__BUF_REGISTERED) && ctx->ops->unregister_mem)
             ctx->ops->unregister_mem(ctx, b->off, b->bytes);
         symm__alloc_give(&ctx->alloc, b->off, b->bytes);
@@ -381,11 +385,16 @@ symm_status symm_buf_register(symm_ctx h, void *ptr, uint32_t dtype, uint64_t co
         goto out;
     }
     st = ctx->ops->register_mem(ctx, ptr, bytes, off); /* collective */
+    if (st == SYMM_SUCCESS) {
+        st = symm__tp_mem_add(ctx, symm__local(ctx, off), off, bytes); /* collective */
+        if (st) ctx->ops->unregister_mem(ctx, off, bytes);
+    }
     symm__buf *b = NULL;
     if (st == SYMM_SUCCESS) {
         b = buf_new(ctx, fn, dtype, count, off, len, SYMM__BUF_REGISTERED);
         if (!b) {
             st = SYMM_ERR_OUT_OF_MEMORY;
+            symm__tp_mem_remove(ctx, off, bytes);
             ctx->ops->unregister_mem(ctx, off, bytes);
         }
     }

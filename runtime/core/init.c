@@ -1,10 +1,7 @@
-/* Context lifecycle, queries, and the validation helpers every entry uses. */
-#include <errno.h>
-#include <sched.h>
+/* Context lifecycle and queries. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 #include "teams.h"
@@ -25,129 +22,7 @@ symm_status symm_init_attr_init(symm_init_attr *attr, uint32_t struct_size) {
     return SYMM_SUCCESS;
 }
 
-/* ---- handle resolution and common checks ---- */
-
-symm_status symm__ctx_get(symm_ctx h, symm__ctx **ctx) {
-    symm__ctx *c = symm__handle_get(SYMM__KIND_CTX, (uint64_t)(uintptr_t)h);
-    if (!c) return symm__err(SYMM_ERR_INVALID_HANDLE, "invalid symm_ctx %p (NULL, finalized or not a context)", (void *)h);
-    *ctx = c;
-    return SYMM_SUCCESS;
-}
-
-symm_status symm__buf_get(symm_buf h, symm__buf **buf) {
-    symm__buf *b = symm__handle_get(SYMM__KIND_BUF, (uint64_t)(uintptr_t)h);
-    if (!b) return symm__err(SYMM_ERR_INVALID_HANDLE, "invalid symm_buf %p (NULL, freed or not a buffer)", (void *)h);
-    *buf = b;
-    return SYMM_SUCCESS;
-}
-
-symm_status symm__team_get(symm_team h, symm__team **team) {
-    symm__team *t = symm__handle_get(SYMM__KIND_TEAM, (uint64_t)(uintptr_t)h);
-    if (!t) return symm__err(SYMM_ERR_INVALID_HANDLE, "invalid symm_team %p (NULL, destroyed or not a team)", (void *)h);
-    *team = t;
-    return SYMM_SUCCESS;
-}
-
-symm_status symm__thread_check(const symm__ctx *ctx) {
-    if (ctx->thread_level == SYMM_THREAD_FUNNELED && !pthread_equal(pthread_self(), ctx->init_thread))
-        return symm__err(SYMM_ERR_THREAD_LEVEL,
-                         "context was created with SYMM_THREAD_FUNNELED: only the thread that "
-                         "called symm_init may call symm");
-    return SYMM_SUCCESS;
-}
-
-symm_status symm__check_pe(const symm__ctx *ctx, int32_t pe) {
-    if (pe < 0 || pe >= ctx->n_pes)
-        return symm__err(SYMM_ERR_INVALID_ARG, "pe %d is outside [0, %d)", pe, ctx->n_pes);
-    return SYMM_SUCCESS;
-}
-
-symm_status symm__check_target(symm__ctx *ctx, int32_t pe) {
-    SYMM_TRY(symm__check_pe(ctx, pe));
-    return symm__check_failed(ctx);
-}
-
-symm_status symm__check_range(const symm__buf *buf, uint64_t index, uint64_t nelems) {
-    if (index > buf->count || nelems > buf->count - index)
-        return symm__err(SYMM_ERR_OUT_OF_BOUNDS,
-                         "elements [%llu, %llu + %llu) are outside the buffer of %llu elements",
-                         (unsigned long long)index, (unsigned long long)index,
-                         (unsigned long long)nelems, (unsigned long long)buf->count);
-    return SYMM_SUCCESS;
-}
-
-void symm__mark_failed(symm__ctx *ctx) {
-    if (atomic_exchange(&ctx->failed, 1) == 0 && ctx->ops && ctx->ops->peer_failed)
-        ctx->ops->peer_failed(ctx);
-}
-
-symm_status symm__check_failed(symm__ctx *ctx) {
-    if (atomic_load_explicit(&ctx->failed, memory_order_relaxed)) {
-        if (ctx->boot && symm__boot_check(ctx->boot) != SYMM_SUCCESS)
-            return SYMM_ERR_PEER_FAILED; /* boot_check left the job's reason */
-        return symm__err(SYMM_ERR_PEER_FAILED, "a peer PE of this job failed; the context is unusable");
-    }
-    if (ctx->boot && symm__boot_check(ctx->boot) != SYMM_SUCCESS) {
-        symm__mark_failed(ctx);
-        return SYMM_ERR_PEER_FAILED; /* boot_check left the message */
-    }
-    return SYMM_SUCCESS;
-}
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-symm_status symm__wait(symm__ctx *ctx, bool (*done)(void *arg), void *arg) {
-    /* Spin briefly (latency), then yield (PEs may outnumber cores), then
-     * sleep in short naps; check for failed peers about every millisecond. */
-    for (int i = 0; i < 128; i++) {
-        if (done(arg)) return SYMM_SUCCESS;
-    }
-    uint64_t start = now_ns(), last_check = start, note_at = start + 1000000000ull;
-    for (uint64_t iter = 0;; iter++) {
-        if (done(arg)) return SYMM_SUCCESS;
-        uint64_t t = now_ns();
-        if (t - last_check > 1000000ull) {
-            last_check = t;
-            SYMM_TRY(symm__check_failed(ctx));
-        }
-        if (t >= note_at) { /* a long wait says what it waits for: 1 s, then every 10 s */
-            note_at = t + 10000000000ull;
-            if (symm__log_on(SYMM_LOG_INFO, SYMM_LOG_WAIT)) symm__log_long_wait(t - start);
-        }
-        if (t - start < 20000000ull) {
-            sched_yield();
-        } else {
-            struct timespec nap = {0, 50000};
-            nanosleep(&nap, NULL);
-        }
-    }
-}
-
 /* ---- init / finalize ---- */
-
-static symm_status pick_backend(symm__ctx *ctx) {
-    uint32_t want = ctx->cfg.backend;
-#ifdef SYMM_HAVE_CUDA
-    if (want == SYMM_BACKEND_AUTO || want == SYMM_BACKEND_CUDA) {
-        symm_status st = symm__cuda_probe();
-        if (st == SYMM_SUCCESS) {
-            ctx->ops = &symm__cuda_ops;
-            return SYMM_SUCCESS;
-        }
-        if (want == SYMM_BACKEND_CUDA) return st; /* NO_DEVICE + reason */
-    }
-#else
-    if (want == SYMM_BACKEND_CUDA)
-        return symm__err(SYMM_ERR_NO_DEVICE,
-                         "the CUDA backend was requested but this runtime was built without it");
-#endif
-    ctx->ops = &symm__host_ops;
-    return SYMM_SUCCESS;
-}
 
 static void ctx_destroy(symm__ctx *ctx) {
     while (ctx->bufs) {
@@ -157,10 +32,12 @@ static void ctx_destroy(symm__ctx *ctx) {
         free(b);
     }
     symm__teams_fini(ctx);
+    symm__tp_close(ctx); /* before the memory it reaches goes */
     if (ctx->ops && ctx->heap_base) ctx->ops->heap_fini(ctx);
     if (ctx->ops && ctx->ops->fini) ctx->ops->fini(ctx);
     symm__alloc_fini(&ctx->alloc);
     free(ctx->peer_base);
+    free(ctx->remote);
     symm__boot_close(ctx->boot);
     if (ctx->handle) symm__handle_release(SYMM__KIND_CTX, ctx->handle);
     pthread_mutex_destroy(&ctx->lock);
@@ -195,7 +72,7 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
     ctx->local_n_pes = ctx->boot_info.local_n_pes;
 
     /* Every PE must pick the same backend. */
-    st = pick_backend(ctx);
+    st = symm__backend_pick(ctx->cfg.backend, &ctx->ops, ctx->backend_why, sizeof ctx->backend_why);
     uint32_t mine[2] = {st == SYMM_SUCCESS ? ctx->ops->id : 0u, (uint32_t)st};
     uint32_t *all = calloc((size_t)ctx->n_pes, sizeof mine);
     if (!all) { st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory"); goto fail; }
@@ -217,13 +94,11 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
         if (mine[1] != SYMM_SUCCESS) symm__err((symm_status)mine[1], "%s", saved);
         goto fail;
     }
-    if (ctx->ops->id == SYMM_BACKEND_HOST && ctx->local_n_pes != ctx->n_pes) {
-        st = symm__err(SYMM_ERR_NOT_SUPPORTED,
-                       "the host backend needs every PE on one host (%d of %d are local); "
-                       "no transport for other hosts is available yet",
-                       ctx->local_n_pes, ctx->n_pes);
-        goto fail;
-    }
+    /* PEs of other hosts go through a transport (none for one host). */
+    st = symm__routes_init(ctx);
+    if (st) goto fail;
+    st = symm__tp_open(ctx);
+    if (st) goto fail;
 
     ctx->peer_base = calloc((size_t)ctx->n_pes, sizeof *ctx->peer_base);
     if (!ctx->peer_base) { st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory"); goto fail; }
@@ -245,6 +120,8 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
     st = ctx->ops->heap_grow(ctx, first);
     if (st) goto fail;
     ctx->heap_mapped = first;
+    st = symm__tp_mem_add(ctx, ctx->heap_base, 0, first); /* collective */
+    if (st) goto fail;
     st = ctx->ops->memset0(ctx, 0, ctx->sys_bytes);
     if (st) goto fail;
     st = symm__alloc_init(&ctx->alloc, ctx->sys_bytes, ctx->heap_cap);
@@ -277,7 +154,7 @@ symm_status symm_finalize(symm_ctx *pctx) {
     SYMM_TRY(symm__thread_check(ctx));
     pthread_mutex_lock(&ctx->lock);
     symm_status st = symm__check_failed(ctx);
-    if (st == SYMM_SUCCESS) st = ctx->ops->quiet(ctx);
+    if (st == SYMM_SUCCESS) st = symm__quiet(ctx);
     /* Peers may still be writing into this heap: leave together. */
     if (st == SYMM_SUCCESS) st = symm__boot_barrier(ctx->boot);
     char msg[1024];

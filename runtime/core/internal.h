@@ -234,6 +234,20 @@ extern const symm__backend_ops symm__cuda_ops;
 symm_status symm__cuda_probe(void);
 #endif
 
+/* Registry (registry.c): the only file that names backends and transports. */
+typedef struct symm__backend_entry {
+    uint32_t id; /* SYMM_BACKEND_* */
+    const char *name;
+    symm_status (*probe)(void); /* SUCCESS when usable; else status + message */
+    const symm__backend_ops *ops;
+} symm__backend_entry;
+/* The backend for cfg.backend (AUTO: the first usable one). why (why_cap
+ * bytes) receives, for AUTO, the backends skipped and each probe's reason. */
+symm_status symm__backend_pick(uint32_t want, const symm__backend_ops **out, char *why,
+                               size_t why_cap);
+/* Transport plugin names in SYMM_TRANSPORT=auto order. */
+size_t symm__transport_names(const char *const **names);
+
 /* ------------------------------------------------------------------------ */
 /* Allocator (heap.c): deterministic first fit over [start, cap)             */
 /* ------------------------------------------------------------------------ */
@@ -283,7 +297,20 @@ typedef struct symm__team {
     int32_t *members;       /* [n_pes] world PEs (for non-strided teams)    */
     uint64_t epoch;         /* barrier epoch                                */
     symm_team_config config;
+    struct symm__team_hier *hier; /* host grouping (sync.c), NULL until used */
 } symm__team;
+
+/* A team's members grouped by host (teams that span hosts, sync.c): the
+ * leader of a host is its first member in team order. */
+typedef struct symm__team_hier {
+    int32_t n_leaders, n_locals;
+    int32_t my_leader;     /* team index of this PE's host leader           */
+    int32_t my_leader_rank; /* index of my host among leaders (leader order) */
+    int32_t *leaders;      /* [n_leaders] team indexes, team order           */
+    int32_t *locals;       /* [n_locals] team indexes of my host, team order */
+} symm__team_hier;
+/* The grouping of a team (computed once); NULL when out of memory. */
+const symm__team_hier *symm__team_hier_get(symm__team *team);
 
 /* World PE of team PE i. */
 static inline int32_t symm__team_world_pe(const symm__team *t, int32_t i) {
@@ -326,6 +353,14 @@ struct symm__ctx {
     const symm__backend_ops *ops;
     void *backend; /* backend-private state */
 
+    /* routes (route.c): PEs of other hosts go through the transport */
+    uint8_t *remote;      /* [n_pes] 1: reached through ctx->tp            */
+    int32_t n_remote;     /* PEs on other hosts                             */
+    int32_t n_hosts;      /* distinct host ids in the job                   */
+    struct symm__tp *tp;  /* NULL when every PE shares this PE's host       */
+    bool amo_tp;          /* every atomic update goes through tp (no
+                             SYMM_TP_CAP_ATOMIC_GLOBAL)                     */
+
     /* heap */
     uint8_t *heap_base;   /* this PE's heap (local mapping)                  */
     uint8_t **peer_base;  /* [n_pes] load/store mapping, NULL if unreachable */
@@ -349,6 +384,8 @@ struct symm__ctx {
     symm_status async_status;
     uint64_t async_count;
     char async_msg[512];
+
+    char backend_why[512]; /* AUTO: what the registry skipped and why (log) */
 };
 
 /* Record a failure that happened after its call returned (async.c). Keeps the
@@ -424,6 +461,50 @@ void symm__log_init_summary(symm__ctx *ctx);
 /* The ABI the loader offered at negotiation (0.0: not yet); defined in
  * log.c, set by dispatch.c. */
 extern uint32_t symm__loader_abi_major, symm__loader_abi_minor;
+
+/* ------------------------------------------------------------------------ */
+/* Routing (route.c) and transports (transport.c)                            */
+/* ------------------------------------------------------------------------ */
+/* Every one-sided operation of the core goes through these: a PE of this
+ * host is reached through the backend (load/store), any other through the
+ * transport plugin. quiet/fence cover both. */
+
+symm_status symm__put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
+                      uint32_t flags);
+symm_status symm__get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
+                      uint32_t flags);
+/* Atomic updates go through the transport for remote PEs, and for every PE
+ * when ctx->amo_tp; a plain SYMM_AMO_FETCH of a PE of this host stays a load. */
+symm_status symm__atomic(symm__ctx *ctx, int32_t pe, uint64_t off, uint32_t dtype, uint32_t op,
+                         const void *value, const void *compare, void *fetched);
+/* Put n bytes then update the signal word (amo: SYMM_AMO_SET or ADD); a PE
+ * that sees the signal sees the data. */
+symm_status symm__put_signal(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src,
+                             uint64_t n, uint64_t sig_off, uint64_t value, uint32_t amo,
+                             uint32_t flags);
+symm_status symm__quiet(symm__ctx *ctx);
+symm_status symm__fence(symm__ctx *ctx);
+/* Drive the transport's completions (wait loops). Cheap; any thread. */
+void symm__progress(symm__ctx *ctx);
+/* NOT_SUPPORTED (with fn in the message) when pe is on another host: the
+ * stream-/kernel-initiated forms that the backend runs on a GPU stream. */
+symm_status symm__stream_route(const char *fn, symm__ctx *ctx, int32_t pe);
+/* Does the team hold a PE of another host? */
+bool symm__team_has_remote(const struct symm__team *team);
+
+/* Compute ctx->remote/n_remote/n_hosts from the bootstrap's host ids. */
+symm_status symm__routes_init(symm__ctx *ctx);
+/* Collective: pick (SYMM_TRANSPORT), load and open the transport when the
+ * job spans several hosts; nothing otherwise. */
+symm_status symm__tp_open(symm__ctx *ctx);
+/* Collective: make [off, off + len) of this PE's heap (local address base)
+ * reachable by the transport. No-op without one. */
+symm_status symm__tp_mem_add(symm__ctx *ctx, void *base, uint64_t off, uint64_t len);
+void symm__tp_mem_remove(symm__ctx *ctx, uint64_t off, uint64_t len);
+/* Tell the transport that the job lost a PE (any thread). */
+void symm__tp_peer_failed(symm__ctx *ctx);
+/* Local: close the transport and unload the plugin. NULL tp accepted. */
+void symm__tp_close(symm__ctx *ctx);
 
 /* Local address of this PE's heap byte offset. */
 static inline void *symm__local(const symm__ctx *ctx, uint64_t off) {

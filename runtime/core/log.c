@@ -296,24 +296,14 @@ void symm__log_init_summary(symm__ctx *ctx) {
     /* Backend and why. */
     const char *env_backend = getenv("SYMM_BACKEND");
     uint32_t want = ctx->cfg.backend <= SYMM_BACKEND_CUDA ? ctx->cfg.backend : 0;
-    char why[400];
+    char why[600];
     if (want != SYMM_BACKEND_AUTO) {
         snprintf(why, sizeof why, "requested %s (%s)", backends[want],
                  env_backend && strcasecmp(env_backend, "auto") != 0 ? "SYMM_BACKEND" : "init attributes");
+    } else if (ctx->backend_why[0]) {
+        snprintf(why, sizeof why, "auto: %s", ctx->backend_why);
     } else {
-#ifdef SYMM_HAVE_CUDA
-        if (ctx->ops->id == SYMM_BACKEND_CUDA) {
-            snprintf(why, sizeof why, "auto: a usable GPU was found");
-        } else {
-            char saved[512];
-            snprintf(saved, sizeof saved, "%s", symm__last_error());
-            symm__cuda_probe();
-            snprintf(why, sizeof why, "auto: the CUDA probe said \"%s\"", symm__last_error());
-            symm__err(SYMM_SUCCESS, "%s", saved);
-        }
-#else
-        snprintf(why, sizeof why, "auto: this runtime was built without the CUDA backend");
-#endif
+        snprintf(why, sizeof why, "auto: the first backend of the registry was usable");
     }
     SYMM_INFO(SYMM_LOG_INIT, "backend %s (%s)", ctx->ops->name, why);
     if (ctx->ops->describe) {
@@ -349,6 +339,10 @@ void symm__log_init_summary(symm__ctx *ctx) {
               ctx->thread_level <= SYMM_THREAD_MULTIPLE ? threads[ctx->thread_level] : "?",
               ctx->cfg.timeout_ms, from_env("SYMM_TIMEOUT_MS"), ctx->cfg.peer_timeout_ms,
               from_env("SYMM_PEER_TIMEOUT_MS"));
-    SYMM_INFO(SYMM_LOG_INIT, "transport: none (every PE is reached through the %s backend)",
-              ctx->ops->name);
+    if (!ctx->tp)
+        SYMM_INFO(SYMM_LOG_INIT, "transport: none (every PE is reached through the %s backend)",
+                  ctx->ops->name);
+    else
+        SYMM_INFO(SYMM_LOG_INIT, "transport: %d of %d PEs are on other hosts (transport line above)",
+                  ctx->n_remote, ctx->n_pes);
 }

@@ -22,7 +22,7 @@ static symm_status do_put(const char *fn, symm_buf dst, uint64_t index, const vo
     uint64_t off;
     SYMM_TRY(symm__rma_target(fn, dst, index, nelems, pe, src, &b, &off));
     if (nelems == 0) return SYMM_SUCCESS;
-    return b->ctx->ops->put(b->ctx, pe, off, src, nelems * b->elem_size, flags);
+    return symm__put(b->ctx, pe, off, src, nelems * b->elem_size, flags);
 }
 
 static symm_status do_get(const char *fn, void *dst, symm_buf src, uint64_t index,
@@ -32,7 +32,7 @@ static symm_status do_get(const char *fn, void *dst, symm_buf src, uint64_t inde
     uint64_t off;
     SYMM_TRY(symm__rma_target(fn, src, index, nelems, pe, dst, &b, &off));
     if (nelems == 0) return SYMM_SUCCESS;
-    return b->ctx->ops->get(b->ctx, dst, pe, off, nelems * b->elem_size, flags);
+    return symm__get(b->ctx, dst, pe, off, nelems * b->elem_size, flags);
 }
 
 symm_status symm_put(symm_buf dst, uint64_t dst_index, const void *src, uint64_t nelems,
@@ -95,8 +95,8 @@ static symm_status raw(const char *fn, symm_ctx h, void *dst, const void *src, u
     SYMM_TRY(symm__sym_offset(fn, ctx, is_put ? dst : src, n, &off));
     SYMM_CHECK((is_put ? src : dst) || n == 0, SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
     if (n == 0) return SYMM_SUCCESS;
-    return is_put ? ctx->ops->put(ctx, pe, off, src, n, flags)
-                  : ctx->ops->get(ctx, dst, pe, off, n, flags);
+    return is_put ? symm__put(ctx, pe, off, src, n, flags)
+                  : symm__get(ctx, dst, pe, off, n, flags);
 }
 
 symm_status symm_putmem(symm_ctx ctx, void *dst_sym, const void *src, uint64_t nbytes, int32_t pe) {
@@ -137,7 +137,7 @@ symm_status symm_quiet(symm_ctx h) {
     SYMM_TRY(symm__ctx_get(h, &ctx));
     SYMM_TRY(symm__thread_check(ctx));
     SYMM_TRY_IN("symm_quiet", symm__check_failed(ctx));
-    return ctx->ops->quiet(ctx);
+    return symm__quiet(ctx);
 }
 
 symm_status symm_fence(symm_ctx h) {
@@ -146,5 +146,5 @@ symm_status symm_fence(symm_ctx h) {
     SYMM_TRY(symm__ctx_get(h, &ctx));
     SYMM_TRY(symm__thread_check(ctx));
     SYMM_TRY_IN("symm_fence", symm__check_failed(ctx));
-    return ctx->ops->fence(ctx);
+    return symm__fence(ctx);
 }

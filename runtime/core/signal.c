@@ -2,7 +2,8 @@
  * Signals: one element of a SYMM_DTYPE_UINT64 buffer, updated with an atomic
  * SET or ADD, optionally after a put whose data it announces.
  *
- * put_signal = ops->put, ops->fence, ops->atomic on the signal: the fence
+ * put_signal (route.c) = put, fence, atomic on the signal (one message through
+ * a transport for a PE of another host): the fence
  * orders the data before the signal at the target, so a PE that sees the
  * signal (signal_wait_until, or any wait/test on it) then reads the data.
  * The _nbi form issues the data put as nbi (src must stay untouched until the
@@ -69,12 +70,9 @@ static symm_status put_signal(const char *fn, symm_buf dst_h, uint64_t dst_index
                                     pe, &dst, &sig, &amo));
     symm__ctx *ctx = dst->ctx;
 
-    if (nelems > 0)
-        SYMM_TRY(ctx->ops->put(ctx, pe, dst->off + dst_index * dst->elem_size, src,
-                               nelems * dst->elem_size, flags));
-    SYMM_TRY(ctx->ops->fence(ctx));
-    return ctx->ops->atomic(ctx, pe, sig->off + sig_index * sizeof(uint64_t), SYMM_DTYPE_UINT64,
-                            amo, &signal, NULL, NULL);
+    return symm__put_signal(ctx, pe, dst->off + dst_index * dst->elem_size, src,
+                            nelems * dst->elem_size, sig->off + sig_index * sizeof(uint64_t),
+                            signal, amo, flags);
 }
 
 symm_status symm_put_signal(symm_buf dst, uint64_t dst_index, const void *src, uint64_t nelems,
@@ -103,7 +101,7 @@ symm_status symm_signal_op(symm_buf sig_h, uint64_t sig_index, uint64_t signal, 
     uint32_t amo = SYMM_AMO_SET;
     SYMM_TRY(symm__signal_amo(fn, sig_op, &amo));
     SYMM_TRY(symm__check_signal(fn, sig, sig_index));
-    return ctx->ops->atomic(ctx, pe, sig->off + sig_index * sizeof(uint64_t), SYMM_DTYPE_UINT64,
+    return symm__atomic(ctx, pe, sig->off + sig_index * sizeof(uint64_t), SYMM_DTYPE_UINT64,
                             amo, &signal, NULL, NULL);
 }
 
@@ -117,7 +115,7 @@ symm_status symm_signal_fetch(symm_buf sig_h, uint64_t sig_index, uint64_t *valu
     SYMM_TRY(symm__check_signal(fn, sig, sig_index));
     SYMM_CHECK(value, SYMM_ERR_INVALID_ARG, "%s: value is NULL", fn);
     uint64_t zero = 0, v = 0;
-    SYMM_TRY(ctx->ops->atomic(ctx, ctx->my_pe, sig->off + sig_index * sizeof(uint64_t),
+    SYMM_TRY(symm__atomic(ctx, ctx->my_pe, sig->off + sig_index * sizeof(uint64_t),
                               SYMM_DTYPE_UINT64, SYMM_AMO_FETCH, &zero, NULL, &v));
     *value = v;
     return SYMM_SUCCESS;

@@ -46,8 +46,11 @@ static symm_status put_on_stream(const char *fn, symm_buf dst, uint64_t index, c
     if (nelems == 0) return SYMM_SUCCESS;
     symm__ctx *ctx = b->ctx;
     uint64_t n = nelems * b->elem_size;
-    if (ctx->ops->put_stream) return ctx->ops->put_stream(ctx, pe, off, src, n, symm__hook_stream(stream));
-    return ctx->ops->put(ctx, pe, off, src, n, 0);
+    if (ctx->ops->put_stream) {
+        SYMM_TRY(symm__stream_route(fn, ctx, pe));
+        return ctx->ops->put_stream(ctx, pe, off, src, n, symm__hook_stream(stream));
+    }
+    return symm__put(ctx, pe, off, src, n, 0);
 }
 
 static symm_status get_on_stream(const char *fn, void *dst, symm_buf src, uint64_t index,
@@ -59,8 +62,11 @@ static symm_status get_on_stream(const char *fn, void *dst, symm_buf src, uint64
     if (nelems == 0) return SYMM_SUCCESS;
     symm__ctx *ctx = b->ctx;
     uint64_t n = nelems * b->elem_size;
-    if (ctx->ops->get_stream) return ctx->ops->get_stream(ctx, dst, pe, off, n, symm__hook_stream(stream));
-    return ctx->ops->get(ctx, dst, pe, off, n, 0);
+    if (ctx->ops->get_stream) {
+        SYMM_TRY(symm__stream_route(fn, ctx, pe));
+        return ctx->ops->get_stream(ctx, dst, pe, off, n, symm__hook_stream(stream));
+    }
+    return symm__get(ctx, dst, pe, off, n, 0);
 }
 
 symm_status symm_put_on_stream(symm_buf dst, uint64_t dst_index, const void *src, uint64_t nelems,
@@ -96,9 +102,11 @@ symm_status symm_p_on_stream(symm_buf dst, uint64_t index, const void *value, in
      * kernel parameter, so the stream (or a graph replay) needs no host memory. */
     uint64_t v = 0;
     memcpy(&v, value, b->elem_size);
-    if (ctx->ops->put_stream)
+    if (ctx->ops->put_stream) {
+        SYMM_TRY(symm__stream_route(fn, ctx, pe));
         return ctx->ops->put_stream(ctx, pe, off, &v, b->elem_size, symm__hook_stream(stream));
-    return ctx->ops->put(ctx, pe, off, &v, b->elem_size, 0);
+    }
+    return symm__put(ctx, pe, off, &v, b->elem_size, 0);
 }
 
 symm_status symm_putmem_on_stream(symm_ctx h, void *dst_sym, const void *src, uint64_t nbytes,
@@ -112,9 +120,11 @@ symm_status symm_putmem_on_stream(symm_ctx h, void *dst_sym, const void *src, ui
     SYMM_TRY(symm__sym_offset(fn, ctx, dst_sym, nbytes, &off));
     SYMM_CHECK(src || nbytes == 0, SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
     if (nbytes == 0) return SYMM_SUCCESS;
-    if (ctx->ops->put_stream)
+    if (ctx->ops->put_stream) {
+        SYMM_TRY(symm__stream_route(fn, ctx, pe));
         return ctx->ops->put_stream(ctx, pe, off, src, nbytes, symm__hook_stream(stream));
-    return ctx->ops->put(ctx, pe, off, src, nbytes, 0);
+    }
+    return symm__put(ctx, pe, off, src, nbytes, 0);
 }
 
 symm_status symm_getmem_on_stream(symm_ctx h, void *dst, const void *src_sym, uint64_t nbytes,
@@ -128,9 +138,11 @@ symm_status symm_getmem_on_stream(symm_ctx h, void *dst, const void *src_sym, ui
     SYMM_TRY(symm__sym_offset(fn, ctx, src_sym, nbytes, &off));
     SYMM_CHECK(dst || nbytes == 0, SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
     if (nbytes == 0) return SYMM_SUCCESS;
-    if (ctx->ops->get_stream)
+    if (ctx->ops->get_stream) {
+        SYMM_TRY(symm__stream_route(fn, ctx, pe));
         return ctx->ops->get_stream(ctx, dst, pe, off, nbytes, symm__hook_stream(stream));
-    return ctx->ops->get(ctx, dst, pe, off, nbytes, 0);
+    }
+    return symm__get(ctx, dst, pe, off, nbytes, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -150,6 +162,7 @@ symm_status symm_put_signal_on_stream(symm_buf dst_h, uint64_t dst_index, const 
     symm__ctx *ctx = dst->ctx;
     if (!ctx->ops->put_stream || !ctx->ops->signal_stream)
         return symm_put_signal(dst_h, dst_index, src, nelems, sig_h, sig_index, signal, sig_op, pe);
+    SYMM_TRY(symm__stream_route(fn, ctx, pe));
     void *s = symm__hook_stream(stream);
     if (nelems > 0)
         SYMM_TRY(ctx->ops->put_stream(ctx, pe, dst->off + dst_index * dst->elem_size, src,
@@ -172,6 +185,7 @@ symm_status symm_signal_op_on_stream(symm_buf sig_h, uint64_t sig_index, uint64_
     SYMM_TRY(symm__signal_amo(fn, sig_op, &amo));
     SYMM_TRY(symm__check_signal(fn, sig, sig_index));
     if (!ctx->ops->signal_stream) return symm_signal_op(sig_h, sig_index, signal, sig_op, pe);
+    SYMM_TRY(symm__stream_route(fn, ctx, pe));
     return ctx->ops->signal_stream(ctx, pe, sig->off + sig_index * sizeof(uint64_t), signal,
                                    sig_op, symm__hook_stream(stream));
 }
@@ -201,8 +215,10 @@ symm_status symm_quiet_on_stream(symm_ctx h, symm_stream_t stream) {
     symm__ctx *ctx;
     SYMM_TRY(ctx_entry(fn, h, &ctx));
     SYMM_TRY_IN(fn, symm__check_failed(ctx));
-    if (ctx->ops->quiet_stream) return ctx->ops->quiet_stream(ctx, symm__hook_stream(stream));
-    return ctx->ops->quiet(ctx);
+    if (!ctx->ops->quiet_stream) return symm__quiet(ctx);
+    SYMM_TRY(ctx->ops->quiet_stream(ctx, symm__hook_stream(stream)));
+    /* Host-initiated transport traffic completes now (no GPU proxy yet). */
+    return ctx->tp ? symm__quiet(ctx) : SYMM_SUCCESS;
 }
 
 /* quiet (when asked) then sync of team on the stream. */
@@ -210,9 +226,13 @@ static symm_status team_sync_on_stream(symm__team *team, bool quiet, symm_stream
     symm__ctx *ctx = team->ctx;
     SYMM_TRY(symm__check_failed(ctx));
     if (!ctx->ops->sync_stream) {
-        if (quiet) SYMM_TRY(ctx->ops->quiet(ctx));
+        if (quiet) SYMM_TRY(symm__quiet(ctx));
         return symm__team_sync(team);
     }
+    if (symm__team_has_remote(team))
+        return symm__err(SYMM_ERR_NOT_SUPPORTED,
+                         "stream-ordered barriers over teams with PEs of other hosts are not "
+                         "supported yet (use symm_barrier)");
     void *s = symm__hook_stream(stream);
     if (quiet && ctx->ops->quiet_stream) SYMM_TRY(ctx->ops->quiet_stream(ctx, s));
     return ctx->ops->sync_stream(ctx, team, s);

@@ -40,6 +40,11 @@ static void team_free(symm__team_x *tx) {
     if (!tx) return;
     if (tx->t.handle) symm__handle_release(SYMM__KIND_TEAM, tx->t.handle);
     free(tx->t.members);
+    if (tx->t.hier) {
+        free(tx->t.hier->leaders);
+        free(tx->t.hier->locals);
+        free(tx->t.hier);
+    }
     free(tx->xbuf);
     free(tx);
 }
@@ -177,11 +182,17 @@ symm_status symm__teams_init(symm__ctx *ctx) {
     }
     if (st == SYMM_SUCCESS) st = predef_make(ctx, SYMM_TEAM_SHARED, list, k);
 
-    /* Same local PE: one PE per host, those whose local index is mine. */
+    /* Same local PE: one PE per host, those whose local index (rank among
+     * the PEs of its own host, from the host ids) is mine. */
     k = 0;
     for (int32_t pe = 0; pe < n && st == SYMM_SUCCESS; pe++) {
-        bool same = local ? local[pe] == local[me] : pe == me;
-        if (pe == me || (same && local[pe] >= 0)) list[k++] = pe;
+        bool same = pe == me;
+        if (!same && host && local) {
+            int32_t idx = 0;
+            for (int32_t q = 0; q < pe; q++) idx += host[q] == host[pe];
+            same = idx == local[me];
+        }
+        if (same) list[k++] = pe;
     }
     if (st == SYMM_SUCCESS) st = predef_make(ctx, SYMM_TEAM_SAME_LOCAL_PE, list, k);
     free(list);
@@ -222,17 +233,17 @@ symm_status symm__team_exchange(symm__team *team, const symm__xrec *mine,
     symm__ctx *ctx = team->ctx;
     symm__team_x *tx = symm__team_x_of(team);
     uint64_t off = symm__team_sync_off(team->ctx, team->slot) + SYMM__SLOT_SCRATCH_OFF;
-    SYMM_TRY(ctx->ops->put(ctx, ctx->my_pe, off, mine, sizeof *mine, 0));
+    SYMM_TRY(symm__put(ctx, ctx->my_pe, off, mine, sizeof *mine, 0));
     SYMM_TRY(symm__team_sync(team));
     for (int32_t i = 0; i < team->n_pes; i++) {
         if (i == team->my_pe) {
             tx->xbuf[i] = *mine;
             continue;
         }
-        SYMM_TRY(ctx->ops->get(ctx, &tx->xbuf[i], symm__team_world_pe(team, i), off,
+        SYMM_TRY(symm__get(ctx, &tx->xbuf[i], symm__team_world_pe(team, i), off,
                                sizeof tx->xbuf[i], SYMM__NBI));
     }
-    SYMM_TRY(ctx->ops->quiet(ctx));
+    SYMM_TRY(symm__quiet(ctx));
     *all = tx->xbuf;
     return SYMM_SUCCESS;
 }

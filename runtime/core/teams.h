@@ -34,7 +34,12 @@ void symm__teams_fini(symm__ctx *ctx);
 #define SYMM__SLOT_SCRATCH_BYTES 256u
 #define SYMM__SLOT_DEVICE_OFF 512u
 
-_Static_assert(31 * sizeof(uint64_t) <= SYMM__SLOT_BARRIER_BYTES, "host barrier rounds fit");
+/* In the barrier area: the dissemination rounds (at most 24: 2^24 PEs), then
+ * the hierarchical barrier's words (sync.c): a host leader's arrival counter
+ * and each member's release word. */
+#define SYMM__SLOT_ARRIVE_OFF (24u * 8u)
+#define SYMM__SLOT_RELEASE_OFF (25u * 8u)
+_Static_assert(SYMM__SLOT_RELEASE_OFF + 8u <= SYMM__SLOT_BARRIER_BYTES, "host barrier words fit");
 _Static_assert(SYMM__SLOT_SCRATCH_OFF + SYMM__SLOT_SCRATCH_BYTES <= SYMM__SLOT_DEVICE_OFF,
                "scratch ends where the device barrier starts");
 _Static_assert(SYMM__SLOT_DEVICE_OFF + 64 * sizeof(uint64_t) <= SYMM__TEAM_SLOT_BYTES,

@@ -113,7 +113,7 @@ static symm_status read_elem(cond *c, uint64_t i, uint64_t *out) {
     uint64_t off = b->off + (c->index + i) * b->elem_size;
     uint64_t word = 0, zero = 0;
     if (b->elem_size >= 4) {
-        symm_status st = ctx->ops->atomic(ctx, ctx->my_pe, off, b->dtype, SYMM_AMO_FETCH, &zero,
+        symm_status st = symm__atomic(ctx, ctx->my_pe, off, b->dtype, SYMM_AMO_FETCH, &zero,
                                           NULL, &word);
         if (st != SYMM_SUCCESS) return st;
         *out = widen(b->dtype, &word);
@@ -121,7 +121,7 @@ static symm_status read_elem(cond *c, uint64_t i, uint64_t *out) {
     }
     uint64_t word_off = off & ~(uint64_t)3;
     uint32_t w = 0;
-    symm_status st = ctx->ops->atomic(ctx, ctx->my_pe, word_off, SYMM_DTYPE_UINT32,
+    symm_status st = symm__atomic(ctx, ctx->my_pe, word_off, SYMM_DTYPE_UINT32,
                                       SYMM_AMO_FETCH, &zero, NULL, &w);
     if (st != SYMM_SUCCESS) return st;
     *out = widen(b->dtype, (const uint8_t *)&w + (off - word_off));

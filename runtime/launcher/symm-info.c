@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "runtime_beside.h"
 #ifdef SYMM_INFO_HAVE_CUDA
 #include "cuda_driver.h"
 #endif
@@ -512,19 +513,11 @@ static void configuration(report *r) {
     else if (any) printf("\n");
 }
 
-/* Like symmrun: a runtime next to this program (the build tree) is the one
- * its jobs would use; SYMM_RUNTIME, when set, still wins (the loader's rule). */
+/* Like symmrun: a runtime next to this program is the one its jobs would use. */
 static void runtime_beside(void) {
-    if (getenv("SYMM_RUNTIME")) return;
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) return;
-    exe[len] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash) return;
     char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%.*s/libsymm_runtime.so.1", (int)(slash - exe), exe);
-    if (access(path, F_OK) == 0) symm_loader_set_runtime(path);
+    if (!getenv("SYMM_RUNTIME") && symm__runtime_beside(path, sizeof path))
+        symm_loader_set_runtime(path);
 }
 
 int main(int argc, char **argv) {

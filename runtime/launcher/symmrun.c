@@ -1,7 +1,7 @@
 /*
  * symmrun: run N processing elements of one symm job on this host.
  *
- *   symmrun -n N [--timeout SEC] [--grace SEC|inf] [--no-kill] [--] program [args...]
+ *   symmrun -n N [--hosts H] [--timeout SEC] [--grace SEC|inf] [--no-kill] [--] program [args...]
  *
  * symmrun makes a random job secret, serves the job's rendezvous on an
  * abstract Unix socket from its own event loop (rendezvous.c), and starts N
@@ -13,6 +13,12 @@
  *     is unset and that file exists (the build tree lays them out this way;
  *     an installed symmrun lives in bin/ and the loader finds the runtime).
  * Each PE gets SIGKILL if symmrun dies (PR_SET_PDEATHSIG).
+ *
+ * --hosts H splits the PEs into H simulated hosts of contiguous ranks: PE r
+ * is on host floor(r * H / N) (-n 4 --hosts 2: PEs 0,1 on host 0, PEs 2,3 on
+ * host 1) and gets SYMM_HOST_ID=symmrun-host-<h> and its local rank/count
+ * within that host, so PEs of different simulated hosts share no memory and
+ * reach each other through a transport (SYMM_TRANSPORT).
  *
  * Exit status: 0 when every PE exits 0. When a PE exits non-zero or dies of a
  * signal, symmrun names it and its status on stderr, gives the others the
@@ -39,6 +45,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "runtime_beside.h"
 #include "rendezvous.h"
 #include "wire.h"
 
@@ -50,11 +57,15 @@
 #define EXIT_INTERNAL 1
 
 static const char usage_text[] =
-    "usage: symmrun -n N [--timeout SEC] [--grace SEC|inf] [--no-kill] [--] program [args...]\n"
+    "usage: symmrun -n N [--hosts H] [--timeout SEC] [--grace SEC|inf] [--no-kill] [--]\n"
+    "               program [args...]\n"
     "\n"
     "Run N processing elements (PEs) of a symm job on this host.\n"
     "\n"
     "  -n, --np N          number of PEs (1.." "4096" ")\n"
+    "  -H, --hosts H       simulate H hosts (1..N): PE r runs on host r * H / N\n"
+    "                      (contiguous groups; SYMM_HOST_ID is set per host), so\n"
+    "                      PEs of other groups are remote (through SYMM_TRANSPORT)\n"
     "  -t, --timeout SEC   stop the job after SEC seconds (exit status 124)\n"
     "  -g, --grace SEC     when a PE fails, the others get SEC seconds to finish\n"
     "                      before they are stopped (default 3; env SYMMRUN_GRACE);\n"
@@ -98,26 +109,34 @@ static int running_count(const pe *pes, int n) {
 
 /* Point SYMM_RUNTIME at the runtime next to symmrun (the build tree). */
 static void set_runtime_path(void) {
-    if (getenv("SYMM_RUNTIME")) return;
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) return;
-    exe[len] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash) return;
     char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%.*s/libsymm_runtime.so.1", (int)(slash - exe), exe);
-    if (access(path, F_OK) == 0) setenv("SYMM_RUNTIME", path, 1);
+    if (!getenv("SYMM_RUNTIME") && symm__runtime_beside(path, sizeof path))
+        setenv("SYMM_RUNTIME", path, 1);
 }
 
-static void child_exec(int rank, pid_t parent, const sigset_t *mask, char **argv) {
+/* Simulated host of rank r (see --hosts): contiguous groups. */
+static long host_of(long r, long n, long hosts) { return r * hosts / n; }
+
+static void child_exec(int rank, long n, long hosts, pid_t parent, const sigset_t *mask,
+                       char **argv) {
     sigprocmask(SIG_SETMASK, mask, NULL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(EXIT_INTERNAL); /* symmrun died before prctl */
-    char v[16];
+    char v[32];
     snprintf(v, sizeof v, "%d", rank);
     setenv("SYMM_RANK", v, 1);
     setenv("SYMM_LOCAL_RANK", v, 1);
+    if (hosts > 0) {
+        long h = host_of(rank, n, hosts), first = rank, count = 0;
+        while (first > 0 && host_of(first - 1, n, hosts) == h) first--;
+        for (long r = first; r < n && host_of(r, n, hosts) == h; r++) count++;
+        snprintf(v, sizeof v, "symmrun-host-%ld", h);
+        setenv("SYMM_HOST_ID", v, 1);
+        snprintf(v, sizeof v, "%ld", rank - first);
+        setenv("SYMM_LOCAL_RANK", v, 1);
+        snprintf(v, sizeof v, "%ld", count);
+        setenv("SYMM_LOCAL_N_PES", v, 1);
+    }
     execvp(argv[0], argv);
     int e = errno;
     fprintf(stderr, "symmrun: PE %d: cannot run %s: %s\n", rank, argv[0], strerror(e));
@@ -155,7 +174,7 @@ static bool parse_grace(const char *val, double *out) {
 }
 
 int main(int argc, char **argv) {
-    long n = 0;
+    long n = 0, hosts = 0;
     double timeout_s = 0, grace_s = DEFAULT_GRACE_S;
     const char *grace_env = getenv("SYMMRUN_GRACE");
     if (grace_env && *grace_env && !parse_grace(grace_env, &grace_s))
@@ -164,7 +183,7 @@ int main(int argc, char **argv) {
     while (i < argc) {
         const char *a = argv[i];
         const char *val = NULL;
-        bool is_n = false, is_t = false, is_g = false;
+        bool is_n = false, is_t = false, is_g = false, is_h = false;
         if (strcmp(a, "--") == 0) {
             i++;
             break;
@@ -181,6 +200,11 @@ int main(int argc, char **argv) {
         } else if (strncmp(a, "-n", 2) == 0 && a[2] >= '0' && a[2] <= '9') {
             is_n = true;
             val = a + 2;
+        } else if (strcmp(a, "-H") == 0 || strcmp(a, "--hosts") == 0) {
+            is_h = true;
+        } else if (strncmp(a, "--hosts=", 8) == 0) {
+            is_h = true;
+            val = a + 8;
         } else if (strcmp(a, "-t") == 0 || strcmp(a, "--timeout") == 0) {
             is_t = true;
         } else if (strncmp(a, "--timeout=", 10) == 0) {
@@ -211,6 +235,10 @@ int main(int argc, char **argv) {
             n = strtol(val, &end, 10);
             if (errno || end == val || *end || n < 1 || n > MAX_PES)
                 return usage_error("-n wants a PE count in 1..4096, not \"%s\"", val);
+        } else if (is_h) {
+            hosts = strtol(val, &end, 10);
+            if (errno || end == val || *end || hosts < 1 || hosts > MAX_PES)
+                return usage_error("--hosts wants a host count in 1..4096, not \"%s\"", val);
         } else if (is_t) {
             timeout_s = strtod(val, &end);
             if (errno || end == val || *end || !(timeout_s > 0) || !isfinite(timeout_s) ||
@@ -223,6 +251,11 @@ int main(int argc, char **argv) {
     }
     if (n == 0) return usage_error("%s", "missing -n N (the number of PEs)");
     if (i >= argc) return usage_error("%s", "missing the program to run");
+    if (hosts > n) {
+        char text[96];
+        snprintf(text, sizeof text, "--hosts %ld is more than the %ld PEs (-n)", hosts, n);
+        return usage_error("%s", text);
+    }
     char **prog = argv + i;
 
     /* The job: secret, address, rendezvous server. */
@@ -305,7 +338,7 @@ int main(int argc, char **argv) {
     int64_t kill_at = 0; /* SIGKILL whatever still runs at this time */
     for (int r = 0; r < n; r++) {
         pid_t pid = fork();
-        if (pid == 0) child_exec(r, self, &old_mask, prog);
+        if (pid == 0) child_exec(r, n, hosts, self, &old_mask, prog);
         if (pid < 0) {
             fprintf(stderr, "symmrun: cannot start PE %d: %s; stopping the job\n", r,
                     strerror(errno));

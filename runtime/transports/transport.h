@@ -20,7 +20,8 @@
  * It includes nothing of the core but <symm/symm.h> (status, SYMM_AMO_*,
  * SYMM_DTYPE_* and SYMM_SIGNAL_* constants): plugins reach the core only through the
  * symm_tp_core table below (bootstrap collectives, errors, logging, peer
- * failure), never through core symbols (they are hidden).
+ * failure), never through core symbols (they are hidden). They may use the
+ * header-only runtime/core/amo_cpu.h (CPU atomics on a heap word).
  *
  * Conventions
  *  - Every fallible entry returns a symm status code (int32_t, 0 = success)

@@ -7,6 +7,8 @@
  *   sleep SEC            every PE sleeps
  *   term-ignore          every PE ignores SIGTERM; PE 0 exits 5, the others sleep
  *   pidfile DIR          write DIR/<rank>.pid, then sleep
+ *   hosts H              check the simulated host of --hosts H: SYMM_HOST_ID
+ *                        and the local rank/count of contiguous groups
  */
 #include <signal.h>
 #include <stdio.h>
@@ -43,6 +45,22 @@ int main(int argc, char **argv) {
         if (!launcher || strcmp(launcher, "symmrun") != 0) return fail("SYMM_LAUNCHER");
         if (argc > 2 && strcmp(argv[2], "--expect-runtime") == 0 && !getenv("SYMM_RUNTIME"))
             return fail("SYMM_RUNTIME not set");
+        return 0;
+    }
+    if (strcmp(mode, "hosts") == 0 && argc == 3) {
+        /* PE r on host r * H / n; local rank/count within that group. */
+        int h = atoi(argv[2]), host = rank * h / n, first = 0, count = 0;
+        for (int r = 0; r < n; r++) {
+            if (r * h / n != host) continue;
+            if (count++ == 0) first = r;
+        }
+        char want[64];
+        snprintf(want, sizeof want, "symmrun-host-%d", host);
+        const char *id = getenv("SYMM_HOST_ID"), *lr = getenv("SYMM_LOCAL_RANK"),
+                   *ln = getenv("SYMM_LOCAL_N_PES");
+        if (!id || strcmp(id, want) != 0) return fail("SYMM_HOST_ID");
+        if (!lr || atoi(lr) != rank - first || !ln || atoi(ln) != count)
+            return fail("local rank/size of the simulated host");
         return 0;
     }
     if (strcmp(mode, "exit") == 0 && argc == 4) {

@@ -248,6 +248,11 @@ int main(int argc, char **argv) {
             {"-n", "2", "--grace", "later", pe_prog, NULL},
             {"-n", "2", "--grace=", pe_prog, NULL},
             {"-n", "2", "--grace", NULL},
+            {"-n", "2", "--hosts", "0", pe_prog, NULL},
+            {"-n", "2", "--hosts", "3", pe_prog, NULL},
+            {"-n", "2", "--hosts", "two", pe_prog, NULL},
+            {"-n", "2", "--hosts=", pe_prog, NULL},
+            {"-n", "2", "--hosts", NULL},
         };
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             run(&r, 0, 0, bad[i]);
@@ -260,6 +265,13 @@ int main(int argc, char **argv) {
         ASSERT_EQ(r.code, 2);
         expect_text("stderr", r.err, "SYMMRUN_GRACE");
     }
+    /* --hosts: contiguous simulated hosts (5 PEs on 2 hosts: 0-2 and 3-4). */
+    RUN(&r, "-n", "5", "--hosts", "2", pe_prog, "hosts", "2");
+    if (r.code != 0) TEST_FAIL_("--hosts 2: exit %d\n%s", r.code, r.err);
+    RUN(&r, "-n", "4", "--hosts=4", pe_prog, "hosts", "4");
+    if (r.code != 0) TEST_FAIL_("--hosts=4: exit %d\n%s", r.code, r.err);
+    RUN(&r, "-n", "3", "-H", "1", pe_prog, "hosts", "1");
+    if (r.code != 0) TEST_FAIL_("-H 1: exit %d\n%s", r.code, r.err);
     printf("test_symmrun: ok\n");
     return 0;
 }

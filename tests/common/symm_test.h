@@ -76,6 +76,16 @@ static int symm_test_pe = -1; /* set by tests once they know their PE */
 /* Init with the default bootstrap (symmrun env) and record the PE. The
  * backend is the host unless SYMM_TEST_BACKEND=cuda (the GPU suite sets it);
  * a CUDA run on a machine without a usable GPU is a skip (exit 77). */
+/* Is world PE pe load/store reachable from this PE (in SYMM_TEAM_SHARED)?
+ * False for PEs of other (simulated: symmrun --hosts) hosts. */
+static inline int symm_test_shared(symm_ctx ctx, int pe) {
+    symm_team w = NULL, s = NULL;
+    if (symm_team_get(ctx, SYMM_TEAM_WORLD, &w) != SYMM_SUCCESS ||
+        symm_team_get(ctx, SYMM_TEAM_SHARED, &s) != SYMM_SUCCESS)
+        return 0;
+    return symm_team_translate_pe(w, pe, s) >= 0;
+}
+
 static inline symm_ctx symm_test_init(uint32_t backend) {
     symm_init_attr attr;
     symm_ctx ctx = NULL;

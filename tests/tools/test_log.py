@@ -94,7 +94,7 @@ check(any(r[2] == '1' and re.match(r'still waiting after \d+\.\d s for all of el
                                    r'the buffer at heap offset \d+ to be == 42', r[7])
           for r in waits), 'no long-wait line of PE 1 naming its element wait: %r' % waits)
 check(any(r[2] in ('2', '3') and re.match(r'still waiting after \d+\.\d s for the barrier flag at '
-                                          r'heap offset \d+ to reach epoch \d+', r[7])
+                                          r'heap offset \d+ to reach \d+', r[7])
           for r in waits), 'no long-wait line naming a barrier flag: %r' % waits)
 
 # 3. TRACE limited to coll: each collective names its algorithm; init is filtered out.

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "amo_cpu.h"
 #include "internal.h"
 
 typedef struct host_state {
@@ -125,69 +126,16 @@ static symm_status host_get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off,
     return SYMM_SUCCESS;
 }
 
-/* One integer AMO on T at p. */
-#define INT_AMO(T)                                                                      \
-    do {                                                                                \
-        T *p = (T *)addr, v = value ? *(const T *)value : (T)0, old = 0;                \
-        switch (op) {                                                                   \
-        case SYMM_AMO_FETCH: old = __atomic_load_n(p, __ATOMIC_SEQ_CST); break;         \
-        case SYMM_AMO_SET: __atomic_store_n(p, v, __ATOMIC_SEQ_CST); break;             \
-        case SYMM_AMO_SWAP: old = __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); break;   \
-        case SYMM_AMO_COMPARE_SWAP: {                                                   \
-            old = *(const T *)compare;                                                  \
-            __atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST,            \
-                                        __ATOMIC_SEQ_CST);                              \
-            break;                                                                      \
-        }                                                                               \
-        case SYMM_AMO_FETCH_INC: case SYMM_AMO_INC:                                     \
-            old = __atomic_fetch_add(p, (T)1, __ATOMIC_SEQ_CST); break;                 \
-        case SYMM_AMO_FETCH_ADD: case SYMM_AMO_ADD:                                     \
-            old = __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); break;                    \
-        case SYMM_AMO_FETCH_AND: case SYMM_AMO_AND:                                     \
-            old = __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST); break;                    \
-        case SYMM_AMO_FETCH_OR: case SYMM_AMO_OR:                                       \
-            old = __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); break;                     \
-        case SYMM_AMO_FETCH_XOR: case SYMM_AMO_XOR:                                     \
-            old = __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST); break;                    \
-        default: return symm__err(SYMM_ERR_INVALID_ARG, "unknown atomic op %u", op);   \
-        }                                                                               \
-        if (fetched) *(T *)fetched = old;                                               \
-    } while (0)
-
-/* FETCH/SET/SWAP on floating types, through same-size integers. */
-#define BITS_AMO(T)                                                                     \
-    do {                                                                                \
-        T *p = (T *)addr, v = 0, old = 0;                                               \
-        if (value) memcpy(&v, value, sizeof v);                                         \
-        switch (op) {                                                                   \
-        case SYMM_AMO_FETCH: old = __atomic_load_n(p, __ATOMIC_SEQ_CST); break;         \
-        case SYMM_AMO_SET: __atomic_store_n(p, v, __ATOMIC_SEQ_CST); break;             \
-        case SYMM_AMO_SWAP: old = __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); break;   \
-        case SYMM_AMO_COMPARE_SWAP: {                                                   \
-            memcpy(&old, compare, sizeof old);                                          \
-            __atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST,            \
-                                        __ATOMIC_SEQ_CST);                              \
-            break;                                                                      \
-        }                                                                               \
-        default:                                                                        \
-            return symm__err(SYMM_ERR_INVALID_ARG, "atomic op %u needs an integer type", op); \
-        }                                                                               \
-        if (fetched) memcpy(fetched, &old, sizeof old);                                 \
-    } while (0)
-
 static symm_status host_atomic(symm__ctx *ctx, int32_t pe, uint64_t off, uint32_t dtype,
                                uint32_t op, const void *value, const void *compare, void *fetched) {
     if (!ctx->peer_base[pe]) return unreachable(pe);
-    void *addr = ctx->peer_base[pe] + off;
-    switch (dtype) {
-    case SYMM_DTYPE_INT32: INT_AMO(int32_t); break;
-    case SYMM_DTYPE_UINT32: INT_AMO(uint32_t); break;
-    case SYMM_DTYPE_INT64: INT_AMO(int64_t); break;
-    case SYMM_DTYPE_UINT64: INT_AMO(uint64_t); break;
-    case SYMM_DTYPE_FLOAT32: BITS_AMO(uint32_t); break;
-    case SYMM_DTYPE_FLOAT64: BITS_AMO(uint64_t); break;
-    default: return symm__err(SYMM_ERR_INVALID_ARG, "atomics need a 32/64-bit dtype (got %u)", dtype);
-    }
+    uint32_t size = symm__amo_size(dtype);
+    uint64_t v = 0, c = 0, old = 0;
+    if (value) memcpy(&v, value, size);
+    if (compare) memcpy(&c, compare, size);
+    if (symm__amo_cpu(ctx->peer_base[pe] + off, dtype, op, v, c, &old) != 0)
+        return symm__err(SYMM_ERR_INVALID_ARG, "host backend: atomic op %u on dtype %u", op, dtype);
+    if (fetched) memcpy(fetched, &old, size);
     return SYMM_SUCCESS;
 }
 

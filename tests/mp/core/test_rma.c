@@ -108,10 +108,16 @@ static void test_raw(void) {
     /* symm_ptr gives a direct mapping (host memory on the host backend) */
     void *peer = NULL;
     CHECK_OK(symm_ptr(ctx, base + 123, next, &peer));
-    ASSERT_TRUE(peer != NULL);
+    /* ... for PEs of this host only: NULL for other (simulated) hosts */
+    ASSERT_EQ(peer != NULL, symm_test_shared(ctx, next));
+    for (int pe = 0; pe < n; pe++) {
+        void *q = NULL;
+        CHECK_OK(symm_buf_peer_ptr(buf, pe, &q));
+        ASSERT_EQ(q != NULL, symm_test_shared(ctx, pe));
+    }
     symm_ctx_info bi = {.struct_size = sizeof bi};
     CHECK_OK(symm_ctx_query(ctx, &bi));
-    if (bi.backend == SYMM_BACKEND_HOST) ASSERT_EQ(((uint8_t *)peer)[0], (uint8_t)(me * 31));
+    if (bi.backend == SYMM_BACKEND_HOST && peer) ASSERT_EQ(((uint8_t *)peer)[0], (uint8_t)(me * 31));
     /* outside the heap */
     uint8_t stack_var = 0;
     CHECK_STATUS(symm_putmem(ctx, &stack_var, msg, 1, next), SYMM_ERR_OUT_OF_BOUNDS);

@@ -15,6 +15,9 @@
  * loaded machine; the measured latency is printed).
  * Host backend, or the CUDA backend with SYMM_TEST_BACKEND=cuda (exit 77
  * without a usable GPU).
+ * DEAD_OPS_HOSTS=H splits the PEs into H simulated hosts like symmrun --hosts
+ * (PE r gets SYMM_HOST_ID from r * H / N), so the victim is reached through
+ * the transport (SYMM_TRANSPORT) by the PEs of other hosts.
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -203,6 +206,12 @@ int main(int argc, char **argv) {
         ASSERT_TRUE(pids[r] >= 0);
         if (pids[r] == 0) {
             close(readyp[0]);
+            const char *hosts = getenv("DEAD_OPS_HOSTS");
+            if (hosts && atoi(hosts) > 0) {
+                char id[64];
+                snprintf(id, sizeof id, "dead-ops-host-%d", r * atoi(hosts) / n_pes);
+                setenv("SYMM_HOST_ID", id, 1);
+            }
             symm_unique_id id;
             if (r == 0) {
                 CHECK_OK(symm_get_unique_id(&id));

@@ -51,13 +51,15 @@ static void test_predefined(void) {
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
     CHECK_OK(symm_ctx_query(tu_ctx, &info));
-    /* symmrun starts every PE on this host. */
-    ASSERT_EQ(info.local_n_pes, tu_n);
+    /* symmrun starts every PE on this host; with --hosts H it splits them
+     * into H simulated hosts of contiguous ranks and tells each PE its local
+     * rank and count (SYMM_LOCAL_RANK / SYMM_LOCAL_N_PES). */
+    const char *lr_env = getenv("SYMM_LOCAL_RANK"), *ln_env = getenv("SYMM_LOCAL_N_PES");
+    int32_t want_ln = ln_env ? atoi(ln_env) : tu_n, want_lr = lr_env ? atoi(lr_env) : tu_me;
+    ASSERT_EQ(info.local_n_pes, want_ln);
+    ASSERT_EQ(info.local_pe, want_lr);
     ASSERT_EQ(symm_team_n_pes(node), info.local_n_pes);
     ASSERT_EQ(symm_team_my_pe(node), info.local_pe);
-    ASSERT_EQ(symm_team_n_pes(slp), 1);
-    ASSERT_EQ(symm_team_my_pe(slp), 0);
-    ASSERT_EQ(symm_team_translate_pe(slp, 0, world), tu_me);
     if (info.backend == SYMM_BACKEND_HOST) {
         ASSERT_EQ(symm_team_n_pes(shared), symm_team_n_pes(node));
         ASSERT_EQ(symm_team_my_pe(shared), symm_team_my_pe(node));
@@ -65,9 +67,25 @@ static void test_predefined(void) {
     int32_t *all = tu_xmalloc((size_t)tu_n * sizeof *all);
     for (int32_t i = 0; i < tu_n; i++) all[i] = i;
     check_members_coll(world, all, tu_n);
-    check_members_coll(node, all, tu_n);
-    int32_t self = tu_me;
-    check_members_coll(slp, &self, 1);
+    /* Node: my host's contiguous group. */
+    int32_t first = tu_me - info.local_pe;
+    check_members_coll(node, all + first, info.local_n_pes);
+    for (int32_t i = 0; i < tu_n; i++)
+        ASSERT_EQ(symm_team_translate_pe(world, i, node),
+                  i >= first && i < first + info.local_n_pes ? i - first : -1);
+    if (info.backend == SYMM_BACKEND_HOST) check_members_coll(shared, all + first, info.local_n_pes);
+    /* Same local PE: every PE whose local rank is mine (one per host), from
+     * an fcollect of everybody's local rank over the world. */
+    int32_t v = info.local_pe, *lps = tu_xmalloc((size_t)tu_n * sizeof *lps), k = 0;
+    tu_write(g_src, 0, &v, 1);
+    CHECK_OK(symm_fcollect(world, g_dst, 0, g_src, 0, 1));
+    tu_read(g_dst, 0, lps, (uint64_t)tu_n);
+    CHECK_OK(symm_barrier(world));
+    for (int32_t i = 0; i < tu_n; i++)
+        if (lps[i] == info.local_pe) all[k++] = i;
+    check_members_coll(slp, all, k);
+    ASSERT_EQ(symm_team_translate_pe(slp, symm_team_my_pe(slp), world), tu_me);
+    free(lps);
     free(all);
 
     /* Same handle every time. */
@@ -91,7 +109,6 @@ static void test_predefined(void) {
     ASSERT_EQ(symm_team_translate_pe(world, 0, NULL), -1);
     ASSERT_EQ(symm_team_translate_pe(world, -1, world), -1);
     ASSERT_EQ(symm_team_translate_pe(world, tu_n, world), -1);
-    for (int32_t i = 0; i < tu_n; i++) ASSERT_EQ(symm_team_translate_pe(world, i, node), i);
     /* A buffer handle is not a team. */
     CHECK_STATUS(symm_team_sync((symm_team)(void *)g_src), SYMM_ERR_INVALID_HANDLE);
 }

@@ -1,0 +1,3 @@
+module symm.dev/symm
+
+go 1.19

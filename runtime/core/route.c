@@ -1,0 +1,112 @@
+/*
+ * One routing layer for every one-sided operation of the core. The rule:
+ * a PE of this host (same host id) is reached through the backend, which
+ * mapped its heap; a PE of another host through the transport. Atomic
+ * updates also go through the transport for this host's PEs when the
+ * transport's atomics are not atomic with CPU atomics (ctx->amo_tp), so
+ * CPU and NIC never race on one word. quiet and fence cover both paths.
+ */
+#include <stdlib.h>
+
+#include "tp.h"
+
+symm_status symm__routes_init(symm__ctx *ctx) {
+    const uint64_t *host = ctx->boot_info.host_id;
+    ctx->remote = calloc((size_t)ctx->n_pes, 1);
+    if (!ctx->remote) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory");
+    ctx->n_remote = 0;
+    ctx->n_hosts = 0;
+    for (int32_t pe = 0; pe < ctx->n_pes; pe++) {
+        if (host && host[pe] != host[ctx->my_pe]) {
+            ctx->remote[pe] = 1;
+            ctx->n_remote++;
+        }
+        bool first = true; /* first PE of its host: count the host once */
+        for (int32_t q = 0; host && q < pe && first; q++) first = host[q] != host[pe];
+        if (first) ctx->n_hosts++;
+    }
+    return SYMM_SUCCESS;
+}
+
+static symm_status tp_status(symm__ctx *ctx, int32_t st) {
+    if (st == SYMM_ERR_PEER_FAILED) symm__mark_failed(ctx);
+    return (symm_status)st;
+}
+
+#define TP_CALL(ctx, call)                                                     \
+    do {                                                                       \
+        struct symm__tp *tp_ = (ctx)->tp;                                      \
+        pthread_mutex_lock(&tp_->lock);                                        \
+        int32_t st_ = tp_->ops->call;                                          \
+        pthread_mutex_unlock(&tp_->lock);                                      \
+        return tp_status((ctx), st_);                                          \
+    } while (0)
+
+static inline bool via_tp(const symm__ctx *ctx, int32_t pe) {
+    return ctx->remote && ctx->remote[pe];
+}
+
+symm_status symm__put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
+                      uint32_t flags) {
+    if (!via_tp(ctx, pe)) return ctx->ops->put(ctx, pe, off, src, n, flags);
+    TP_CALL(ctx, put(tp_->state, pe, off, src, n, (flags & SYMM__NBI) ? SYMM_TP_NBI : 0));
+}
+
+symm_status symm__get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
+                      uint32_t flags) {
+    if (!via_tp(ctx, pe)) return ctx->ops->get(ctx, dst, pe, off, n, flags);
+    TP_CALL(ctx, get(tp_->state, dst, pe, off, n, (flags & SYMM__NBI) ? SYMM_TP_NBI : 0));
+}
+
+symm_status symm__atomic(symm__ctx *ctx, int32_t pe, uint64_t off, uint32_t dtype, uint32_t op,
+                         const void *value, const void *compare, void *fetched) {
+    bool tp = via_tp(ctx, pe) || (ctx->amo_tp && op != SYMM_AMO_FETCH);
+    if (!tp) return ctx->ops->atomic(ctx, pe, off, dtype, op, value, compare, fetched);
+    TP_CALL(ctx, atomic(tp_->state, pe, off, dtype, op, value, compare, fetched, 0));
+}
+
+symm_status symm__put_signal(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src,
+                             uint64_t n, uint64_t sig_off, uint64_t value, uint32_t amo,
+                             uint32_t flags) {
+    if (via_tp(ctx, pe)) {
+        uint32_t sig_op = amo == SYMM_AMO_ADD ? SYMM_SIGNAL_ADD : SYMM_SIGNAL_SET;
+        TP_CALL(ctx, put_signal(tp_->state, pe, off, src, n, sig_off, value, sig_op,
+                                (flags & SYMM__NBI) ? SYMM_TP_NBI : 0));
+    }
+    /* This host: the data by load/store, then the fence orders it before the
+     * signal update (which may itself go through the transport: amo_tp). */
+    if (n > 0) SYMM_TRY(ctx->ops->put(ctx, pe, off, src, n, flags));
+    SYMM_TRY(symm__fence(ctx));
+    return symm__atomic(ctx, pe, sig_off, SYMM_DTYPE_UINT64, amo, &value, NULL, NULL);
+}
+
+symm_status symm__quiet(symm__ctx *ctx) {
+    SYMM_TRY(ctx->ops->quiet(ctx));
+    if (!ctx->tp) return SYMM_SUCCESS;
+    TP_CALL(ctx, quiet(tp_->state));
+}
+
+symm_status symm__fence(symm__ctx *ctx) {
+    SYMM_TRY(ctx->ops->fence(ctx));
+    if (!ctx->tp) return SYMM_SUCCESS;
+    TP_CALL(ctx, fence(tp_->state));
+}
+
+void symm__progress(symm__ctx *ctx) {
+    if (ctx->tp && ctx->tp->ops->progress) ctx->tp->ops->progress(ctx->tp->state);
+}
+
+symm_status symm__stream_route(const char *fn, symm__ctx *ctx, int32_t pe) {
+    if (!via_tp(ctx, pe)) return SYMM_SUCCESS;
+    return symm__err(SYMM_ERR_NOT_SUPPORTED,
+                     "%s: PE %d is on another host; stream- and kernel-initiated operations to "
+                     "remote PEs are not supported yet (use the blocking host form)", fn, pe);
+}
+
+bool symm__team_has_remote(const symm__team *team) {
+    const symm__ctx *ctx = team->ctx;
+    if (!ctx->n_remote) return false;
+    for (int32_t i = 0; i < team->n_pes; i++)
+        if (ctx->remote[symm__team_world_pe(team, i)]) return true;
+    return false;
+}

@@ -1,0 +1,290 @@
+/*
+ * Transport plugins: lookup, agreement, open, memory registration.
+ *
+ * Only a job whose PEs span several hosts opens one; a single-host job never
+ * calls dlopen. SYMM_TRANSPORT picks: auto (default: the registry's order,
+ * the first whose plugin loads and whose probe passes), none, or a name.
+ * libsymm_transport_<name>.so is looked up in SYMM_TRANSPORT_PATH (a ':'
+ * list of folders), then beside the runtime, then in the runtime's
+ * transports/<name>/ folder (the build tree). Every PE must pick the same
+ * one: the choice is agreed through the bootstrap like the backend's.
+ */
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tp.h"
+
+/* ---- services for the plugin ---- */
+
+static int32_t svc_allgather(void *c, const void *mine, void *all, size_t len) {
+    return symm__boot_allgather(((symm__ctx *)c)->boot, mine, all, len);
+}
+static int32_t svc_barrier(void *c) { return symm__boot_barrier(((symm__ctx *)c)->boot); }
+static int32_t svc_check_failed(void *c) {
+    symm__ctx *ctx = c;
+    return atomic_load_explicit(&ctx->failed, memory_order_relaxed) ||
+                   (ctx->boot && symm__boot_check(ctx->boot) != SYMM_SUCCESS)
+               ? SYMM_ERR_PEER_FAILED
+               : SYMM_SUCCESS;
+}
+static int32_t svc_set_error(void *c, int32_t status, const char *msg) {
+    (void)c;
+    return symm__err((symm_status)status, "%s", msg);
+}
+static void svc_log(void *c, int32_t level, const char *msg) {
+    symm__ctx *ctx = c;
+    char line[1024];
+    snprintf(line, sizeof line, "%s: %s", ctx->tp ? ctx->tp->name : "?", msg);
+    symm__log_transport(c, level, line);
+}
+static const char *svc_getenv(void *c, const char *name) {
+    (void)c;
+    return getenv(name);
+}
+
+/* ---- lookup ---- */
+
+static void appendf(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void appendf(char *buf, size_t cap, const char *fmt, ...) {
+    size_t len = strlen(buf);
+    if (len + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + len, cap - len, fmt, ap);
+    va_end(ap);
+}
+
+/* The folder of the runtime's own file (dladdr), "" when unknown. */
+static void runtime_dir(char *out, size_t cap) {
+    static const char anchor = 0;
+    Dl_info di;
+    out[0] = '\0';
+    if (dladdr(&anchor, &di) && di.dli_fname) {
+        const char *slash = strrchr(di.dli_fname, '/');
+        if (slash) snprintf(out, cap, "%.*s", (int)(slash - di.dli_fname), di.dli_fname);
+    }
+}
+
+/* Find name's plugin file: 0 and *path, or -1 with the folders searched in why. */
+static int find_plugin(const char *name, char *path, size_t cap, char *why, size_t why_cap) {
+    char dirs[4096] = "", rt[PATH_MAX];
+    const char *env = getenv("SYMM_TRANSPORT_PATH");
+    if (env && *env) snprintf(dirs, sizeof dirs, "%s", env);
+    runtime_dir(rt, sizeof rt);
+    if (rt[0]) appendf(dirs, sizeof dirs, "%s%s:%s/transports/%s", dirs[0] ? ":" : "", rt, rt, name);
+    char *save = NULL;
+    for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(path, cap, "%s/libsymm_transport_%s.so", d, name);
+        if (access(path, F_OK) == 0) return 0;
+        appendf(why, why_cap, "%s%s", why[0] ? ", " : "", d);
+    }
+    return -1;
+}
+
+/* Load and probe one plugin: its ops (dl kept open) or NULL + why. */
+static const symm_tp_ops *load(const char *name, const symm_tp_core *core, void **dl_out,
+                               char *why, size_t cap) {
+    char path[PATH_MAX + 64], where[2048] = "";
+    why[0] = '\0';
+    if (find_plugin(name, path, sizeof path, where, sizeof where) != 0) {
+        appendf(why, cap, "no libsymm_transport_%s.so in %s (set SYMM_TRANSPORT_PATH)", name,
+                 where[0] ? where : "any folder");
+        return NULL;
+    }
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        const char *e = dlerror();
+        appendf(why, cap, "cannot load %s: %s", path, e ? e : "unknown error");
+        return NULL;
+    }
+    union { void *p; symm_tp_entry_fn f; } sym = {dlsym(dl, SYMM_TP_ENTRY)};
+    symm_tp_entry_fn entry = sym.f;
+    const symm_tp_ops *ops = entry ? entry(SYMM_TP_IFACE) : NULL;
+    const size_t need = offsetof(symm_tp_ops, quiet) + sizeof ops->quiet;
+    if (!entry) {
+        appendf(why, cap, "%s has no %s symbol", path, SYMM_TP_ENTRY);
+    } else if (!ops) {
+        appendf(why, cap, "%s refuses transport interface %u", path, SYMM_TP_IFACE);
+    } else if (ops->size < need || ops->iface < 1 || ops->iface > SYMM_TP_IFACE || !ops->probe ||
+               !ops->open || !ops->mem_add || !ops->put || !ops->get || !ops->atomic ||
+               !ops->put_signal || !ops->fence || !ops->quiet) {
+        appendf(why, cap, "%s has a malformed ops table (size %u, interface %u)", path,
+                 ops->size, ops->iface);
+    } else {
+        char pwhy[512] = "";
+        int32_t st = ops->probe(core, pwhy, sizeof pwhy);
+        if (st == SYMM_SUCCESS) {
+            *dl_out = dl;
+            return ops;
+        }
+        appendf(why, cap, "probe: %s (%s)", pwhy[0] ? pwhy : "not usable", symm__status_name(st));
+    }
+    dlclose(dl);
+    return NULL;
+}
+
+/* ---- open ---- */
+
+static void tp_free(struct symm__tp *tp) {
+    if (!tp) return;
+    if (tp->dl) dlclose(tp->dl);
+    pthread_mutex_destroy(&tp->lock);
+    free(tp);
+}
+
+static symm_status open_instance(symm__ctx *ctx, struct symm__tp *tp, uint32_t loopback) {
+    memset(&tp->info, 0, sizeof tp->info);
+    tp->info.size = sizeof tp->info;
+    tp->state = NULL;
+    symm_status st = (symm_status)tp->ops->open(&tp->core, loopback, &tp->state, &tp->info);
+    if (st) return symm__err_prefix("symm_init: transport open", st);
+    (void)ctx;
+    return SYMM_SUCCESS;
+}
+
+symm_status symm__tp_open(symm__ctx *ctx) {
+    if (ctx->n_hosts <= 1) return SYMM_SUCCESS;
+    struct symm__tp *tp = calloc(1, sizeof *tp);
+    if (!tp) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory");
+    pthread_mutex_init(&tp->lock, NULL);
+    tp->core = (symm_tp_core){
+        .size = sizeof tp->core, .iface = SYMM_TP_IFACE, .core = ctx,
+        .my_pe = ctx->my_pe, .n_pes = ctx->n_pes,
+        .host_id = ctx->boot_info.host_id, .remote = ctx->remote,
+        .device = ctx->ops->id == SYMM_BACKEND_HOST ? -1 : ctx->cfg.device,
+        .timeout_ms = ctx->cfg.timeout_ms, .peer_timeout_ms = ctx->cfg.peer_timeout_ms,
+        .allgather = svc_allgather, .barrier = svc_barrier, .check_failed = svc_check_failed,
+        .set_error = svc_set_error, .log = svc_log, .getenv = svc_getenv,
+    };
+
+    /* Local choice. */
+    const char *want = getenv("SYMM_TRANSPORT");
+    if (!want || !*want) want = "auto";
+    const char *const *names;
+    size_t n_names = symm__transport_names(&names);
+    char tried[2048] = "";
+    symm_status st = SYMM_SUCCESS;
+    if (strcmp(want, "none") == 0) {
+        snprintf(tried, sizeof tried, "transports are turned off");
+    } else if (strlen(want) >= sizeof tp->name || strchr(want, '/')) {
+        st = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_TRANSPORT=\"%s\": expected auto, none or a "
+                       "transport name (ibverbs, tcp)", want);
+    } else {
+        bool any = strcmp(want, "auto") == 0;
+        for (size_t i = 0; i < (any ? n_names : 1) && !tp->ops; i++) {
+            const char *name = any ? names[i] : want;
+            char why[1024] = "";
+            tp->ops = load(name, &tp->core, &tp->dl, why, sizeof why);
+            if (tp->ops) snprintf(tp->name, sizeof tp->name, "%s", name);
+            else appendf(tried, sizeof tried, "%s%s: %s", tried[0] ? "; " : "", name, why);
+        }
+    }
+    if (st == SYMM_SUCCESS && !tp->ops)
+        st = symm__err(SYMM_ERR_NOT_SUPPORTED,
+                       "symm_init: PE %d has %d PE(s) on other hosts (the job spans %d hosts) and no "
+                       "usable transport (SYMM_TRANSPORT=%s; %s)",
+                       ctx->my_pe, ctx->n_remote, ctx->n_hosts, want, tried);
+
+    /* Every PE must pick the same one. */
+    struct { char name[32]; int32_t st; } mine, *all = calloc((size_t)ctx->n_pes, sizeof mine);
+    memset(&mine, 0, sizeof mine);
+    snprintf(mine.name, sizeof mine.name, "%s", tp->name);
+    mine.st = st;
+    char saved[2048];
+    snprintf(saved, sizeof saved, "%s", symm__last_error());
+    symm_status gst = all ? symm__boot_allgather(ctx->boot, &mine, all, sizeof mine)
+                          : symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory");
+    if (gst) {
+        st = gst;
+    } else if (st) {
+        symm__err(st, "%s", saved); /* my own reason first */
+    } else {
+        for (int32_t pe = 0; pe < ctx->n_pes && st == SYMM_SUCCESS; pe++) {
+            if (all[pe].st)
+                st = symm__err((symm_status)all[pe].st,
+                               "symm_init: PE %d has no usable transport for the other hosts", pe);
+            else if (strncmp(all[pe].name, mine.name, sizeof mine.name) != 0)
+                st = symm__err(SYMM_ERR_MISMATCH,
+                               "symm_init: PEs chose different transports (PE %d: %s, PE %d: "
+                               "%.31s); set SYMM_TRANSPORT", ctx->my_pe, mine.name, pe, all[pe].name);
+        }
+    }
+    free(all);
+    if (st) {
+        tp_free(tp);
+        return st;
+    }
+
+    ctx->tp = tp;
+    st = open_instance(ctx, tp, 0);
+    if (st == SYMM_SUCCESS) {
+        /* Capabilities of the whole job: the weakest PE decides. */
+        uint32_t caps = tp->info.caps, *all_caps = calloc((size_t)ctx->n_pes, sizeof caps);
+        st = all_caps ? symm__boot_allgather(ctx->boot, &caps, all_caps, sizeof caps)
+                      : symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory");
+        for (int32_t pe = 0; st == SYMM_SUCCESS && pe < ctx->n_pes; pe++) caps &= all_caps[pe];
+        free(all_caps);
+        if (st == SYMM_SUCCESS && !(caps & SYMM_TP_CAP_ATOMIC_GLOBAL)) {
+            if (!(caps & SYMM_TP_CAP_LOOPBACK)) {
+                st = symm__err(SYMM_ERR_NOT_SUPPORTED,
+                               "symm_init: transport %s (%s): its atomics are not atomic with CPU "
+                               "atomics and it cannot reach this host's PEs (loopback), so atomics "
+                               "of different hosts on one word would race", tp->name, tp->info.device);
+            } else {
+                /* Reopen with loopback: every atomic update goes through it. */
+                if (tp->ops->close) tp->ops->close(tp->state);
+                tp->state = NULL;
+                st = open_instance(ctx, tp, 1);
+                ctx->amo_tp = true;
+            }
+        }
+    }
+    if (st) {
+        char msg[2048];
+        snprintf(msg, sizeof msg, "%s", symm__last_error());
+        symm__tp_close(ctx);
+        return symm__err(st, "%s", msg);
+    }
+    SYMM_INFO(SYMM_LOG_TRANSPORT, "%s opened on %s (caps 0x%x%s)", tp->name,
+              tp->info.device, tp->info.caps,
+              ctx->amo_tp ? ", every atomic update through the transport" : "");
+    return SYMM_SUCCESS;
+}
+
+symm_status symm__tp_mem_add(symm__ctx *ctx, void *base, uint64_t off, uint64_t len) {
+    struct symm__tp *tp = ctx->tp;
+    if (!tp || !tp->state) return SYMM_SUCCESS;
+    uint32_t kind = ctx->ops->id == SYMM_BACKEND_HOST ? SYMM_TP_MEM_HOST : SYMM_TP_MEM_CUDA;
+    pthread_mutex_lock(&tp->lock);
+    int32_t st = tp->ops->mem_add(tp->state, base, off, len, kind, -1);
+    pthread_mutex_unlock(&tp->lock);
+    if (st == SYMM_ERR_PEER_FAILED) symm__mark_failed(ctx);
+    if (st) return symm__err_prefix(tp->name, (symm_status)st);
+    return SYMM_SUCCESS;
+}
+
+void symm__tp_mem_remove(symm__ctx *ctx, uint64_t off, uint64_t len) {
+    struct symm__tp *tp = ctx->tp;
+    if (!tp || !tp->state || !tp->ops->mem_remove) return;
+    pthread_mutex_lock(&tp->lock);
+    tp->ops->mem_remove(tp->state, off, len);
+    pthread_mutex_unlock(&tp->lock);
+}
+
+void symm__tp_peer_failed(symm__ctx *ctx) {
+    struct symm__tp *tp = ctx->tp;
+    if (tp && tp->state && tp->ops->peer_failed) tp->ops->peer_failed(tp->state);
+}
+
+void symm__tp_close(symm__ctx *ctx) {
+    struct symm__tp *tp = ctx->tp;
+    if (!tp) return;
+    if (tp->state && tp->ops->close) tp->ops->close(tp->state);
+    ctx->tp = NULL;
+    tp_free(tp);
+}
