@@ -29,6 +29,9 @@ symm_deps() {
   command -v abidiff >/dev/null 2>&1 || want_pkgs+=(abigail-tools)
   command -v nm >/dev/null 2>&1 || want_pkgs+=(binutils)
   command -v g++ >/dev/null 2>&1 || want_pkgs+=(g++)
+  # verbs.h builds the ibverbs transport plugin (libibverbs itself is opened
+  # at run time); its tests run in the Soft-RoCE guest and against a fake.
+  [ -f /usr/include/infiniband/verbs.h ] || want_pkgs+=(libibverbs-dev)
   if [ ${#want_pkgs[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
       echo "deps: apt-get install ${want_pkgs[*]}"
@@ -42,6 +45,8 @@ symm_deps() {
   command -v ninja >/dev/null 2>&1 || missing+=("ninja (ninja-build)")
   command -v python3 >/dev/null 2>&1 || missing+=("python3")
   symm_need_meson || missing+=("meson >= 1.1 (python3 -m pip install meson)")
+  [ -f /usr/include/infiniband/verbs.h ] ||
+    missing+=("infiniband/verbs.h (apt-get install libibverbs-dev): without it the ibverbs transport and its tests are not built")
   # NumPy for the Python package's host tests (PyPI).
   if ! python3 -c 'import numpy' >/dev/null 2>&1; then
     echo "deps: installing numpy with pip (Python binding tests)"
