@@ -480,6 +480,8 @@ symm_status symm__addr_parse(const char *text, symm__addr *out) {
             if (!close || close == hp + 1)
                 return symm__err(SYMM_ERR_INVALID_ARG, "bootstrap address \"%s\": bad [host]", text);
             hlen = (size_t)(close - hp - 1);
+            if (hlen >= sizeof a.host)
+                return symm__err(SYMM_ERR_INVALID_ARG, "bootstrap address \"%s\": host too long", text);
             memcpy(a.host, hp + 1, hlen);
             if (close[1] == ':') port = close + 2;
             else if (close[1] != '\0')

@@ -370,6 +370,31 @@ static void test_addr(void) {
                           "123456789012345678901234567890123456789012345678")};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         EXPECT_ERR(symm__addr_parse(bad[i], &a), SYMM_ERR_INVALID_ARG);
+    /* A bracketed host longer than the host buffer (issue 9, item 2: the
+     * bracket branch copied it without a length check). The canary around
+     * the struct catches the overflow without a sanitizer. */
+    {
+        struct {
+            symm__addr a;
+            unsigned char canary[64];
+        } guarded;
+        memset(guarded.canary, 0x5a, sizeof guarded.canary);
+        char longb[SYMM__ADDR_TEXT_MAX];
+        size_t hl = sizeof a.host + 20; /* 276 host bytes, text still < ADDR_TEXT_MAX */
+        memcpy(longb, "tcp:[", 5);
+        memset(longb + 5, 'h', hl);
+        memcpy(longb + 5 + hl, "]:1", 4);
+        ASSERT_TRUE(strlen(longb) < SYMM__ADDR_TEXT_MAX);
+        EXPECT_ERR(symm__addr_parse(longb, &guarded.a), SYMM_ERR_INVALID_ARG);
+        ASSERT_TRUE(strstr(symm__last_error(), "host too long") != NULL);
+        for (size_t i = 0; i < sizeof guarded.canary; i++) ASSERT_EQ(guarded.canary[i], 0x5a);
+        /* The longest host that fits is accepted, bracketed or not. */
+        longb[5 + sizeof a.host - 1] = ']';
+        longb[5 + sizeof a.host] = '\0';
+        memset(longb + 5, 'h', sizeof a.host - 1);
+        EXPECT_OK(symm__addr_parse(longb, &guarded.a));
+        ASSERT_EQ(strlen(guarded.a.host), sizeof a.host - 1);
+    }
 
     /* Listen on an ephemeral port and connect to it; abstract names too. */
     int lfd, cfd;
