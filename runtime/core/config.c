@@ -1,16 +1,21 @@
 /* Run-time configuration: init attributes + environment (docs/CONFIG.md). */
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "internal.h"
 
+/* Digits with an optional K/M/G/T suffix (binary; "Ki"/"iB"/"B" tolerated).
+ * No sign, no leading space, no value past UINT64_MAX (strtoull would wrap
+ * "-1" and saturate "99999999999999999999"). */
 bool symm__parse_size(const char *text, uint64_t *out) {
-    if (!text || !*text) return false;
+    if (!text || !isdigit((unsigned char)text[0])) return false;
     char *end = NULL;
+    errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
-    if (end == text || text[0] == '-') return false;
+    if (end == text || errno == ERANGE) return false;
     uint64_t mul = 1;
     switch (toupper((unsigned char)*end)) {
     case '\0': break;
@@ -20,7 +25,7 @@ bool symm__parse_size(const char *text, uint64_t *out) {
     case 'T': mul = 1ull << 40; end++; break;
     default: return false;
     }
-    if (*end == 'i' || *end == 'I') end++;
+    if (mul > 1 && (*end == 'i' || *end == 'I')) end++;
     if (*end == 'B' || *end == 'b') end++;
     if (*end != '\0') return false;
     if (mul > 1 && v > UINT64_MAX / mul) return false;
@@ -32,8 +37,9 @@ static symm_status env_size(const char *name, uint64_t *out) {
     const char *v = getenv(name);
     if (!v) return SYMM_SUCCESS;
     if (!symm__parse_size(v, out))
-        return symm__err(SYMM_ERR_INVALID_ARG, "%s=\"%s\": expected a size such as 4096, 64M or 2G",
-                         name, v);
+        return symm__err(SYMM_ERR_INVALID_ARG,
+                         "%s=\"%s\": expected a size such as 4096, 64M or 2G (digits and an "
+                         "optional K/M/G/T suffix, no sign or spaces, below 16 EiB)", name, v);
     return SYMM_SUCCESS;
 }
 
@@ -77,10 +83,18 @@ symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg) {
     if (cfg->heap_cap == 0) {
         cfg->heap_cap = SYMM__DEFAULT_HEAP_CAP;
         SYMM_TRY(env_size("SYMM_HEAP_CAP", &cfg->heap_cap));
+        SYMM_CHECK(cfg->heap_cap <= SYMM__MAX_HEAP_BYTES, SYMM_ERR_INVALID_ARG,
+                   "SYMM_HEAP_CAP=\"%s\" (%llu bytes) is above 128T, more than a process can "
+                   "reserve", getenv("SYMM_HEAP_CAP"), (unsigned long long)cfg->heap_cap);
+    } else {
+        SYMM_CHECK(cfg->heap_cap <= SYMM__MAX_HEAP_BYTES, SYMM_ERR_INVALID_ARG,
+                   "symm_init: attr->heap_cap %llu is above 128T, more than a process can reserve",
+                   (unsigned long long)cfg->heap_cap);
     }
     SYMM_TRY(env_size("SYMM_HEAP_CHUNK", &cfg->heap_chunk));
-    SYMM_CHECK(cfg->heap_chunk >= (64u << 10) && (cfg->heap_chunk & (cfg->heap_chunk - 1)) == 0,
-               SYMM_ERR_INVALID_ARG, "SYMM_HEAP_CHUNK must be a power of two >= 64K (got %llu)",
+    SYMM_CHECK(cfg->heap_chunk >= (64u << 10) && cfg->heap_chunk <= SYMM__MAX_HEAP_BYTES &&
+                   (cfg->heap_chunk & (cfg->heap_chunk - 1)) == 0,
+               SYMM_ERR_INVALID_ARG, "SYMM_HEAP_CHUNK must be a power of two in [64K, 128T] (got %llu)",
                (unsigned long long)cfg->heap_chunk);
     const char *t = getenv("SYMM_TIMEOUT_MS");
     if (t && a.timeout_ms == 0) {

@@ -59,6 +59,7 @@ const char *symm__last_error(void);
 /* ------------------------------------------------------------------------ */
 
 #define SYMM__DEFAULT_HEAP_CAP (16ull << 30)  /* per PE, virtual reservation */
+#define SYMM__MAX_HEAP_BYTES (1ull << 47)   /* 128T: above any user address space we run on */
 #define SYMM__DEFAULT_HEAP_CHUNK (64ull << 20)
 #define SYMM__DEFAULT_TIMEOUT_MS 60000u
 /* A call that needs a dead PE fails at most this long after the job's

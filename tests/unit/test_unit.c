@@ -1,6 +1,7 @@
 /* Unit tests of runtime internals: allocator, handle tables, size parsing,
  * attribute defaults, the asynchronous-error record. Linked against the
  * runtime's objects directly. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +101,74 @@ static void test_parse_size(void) {
     ASSERT_TRUE(!symm__parse_size("-1", &v));
     ASSERT_TRUE(!symm__parse_size("99999999999999T", &v)); /* overflow */
     ASSERT_TRUE(!symm__parse_size("M", &v));
+    /* Issue 9, item 7: values that wrapped or saturated, signs, spaces. */
+    v = 7;
+    ASSERT_TRUE(!symm__parse_size("99999999999999999999", &v)); /* ERANGE */
+    ASSERT_TRUE(!symm__parse_size("18446744073709551616", &v)); /* 2^64 */
+    ASSERT_TRUE(symm__parse_size("18446744073709551615", &v) && v == UINT64_MAX);
+    ASSERT_TRUE(!symm__parse_size(" -1", &v));
+    ASSERT_TRUE(!symm__parse_size(" 1", &v));
+    ASSERT_TRUE(!symm__parse_size("+1", &v));
+    ASSERT_TRUE(!symm__parse_size("\t64M", &v));
+    ASSERT_TRUE(!symm__parse_size("16777216T", &v)); /* 2^64: overflow with a suffix */
+    ASSERT_TRUE(symm__parse_size("16777215T", &v) && v == 16777215ull << 40);
+    ASSERT_TRUE(!symm__parse_size("1 M", &v));
+    ASSERT_TRUE(!symm__parse_size("0x10", &v));
+    ASSERT_TRUE(symm__parse_size("0", &v) && v == 0);
+}
+
+/* Sizes that parse but cannot be a heap (issue 9, item 7): each is refused
+ * with INVALID_ARG and a message naming the variable, never "reserving 0
+ * bytes" later. */
+static void test_config_sizes(void) {
+    symm__config cfg;
+    unsetenv("SYMM_HEAP_CAP");
+    unsetenv("SYMM_HEAP_CHUNK");
+    unsetenv("SYMM_TIMEOUT_MS");
+    unsetenv("SYMM_PEER_TIMEOUT_MS");
+    static const struct {
+        const char *var, *val, *says;
+    } bad[] = {
+        {"SYMM_HEAP_CAP", "99999999999999999999", "SYMM_HEAP_CAP"},
+        {"SYMM_HEAP_CAP", " -1", "SYMM_HEAP_CAP"},
+        {"SYMM_HEAP_CAP", "-1", "SYMM_HEAP_CAP"},
+        {"SYMM_HEAP_CAP", "18446744073709551615", "above 128T"},
+        {"SYMM_HEAP_CAP", "16777215T", "above 128T"},
+        {"SYMM_HEAP_CHUNK", "8388608T", "SYMM_HEAP_CHUNK"},
+        {"SYMM_HEAP_CHUNK", "256T", "SYMM_HEAP_CHUNK"},
+        {"SYMM_HEAP_CHUNK", " 64K", "SYMM_HEAP_CHUNK"},
+        {"SYMM_TIMEOUT_MS", "99999999999999999999", "SYMM_TIMEOUT_MS"},
+        {"SYMM_TIMEOUT_MS", " -1", "SYMM_TIMEOUT_MS"},
+        {"SYMM_PEER_TIMEOUT_MS", "-5", "SYMM_PEER_TIMEOUT_MS"},
+        {"SYMM_PEER_TIMEOUT_MS", "18446744073709551617", "SYMM_PEER_TIMEOUT_MS"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv(bad[i].var, bad[i].val, 1);
+        CHECK_STATUS(symm__config_load(NULL, &cfg), SYMM_ERR_INVALID_ARG);
+        if (!strstr(symm__last_error(), bad[i].says)) {
+            fprintf(stderr, "%s=\"%s\": message \"%s\" lacks \"%s\"\n", bad[i].var, bad[i].val,
+                    symm__last_error(), bad[i].says);
+            exit(1);
+        }
+        unsetenv(bad[i].var);
+    }
+    /* The largest accepted cap rounds up without wrapping. */
+    setenv("SYMM_HEAP_CAP", "128T", 1);
+    CHECK_OK(symm__config_load(NULL, &cfg));
+    ASSERT_U64_EQ(cfg.heap_cap, 128ull << 40);
+    ASSERT_TRUE(cfg.heap_cap % cfg.heap_chunk == 0);
+    unsetenv("SYMM_HEAP_CAP");
+    /* attr->heap_cap = UINT64_MAX wrapped to 0 when rounded up to a chunk. */
+    symm_init_attr a;
+    symm_init_attr_init(&a, sizeof a);
+    a.heap_cap = UINT64_MAX;
+    CHECK_STATUS(symm__config_load(&a, &cfg), SYMM_ERR_INVALID_ARG);
+    ASSERT_TRUE(strstr(symm__last_error(), "heap_cap") != NULL);
+    a.heap_cap = UINT64_MAX - (64ull << 20) + 2;
+    CHECK_STATUS(symm__config_load(&a, &cfg), SYMM_ERR_INVALID_ARG);
+    a.heap_cap = 1;
+    CHECK_OK(symm__config_load(&a, &cfg));
+    ASSERT_TRUE(cfg.heap_cap >= SYMM__SYS_BYTES + cfg.heap_chunk);
 }
 
 static void test_attr_defaults(void) {
@@ -230,6 +299,7 @@ int main(void) {
     test_alloc_random();
     test_handles();
     test_parse_size();
+    test_config_sizes();
     test_attr_defaults();
     test_status_names();
     test_async_record();
