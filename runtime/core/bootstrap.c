@@ -450,6 +450,17 @@ static symm_status env_parse(env_job *j) {
     return SYMM_SUCCESS;
 }
 
+/* What env bootstrap makes of the environment, without joining anything
+ * (the fuzz harness fuzz/fuzz_env.c; tests). */
+symm_status symm__boot_env_probe(int32_t *rank, int32_t *n_pes, char *addr, size_t addr_cap) {
+    env_job j;
+    SYMM_TRY(env_parse(&j));
+    if (rank) *rank = j.rank;
+    if (n_pes) *n_pes = j.n_pes;
+    if (addr && addr_cap) snprintf(addr, addr_cap, "%s", j.addr);
+    return SYMM_SUCCESS;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Servers run by this process                                               */
 /* ------------------------------------------------------------------------ */
@@ -1037,7 +1048,7 @@ static symm_status recv_fd_from_any(symm__boot *b, int64_t deadline, int32_t *fr
     uint8_t body[SYMM__FDMSG_BYTES];
     union {
         struct cmsghdr h;
-        char space[CMSG_SPACE(sizeof(int) * 4)];
+        char space[CMSG_SPACE(sizeof(int) * SYMM__FDMSG_MAX_FDS)];
     } ctl;
     struct iovec iov = {body, sizeof body};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space,
@@ -1051,29 +1062,20 @@ static symm_status recv_fd_from_any(symm__boot *b, int64_t deadline, int32_t *fr
         if (n >= 0 || (errno != EINTR && errno != EAGAIN)) break;
     }
     close(s);
-    int fds[4], nfds = 0;
-    for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < k && nfds < 4; i++) memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-    }
     symm__wire_fdmsg m;
-    bool ok = n == (ssize_t)sizeof body && !(msg.msg_flags & MSG_CTRUNC) && nfds == 1 &&
-              symm__wire_parse_fdmsg(body, sizeof body, &m) == SYMM_SUCCESS &&
-              symm__secret_equal(m.secret, b->secret) && m.session == b->session &&
-              m.rank < b->n_pes && m.rank != b->rank && b->local_index[m.rank] >= 0;
-    if (!ok) {
-        for (int i = 0; i < nfds; i++) close(fds[i]);
-        return SYMM_SUCCESS; /* not a PE of this job: ignore it */
-    }
+    symm__fdmsg_expect want = {.secret = b->secret, .session = b->session, .self_rank = b->rank,
+                               .n_pes = b->n_pes, .local_index = b->local_index};
+    int fd = -1;
+    if (!symm__wire_take_fdmsg(&msg, n, &want, &m, &fd))
+        return SYMM_SUCCESS; /* not a PE of this job: ignore it (its descriptors are closed) */
     if (m.seq != b->share_seq) {
-        close(fds[0]);
+        close(fd);
         return symm__err(SYMM_ERR_MISMATCH,
                          "PE %d: PE %d is at descriptor exchange #%u, this PE at #%u", b->rank,
                          m.rank, m.seq, b->share_seq);
     }
     *from = m.rank;
-    *out_fd = fds[0];
+    *out_fd = fd;
     return SYMM_SUCCESS;
 }
 

@@ -129,6 +129,9 @@ symm_status symm__boot_share_fd(symm__boot *b, int fd, int *fds);
 symm_status symm__boot_check(symm__boot *b);
 /* Leave the job (no collective) and free everything. NULL accepted. */
 void symm__boot_close(symm__boot *b);
+/* Env bootstrap's reading of the environment (rank, size, address, secret
+ * checks) without joining: for the fuzz harness and tests. */
+symm_status symm__boot_env_probe(int32_t *rank, int32_t *n_pes, char *addr, size_t addr_cap);
 
 /* ------------------------------------------------------------------------ */
 /* Backends (runtime/backends/<name>)                                        */

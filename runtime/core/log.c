@@ -61,26 +61,22 @@ static void raw_warn(const char *fmt, ...) {
     (void)w;
 }
 
-static void parse_env(void) {
-    if (gethostname(log_host, sizeof log_host) != 0) snprintf(log_host, sizeof log_host, "?");
-    log_host[sizeof log_host - 1] = '\0';
-    char *dot = strchr(log_host, '.');
-    if (dot) *dot = '\0';
-
+int symm__log_parse_level(const char *d, bool warn) {
     int level = SYMM_LOG_WARN;
-    const char *d = getenv("SYMM_DEBUG");
     if (d && *d) {
         int found = -1;
         for (int i = 0; i <= SYMM_LOG_TRACE; i++)
             if (strcasecmp(d, level_names[i]) == 0) found = i;
         if (found < 0 && (strcmp(d, "0") == 0 || strcasecmp(d, "off") == 0)) found = SYMM_LOG_NONE;
-        if (found < 0)
+        if (found < 0 && warn)
             raw_warn("SYMM_DEBUG=\"%s\" is not a level; valid: NONE, WARN, INFO, TRACE (using WARN)", d);
-        else
-            level = found;
+        if (found >= 0) level = found;
     }
+    return level;
+}
+
+uint32_t symm__log_parse_subsys(const char *s, bool warn) {
     uint32_t subsys = SYMM_LOG_ALL;
-    const char *s = getenv("SYMM_DEBUG_SUBSYS");
     if (s && *s) {
         /* "a,b": only those; "^a,^b": all but those. */
         bool only = s[0] != '^';
@@ -93,7 +89,7 @@ static void parse_env(void) {
             if (len && *name == '^') neg = true, name++, len--;
             while (len && isspace((unsigned char)name[len - 1])) len--;
             uint32_t bit = len ? subsys_bit(name, len) : 0;
-            if (len && !bit)
+            if (len && !bit && warn)
                 raw_warn("SYMM_DEBUG_SUBSYS: unknown subsystem \"%.*s\"; valid: init, bootstrap, "
                          "heap, rma, coll, stream, wait, backend, transport, all",
                          (int)len, name);
@@ -103,6 +99,17 @@ static void parse_env(void) {
             if (*p == ',') p++;
         }
     }
+    return subsys;
+}
+
+static void parse_env(void) {
+    if (gethostname(log_host, sizeof log_host) != 0) snprintf(log_host, sizeof log_host, "?");
+    log_host[sizeof log_host - 1] = '\0';
+    char *dot = strchr(log_host, '.');
+    if (dot) *dot = '\0';
+
+    int level = symm__log_parse_level(getenv("SYMM_DEBUG"), true);
+    uint32_t subsys = symm__log_parse_subsys(getenv("SYMM_DEBUG_SUBSYS"), true);
     const char *f = getenv("SYMM_DEBUG_FILE");
     if (f && *f) {
         if (strlen(f) >= sizeof log_file_pattern)

@@ -65,6 +65,10 @@ void symm__log(int level, uint32_t subsys, const char *fmt, ...)
 
 /* Parse SYMM_DEBUG* now (idempotent, thread-safe; symm__log does it lazily). */
 void symm__log_setup(void);
+/* SYMM_DEBUG and SYMM_DEBUG_SUBSYS as parse_env reads them (warn: one line
+ * on stderr about a bad value): a level (WARN for junk) and a subsystem mask. */
+int symm__log_parse_level(const char *text, bool warn);
+uint32_t symm__log_parse_subsys(const char *text, bool warn);
 /* The PE lines carry from now on (-1: unknown). */
 void symm__log_set_pe(int32_t pe);
 /* The transport core service: symm_tp_core.log (runtime/transports/

@@ -334,6 +334,39 @@ symm_status symm__wire_parse_fdmsg(const uint8_t *p, size_t len, symm__wire_fdms
     return SYMM_SUCCESS;
 }
 
+int symm__wire_take_fdmsg(const struct msghdr *msg, ssize_t n, const symm__fdmsg_expect *want,
+                          symm__wire_fdmsg *out, int *fd) {
+    int fds[SYMM__FDMSG_MAX_FDS], nfds = 0, extra = 0;
+    for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(msg) : NULL; c;
+         c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
+            continue;
+        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k; i++) {
+            int f;
+            memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
+            if (nfds < SYMM__FDMSG_MAX_FDS) fds[nfds++] = f;
+            else if (f >= 0) close(f), extra++; /* more than a control buffer of ours holds */
+        }
+    }
+    symm__wire_fdmsg m;
+    const uint8_t *body = msg->msg_iovlen >= 1 ? msg->msg_iov[0].iov_base : NULL;
+    bool ok = body && n == (ssize_t)SYMM__FDMSG_BYTES && msg->msg_iov[0].iov_len >= SYMM__FDMSG_BYTES &&
+              !(msg->msg_flags & MSG_CTRUNC) && nfds == 1 && extra == 0 &&
+              symm__wire_parse_fdmsg(body, SYMM__FDMSG_BYTES, &m) == SYMM_SUCCESS &&
+              symm__secret_equal(m.secret, want->secret) && m.session == want->session &&
+              m.rank < want->n_pes && m.rank != want->self_rank &&
+              (!want->local_index || want->local_index[m.rank] >= 0);
+    if (!ok) {
+        for (int i = 0; i < nfds; i++)
+            if (fds[i] >= 0) close(fds[i]);
+        return 0;
+    }
+    *out = m;
+    *fd = fds[0];
+    return 1;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Incremental receiver                                                      */
 /* ------------------------------------------------------------------------ */

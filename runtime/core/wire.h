@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <sys/un.h>
 
 #include <symm/symm.h>
@@ -123,6 +124,24 @@ typedef struct symm__wire_fdmsg {
 
 void symm__wire_encode_fdmsg(uint8_t out[SYMM__FDMSG_BYTES], const symm__wire_fdmsg *m);
 symm_status symm__wire_parse_fdmsg(const uint8_t *p, size_t len, symm__wire_fdmsg *out);
+
+/* Who may pass this PE a descriptor: PEs of its job, session and host. */
+typedef struct symm__fdmsg_expect {
+    const uint8_t *secret; /* SYMM__SECRET_BYTES */
+    uint32_t session;
+    int32_t self_rank, n_pes;
+    const int32_t *local_index; /* n_pes entries, < 0 for PEs of other hosts; NULL: all local */
+} symm__fdmsg_expect;
+
+/* The most descriptors a receiver's control buffer takes (one is expected). */
+#define SYMM__FDMSG_MAX_FDS 4
+
+/* Decide on one received descriptor message (recvmsg's msg and return value
+ * n; msg_iov[0] holds the body): 1 and *fd when it is exactly one body of a
+ * PE that want admits with exactly one descriptor; 0 otherwise. Every
+ * descriptor the message carried that is not returned is closed. */
+int symm__wire_take_fdmsg(const struct msghdr *msg, ssize_t n, const symm__fdmsg_expect *want,
+                          symm__wire_fdmsg *out, int *fd);
 
 /* ---- Incremental receiver (a stream of messages, any split) ------------- */
 

@@ -46,12 +46,11 @@
 
 #include "internal.h"
 #include "runtime_beside.h"
+#include "symmrun_args.h"
 #include "rendezvous.h"
 #include "wire.h"
 
-#define MAX_PES 4096
 #define KILL_GRACE_MS 2000
-#define DEFAULT_GRACE_S 3.0
 #define EXIT_USAGE 2
 #define EXIT_TIMEOUT 124
 #define EXIT_INTERNAL 1
@@ -122,7 +121,7 @@ static void child_exec(int rank, long n, long hosts, pid_t parent, const sigset_
     sigprocmask(SIG_SETMASK, mask, NULL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(EXIT_INTERNAL); /* symmrun died before prctl */
-    char v[32];
+    char v[48]; /* "symmrun-host-" and any long */
     snprintf(v, sizeof v, "%d", rank);
     setenv("SYMM_RANK", v, 1);
     setenv("SYMM_LOCAL_RANK", v, 1);
@@ -159,104 +158,21 @@ static int describe(int status, char *text, size_t n) {
     return EXIT_INTERNAL;
 }
 
-/* "inf" or a number of seconds >= 0 (INFINITY for inf); false on junk. */
-static bool parse_grace(const char *val, double *out) {
-    if (strcmp(val, "inf") == 0 || strcmp(val, "infinity") == 0) {
-        *out = INFINITY;
-        return true;
-    }
-    char *end = NULL;
-    errno = 0;
-    double g = strtod(val, &end);
-    if (errno || end == val || *end || !(g >= 0) || !isfinite(g) || g > 1e9) return false;
-    *out = g;
-    return true;
-}
-
 int main(int argc, char **argv) {
-    long n = 0, hosts = 0;
-    double timeout_s = 0, grace_s = DEFAULT_GRACE_S;
-    const char *grace_env = getenv("SYMMRUN_GRACE");
-    if (grace_env && *grace_env && !parse_grace(grace_env, &grace_s))
-        return usage_error("SYMMRUN_GRACE wants seconds (>= 0) or inf, not \"%s\"", grace_env);
-    int i = 1;
-    while (i < argc) {
-        const char *a = argv[i];
-        const char *val = NULL;
-        bool is_n = false, is_t = false, is_g = false, is_h = false;
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage_text, stdout);
-            return 0;
-        }
-        if (strcmp(a, "-n") == 0 || strcmp(a, "--np") == 0 || strcmp(a, "-np") == 0) {
-            is_n = true;
-        } else if (strncmp(a, "--np=", 5) == 0) {
-            is_n = true;
-            val = a + 5;
-        } else if (strncmp(a, "-n", 2) == 0 && a[2] >= '0' && a[2] <= '9') {
-            is_n = true;
-            val = a + 2;
-        } else if (strcmp(a, "-H") == 0 || strcmp(a, "--hosts") == 0) {
-            is_h = true;
-        } else if (strncmp(a, "--hosts=", 8) == 0) {
-            is_h = true;
-            val = a + 8;
-        } else if (strcmp(a, "-t") == 0 || strcmp(a, "--timeout") == 0) {
-            is_t = true;
-        } else if (strncmp(a, "--timeout=", 10) == 0) {
-            is_t = true;
-            val = a + 10;
-        } else if (strcmp(a, "-g") == 0 || strcmp(a, "--grace") == 0) {
-            is_g = true;
-        } else if (strncmp(a, "--grace=", 8) == 0) {
-            is_g = true;
-            val = a + 8;
-        } else if (strcmp(a, "--no-kill") == 0) {
-            grace_s = INFINITY;
-            i++;
-            continue;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            return usage_error("unknown option %s", a);
-        } else {
-            break; /* the program */
-        }
-        if (!val) {
-            if (i + 1 >= argc) return usage_error("%s needs a value", a);
-            val = argv[++i];
-        }
-        i++;
-        char *end = NULL;
-        errno = 0;
-        if (is_n) {
-            n = strtol(val, &end, 10);
-            if (errno || end == val || *end || n < 1 || n > MAX_PES)
-                return usage_error("-n wants a PE count in 1..4096, not \"%s\"", val);
-        } else if (is_h) {
-            hosts = strtol(val, &end, 10);
-            if (errno || end == val || *end || hosts < 1 || hosts > MAX_PES)
-                return usage_error("--hosts wants a host count in 1..4096, not \"%s\"", val);
-        } else if (is_t) {
-            timeout_s = strtod(val, &end);
-            if (errno || end == val || *end || !(timeout_s > 0) || !isfinite(timeout_s) ||
-                timeout_s > 1e9)
-                return usage_error("--timeout wants a positive number of seconds, not \"%s\"", val);
-        } else if (is_g) {
-            if (!parse_grace(val, &grace_s))
-                return usage_error("--grace wants seconds (>= 0) or inf, not \"%s\"", val);
-        }
+    symmrun_opts opt;
+    char err[512];
+    switch (symmrun_parse_args(argc, argv, getenv("SYMMRUN_GRACE"), &opt, err, sizeof err)) {
+    case SYMMRUN_ARGS_HELP:
+        fputs(usage_text, stdout);
+        return 0;
+    case SYMMRUN_ARGS_USAGE:
+        return usage_error("%s", err);
+    default:
+        break;
     }
-    if (n == 0) return usage_error("%s", "missing -n N (the number of PEs)");
-    if (i >= argc) return usage_error("%s", "missing the program to run");
-    if (hosts > n) {
-        char text[96];
-        snprintf(text, sizeof text, "--hosts %ld is more than the %ld PEs (-n)", hosts, n);
-        return usage_error("%s", text);
-    }
-    char **prog = argv + i;
+    long n = opt.n, hosts = opt.hosts;
+    double timeout_s = opt.timeout_s, grace_s = opt.grace_s;
+    char **prog = argv + opt.prog;
 
     /* The job: secret, address, rendezvous server. */
     uint8_t secret[SYMM__SECRET_BYTES];
@@ -289,12 +205,8 @@ int main(int argc, char **argv) {
     memcpy(rc.secret, secret, sizeof secret);
     rc.n_pes = (int32_t)n;
     rc.hello_timeout_ms = SYMM__DEFAULT_TIMEOUT_MS;
-    const char *tmo = getenv("SYMM_TIMEOUT_MS"); /* the PEs' own bootstrap timeout */
-    if (tmo) {
-        char *end = NULL;
-        unsigned long v = strtoul(tmo, &end, 10);
-        if (end != tmo && *end == '\0' && v > 0 && v <= UINT32_MAX) rc.hello_timeout_ms = (uint32_t)v;
-    }
+    /* the PEs' own bootstrap timeout */
+    rc.hello_timeout_ms = symmrun_parse_timeout_ms(getenv("SYMM_TIMEOUT_MS"), SYMM__DEFAULT_TIMEOUT_MS);
     if (symm__rdv_create(&rc, &rdv) != SYMM_SUCCESS) {
         fprintf(stderr, "symmrun: %s\n", symm__last_error());
         return EXIT_INTERNAL;
