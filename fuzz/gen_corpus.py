@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Write the seed corpora of fuzz/fuzz_wire.c and fuzz/fuzz_uid.c.
+"""Write the seed corpora of the harnesses in fuzz/ (fuzz_<name>.c).
 
-    python3 fuzz/gen_corpus.py            # rewrites fuzz/corpus/{wire,uid}/
+    python3 fuzz/gen_corpus.py   # rewrites the valid-*/bad-* seeds of fuzz/corpus/*/
 
 The layouts follow runtime/core/wire.h. Seeds named valid-* must be accepted
 by the decoders and bad-* refused; the replay test (meson test --suite fuzz)
@@ -112,6 +112,194 @@ def uid_seeds():
     yield "bad-addr-space", uid("tcp:127.0.0.1 :1")
     yield "bad-addr-scheme", uid("udp:127.0.0.1:1")
     yield "bad-addr-port", uid("tcp:127.0.0.1:70000")
+    # issue 9 item 2: a bracketed host longer than the parser's host buffer
+    # (the raw input is parsed as an address text too)
+    yield "bad-addr-bracket-long-host", b"tcp:[" + b"h" * 276 + b"]:1"
+
+
+def argv(*args):
+    return b"\0".join(a.encode() for a in args)
+
+
+def symmrun_seeds():
+    yield "valid-basic", argv("-n", "4", "./prog")
+    yield "valid-long-options", argv("--np=2", "--hosts=2", "--timeout=1.5", "--grace", "inf",
+                                     "prog", "arg")
+    yield "valid-attached", argv("-n3", "--no-kill", "--", "prog", "-n", "x")
+    yield "valid-np", argv("-np", "4096", "-H", "4096", "-t", "1e9", "-g", "0", "prog")
+    yield "valid-grace-env", b"GRACE=0.5\0" + argv("-n", "1", "prog")
+    yield "valid-grace-inf-env", b"GRACE=inf\0" + argv("-n", "1", "prog")
+    yield "valid-timeout-env", b"TMO=99999999999999999999\0" + argv("-n", "1", "prog")
+    yield "bad-n0", argv("-n", "0", "prog")
+    yield "bad-n-space", argv("-n", " 4", "prog")
+    yield "bad-n-plus", argv("-n", "+4", "prog")
+    yield "bad-n-big", argv("-n", "4097", "prog")
+    yield "bad-n-junk", argv("-n", "4x", "prog")
+    yield "bad-n-wrap", argv("-n", "18446744073709551617", "prog")
+    yield "bad-hosts-more", argv("-n", "2", "--hosts", "3", "prog")
+    yield "bad-hosts-zero", argv("-n", "2", "--hosts=0", "prog")
+    yield "bad-timeout-neg", argv("-n", "2", "-t", "-1", "prog")
+    yield "bad-timeout-nan", argv("-n", "2", "--timeout=nan", "prog")
+    yield "bad-timeout-inf", argv("-n", "2", "--timeout=inf", "prog")
+    yield "bad-grace-neg", argv("-n", "2", "--grace=-1", "prog")
+    yield "bad-grace-env", b"GRACE=soon\0" + argv("-n", "1", "prog")
+    yield "bad-no-program", argv("-n", "2")
+    yield "bad-no-n", argv("prog")
+    yield "bad-unknown", argv("-x", "-n", "2", "prog")
+    yield "bad-missing-value", argv("-n")
+    yield "bad-help", argv("-n", "2", "--help", "prog")
+    yield "bad-empty", b""
+
+
+def lines(*kv):
+    return "".join(f"{k}={v}\n" for k, v in kv).encode()
+
+
+ONE = (("SYMM_RANK", "0"), ("SYMM_N_PES", "1"))
+
+
+def env_seeds():
+    yield "valid-single", lines(*ONE)
+    yield "valid-sizes", lines(("SYMM_HEAP_CAP", "64M"), ("SYMM_HEAP_CHUNK", "1MiB"),
+                               ("SYMM_TIMEOUT_MS", "5000"), ("SYMM_PEER_TIMEOUT_MS", "100"), *ONE)
+    yield "valid-size-limits", lines(("SYMM_HEAP_CAP", "128T"), ("SYMM_HEAP_CHUNK", "64K"),
+                                     ("SYMM_TIMEOUT_MS", "4294967295"),
+                                     ("SYMM_PEER_TIMEOUT_MS", "3600000"), *ONE)
+    yield "valid-backend", lines(("SYMM_BACKEND", "HoSt"), *ONE)
+    yield "valid-debug", lines(("SYMM_DEBUG", "trace"), ("SYMM_DEBUG_SUBSYS", "^heap, rma,,bogus"), *ONE)
+    yield "valid-attr", b"attr.heap_cap=1\nattr.timeout_ms=5\n" + lines(*ONE)
+    yield "valid-torchrun", lines(("RANK", "1"), ("WORLD_SIZE", "4"), ("MASTER_ADDR", "127.0.0.1"),
+                                  ("MASTER_PORT", "29500"), ("TORCHELASTIC_RUN_ID", "r1"))
+    yield "valid-torchrun-v6", lines(("RANK", "0"), ("WORLD_SIZE", "2"), ("MASTER_ADDR", "::1"),
+                                     ("MASTER_PORT", "1"))
+    yield "valid-slurm", lines(("SLURM_PROCID", "2"), ("SLURM_NTASKS", "4"), ("SLURM_JOB_ID", "77"),
+                               ("SLURM_STEP_ID", "0"), ("SLURM_NNODES", "1"))
+    yield "valid-ompi", lines(("OMPI_COMM_WORLD_RANK", "0"), ("OMPI_COMM_WORLD_SIZE", "2"),
+                              ("OMPI_MCA_ess_base_jobid", "1234"), ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"))
+    yield "valid-symmrun", lines(("SYMM_RANK", "1"), ("SYMM_N_PES", "2"),
+                                 ("SYMM_BOOTSTRAP_ADDR", "unix:@symmrun-1-abc"),
+                                 ("SYMM_JOB_SECRET", "ab" * 32), ("SYMM_LAUNCHER", "symmrun"))
+    yield "valid-remote-secret", lines(("RANK", "0"), ("WORLD_SIZE", "2"),
+                                       ("SYMM_BOOTSTRAP_ADDR", "tcp:10.0.0.1:5000"),
+                                       ("SYMM_JOB_SECRET", "some words"))
+    yield "bad-no-launcher", b""
+    yield "bad-heap-cap-wrap", lines(("SYMM_HEAP_CAP", "99999999999999999999"), *ONE)
+    yield "bad-heap-cap-space-neg", lines(("SYMM_HEAP_CAP", " -1"), *ONE)
+    yield "bad-heap-cap-plus", lines(("SYMM_HEAP_CAP", "+64M"), *ONE)
+    yield "bad-heap-cap-huge", lines(("SYMM_HEAP_CAP", "16777215T"), *ONE)
+    yield "bad-heap-chunk-T", lines(("SYMM_HEAP_CHUNK", "8388608T"), *ONE)
+    yield "bad-heap-chunk-small", lines(("SYMM_HEAP_CHUNK", "32K"), *ONE)
+    yield "bad-heap-chunk-odd", lines(("SYMM_HEAP_CHUNK", "3M"), *ONE)
+    yield "bad-attr-cap-max", b"attr.heap_cap=18446744073709551615\n" + lines(*ONE)
+    yield "bad-timeout-zero", lines(("SYMM_TIMEOUT_MS", "0"), *ONE)
+    yield "bad-timeout-big", lines(("SYMM_TIMEOUT_MS", "4294967296"), *ONE)
+    yield "bad-peer-timeout", lines(("SYMM_PEER_TIMEOUT_MS", "3600001"), *ONE)
+    yield "bad-backend", lines(("SYMM_BACKEND", "quantum"), *ONE)
+    yield "bad-rank-range", lines(("SYMM_RANK", "4"), ("SYMM_N_PES", "4"))
+    yield "bad-rank-junk", lines(("SYMM_RANK", "1x"), ("SYMM_N_PES", "4"))
+    yield "bad-rank-space", lines(("SYMM_RANK", " 1"), ("SYMM_N_PES", "4"))
+    yield "bad-size-zero", lines(("RANK", "0"), ("WORLD_SIZE", "0"))
+    yield "bad-size-big", lines(("RANK", "0"), ("WORLD_SIZE", "1048577"))
+    yield "bad-remote-no-secret", lines(("RANK", "0"), ("WORLD_SIZE", "2"),
+                                        ("SYMM_BOOTSTRAP_ADDR", "tcp:10.0.0.1:5000"))
+    yield "bad-master-no-port", lines(("RANK", "0"), ("WORLD_SIZE", "2"), ("MASTER_ADDR", "127.0.0.1"))
+    yield "bad-master-port", lines(("RANK", "0"), ("WORLD_SIZE", "2"), ("MASTER_ADDR", "127.0.0.1"),
+                                   ("MASTER_PORT", "65535"))
+    yield "bad-no-address", lines(("RANK", "0"), ("WORLD_SIZE", "2"))
+    yield "bad-slurm-multinode", lines(("SLURM_PROCID", "0"), ("SLURM_NTASKS", "4"),
+                                       ("SLURM_JOB_ID", "5"), ("SLURM_NNODES", "2"))
+    yield "bad-ompi-multihost", lines(("OMPI_COMM_WORLD_RANK", "0"), ("OMPI_COMM_WORLD_SIZE", "4"),
+                                      ("OMPI_MCA_ess_base_jobid", "9"),
+                                      ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"))
+    yield "bad-addr-scheme", lines(("SYMM_RANK", "0"), ("SYMM_N_PES", "2"),
+                                   ("SYMM_BOOTSTRAP_ADDR", "udp:1.2.3.4:5"), ("SYMM_JOB_SECRET", "x"))
+    yield "bad-addr-bracket-long-host", lines(("SYMM_RANK", "0"), ("SYMM_N_PES", "2"),
+                                              ("SYMM_BOOTSTRAP_ADDR", "tcp:[" + "h" * 276 + "]:1"),
+                                              ("SYMM_JOB_SECRET", "x"))
+
+
+# fuzz_rdv operations (fuzz/fuzz_rdv.c)
+CONNECT, RAW, R_HELLO, R_ALLGATHER, R_BARRIER, R_BYE, R_ABORT, CLOSE, SHUTWR, STEP, DRAIN, R_HEADER = range(12)
+
+
+def ops(n_pes, *o):
+    return bytes([n_pes - 1]) + b"".join(bytes(x) for x in o)
+
+
+def form(n, flags=0):
+    out = [(CONNECT, c) for c in range(n)]
+    out += [(R_HELLO, c, c, 0, 0, flags) for c in range(n)]
+    return out
+
+
+def rdv_seeds():
+    yield "valid-form-1", ops(1, *form(1))
+    yield "valid-form-2-collectives", ops(2, *form(2), (R_ALLGATHER, 0, 1, 4, 1, 2, 3, 4),
+                                          (R_ALLGATHER, 1, 1, 4, 5, 6, 7, 8), (R_BARRIER, 0, 2),
+                                          (R_BARRIER, 1, 2), (R_BYE, 0), (R_BYE, 1), (STEP, 0, 3))
+    yield "valid-form-4-stranger", ops(4, (CONNECT, 5), (R_HELLO, 5, 0, 0, 0, 1), *form(4),
+                                       (RAW, 5, 4, 0x53, 0x59, 0x4D, 0x4D))
+    yield "valid-member-lost", ops(2, *form(2), (CLOSE, 1), (STEP, 0, 2), (R_BARRIER, 0, 1))
+    yield "valid-abort", ops(3, *form(3), (R_ABORT, 2, 2, 4, 0x62, 0x6F, 0x6F, 0x6D), (STEP, 0, 1))
+    yield "valid-sessions", ops(1, (CONNECT, 0), (CONNECT, 1), (R_HELLO, 0, 0, 0, 0, 0),
+                                (R_HELLO, 1, 0, 0, 1, 0), (R_BYE, 0), (CLOSE, 1))
+    yield "valid-mismatch", ops(2, *form(2), (R_ALLGATHER, 0, 1, 4, 1, 2, 3, 4),
+                                (R_ALLGATHER, 1, 1, 2, 9, 9), (STEP, 0, 2))
+    yield "valid-drain", ops(2, *form(2), (DRAIN, 0), (CONNECT, 3), (R_HELLO, 3, 0, 0, 1, 0))
+    yield "bad-wrong-secret", ops(1, *form(1, flags=1))
+    yield "bad-http", ops(1, (CONNECT, 0), (RAW, 0, 18), b"GET / HTTP/1.0\r\n\r\n")
+    yield "bad-size-mismatch", ops(2, (CONNECT, 0), (R_HELLO, 0, 0, 4, 0, 0), (CONNECT, 1),
+                                   (R_HELLO, 1, 1, 4, 0, 0))
+    yield "bad-dup-rank", ops(2, (CONNECT, 0), (CONNECT, 1), (R_HELLO, 0, 0, 0, 0, 0),
+                              (R_HELLO, 1, 0, 0, 0, 0))
+    yield "bad-bad-rank", ops(1, (CONNECT, 0), (R_HELLO, 0, 0xFF, 0, 0, 0))
+    yield "bad-pid-zero", ops(1, (CONNECT, 0), (R_HELLO, 0, 0, 0, 0, 0x40))
+    yield "bad-huge-header", ops(1, (CONNECT, 0), (R_HEADER, 0, 4, 0xFF, 0xFF, 0xFF, 0))
+    yield "bad-collective-before-hello", ops(1, (CONNECT, 0), (R_BARRIER, 0, 1), (R_HELLO, 0, 0, 0, 0, 0))
+    yield "bad-half-close", ops(2, (CONNECT, 0), (R_HELLO, 0, 0, 0, 0, 0), (SHUTWR, 0), (STEP, 0, 3))
+
+
+FD_MAGIC, FD_SESSION = 0x464D5953, 3
+FD_SECRET = bytes([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]) + bytes(range(11, 33))
+
+
+def fdmsg(nfds=1, flags=0, self_rank=0, n_pes=4, rank=1, seq=1, secret=FD_SECRET,
+          session=FD_SESSION, magic=FD_MAGIC, extra=b""):
+    body = struct.pack("<IIiI", magic, session, rank, seq) + secret + extra
+    return bytes([nfds, flags, self_rank, n_pes - 1]) + body
+
+
+def fdmsg_seeds():
+    yield "valid-one-fd", fdmsg()
+    # the kernel ends a read at the data that carried descriptors: a sender
+    # writes the body whole (send_fd_to), a split one is refused
+    yield "bad-split-body", fdmsg(flags=4)
+    yield "valid-all-local", fdmsg(flags=8, rank=2)
+    yield "valid-trailing-bytes", fdmsg(extra=b"trailing")
+    yield "valid-last-rank", fdmsg(self_rank=0, n_pes=8, rank=7)
+    yield "bad-no-fd", fdmsg(nfds=0)
+    yield "bad-two-fds", fdmsg(nfds=2)
+    yield "bad-seven-fds", fdmsg(nfds=7)
+    yield "bad-split-headers", fdmsg(nfds=3, flags=1)
+    yield "bad-credentials", fdmsg(flags=2)
+    yield "bad-secret", fdmsg(secret=bytes(32))
+    yield "bad-session", fdmsg(session=4)
+    yield "bad-self", fdmsg(self_rank=1, rank=1)
+    yield "bad-rank-range", fdmsg(rank=4)
+    yield "bad-rank-negative", fdmsg(rank=-1)
+    yield "bad-remote-pe", fdmsg(rank=2)
+    yield "bad-magic", fdmsg(magic=0x464D5954)
+    yield "bad-short", fdmsg()[:4 + 47]
+    yield "bad-empty-body", bytes([1, 0, 0, 3])
+
+
+def api_seeds():
+    import random
+    rng = random.Random(9)
+    for i in range(12):
+        yield f"valid-random-{i:02d}", bytes(rng.randrange(256) for _ in range(64 + 48 * i))
+    # every op family once, mostly on live handles and the first buffer
+    yield "valid-families", bytes([0] + [b for op in range(13) for b in (op, 0, 0, 1, 2, 0, 5, 3, 1)])
 
 
 def write(name, seeds):
@@ -128,3 +316,8 @@ def write(name, seeds):
 if __name__ == "__main__":
     write("wire", wire_seeds())
     write("uid", uid_seeds())
+    write("symmrun", symmrun_seeds())
+    write("env", env_seeds())
+    write("rdv", rdv_seeds())
+    write("fdmsg", fdmsg_seeds())
+    write("api", api_seeds())

@@ -18,7 +18,8 @@ bool symm__parse_size(const char *text, uint64_t *out) {
     if (end == text || errno == ERANGE) return false;
     uint64_t mul = 1;
     switch (toupper((unsigned char)*end)) {
-    case '\0': break;
+    case '\0':
+    case 'B': break; /* bytes: "4096B" */
     case 'K': mul = 1ull << 10; end++; break;
     case 'M': mul = 1ull << 20; end++; break;
     case 'G': mul = 1ull << 30; end++; break;

@@ -115,6 +115,8 @@ static void test_parse_size(void) {
     ASSERT_TRUE(!symm__parse_size("1 M", &v));
     ASSERT_TRUE(!symm__parse_size("0x10", &v));
     ASSERT_TRUE(symm__parse_size("0", &v) && v == 0);
+    ASSERT_TRUE(symm__parse_size("6b", &v) && v == 6); /* fuzz_env: bytes with a bare B */
+    ASSERT_TRUE(!symm__parse_size("6iB", &v));
 }
 
 /* Sizes that parse but cannot be a heap (issue 9, item 7): each is refused
