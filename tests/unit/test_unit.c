@@ -297,6 +297,92 @@ static void test_status_names(void) {
     for (int s = 0; s < SYMM_STATUS_COUNT; s++) ASSERT_TRUE(strncmp(symm__status_name(s), "SYMM_", 5) == 0);
 }
 
+/* Bad arguments of the rows in docs/BAD-INPUT.md that no other test checks:
+ * each gets its documented status, on a one-PE host context. */
+static void test_bad_args(void) {
+    symm_init_attr attr;
+    CHECK_OK(symm_init_attr_init(&attr, sizeof attr));
+    attr.backend = SYMM_BACKEND_HOST;
+    attr.bootstrap = SYMM_BOOTSTRAP_SINGLE;
+    symm_ctx h = NULL;
+    CHECK_STATUS(symm_init(&attr, NULL), SYMM_ERR_INVALID_ARG);
+    symm_init_attr bad = attr;
+    bad.struct_size = 4;
+    CHECK_STATUS(symm_init(&bad, &h), SYMM_ERR_INVALID_ARG);
+    bad = attr;
+    bad.backend = 9;
+    CHECK_STATUS(symm_init(&bad, &h), SYMM_ERR_INVALID_ARG);
+    bad = attr;
+    bad.bootstrap = 9;
+    CHECK_STATUS(symm_init(&bad, &h), SYMM_ERR_INVALID_ARG);
+    bad = attr;
+    bad.heap_cap = UINT64_MAX;
+    CHECK_STATUS(symm_init(&bad, &h), SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_get_unique_id(NULL), SYMM_ERR_INVALID_ARG);
+    CHECK_OK(symm_init(&attr, &h));
+
+    /* context queries */
+    ASSERT_EQ(symm_my_pe(NULL), -1);
+    ASSERT_EQ(symm_n_pes(NULL), -1);
+    CHECK_STATUS(symm_ctx_query(h, NULL), SYMM_ERR_INVALID_ARG);
+    symm_ctx_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = 4;
+    CHECK_STATUS(symm_ctx_query(h, &info), SYMM_ERR_INVALID_ARG);
+    info.struct_size = sizeof info;
+    CHECK_STATUS(symm_ctx_query(NULL, &info), SYMM_ERR_INVALID_HANDLE);
+    CHECK_STATUS(symm_fence(NULL), SYMM_ERR_INVALID_HANDLE);
+    CHECK_STATUS(symm_sync_all((symm_ctx)(uintptr_t)0x1234), SYMM_ERR_INVALID_HANDLE);
+
+    /* buffers */
+    symm_buf b = NULL;
+    CHECK_OK(symm_buf_alloc(h, SYMM_DTYPE_INT32, 16, &b));
+    CHECK_STATUS(symm_buf_alloc(h, SYMM_DTYPE_INT32, 16, NULL), SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_buf_alloc(h, 0, 16, &b), SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_buf_alloc(h, SYMM_DTYPE_INT64, UINT64_MAX / 4, &b), SYMM_ERR_OUT_OF_MEMORY);
+    CHECK_STATUS(symm_buf_query((symm_buf)h, NULL, NULL, NULL), SYMM_ERR_INVALID_HANDLE);
+    void *p = NULL;
+    CHECK_STATUS(symm_buf_peer_ptr(b, 1, &p), SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_buf_peer_ptr(b, 0, NULL), SYMM_ERR_INVALID_ARG);
+    int32_t v[16] = {0};
+    CHECK_STATUS(symm_put(b, 0, NULL, 1, 0), SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_put(b, UINT64_MAX, v, 2, 0), SYMM_ERR_OUT_OF_BOUNDS); /* index + n wraps */
+    CHECK_STATUS(symm_get(v, b, 0, 1, INT32_MIN), SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_putmem(h, v, v, 4, 0), SYMM_ERR_OUT_OF_BOUNDS); /* not in the heap */
+    CHECK_STATUS(symm_getmem(h, v, NULL, 4, 0), SYMM_ERR_OUT_OF_BOUNDS);
+    CHECK_STATUS(symm_atomic(b, 0, 99, v, NULL, 0, NULL), SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_atomic(b, 0, SYMM_AMO_FETCH, NULL, NULL, 0, NULL), SYMM_ERR_INVALID_ARG);
+    int32_t sat = 0;
+    CHECK_STATUS(symm_test(b, 0, 6, v, &sat), SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_wait_until_all(b, 0, UINT64_MAX, NULL, SYMM_CMP_EQ, v),
+                 SYMM_ERR_OUT_OF_BOUNDS);
+
+    /* teams */
+    symm_team w = NULL;
+    CHECK_OK(symm_team_get(h, SYMM_TEAM_WORLD, &w));
+    ASSERT_EQ(symm_team_my_pe(NULL), -1);
+    ASSERT_EQ(symm_team_n_pes((symm_team)b), -1);
+    ASSERT_EQ(symm_team_translate_pe(w, 5, w), -1);
+    CHECK_STATUS(symm_broadcast(w, b, 0, b, 0, 1, 1), SYMM_ERR_INVALID_ARG); /* root */
+    CHECK_STATUS(symm_reduce(w, b, 0, b, 0, 1, 99), SYMM_ERR_INVALID_ARG);   /* op */
+
+    /* host backend: no device context */
+    symm_device_ctx dc;
+    memset(&dc, 0, sizeof dc);
+    dc.struct_size = sizeof dc;
+    CHECK_STATUS(symm_device_ctx_get(h, &dc), SYMM_ERR_NOT_SUPPORTED);
+
+    CHECK_OK(symm_finalize(NULL)); /* documented: ctx may be NULL */
+    symm_ctx stale = h;
+    CHECK_OK(symm_finalize(&h));
+    ASSERT_TRUE(h == NULL);
+    /* everything on the finalized context is a stale handle */
+    CHECK_STATUS(symm_quiet(stale), SYMM_ERR_INVALID_HANDLE);
+    CHECK_STATUS(symm_put(b, 0, v, 1, 0), SYMM_ERR_INVALID_HANDLE);
+    CHECK_STATUS(symm_barrier(w), SYMM_ERR_INVALID_HANDLE);
+    CHECK_STATUS(symm_finalize(&stale), SYMM_ERR_INVALID_HANDLE);
+}
+
 int main(void) {
     test_alloc_random();
     test_handles();
@@ -305,6 +391,7 @@ int main(void) {
     test_attr_defaults();
     test_status_names();
     test_async_record();
+    test_bad_args();
     printf("unit: all passed\n");
     return 0;
 }
