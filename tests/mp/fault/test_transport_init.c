@@ -12,6 +12,9 @@
  *            PE fails (no PE is left waiting), PE 0's message names a PE
  *            without a transport
  *   badname  SYMM_TRANSPORT=../evil: INVALID_ARG naming the variable
+ *   badaddr  several hosts, SYMM_TRANSPORT=tcp, SYMM_TCP_ADDR=192.0.2.1 (an
+ *            address of no interface here): every PE fails with SYSTEM
+ *            saying the tcp transport cannot listen
  *   cuda     several hosts, CUDA backend, SYMM_TRANSPORT=tcp: tcp serves host
  *            memory only, so init fails with NOT_SUPPORTED saying so (exit 77
  *            without a usable GPU)
@@ -104,6 +107,11 @@ int main(int argc, char **argv) {
         setenv("SYMM_TRANSPORT", "../evil", 1);
         const char *p[] = {"SYMM_TRANSPORT", NULL};
         expect_fail(SYMM_ERR_INVALID_ARG, p);
+    } else if (strcmp(how, "badaddr") == 0) {
+        setenv("SYMM_TRANSPORT", "tcp", 1);
+        setenv("SYMM_TCP_ADDR", "192.0.2.1", 1);
+        const char *p[] = {"tcp transport", "cannot listen", NULL};
+        expect_fail(SYMM_ERR_SYSTEM, p);
     } else {
         TEST_FAIL_("unknown case %s", how);
     }
