@@ -12,13 +12,14 @@
  * are called only when the matching test says they are satisfied (or the
  * test refused its arguments), since a lone PE could wait forever.
  *
- * Local (non-symmetric) pointers are always valid memory of 64 KiB or NULL:
+ * Local (non-symmetric) pointers are always valid memory of the heap's size or NULL:
  * a wild local pointer is the caller's undefined behaviour, not a finding.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <symm/symm.h>
 
@@ -38,9 +39,13 @@ uint32_t symm_dtype_size(uint32_t dtype) {
     return dtype < sizeof size ? size[dtype] : 0;
 }
 
-static _Alignas(64) uint8_t la[LOCAL_BYTES], lb[LOCAL_BYTES];
-static _Alignas(64) int32_t lstatus[LOCAL_BYTES / 4];
-static _Alignas(64) uint64_t lidx[LOCAL_BYTES / 8];
+/* la, lb: local memory as large as the whole heap (HEAP_CAP), so a copy of
+ * any size the runtime accepts stays inside them (anonymous mappings: pages
+ * nobody touches cost nothing); the harness itself uses their first 64 KiB. */
+#define HEAP_CAP (16ull << 20)
+static uint8_t *la, *lb;
+static _Alignas(64) int32_t lstatus[LOCAL_BYTES / 2];
+static _Alignas(64) uint64_t lidx[LOCAL_BYTES / 4];
 /* Structs passed with a random struct_size (< 256): the runtime may write
  * that many bytes, as for a newer caller's larger struct. */
 static _Alignas(64) uint8_t structs[4][512];
@@ -533,6 +538,11 @@ static void op_stream(world *w, rd *r) {
 
 static int run(const uint8_t *data, size_t size) {
     rd r = {data, size};
+    if (!la) {
+        la = mmap(NULL, 2 * HEAP_CAP, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        lb = mmap(NULL, 2 * HEAP_CAP, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (la == MAP_FAILED || lb == MAP_FAILED) __builtin_trap();
+    }
     world w;
     memset(&w, 0, sizeof w);
     symm_init_attr attr;
@@ -540,7 +550,7 @@ static int run(const uint8_t *data, size_t size) {
     attr.backend = SYMM_BACKEND_HOST;
     attr.bootstrap = SYMM_BOOTSTRAP_SINGLE;
     attr.thread_level = (uint32_t)take(&r, 1) % 4;
-    attr.heap_cap = 16ull << 20;
+    attr.heap_cap = HEAP_CAP;
     if (CALL(symm_init, &attr, &w.ctx) != SYMM_SUCCESS) __builtin_trap();
     w.heap_cap = attr.heap_cap;
     symm_ctx_info info;
@@ -552,7 +562,7 @@ static int run(const uint8_t *data, size_t size) {
     if (symm_buf_alloc(w.ctx, SYMM_DTYPE_UINT64, 64, &w.buf[0]) == SYMM_SUCCESS) w.count[0] = 64;
     if (symm_buf_alloc(w.ctx, SYMM_DTYPE_INT32, 100, &w.buf[1]) == SYMM_SUCCESS) w.count[1] = 100;
     refresh_heap(&w);
-    memset(la, 0, sizeof la);
+    memset(la, 0, LOCAL_BYTES);
     memset(lstatus, 0, sizeof lstatus);
 
     int calls = 0;

@@ -34,9 +34,11 @@ suites=${SYMM_SAN_SUITES:-unit mp bootstrap loader}
 if [ ! -f "$dir/build.ninja" ]; then
   # Warnings are the plain build's job (-Dwerror there); sanitizer
   # instrumentation makes gcc warn about code it cannot see through.
+  log=$(mktemp)
   CC=$cc meson setup "$dir" -Dcuda=disabled -Dibverbs=disabled -Dbindings=disabled \
     -Dfuzz=disabled -Dbuildtype=debugoptimized -Db_sanitize="$san" -Db_lundef=false \
-    -Dwerror=false >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log"; exit 1; }
+    -Dwerror=false >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
+  rm -f "$log"
 fi
 
 # The targets the chosen suites run (and what those depend on).
