@@ -65,7 +65,9 @@ command -v meson >/dev/null 2>&1 || MESON="python3 -m mesonbuild.mesonmain"
 BUILD_OK=0
 {
   if [ ! -f "$BUILD/build.ninja" ]; then
-    $MESON setup "$BUILD" -Dwerror=true -Dgpu_archs="$ARCHS" -Dcuda=enabled
+    # warnings are not errors here: this machine's compiler is newer than CI's, and a
+    # warning must not cost a GPU run (CI builds with -Dwerror=true)
+    $MESON setup "$BUILD" -Dwerror=false -Dgpu_archs="$ARCHS" -Dcuda=enabled
   fi
   targets=$(ninja -C "$BUILD" -t targets all | cut -d: -f1 |
     grep -E '^(runtime/libsymm_runtime\.so\.[0-9.]+|loader/libsymm\.so\.[0-9.]+|runtime/symmrun|runtime/symm-info|tests/gpu/[a-z_]+|tests/perf/(bench_symm|probe_cuda))$')
@@ -76,7 +78,7 @@ if [ $BUILD_OK = 1 ]; then
   mp_targets=$(ninja -C "$BUILD" -t targets all | cut -d: -f1 | grep -E '^tests/mp/(core|p2p|teams)/[a-z_0-9]+$')
   ninja -C "$BUILD" -k 0 $mp_targets >> "$OUT/build.log" 2>&1 || echo "(some tests/mp programs did not build)" >> "$OUT/build.log"
 fi
-log "build: $([ $BUILD_OK = 1 ] && echo ok || echo FAILED) ($(grep -c 'error' "$OUT/build.log") error lines)"
+log "build: $([ $BUILD_OK = 1 ] && echo ok || echo FAILED) ($(grep -c 'error' "$OUT/build.log") error lines, $(grep -c 'warning:' "$OUT/build.log") warnings)"
 if [ $BUILD_OK != 1 ]; then tail -40 "$OUT/build.log"; fi
 
 # ---- tests -------------------------------------------------------------------
