@@ -70,7 +70,7 @@ BUILD_OK=0
     $MESON setup "$BUILD" -Dwerror=false -Dgpu_archs="$ARCHS" -Dcuda=enabled
   fi
   targets=$(ninja -C "$BUILD" -t targets all | cut -d: -f1 |
-    grep -E '^(runtime/libsymm_runtime\.so\.[0-9.]+|loader/libsymm\.so\.[0-9.]+|runtime/symmrun|runtime/symm-info|tests/gpu/[a-z_]+|tests/perf/(bench_symm|probe_cuda))$')
+    grep -E '^(runtime/libsymm_runtime\.so\.[0-9.]+|loader/libsymm\.so\.[0-9.]+|runtime/symmrun|runtime/symm-info|runtime/transports/[a-z]+/libsymm_transport_[a-z]+\.so|tests/gpu/[a-z_]+|tests/mp/fault/fault_transport_init|tests/perf/(bench_symm|probe_cuda))$')
   echo "targets: $targets"
   ninja -C "$BUILD" $targets
 } > "$OUT/build.log" 2>&1 && BUILD_OK=1
@@ -91,15 +91,18 @@ if [ $BUILD_OK = 1 ]; then
     $MESON test -C "$BUILD" --no-rebuild --suite gpu --no-suite gpu-mp --print-errorlogs \
     >> "$OUT/test.log" 2>&1
   GPU_RES=$(summ_tests "$OUT/test.log")
-  # 3 and 4 PEs (device collectives on strided teams): one GPU per PE
-  if [ "$NGPU" -ge 3 ] && [ "$(left)" -gt 120 ]; then
-    log "meson test --suite gpu-multi ($NGPU GPUs)"
-    echo "===== suite gpu-multi" >> "$OUT/test.log"
-    timeout -k 5 $(( $(left) - 90 )) $MESON test -C "$BUILD" --no-rebuild --suite gpu-multi \
+  # 3, 4, 5 and 8 PEs, one GPU per PE (suites gpu-nN): every count this
+  # machine has GPUs for, the same programs as above.
+  for np in 3 4 5 8; do
+    [ "$NGPU" -ge "$np" ] || break
+    if [ "$(left)" -le 120 ]; then GPU_RES="$GPU_RES; $np PEs: not run (budget)"; continue; fi
+    log "meson test --suite gpu-n$np ($np PEs on $NGPU GPUs)"
+    echo "===== suite gpu-n$np" >> "$OUT/test.log"
+    timeout -k 5 $(( $(left) - 90 )) $MESON test -C "$BUILD" --no-rebuild --suite gpu-n$np \
       --print-errorlogs > "$OUT/.multi.log" 2>&1
-    GPU_RES="$GPU_RES; 3/4 PEs: $(summ_tests "$OUT/.multi.log")"
+    GPU_RES="$GPU_RES; $np PEs: $(summ_tests "$OUT/.multi.log")"
     cat "$OUT/.multi.log" >> "$OUT/test.log"; rm -f "$OUT/.multi.log"
-  fi
+  done
   cp "$BUILD/meson-logs/testlog.txt" "$OUT/testlog-gpu.txt" 2>/dev/null
   log "gpu: $GPU_RES"
 fi
@@ -164,7 +167,7 @@ fi
 # ---- collectives: symm vs NCCL vs SymmetricMemory (tests/perf/bench_coll.py) ------
 : > "$OUT/bench_coll.txt"
 if [ $BUILD_OK = 1 ] && [ "${SKIP_COLL:-0}" != 1 ] && [ "$(left)" -gt 120 ]; then
-  nps=2; [ "$NGPU" -ge 4 ] && nps="2 $NGPU"
+  nps=2; [ "$NGPU" -ge 4 ] && nps="2 4"; [ "$NGPU" -gt 4 ] && nps="$nps $NGPU"
   for np in $nps; do
     [ "$(left)" -gt 120 ] || break
     log "bench_coll, $np ranks"
