@@ -19,14 +19,58 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 build=$(cd "$1" && pwd)
 
-cargo=$(command -v cargo || true)
-if [ -z "$cargo" ] && [ -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ]; then
-  cargo=${CARGO_HOME:-$HOME/.cargo}/bin/cargo
-  export PATH="$(dirname "$cargo"):$PATH"
+# Rust >= 1.77 (the crates' rust-version). Used in this order: cargo in PATH,
+# ${CARGO_HOME:-~/.cargo}/bin (rustup), else, as root with apt-get, Debian's
+# toolchain is installed: cargo-web/rustc-web (Debian 12: Rust 1.85 and later;
+# its plain 'cargo' is Rust 1.63, too old), or 'cargo' where that is recent.
+rust_min=1.77
+rust_ok() { # $1: a rustc; true when it is >= $rust_min
+  local v
+  v=$("$1" --version 2>/dev/null | awk '{print $2}')
+  [ -n "$v" ] && python3 - "$v" "$rust_min" <<'PY'
+import sys
+v = [int(x) for x in sys.argv[1].split("-")[0].split(".")[:2]]
+m = [int(x) for x in sys.argv[2].split(".")]
+sys.exit(0 if v >= m else 1)
+PY
+}
+find_rust() { # sets cargo, puts its directory first in PATH; true when usable
+  local d
+  for d in "$(dirname "$(command -v cargo 2>/dev/null || echo /nonexistent/cargo)")" \
+      "${CARGO_HOME:-$HOME/.cargo}/bin" /usr/bin; do
+    if [ -x "$d/cargo" ] && rust_ok "$d/rustc"; then
+      cargo=$d/cargo
+      export PATH="$d:$PATH"
+      return 0
+    fi
+  done
+  return 1
+}
+cargo=
+if ! find_rust && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  log=$build/bindings/rust-apt.log
+  mkdir -p "$build/bindings"
+  apt_get() { DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 "$@"; }
+  for pkg in cargo-web cargo; do
+    if ! apt-cache show "$pkg" >/dev/null 2>&1; then
+      apt_get update -qq >>"$log" 2>&1
+      apt-cache show "$pkg" >/dev/null 2>&1 || continue
+    fi
+    echo "rust bindings: no Rust >= $rust_min: apt-get install $pkg"
+    if ! apt_get install -y -qq "$pkg" >>"$log" 2>&1; then
+      apt_get update -qq >>"$log" 2>&1
+      apt_get install -y -qq "$pkg" >>"$log" 2>&1
+    fi
+    hash -r
+    find_rust && break
+  done
 fi
 if [ -z "$cargo" ]; then
-  echo "rust bindings: FAILED: cargo is not installed (not in PATH nor ${CARGO_HOME:-$HOME/.cargo}/bin);"
-  echo "  install a Rust toolchain >= 1.77 (rustup, or apt-get install cargo) to run this suite"
+  found=$(command -v rustc >/dev/null 2>&1 && rustc --version || echo "none")
+  echo "rust bindings: FAILED: no Rust toolchain >= $rust_min (cargo + rustc) found or installed (found: $found)."
+  echo "  Looked in PATH, ${CARGO_HOME:-$HOME/.cargo}/bin and /usr/bin; as root this script installs"
+  echo "  Debian's cargo-web (Rust >= 1.85 on Debian 12; log: $build/bindings/rust-apt.log). Otherwise install"
+  echo "  Rust >= $rust_min with rustup (https://rustup.rs) or your distribution, then run it again."
   exit 1
 fi
 for f in runtime/libsymm_runtime.so.1 runtime/symmrun; do
