@@ -94,11 +94,12 @@ failed=()
 step() {
   local name=$1
   shift
+  local t0=$SECONDS
   echo "=== rust: $name"
   if "$@"; then
-    echo "--- rust: $name: ok"
+    echo "--- rust: $name: ok ($((SECONDS - t0)) s)"
   else
-    echo "--- rust: $name: FAILED"
+    echo "--- rust: $name: FAILED ($((SECONDS - t0)) s)"
     failed+=("$name")
   fi
 }
