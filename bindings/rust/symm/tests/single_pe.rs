@@ -71,6 +71,10 @@ fn out_of_bounds_and_bad_pe_are_errors_with_messages() {
     ));
     // The host backend has no device context.
     assert!(matches!(ctx.device_ctx(), Err(Error::NotSupported(_))));
+    assert!(matches!(
+        ctx.world().device_team(),
+        Err(Error::NotSupported(_))
+    ));
     assert!(ctx.async_error(true).unwrap().is_none());
     f.free().unwrap();
     buf.free().unwrap();
