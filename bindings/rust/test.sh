@@ -9,6 +9,7 @@
 #      missing-runtime test, single-PE tests, 4 PEs under symmrun, doc tests
 #   4. cargo doc and (when installed) cargo clippy without warnings
 #   5. the ring example on 4 PEs under symmrun, and with SYMM_RUNTIME=/nonexistent
+#   6. README.md's example as a package of its own, the same two ways
 # Cargo's output goes to BUILD_DIR/bindings/rust/target. Exit 0 only if all pass.
 set -u
 if [ $# -ne 1 ] || [ ! -d "$1" ]; then
@@ -124,6 +125,36 @@ ring_missing_runtime() {
   grep -q 'SYMM_ERR_LIBRARY_NOT_FOUND' <<<"$out" && grep -q 'single-process sum = 0 (ok)' <<<"$out"
 }
 
+# The README's example as a user's own package: its Cargo.toml dependency
+# (the path pointed at this checkout) and src/main.rs, built offline (the
+# crates depend on std only), run on 4 PEs and without a runtime.
+readme_example() {
+  local dir=$build/bindings/rust/readme-example o
+  rm -rf "$dir" && mkdir -p "$dir/src" || return 1
+  python3 - "$here/README.md" "$dir" "$here/symm" <<'PY' || return 1
+import re, sys
+readme, dst, crate = sys.argv[1:]
+text = open(readme).read()
+toml = re.findall(r"```toml\n(.*?)```", text, re.S)[0]
+main = re.findall(r"```rust[^\n]*\n(.*?)```", text, re.S)[0]
+assert "/path/to/symm/bindings/rust/symm" in toml, "README's Cargo.toml names no symm path"
+toml = toml.replace("/path/to/symm/bindings/rust/symm", crate)
+head = '[package]\nname = "my-program"\nversion = "0.1.0"\nedition = "2021"\n\n[workspace]\n\n'
+open(dst + "/Cargo.toml", "w").write(head + toml)
+open(dst + "/src/main.rs", "w").write(main)
+PY
+  (cd "$dir" && "$cargo" build --offline --quiet) || return 1
+  o=$("$build/runtime/symmrun" -n 4 --timeout 60 -- "$CARGO_TARGET_DIR/debug/my-program" 2>&1) || {
+    echo "$o"
+    return 1
+  }
+  echo "$o"
+  [ "$(grep -c 'of 4: sum 6$' <<<"$o")" -eq 4 ] || return 1
+  o=$(SYMM_RUNTIME=/nonexistent "$CARGO_TARGET_DIR/debug/my-program" 2>&1) || { echo "$o"; return 1; }
+  echo "$o"
+  grep -q '^symm is not available here: symm: no usable runtime' <<<"$o"
+}
+
 echo "rust: $("$cargo" --version), $(rustc --version 2>/dev/null)"
 step "bindings.rs up to date" python3 symm-sys/gen_sys.py --check
 step "cargo build" "$cargo" build --offline --workspace --all-targets
@@ -137,6 +168,7 @@ if [ ${#failed[@]} -eq 0 ]; then
   fi
   step "example ring on 4 PEs" ring_4pes
   step "example ring without a runtime" ring_missing_runtime
+  step "README example (own package) on 4 PEs and without a runtime" readme_example
 fi
 
 if [ ${#failed[@]} -ne 0 ]; then
