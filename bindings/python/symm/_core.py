@@ -361,15 +361,29 @@ class Context:
 
     def peer_tensor(self, t, pe):
         """A tensor over pe's copy of the symmetric tensor t (load/store
-        reachable peers: same GPU or NVLink/P2P); NotSupported otherwise."""
+        reachable peers: same GPU or NVLink/P2P); NotSupported otherwise.
+        Same shape, strides and dtype as t, and on t's device (the GPU that
+        issues the loads/stores), although the memory is pe's: writes by
+        kernels on it land in pe's copy. Keep t alive while it is used."""
         import torch
+        from ._dlpack import _DTYPES, capsule
+        name = str(t.dtype).replace("torch.", "")
+        if name not in _DTYPES:
+            raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                         "peer_tensor: dtype %s has no symm type" % (t.dtype,))
         out = ctypes.c_void_p()
         call("symm_ptr", self.handle, ctypes.c_void_p(t.data_ptr()), int(pe), ctypes.byref(out))
         if not out.value:
             raise errors.NotSupported(7, "SYMM_ERR_NOT_SUPPORTED",
                                       "PE %d is not load/store reachable from PE %d" % (pe, self.my_pe))
-        view = _CudaView(out.value, tuple(t.shape), t.dtype, t.device.index, keep=(self, t))
-        return torch.as_tensor(view, device=t.device)
+        # DLPack, not __cuda_array_interface__: torch takes the device of a
+        # CUDA-array-interface pointer from cudaPointerGetAttributes, which
+        # for a peer GPU's memory names the peer GPU, and as_tensor(device=)
+        # would then copy. DLPack states the device.
+        dev = (2, t.device.index) if getattr(t, "is_cuda", False) else (1, 0)
+        cap = capsule(out.value, tuple(t.shape), name, dev, keep=(self, t),
+                      strides=tuple(t.stride()))
+        return torch.from_dlpack(cap)
 
     # teams
     def team(self, which="world"):

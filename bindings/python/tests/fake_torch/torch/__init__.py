@@ -55,6 +55,19 @@ class Tensor:
     def is_contiguous(self):
         return self.a.flags.c_contiguous
 
+    def stride(self):
+        return tuple(st // self.a.itemsize for st in self.a.strides)
+
+    def cpu(self):
+        return self
+
+    def fill_(self, v):
+        self.a[...] = v
+        return self
+
+    def __mul__(self, k):
+        return Tensor(self.a * k)
+
     def view(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], dtype):
             return Tensor(self.a.view(shape[0].np))
@@ -94,6 +107,34 @@ def from_numpy(a):
     return Tensor(a)
 
 
+class _Capsule:  # np.from_dlpack takes an object with __dlpack__, not a capsule
+    def __init__(self, cap):
+        self.cap = cap
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self.cap
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def from_dlpack(obj):
+    """Zero-copy import: an object with __dlpack__ or a "dltensor" capsule (CPU only)."""
+    r = np.from_dlpack(obj if hasattr(obj, "__dlpack__") else _Capsule(obj))
+    # NumPy marks unversioned DLPack imports read-only; torch's are writable.
+    import ctypes
+    span = sum((d - 1) * s for d, s in zip(r.shape, r.strides)) + r.itemsize if r.size else 0
+    raw = (ctypes.c_char * max(span, 1)).from_address(r.__array_interface__["data"][0])
+    w = np.ndarray(r.shape, r.dtype, buffer=raw, strides=r.strides)
+    t = Tensor(w)
+    t.keep = r  # the import (and with it the producer's capsule) lives as long as t
+    return t
+
+
+def equal(a, b):
+    return a.a.shape == b.a.shape and bool((a.a == b.a).all())
+
+
 def tensor(data, dtype=float32):
     return Tensor(np.array(data, dtype=dtype.np))
 
@@ -106,5 +147,5 @@ def empty(shape, dtype=float32, device=None):
     return Tensor(np.empty(shape, dtype=dtype.np))
 
 
-def arange(n, dtype=float32):
+def arange(n, dtype=float32, device=None):
     return Tensor(np.arange(n).astype(dtype.np))
