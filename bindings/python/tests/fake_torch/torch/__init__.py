@@ -6,7 +6,27 @@ import numpy as np
 
 from . import cuda, distributed  # noqa: F401
 
-_C = None  # no CUDA entry points
+__version__ = "0.0-fake"
+
+
+class _CEntries:
+    @staticmethod
+    def _cuda_getCurrentRawStream(dev):  # noqa: N802 (torch's spelling)
+        return 0
+
+
+_C = _CEntries() if cuda.is_available() else None  # CUDA entry points only with FAKE_TORCH_CUDA
+
+
+class _Ops:  # torch.ops: no symm_mem namespace here
+    pass
+
+
+ops = _Ops()
+
+
+def device(kind, index=None):
+    return "%s:%s" % (kind, index) if index is not None else kind
 
 
 class dtype:
