@@ -404,7 +404,18 @@ def threads():
     for t in ths:
         t.join()
     check(all(("pe %d" % (n + t)) in msgs[t] for t in range(3)), msgs)
+    # a blocking wait releases the GIL: another thread of this PE sets what it waits for
+    sig = ctx.alloc("uint64", 1)
+    seen = []
+    waiter = threading.Thread(target=lambda: seen.append(sig.signal_wait_until(0, "eq", 3)))
+    waiter.start()
+    import time
+    time.sleep(0.2)
+    sig.signal_op(0, 3, me, "set")
+    waiter.join(30)
+    check(not waiter.is_alive() and seen == [3], "the waiting thread did not see the signal: %r" % seen)
     ctx.barrier_all()
+    sig.free()
     b.free()
 
 
