@@ -18,7 +18,7 @@
 # Files in $OUT: summary.md (pass counts, figures, side-by-side table, platform
 # probe, GPUs, driver, date, command), env.txt, build.log, test.log,
 # bench_symm.txt, bench_nvshmem.txt, probe.txt, bench_symm.json, bench_nvshmem.json
-# (scripts/plot-bench.py plot OUT/bench_*.json -o OUT/plots), symm-info.json,
+# (scripts/plot-bench.py plot OUT/bench_*.json -o OUT/plots: every figure), symm-info.json,
 # python.txt (+ python.log, bench_torch.txt, bench_torch_<ranks>.json),
 # bench_coll.txt (+ bench_coll_<ranks>.json).
 #
@@ -256,5 +256,12 @@ rm -f "$SYMM_RESULTS" "$NV_RESULTS"
 if [ -s "$OUT/bench_symm.json" ] && [ -s "$OUT/bench_nvshmem.json" ]; then
   python3 scripts/plot-bench.py plot "$OUT/bench_symm.json" "$OUT/bench_nvshmem.json" -o "$OUT/plots" > /dev/null 2>&1 ||
     echo "(plot-bench.py failed)" >> "$OUT/summary.md"
+fi
+# the Python benchmarks' figures (symm vs NCCL vs SymmetricMemory; symm.torch per call)
+py_json=$(ls "$OUT"/bench_coll_*.json "$OUT"/bench_torch_*.json 2>/dev/null)
+if [ -n "$py_json" ]; then
+  # shellcheck disable=SC2086  # one path per word
+  python3 scripts/plot-bench.py plot $py_json -o "$OUT/plots" > /dev/null 2>&1 ||
+    echo "(plot-bench.py failed on $py_json)" >> "$OUT/summary.md"
 fi
 cat "$OUT/summary.md"
