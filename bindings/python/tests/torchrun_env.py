@@ -15,6 +15,10 @@ os.environ.setdefault("WORLD_SIZE", os.environ.get("SYMM_N_PES", "1"))
 os.environ.setdefault("LOCAL_RANK", os.environ.get("SYMM_LOCAL_RANK", os.environ["RANK"]))
 os.environ.setdefault("FAKE_DIST_DIR", os.path.join("/tmp", "symm-fake-dist-%d" % os.getppid()))
 os.makedirs(os.environ["FAKE_DIST_DIR"], exist_ok=True)
+if os.environ["RANK"] == "0":  # the job's meeting folder goes with it (read at init only)
+    import atexit
+    import shutil
+    atexit.register(shutil.rmtree, os.environ["FAKE_DIST_DIR"], True)
 script = sys.argv[1]
 sys.argv = sys.argv[1:]
 sys.path.insert(0, os.path.dirname(os.path.abspath(script)))

@@ -44,7 +44,8 @@ float16, float32, float64 = dtype("float16", "f2"), dtype("float32", "f4"), dtyp
 int8, int16, int32, int64 = (dtype("int8", "i1"), dtype("int16", "i2"), dtype("int32", "i4"),
                              dtype("int64", "i8"))
 uint8 = dtype("uint8", "u1")
-_BY_NP = {d.np: d for d in (float16, float32, float64, int8, int16, int32, int64, uint8)}
+bool_ = dtype("bool", "?")
+_BY_NP = {d.np: d for d in (float16, float32, float64, int8, int16, int32, int64, uint8, bool_)}
 
 
 class _Device:
@@ -86,7 +87,21 @@ class Tensor:
         return self
 
     def __mul__(self, k):
-        return Tensor(self.a * k)
+        return Tensor(self.a * (k.a if isinstance(k, Tensor) else k))
+
+    def __add__(self, k):
+        return Tensor(self.a + (k.a if isinstance(k, Tensor) else k))
+
+    def __eq__(self, k):
+        return Tensor(self.a == (k.a if isinstance(k, Tensor) else k))
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        return bool(self.a.all())
+
+    def repeat_interleave(self, k):
+        return Tensor(np.repeat(self.a, k))
 
     def view(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], dtype):
@@ -151,6 +166,10 @@ def from_dlpack(obj):
     return t
 
 
+def all(t):  # noqa: A001 (torch's name)
+    return bool(t.a.all())
+
+
 def equal(a, b):
     return a.a.shape == b.a.shape and bool((a.a == b.a).all())
 
@@ -167,5 +186,5 @@ def empty(shape, dtype=float32, device=None):
     return Tensor(np.empty(shape, dtype=dtype.np))
 
 
-def arange(n, dtype=float32, device=None):
-    return Tensor(np.arange(n).astype(dtype.np))
+def arange(start, end=None, dtype=float32, device=None):
+    return Tensor((np.arange(start) if end is None else np.arange(start, end)).astype(dtype.np))
