@@ -41,6 +41,8 @@ over() { SKIPPED="$SKIPPED $1"; log "skipped $1: $(left) s of the budget left"; 
 BUILD="$ROOT/build-gpu"
 export PATH="/usr/local/cuda/bin:$PATH"
 left() { echo $((BUDGET - (SECONDS - T0))); }
+# a phase's limit: its own cap, but never past the budget (the summary is written last)
+cap() { local l=$(( $(left) - 15 )); [ $l -lt 10 ] && l=10; echo $(( $1 < l ? $1 : l )); }
 log() { echo "[gpu-suite +$((SECONDS - T0))s] $*"; }
 
 # ---- environment -------------------------------------------------------------
@@ -82,7 +84,7 @@ BUILD_OK=0
 } > "$OUT/build.log" 2>&1 && BUILD_OK=1
 if [ $BUILD_OK = 1 ]; then
   mp_targets=$(ninja -C "$BUILD" -t targets all | cut -d: -f1 | grep -E '^tests/mp/(core|p2p|teams)/[a-z_0-9]+$')
-  ninja -C "$BUILD" -k 0 $mp_targets >> "$OUT/build.log" 2>&1 || echo "(some tests/mp programs did not build)" >> "$OUT/build.log"
+  timeout -k 5 "$(cap 240)" ninja -C "$BUILD" -k 0 $mp_targets >> "$OUT/build.log" 2>&1 || echo "(some tests/mp programs did not build)" >> "$OUT/build.log"
 fi
 log "build: $([ $BUILD_OK = 1 ] && echo ok || echo FAILED) ($(grep -c 'error' "$OUT/build.log") error lines)"
 if [ $BUILD_OK != 1 ]; then tail -40 "$OUT/build.log"; fi
@@ -150,7 +152,7 @@ fi
 if [ $BUILD_OK = 1 ] && phase bench && [ "$(left)" -le 60 ]; then over bench; fi
 if [ $BUILD_OK = 1 ] && phase bench && [ "$(left)" -gt 60 ]; then
   log "bench_symm"
-  BENCH_RESULTS=$SYMM_RESULTS BENCH_JSON=$OUT/bench_symm.json timeout -k 5 150 "$BUILD/runtime/symmrun" -n 2 --timeout 140 \
+  BENCH_RESULTS=$SYMM_RESULTS BENCH_JSON=$OUT/bench_symm.json timeout -k 5 "$(cap 150)" "$BUILD/runtime/symmrun" -n 2 --timeout 140 \
     "$BUILD/tests/perf/bench_symm" > "$OUT/bench_symm.txt" 2>&1
   echo "exit status $?" >> "$OUT/bench_symm.txt"
 fi
@@ -158,7 +160,7 @@ if [ "${SKIP_NVSHMEM:-0}" != 1 ] && phase nvshmem && [ "$(left)" -le 60 ]; then 
 if [ "${SKIP_NVSHMEM:-0}" != 1 ] && phase nvshmem && [ "$(left)" -gt 60 ]; then
   NV=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nvshmem
   if [ ! -f "$NV/include/nvshmem.h" ]; then
-    h=$(find / -path '*nvidia/nvshmem/include/nvshmem.h' 2>/dev/null | head -1)
+    h=$(timeout 30 find / -path '*nvidia/nvshmem/include/nvshmem.h' 2>/dev/null | head -1)
     [ -n "$h" ] && NV=$(dirname "$(dirname "$h")")
   fi
   NVB=/tmp/symm-nvb; mkdir -p $NVB/lnk
@@ -166,7 +168,7 @@ if [ "${SKIP_NVSHMEM:-0}" != 1 ] && phase nvshmem && [ "$(left)" -gt 60 ]; then
   log "bench_nvshmem: build against $NV"
   {
     echo "NVSHMEM at $NV"
-    nvcc -rdc=true -arch=sm_${GPU_CC:-90} -O2 -std=c++17 -I"$NV/include" -Itests/perf tests/perf/bench_nvshmem.cu \
+    timeout -k 5 "$(cap 120)" nvcc -rdc=true -arch=sm_${GPU_CC:-90} -O2 -std=c++17 -I"$NV/include" -Itests/perf tests/perf/bench_nvshmem.cu \
       -o $NVB/bench_nvshmem -L"$NV/lib" -L$NVB/lnk -lnvshmem_device -lnvshmem_host -Xlinker -rpath,"$NV/lib"
   } > "$OUT/bench_nvshmem.txt" 2>&1
   if [ -x $NVB/bench_nvshmem ]; then
@@ -176,7 +178,7 @@ if [ "${SKIP_NVSHMEM:-0}" != 1 ] && phase nvshmem && [ "$(left)" -gt 60 ]; then
     for r in 0 1; do
       env BENCH_RESULTS=$NV_RESULTS BENCH_JSON=$OUT/bench_nvshmem.json NVSHMEM_DISABLE_NCCL=1 NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo \
           NVSHMEM_SYMMETRIC_SIZE=3221225472 BENCH_RANK=$r BENCH_UID_FILE=$NVB/uid.bin \
-          timeout -k 5 150 $NVB/bench_nvshmem > $NVB/r$r.log 2>&1 &
+          timeout -k 5 "$(cap 150)" $NVB/bench_nvshmem > $NVB/r$r.log 2>&1 &
     done
     wait
     { echo "----- rank 0"; cat $NVB/r0.log; echo "----- rank 1"; tail -20 $NVB/r1.log; } >> "$OUT/bench_nvshmem.txt"
@@ -206,7 +208,7 @@ fi
 if [ $BUILD_OK = 1 ] && [ -x "$BUILD/tests/perf/probe_cuda" ] && [ "${SKIP_PROBE:-0}" != 1 ] && phase probe && [ "$(left)" -le 60 ]; then over probe; fi
 if [ $BUILD_OK = 1 ] && [ -x "$BUILD/tests/perf/probe_cuda" ] && [ "${SKIP_PROBE:-0}" != 1 ] && phase probe && [ "$(left)" -gt 60 ]; then
   log "probe_cuda"
-  timeout -k 5 120 "$BUILD/tests/perf/probe_cuda" > "$OUT/probe.txt" 2>&1
+  timeout -k 5 "$(cap 120)" "$BUILD/tests/perf/probe_cuda" > "$OUT/probe.txt" 2>&1
   echo "exit status $?" >> "$OUT/probe.txt"
 fi
 
