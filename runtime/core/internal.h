@@ -77,6 +77,7 @@ typedef struct symm__config {
     int32_t device;
     int32_t uid_rank, uid_n_pes;
     symm_unique_id unique_id;
+    bool heap_cap_attr, timeout_attr; /* set by the init attributes (log) */
 } symm__config;
 
 /* Parse "64M", "1G", "4096" into bytes; false on junk. */

@@ -250,9 +250,10 @@ symm_status symm__tp_open(symm__ctx *ctx) {
         symm__tp_close(ctx);
         return symm__err(st, "%s", msg);
     }
-    SYMM_INFO(SYMM_LOG_TRANSPORT, "%s opened on %s (caps 0x%x%s)", tp->name,
-              tp->info.device, tp->info.caps,
-              ctx->amo_tp ? ", every atomic update through the transport" : "");
+    SYMM_INFO(SYMM_LOG_TRANSPORT, "%s opened on %s (caps 0x%x%s); chosen by SYMM_TRANSPORT=%s%s%s",
+              tp->name, tp->info.device, tp->info.caps,
+              ctx->amo_tp ? ", every atomic update through the transport" : "", want,
+              tried[0] ? "; skipped: " : "", tried);
     return SYMM_SUCCESS;
 }
 

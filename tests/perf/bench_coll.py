@@ -84,6 +84,11 @@ if not shared:
     except ImportError:
         symm_mem = None
 gname = dist.group.WORLD.group_name
+if symm_mem is not None and hasattr(symm_mem, "enable_symm_mem_for_group"):
+    try:  # needed before rendezvous up to torch 2.7; later ones accept it (or warn)
+        symm_mem.enable_symm_mem_for_group(gname)
+    except Exception as e:  # noqa: BLE001 (rendezvous below says what is wrong)
+        print("rank %d: enable_symm_mem_for_group: %r" % (rank, e), flush=True)
 
 
 def reps_for(nbytes):

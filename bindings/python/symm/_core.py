@@ -287,6 +287,7 @@ class Context:
 
     @property
     def handle(self):
+        """The raw symm_ctx handle (ctypes c_void_p); InvalidHandle once finalized."""
         if self._h is None:
             raise errors.InvalidHandle(2, "SYMM_ERR_INVALID_HANDLE", "context was finalized")
         return self._h
@@ -361,15 +362,29 @@ class Context:
 
     def peer_tensor(self, t, pe):
         """A tensor over pe's copy of the symmetric tensor t (load/store
-        reachable peers: same GPU or NVLink/P2P); NotSupported otherwise."""
+        reachable peers: same GPU or NVLink/P2P); NotSupported otherwise.
+        Same shape, strides and dtype as t, and on t's device (the GPU that
+        issues the loads/stores), although the memory is pe's: writes by
+        kernels on it land in pe's copy. Keep t alive while it is used."""
         import torch
+        from ._dlpack import _DTYPES, capsule
+        name = str(t.dtype).replace("torch.", "")
+        if name not in _DTYPES:
+            raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                         "peer_tensor: dtype %s has no symm type" % (t.dtype,))
         out = ctypes.c_void_p()
         call("symm_ptr", self.handle, ctypes.c_void_p(t.data_ptr()), int(pe), ctypes.byref(out))
         if not out.value:
             raise errors.NotSupported(7, "SYMM_ERR_NOT_SUPPORTED",
                                       "PE %d is not load/store reachable from PE %d" % (pe, self.my_pe))
-        view = _CudaView(out.value, tuple(t.shape), t.dtype, t.device.index, keep=(self, t))
-        return torch.as_tensor(view, device=t.device)
+        # DLPack, not __cuda_array_interface__: torch takes the device of a
+        # CUDA-array-interface pointer from cudaPointerGetAttributes, which
+        # for a peer GPU's memory names the peer GPU, and as_tensor(device=)
+        # would then copy. DLPack states the device.
+        dev = (2, t.device.index) if getattr(t, "is_cuda", False) else (1, 0)
+        cap = capsule(out.value, tuple(t.shape), name, dev, keep=(self, t),
+                      strides=tuple(t.stride()))
+        return torch.from_dlpack(cap)
 
     # teams
     def team(self, which="world"):
@@ -380,10 +395,13 @@ class Context:
 
     @property
     def world(self):
+        """The world team (every PE of the context)."""
         return self.team("world")
 
     # ordering and synchronisation
     def quiet(self, stream=None, on_stream=False):
+        """Complete every put/get/atomic this PE issued (nbi included); stream=/on_stream=True:
+        enqueued on that stream instead."""
         if on_stream or stream is not None:
             call("symm_quiet_on_stream", self.handle, _stream_handle(stream))
         else:
@@ -392,9 +410,12 @@ class Context:
                 self._pending.clear()
 
     def fence(self):
+        """Order this PE's earlier puts and atomics to each PE before its later ones to that PE."""
         call("symm_fence", self.handle)
 
     def barrier_all(self, stream=None, on_stream=False):
+        """Quiet, then wait until every PE arrived (collective); stream=/on_stream=True: a barrier
+        ordered on that stream."""
         if on_stream or stream is not None:
             call("symm_barrier_all_on_stream", self.handle, _stream_handle(stream))
         else:
@@ -403,6 +424,7 @@ class Context:
                 self._pending.clear()
 
     def ctx_lock(self):
+        """The lock guarding this context's Python-side tables (buffers, kept nbi objects)."""
         return self._lock
 
     def _keep_until_quiet(self, obj):
@@ -410,6 +432,7 @@ class Context:
             self._pending.append(obj)
 
     def sync_all(self):
+        """Wait until every PE arrived (collective), without completing outstanding operations."""
         call("symm_sync_all", self.handle)
 
     # raw symmetric addresses
@@ -460,16 +483,19 @@ class Team:
 
     @property
     def handle(self):
+        """The raw symm_team handle (ctypes c_void_p); InvalidHandle once destroyed."""
         if self._h is None:
             raise errors.InvalidHandle(2, "SYMM_ERR_INVALID_HANDLE", "team was destroyed")
         return self._h
 
     @property
     def my_pe(self):
+        """This PE's number in the team."""
         return _lib().symm_team_my_pe(self.handle)
 
     @property
     def n_pes(self):
+        """How many PEs the team has."""
         return _lib().symm_team_n_pes(self.handle)
 
     def translate(self, pe, to_team):
@@ -502,12 +528,14 @@ class Team:
         call("symm_team_destroy", h)
 
     def barrier(self, stream=None, on_stream=False):
+        """Quiet, then wait for every PE of the team (collective); stream=: ordered on that stream."""
         if on_stream or stream is not None:
             call("symm_barrier_on_stream", self.handle, _stream_handle(stream))
         else:
             call("symm_barrier", self.handle)
 
     def sync(self, stream=None, on_stream=False):
+        """Wait for every PE of the team (collective), no quiet; stream=: ordered on that stream."""
         if on_stream or stream is not None:
             call("symm_team_sync_on_stream", self.handle, _stream_handle(stream))
         else:
@@ -524,32 +552,41 @@ class Team:
 
     def broadcast(self, dst, src, nelems=None, root=0, dst_index=0, src_index=0, stream=None,
                   on_stream=False):
+        """dst[dst_index:] on every PE receives root's src[src_index:] (nelems elements;
+        collective)."""
         n = src.count - src_index if nelems is None else nelems
         self._coll("symm_broadcast", dst, dst_index, src, src_index, n, [int(root)], stream,
                    on_stream)
 
     def fcollect(self, dst, src, nelems=None, dst_index=0, src_index=0, stream=None,
                  on_stream=False):
+        """dst receives every PE's nelems elements of src, in team order (collective; equal
+        counts)."""
         n = src.count - src_index if nelems is None else nelems
         self._coll("symm_fcollect", dst, dst_index, src, src_index, n, [], stream, on_stream)
 
     def collect(self, dst, src, nelems, dst_index=0, src_index=0):
+        """dst receives every PE's src block in team order; nelems may differ per PE (collective)."""
         call("symm_collect", self.handle, dst.handle, int(dst_index), src.handle, int(src_index),
              int(nelems))
 
     def alltoall(self, dst, src, nelems=None, dst_index=0, src_index=0, stream=None,
                  on_stream=False):
+        """Block j (nelems elements) of src goes to PE j's dst block i (i: this PE; collective)."""
         n = (src.count - src_index) // self.n_pes if nelems is None else nelems
         self._coll("symm_alltoall", dst, dst_index, src, src_index, n, [], stream, on_stream)
 
     def reduce(self, dst, src, op="sum", nelems=None, dst_index=0, src_index=0, stream=None,
                on_stream=False):
+        """dst = op over every PE of src, element-wise (all-reduce; sum, prod, min, max, and, or,
+        xor; collective)."""
         n = src.count - src_index if nelems is None else nelems
         self._coll("symm_reduce", dst, dst_index, src, src_index, n, [_code(OPS, op, "op")],
                    stream, on_stream)
 
     def reducescatter(self, dst, src, op="sum", nelems=None, dst_index=0, src_index=0,
                       stream=None, on_stream=False):
+        """This PE's dst receives block my_pe of the reduction of every PE's src (collective)."""
         n = (src.count - src_index) // self.n_pes if nelems is None else nelems
         self._coll("symm_reducescatter", dst, dst_index, src, src_index, n,
                    [_code(OPS, op, "op")], stream, on_stream)
@@ -579,12 +616,14 @@ class Buffer:
 
     @property
     def handle(self):
+        """The raw symm_buf handle (ctypes c_void_p); InvalidHandle once freed."""
         if self._h is None:
             raise errors.InvalidHandle(2, "SYMM_ERR_INVALID_HANDLE", "buffer was freed")
         return self._h
 
     @property
     def dtype_name(self):
+        """The element type's name ("float32", ...)."""
         return DTYPE_NAMES[self.dtype]
 
     def free(self):
@@ -736,6 +775,7 @@ class Buffer:
         return loc.keep
 
     def signal_op(self, index, value, pe, op="set", stream=None, on_stream=False):
+        """Set or add value to pe's signal element index (a UINT64 buffer); stream=: enqueued."""
         args = (self.handle, int(index), int(value), _code(SIGNAL_OPS, op, "signal op"), int(pe))
         if on_stream or stream is not None:
             call("symm_signal_op_on_stream", *args, _stream_handle(stream))
@@ -743,6 +783,7 @@ class Buffer:
             call("symm_signal_op", *args)
 
     def signal_fetch(self, index=0):
+        """This PE's signal element index, read atomically."""
         v = ctypes.c_uint64()
         call("symm_signal_fetch", self.handle, int(index), ctypes.byref(v))
         return v.value
@@ -773,13 +814,17 @@ class Buffer:
         return None
 
     def fetch_add(self, value, pe, index=0):
+        """Add value to pe's element index atomically; returns the value before."""
         return self.atomic("fetch_add", pe, index, value)
 
     def compare_swap(self, compare, value, pe, index=0):
+        """Write value to pe's element index if it equals compare; returns the value before."""
         return self.atomic("compare_swap", pe, index, value, compare)
 
     # waits and tests on this PE's elements
     def wait_until(self, index, cmp, value):
+        """Wait until this PE's element index compares true against value (cmp: eq, ne, gt, ge, lt,
+        le or ==, !=, ...)."""
         call("symm_wait_until", self.handle, int(index), _code(CMPS, cmp, "comparison"),
              _scalar(self.dtype, value))
 
@@ -817,6 +862,8 @@ class Buffer:
         return [idx[i] for i in range(nf.value)]
 
     def wait_until_all(self, index, nelems, cmp, value, status=None, vector=False):
+        """Wait until every element of [index, index + nelems) compares true (status: 1 = ignore
+        that element; vector=True: one value per element)."""
         return self._set("symm_wait_until_all", index, nelems, status, cmp, value, vector, "all_wait")
 
     def wait_until_any(self, index, nelems, cmp, value, status=None, vector=False):
@@ -828,12 +875,14 @@ class Buffer:
         return self._set("symm_wait_until_some", index, nelems, status, cmp, value, vector, "some")
 
     def test(self, index, cmp, value):
+        """True when this PE's element index compares true now (no wait)."""
         sat = ctypes.c_int32()
         call("symm_test", self.handle, int(index), _code(CMPS, cmp, "comparison"),
              _scalar(self.dtype, value), ctypes.byref(sat))
         return bool(sat.value)
 
     def test_all(self, index, nelems, cmp, value, status=None, vector=False):
+        """True when every element of [index, index + nelems) compares true now."""
         return self._set("symm_test_all", index, nelems, status, cmp, value, vector, "all_test")
 
     def test_any(self, index, nelems, cmp, value, status=None, vector=False):
@@ -841,4 +890,5 @@ class Buffer:
         return self._set("symm_test_any", index, nelems, status, cmp, value, vector, "any_test")
 
     def test_some(self, index, nelems, cmp, value, status=None, vector=False):
+        """Indices (relative to index) of the elements that compare true now (may be empty)."""
         return self._set("symm_test_some", index, nelems, status, cmp, value, vector, "some")
