@@ -206,6 +206,17 @@ typedef struct symm__backend_ops {
     /* One line for the init log (device, versions, choices made). May be
      * NULL. Called once after a successful init, only when INFO logs. */
     void (*describe)(symm__ctx *ctx, char *buf, size_t cap);
+
+    /* ---- For transports (NULL: the backend's memory is host memory) ----
+     * A dma-buf file descriptor for [off, off + len) of this PE's heap, for
+     * the transport's mem_add (the core closes it afterwards); -1 when the
+     * device or driver cannot export one (the reason goes to the log). */
+    int (*dmabuf_fd)(symm__ctx *ctx, uint64_t off, uint64_t len);
+    /* Is p (a caller's local buffer) memory the CPU cannot read or write? */
+    bool (*is_device_mem)(symm__ctx *ctx, const void *p);
+    /* Synchronous copy of n bytes between any local memories (host or
+     * device), for staging device buffers through host memory. */
+    symm_status (*local_copy)(symm__ctx *ctx, void *dst, const void *src, uint64_t n);
 } symm__backend_ops;
 
 /* One collective call, validated by the core (offsets are heap byte offsets). */

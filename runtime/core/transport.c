@@ -260,9 +260,13 @@ symm_status symm__tp_mem_add(symm__ctx *ctx, void *base, uint64_t off, uint64_t 
     struct symm__tp *tp = ctx->tp;
     if (!tp || !tp->state) return SYMM_SUCCESS;
     uint32_t kind = ctx->ops->id == SYMM_BACKEND_HOST ? SYMM_TP_MEM_HOST : SYMM_TP_MEM_CUDA;
+    /* GPU memory: a dma-buf of the range when the backend can export one
+     * (cuMemGetHandleForAddressRange); the plugin dups what it keeps. */
+    int fd = kind == SYMM_TP_MEM_CUDA && ctx->ops->dmabuf_fd ? ctx->ops->dmabuf_fd(ctx, off, len) : -1;
     pthread_mutex_lock(&tp->lock);
-    int32_t st = tp->ops->mem_add(tp->state, base, off, len, kind, -1);
+    int32_t st = tp->ops->mem_add(tp->state, base, off, len, kind, fd);
     pthread_mutex_unlock(&tp->lock);
+    if (fd >= 0) close(fd);
     if (st == SYMM_ERR_PEER_FAILED) symm__mark_failed(ctx);
     if (st) return symm__err_prefix(tp->name, (symm_status)st);
     return SYMM_SUCCESS;

@@ -3,7 +3,7 @@
  * (fake_verbs.h): PEs are threads of this process, the core's collectives a
  * pthread barrier. No RDMA needed.
  *
- *   test_ibv_fake [select|connect|rma|completion|atomics|errors|gpu]...
+ *   test_ibv_fake [select|connect|rma|completion|atomics|errors|gpu|mem]...
  * (no argument: all). Each case also checks that close() leaves no verbs
  * object alive.
  */
@@ -832,13 +832,70 @@ static int fn_gpu_noreg(pe *p) {
     return 0;
 }
 
+/* ---- registered buffers: mem_remove forgets the range (MR released) even
+ * when the caller passes the aligned span; a later buffer at the same
+ * offset is reached at its own address ---- */
+
+static int fn_mem(pe *p) {
+    if (open_pe(p, 0) || p->open_rc) return 1;
+    int32_t other = 1 - p->me;
+    const uint64_t off = 2 * CHUNK, bytes = 100;
+    char *a = aligned_alloc(4096, 4096), *b = aligned_alloc(4096, 4096);
+    memset(a, 0, 4096);
+    memset(b, 0, 4096);
+    c_barrier(p);
+    int mr0 = fake_stat.live_mr;
+    c_barrier(p);
+    OK(ops->mem_add(p->state, a, off, bytes, SYMM_TP_MEM_HOST, -1));
+    CHECK(fake_stat.live_mr == mr0 + 2, "MRs after add: %d, was %d", fake_stat.live_mr, mr0);
+    uint64_t v = 0xa0 + (uint64_t)p->me;
+    OK(ops->put(p->state, other, off + 8, &v, 8, 0));
+    c_barrier(p);
+    uint64_t got;
+    memcpy(&got, a + 8, 8);
+    CHECK(got == 0xa0 + (uint64_t)other, "first buffer data %llx", (unsigned long long)got);
+    ops->mem_remove(p->state, off, 2u << 20); /* the aligned span, as the core once passed */
+    c_barrier(p);
+    CHECK(fake_stat.live_mr == mr0, "MRs after remove: %d, want %d", fake_stat.live_mr, mr0);
+    CHECK(ops->put(p->state, other, off + 8, &v, 8, 0) == SYMM_ERR_OUT_OF_BOUNDS,
+          "put to a removed range");
+    c_barrier(p);
+    OK(ops->mem_add(p->state, b, off, 2 * bytes, SYMM_TP_MEM_HOST, -1));
+    v = 0xb0 + (uint64_t)p->me;
+    OK(ops->put(p->state, other, off + 150, &v, 8, 0));
+    c_barrier(p);
+    memcpy(&got, b + 150, 8);
+    CHECK(got == 0xb0 + (uint64_t)other, "second buffer data %llx", (unsigned long long)got);
+    memcpy(&got, a + 8, 8);
+    CHECK(got == 0xa0 + (uint64_t)other, "the first buffer was written again: %llx",
+          (unsigned long long)got);
+    ops->mem_remove(p->state, off, 2 * bytes);
+    c_barrier(p);
+    CHECK(fake_stat.live_mr == mr0, "MRs after the second remove: %d", fake_stat.live_mr);
+    c_barrier(p);
+    close_pe(p);
+    free(a);
+    free(b);
+    return 0;
+}
+
+static int t_mem(void) {
+    fake_reset();
+    fake_device d = fake_roce_device("roce0", 1);
+    fake_add_device(&d);
+    memset(envs, 0, sizeof envs);
+    world(2, NULL, 100);
+    CHECK(run(fn_mem) == 0, "registered buffers");
+    return no_leaks("mem");
+}
+
 int main(int argc, char **argv) {
     static const struct {
         const char *name;
         int (*fn)(void);
     } cases[] = {{"select", t_select}, {"connect", t_connect}, {"rma", t_rma},
                  {"completion", t_completion}, {"atomics", t_atomics}, {"errors", t_errors},
-                 {"gpu", t_gpu}};
+                 {"gpu", t_gpu}, {"mem", t_mem}};
     ops = symm__ibv_ops(&fake_fns, NULL);
     int ran = 0;
     for (unsigned k = 0; k < sizeof cases / sizeof *cases; k++) {
