@@ -508,6 +508,8 @@ symm_status symm__routes_init(symm__ctx *ctx);
 /* Collective: pick (SYMM_TRANSPORT), load and open the transport when the
  * job spans several hosts; nothing otherwise. */
 symm_status symm__tp_open(symm__ctx *ctx);
+/* The transport caps the core relies on (a device backend never has ATOMIC_GLOBAL). */
+uint32_t symm__tp_job_caps(const symm__ctx *ctx, uint32_t caps);
 /* Collective: make [off, off + len) of this PE's heap (local address base)
  * reachable by the transport. No-op without one. */
 symm_status symm__tp_mem_add(symm__ctx *ctx, void *base, uint64_t off, uint64_t len);

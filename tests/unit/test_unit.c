@@ -401,6 +401,14 @@ static void test_route_gpu_staging(void) {
     CHECK_OK(symm__put(ctx, 1, 0, fk_dev, 0, 0));
     ASSERT_EQ(fk.copies, 0);
 
+    /* a GPU heap: NIC atomics are never taken as atomic with the GPU's */
+    const uint32_t all = SYMM_TP_CAP_ATOMIC_GLOBAL | SYMM_TP_CAP_LOOPBACK | SYMM_TP_CAP_GPU_MEM;
+    ASSERT_EQ(symm__tp_job_caps(ctx, all), all & ~SYMM_TP_CAP_ATOMIC_GLOBAL);
+    symm__backend_ops hops = bops;
+    hops.id = SYMM_BACKEND_HOST;
+    ctx->ops = &hops;
+    ASSERT_EQ(symm__tp_job_caps(ctx, all), all);
+
     pthread_mutex_destroy(&tp.lock);
     free(ctx);
     free(fk_heap);
