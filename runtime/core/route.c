@@ -54,13 +54,18 @@ static inline bool via_tp(const symm__ctx *ctx, int32_t pe) {
  * reused at once, so nbi is not kept; allowed: nbi may complete early). */
 #define STAGE_BYTES (1u << 20)
 
-static bool staged(const symm__ctx *ctx, const void *p, uint64_t n) {
+/* Memory the CPU cannot read (the heap included): only with a device backend. */
+static bool dev_mem(const symm__ctx *ctx, const void *p) {
     const symm__backend_ops *o = ctx->ops;
-    if (!n || !p || !o->is_device_mem || !o->local_copy) return false;
+    return p && o->is_device_mem && o->local_copy && o->is_device_mem((symm__ctx *)ctx, p);
+}
+
+static bool staged(const symm__ctx *ctx, const void *p, uint64_t n) {
+    if (!n) return false;
     const uint8_t *c = p;
     if (ctx->heap_base && c >= ctx->heap_base && (uint64_t)(c - ctx->heap_base) < ctx->heap_cap)
         return false; /* the heap: the transport registered it */
-    return o->is_device_mem((symm__ctx *)ctx, p);
+    return dev_mem(ctx, p);
 }
 
 static symm_status tp_put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
@@ -102,9 +107,56 @@ static symm_status staged_put(symm__ctx *ctx, int32_t pe, uint64_t off, const ui
     return st;
 }
 
+/* ---- partial 64-bit words ----
+ * A transport without native 32-bit atomics builds them as 64-bit CMP_SWP
+ * loops, and the NIC reads and writes back all 8 bytes of the word: a plain
+ * store into the word's other bytes in between is lost. The ibverbs plugin
+ * therefore writes the partial words at either end of a put with CMP_SWP
+ * merges, reading those bytes with the CPU. Two consequences here:
+ *  - with amo_tp, this host's puts send their partial edge words through
+ *    the transport too (whole words stay load/store);
+ *  - a device buffer (heap included) reaches the transport only in whole
+ *    words: the edges go from a host copy. */
+static bool partial_words(uint64_t off, uint64_t n) { return n && ((off | n) & 7); }
+
+static symm_status put_edge(symm__ctx *ctx, int32_t pe, uint64_t off, const uint8_t *src,
+                            uint64_t k) {
+    uint8_t b[8];
+    const void *p = src;
+    if (dev_mem(ctx, src)) {
+        SYMM_TRY(ctx->ops->local_copy(ctx, b, src, k));
+        p = b;
+    }
+    return tp_put(ctx, pe, off, p, k, 0);
+}
+
+static void split_words(uint64_t off, uint64_t n, uint64_t *head, uint64_t *mid, uint64_t *tail) {
+    *head = off & 7 ? 8 - (off & 7) : 0;
+    if (*head > n) *head = n;
+    *tail = (n - *head) & 7;
+    *mid = n - *head - *tail;
+}
+
+/* Edges through the transport (blocking), whole words by symm__put. */
+static symm_status put_split(symm__ctx *ctx, int32_t pe, uint64_t off, const uint8_t *src,
+                             uint64_t n, uint32_t flags) {
+    uint64_t head, mid, tail;
+    split_words(off, n, &head, &mid, &tail);
+    symm_status st = SYMM_SUCCESS;
+    if (head) st = put_edge(ctx, pe, off, src, head);
+    if (st == SYMM_SUCCESS && mid) st = symm__put(ctx, pe, off + head, src + head, mid, flags);
+    if (st == SYMM_SUCCESS && tail) st = put_edge(ctx, pe, off + head + mid, src + head + mid, tail);
+    return st;
+}
+
 symm_status symm__put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
                       uint32_t flags) {
-    if (!via_tp(ctx, pe)) return ctx->ops->put(ctx, pe, off, src, n, flags);
+    const bool partial = partial_words(off, n);
+    if (!via_tp(ctx, pe)) {
+        if (partial && ctx->amo_tp && ctx->tp) return put_split(ctx, pe, off, src, n, flags);
+        return ctx->ops->put(ctx, pe, off, src, n, flags);
+    }
+    if (partial && dev_mem(ctx, src)) return put_split(ctx, pe, off, src, n, flags);
     if (staged(ctx, src, n)) {
         uint8_t *buf;
         size_t cap;
@@ -148,6 +200,22 @@ symm_status symm__put_signal(symm__ctx *ctx, int32_t pe, uint64_t off, const voi
                              uint32_t flags) {
     if (via_tp(ctx, pe)) {
         uint32_t sig_op = amo == SYMM_AMO_ADD ? SYMM_SIGNAL_ADD : SYMM_SIGNAL_SET;
+        if (partial_words(off, n) && dev_mem(ctx, src)) {
+            /* A device buffer with partial words: everything before the
+             * part that carries the signal completes first (blocking). */
+            uint64_t head, mid, tail;
+            split_words(off, n, &head, &mid, &tail);
+            const uint8_t *s8 = src;
+            if (!tail) {
+                SYMM_TRY(put_edge(ctx, pe, off, s8, head));
+                return symm__put_signal(ctx, pe, off + head, s8 + head, mid, sig_off, value, amo,
+                                        flags);
+            }
+            uint8_t b[8];
+            SYMM_TRY(symm__put(ctx, pe, off, s8, head + mid, 0));
+            SYMM_TRY(ctx->ops->local_copy(ctx, b, s8 + head + mid, tail));
+            return tp_put_signal(ctx, pe, off + head + mid, b, tail, sig_off, value, sig_op, 0);
+        }
         if (staged(ctx, src, n)) {
             /* Every piece but the last completes (blocking puts) before the
              * last one goes with the signal, so the signal still lands last. */
@@ -168,7 +236,7 @@ symm_status symm__put_signal(symm__ctx *ctx, int32_t pe, uint64_t off, const voi
     }
     /* This host: the data by load/store, then the fence orders it before the
      * signal update (which may itself go through the transport: amo_tp). */
-    if (n > 0) SYMM_TRY(ctx->ops->put(ctx, pe, off, src, n, flags));
+    if (n > 0) SYMM_TRY(symm__put(ctx, pe, off, src, n, flags));
     SYMM_TRY(symm__fence(ctx));
     return symm__atomic(ctx, pe, sig_off, SYMM_DTYPE_UINT64, amo, &value, NULL, NULL);
 }

@@ -387,8 +387,8 @@ static int fn_rma(pe *p) {
     char *m = malloc(len);
     OK(ops->get(p->state, m, other, off, len, 0));
     for (uint32_t i = 0; i < len; i++) CHECK(m[i] == (char)(i * 3 + p->me), "get byte %u", i);
-    /* inline: 64 bytes from the stack inline, 65 through the bounce buffer */
-    char small[65];
+    /* inline: 64 bytes from the stack inline, 72 through the bounce buffer */
+    char small[72];
     memset(small, 0x5a + p->me, sizeof small);
     c_barrier(p);
     long inl = fake_stat.inline_wrs;
@@ -397,10 +397,36 @@ static int fn_rma(pe *p) {
     c_barrier(p);
     CHECK(fake_stat.inline_wrs == inl + 1, "64 B put was not inline");
     c_barrier(p);
-    if (p->me == 0) OK(ops->put(p->state, other, 4096, small, 65, 0));
+    if (p->me == 0) OK(ops->put(p->state, other, 4096, small, 72, 0));
     c_barrier(p);
-    CHECK(fake_stat.inline_wrs == inl + 1, "65 B put went inline");
-    if (p->me == 1) CHECK(p->heap[4096 + 64] == 0x5a, "65 B put data");
+    CHECK(fake_stat.inline_wrs == inl + 1, "72 B put went inline");
+    if (p->me == 1) CHECK(p->heap[4096 + 71] == 0x5a, "72 B put data");
+    c_barrier(p);
+    /* partial 64-bit words at either end go as CMP_SWP merges (never a WRITE
+     * that a concurrent 32-bit atomic on the word's other half could undo);
+     * the other bytes of those words are kept; whole words are WRITEs */
+    if (p->me == 1) memset(p->heap + 8192, 0x11, 32);
+    c_barrier(p);
+    long cas = fake_stat.cas_wrs, wr = fake_stat.write_wrs;
+    c_barrier(p);
+    if (p->me == 0) {
+        char v[13];
+        memset(v, 0x77, sizeof v);
+        OK(ops->put(p->state, other, 8192 + 4, v, 4, 0));        /* high half of word 0 */
+        OK(ops->put(p->state, other, 8192 + 13, v, 13, 0));      /* 3 B + word 2 + 2 B */
+    }
+    c_barrier(p);
+    CHECK(fake_stat.cas_wrs == cas + 3, "partial-word CMP_SWPs: %ld", fake_stat.cas_wrs - cas);
+    CHECK(fake_stat.write_wrs == wr + 1, "whole-word WRITEs: %ld", fake_stat.write_wrs - wr);
+    if (p->me == 1) {
+        static const char want[32] = {0x11, 0x11, 0x11, 0x11, 0x77, 0x77, 0x77, 0x77,
+                                      0x11, 0x11, 0x11, 0x11, 0x11, 0x77, 0x77, 0x77,
+                                      0x77, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77,
+                                      0x77, 0x77, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11};
+        for (int i = 0; i < 32; i++)
+            CHECK(p->heap[8192 + i] == want[i], "partial-word put byte %d: %#x", i,
+                  (unsigned)(uint8_t)p->heap[8192 + i]);
+    }
     c_barrier(p);
     /* a 1.5 MiB put from malloc crosses the bounce chunk and the region edge */
     char *big = malloc(3u << 19);

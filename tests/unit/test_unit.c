@@ -243,6 +243,8 @@ static uint8_t *fk_heap;                     /* PE 0's heap ("GPU memory" too) *
 static struct {
     int puts, gets, signals, copies, mem_adds, exports;
     int staged_ptr;   /* a transport call saw a pointer into fk_dev */
+    int dev_partial;  /* ... or device bytes in a partial word */
+    int small_puts, bputs, bput_partial, sig_at_puts;
     uint32_t last_flags;
     uint64_t max_piece;
     int fd, fd_open, kind;
@@ -267,24 +269,42 @@ static int fk_dmabuf(symm__ctx *ctx, uint64_t off, uint64_t len) {
     fk.fd = open("/dev/null", O_RDONLY);
     return fk.fd;
 }
-static void fk_seen(const void *p, uint64_t n, uint32_t flags) {
+static void fk_seen(const void *p, uint64_t off, uint64_t n, uint32_t flags) {
     const uint8_t *c = p;
     if (c >= fk_dev && c < fk_dev + sizeof fk_dev) fk.staged_ptr = 1;
+    /* device bytes in a partial 64-bit word: the plugin would read them with the CPU */
+    if (n && ((off | n) & 7) && fk_is_dev(NULL, p)) fk.dev_partial = 1;
     if (n > fk.max_piece) fk.max_piece = n;
     fk.last_flags = flags;
 }
 static int32_t fk_put(void *st, int32_t pe, uint64_t off, const void *src, uint64_t n, uint32_t flags) {
     (void)st;
-    if (pe != 1 || off + n > FK_HEAP) return SYMM_ERR_INTERNAL;
-    fk_seen(src, n, flags);
+    if (pe < 0 || pe > 1 || off + n > FK_HEAP) return SYMM_ERR_INTERNAL;
+    fk_seen(src, off, n, flags);
     fk.puts++;
-    memcpy(fk_remote + off, src, n);
+    if (n < 8) fk.small_puts++;
+    memcpy((pe ? fk_remote : fk_heap) + off, src, n);
     return 0;
+}
+/* the backend's own put (this host's PEs: PE 0 only here) */
+static symm_status fk_bput(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
+                           uint32_t flags) {
+    (void)ctx;
+    (void)flags;
+    if (pe != 0 || off + n > FK_HEAP) return SYMM_ERR_INTERNAL;
+    fk.bputs++;
+    if ((off | n) & 7) fk.bput_partial++;
+    memcpy(fk_heap + off, src, n);
+    return SYMM_SUCCESS;
+}
+static symm_status fk_bfence(symm__ctx *ctx) {
+    (void)ctx;
+    return SYMM_SUCCESS;
 }
 static int32_t fk_get(void *st, void *dst, int32_t pe, uint64_t off, uint64_t n, uint32_t flags) {
     (void)st;
     if (pe != 1 || off + n > FK_HEAP) return SYMM_ERR_INTERNAL;
-    fk_seen(dst, n, flags);
+    fk_seen(dst, off, n, flags);
     fk.gets++;
     memcpy(dst, fk_remote + off, n);
     return 0;
@@ -293,6 +313,7 @@ static int32_t fk_put_signal(void *st, int32_t pe, uint64_t off, const void *src
                              uint64_t sig_off, uint64_t v, uint32_t sig_op, uint32_t flags) {
     int32_t rc = fk_put(st, pe, off, src, n, flags);
     if (rc) return rc;
+    fk.sig_at_puts = fk.puts; /* puts made when the signal lands */
     fk.signals++;
     uint64_t s;
     memcpy(&s, fk_remote + sig_off, 8);
@@ -317,7 +338,7 @@ static void test_route_gpu_staging(void) {
                                      .put_signal = fk_put_signal, .mem_add = fk_mem_add};
     symm__backend_ops bops = {.name = "fakegpu", .id = SYMM_BACKEND_CUDA,
                               .is_device_mem = fk_is_dev, .local_copy = fk_copy,
-                              .dmabuf_fd = fk_dmabuf};
+                              .dmabuf_fd = fk_dmabuf, .put = fk_bput, .fence = fk_bfence};
     fk_heap = calloc(1, FK_HEAP);
     ASSERT_TRUE(fk_heap != NULL);
     uint8_t remote[2] = {0, 1};
@@ -400,6 +421,58 @@ static void test_route_gpu_staging(void) {
     /* zero bytes: nothing staged */
     CHECK_OK(symm__put(ctx, 1, 0, fk_dev, 0, 0));
     ASSERT_EQ(fk.copies, 0);
+
+    /* partial 64-bit words from device memory (the heap too): the edges reach
+     * the transport from host copies, whole words as they are */
+    for (int i = 0; i < 64; i++) fk_heap[1024 + i] = (uint8_t)(0x40 + i);
+    memset(fk_remote, 0, 4096);
+    memset(&fk, 0, sizeof fk);
+    CHECK_OK(symm__put(ctx, 1, 5, fk_heap + 1024, 21, 0)); /* 3 + 16 + 2 */
+    ASSERT_EQ(fk.dev_partial, 0);
+    ASSERT_EQ(fk.puts, 3);
+    ASSERT_EQ(fk.small_puts, 2);
+    ASSERT_TRUE(memcmp(fk_remote + 5, fk_heap + 1024, 21) == 0);
+    ASSERT_EQ(fk_remote[4], 0);
+    ASSERT_EQ(fk_remote[26], 0);
+    memset(&fk, 0, sizeof fk);
+    CHECK_OK(symm__put_signal(ctx, 1, 64 + 6, fk_heap + 1024, 13, 512, 7, SYMM_AMO_SET, 0));
+    ASSERT_EQ(fk.dev_partial, 0);
+    ASSERT_EQ(fk.signals, 1);
+    ASSERT_EQ(fk.sig_at_puts, fk.puts); /* the signal came with the last piece */
+    ASSERT_TRUE(memcmp(fk_remote + 70, fk_heap + 1024, 13) == 0);
+    memcpy(&sig, fk_remote + 512, 8);
+    ASSERT_EQ(sig, 7u);
+    /* ... ending on a word boundary: the head first, the signal with the rest */
+    memset(&fk, 0, sizeof fk);
+    CHECK_OK(symm__put_signal(ctx, 1, 128 + 4, fk_heap + 1024, 12, 512, 9, SYMM_AMO_SET, 0));
+    ASSERT_EQ(fk.dev_partial, 0);
+    ASSERT_EQ(fk.puts, 2);
+    ASSERT_EQ(fk.sig_at_puts, 2);
+    ASSERT_TRUE(memcmp(fk_remote + 132, fk_heap + 1024, 12) == 0);
+
+    /* atomics through the transport (amo_tp): this host's puts send their
+     * partial edge words through it, whole words through the backend */
+    ctx->amo_tp = true;
+    uint8_t src13[13];
+    memset(src13, 0x5c, sizeof src13);
+    memset(fk_heap + 2048, 0x11, 32);
+    memset(&fk, 0, sizeof fk);
+    CHECK_OK(symm__put(ctx, 0, 2048 + 4, src13, 13, SYMM__NBI)); /* 4 + 8 + 1 */
+    ASSERT_EQ(fk.puts, 2);
+    ASSERT_EQ(fk.small_puts, 2);
+    ASSERT_EQ(fk.bputs, 1);
+    ASSERT_EQ(fk.bput_partial, 0);
+    for (int i = 0; i < 32; i++)
+        ASSERT_EQ(fk_heap[2048 + i], (i >= 4 && i < 17) ? 0x5c : 0x11);
+    memset(&fk, 0, sizeof fk);
+    CHECK_OK(symm__put(ctx, 0, 2048, src13, 8, 0)); /* one whole word: backend only */
+    ASSERT_EQ(fk.puts, 0);
+    ASSERT_EQ(fk.bputs, 1);
+    ctx->amo_tp = false;
+    memset(&fk, 0, sizeof fk);
+    CHECK_OK(symm__put(ctx, 0, 2048 + 4, src13, 12, 0)); /* no amo_tp: all load/store */
+    ASSERT_EQ(fk.puts, 0);
+    ASSERT_EQ(fk.bputs, 1);
 
     /* a GPU heap: NIC atomics are never taken as atomic with the GPU's */
     const uint32_t all = SYMM_TP_CAP_ATOMIC_GLOBAL | SYMM_TP_CAP_LOOPBACK | SYMM_TP_CAP_GPU_MEM;
