@@ -11,7 +11,11 @@
       One SVG per figure into DIR (default docs/plots): for every sized test
       that symm and an anchor both measured, bandwidth and time per operation
       against size side by side (<test>-vs-<anchor>.svg), plus the fixed-size
-      latencies as bars (latency-vs-<anchor>.svg).
+      latencies as bars (latency-vs-<anchor>.svg). Also takes the JSON of
+      tests/perf/bench_coll.py (symm vs NCCL vs SymmetricMemory: bus bandwidth
+      and time per call of each collective, coll-<op>-<N>ranks.svg) and of
+      tests/perf/bench_torch.py (host and GPU time per symm.torch.all_reduce
+      call beside NCCL and SymmetricMemory, torch-allreduce-<N>ranks.svg).
 
 Standard library only (the SVG is written directly), deterministic output, so
 the committed figures can be checked against a fresh run (tests/tools).
@@ -238,8 +242,99 @@ def latency_figure(values, anchor, color, caption):
     return svg(880, 80 + 58 * len(values), body)
 
 
+SERIES_COLORS = {'symm': '#1f6fb4', 'nccl': '#d9541e', 'symm-mem one-shot': '#3a9a3a',
+                 'symm-mem two-shot': '#8a4fb8', 'symm.torch heap': '#1f6fb4',
+                 'symm.torch staged': '#6fa8dc', 'ctypes floor': '#999999',
+                 'torch.distributed NCCL': '#d9541e', 'SymmetricMemory one-shot': '#3a9a3a'}
+
+
+def multi_figure(title, caption, left, right):
+    """Two log-log panels of several series: left/right = (series, ylabel, yunit),
+    series [(name, dashed, [(bytes, y)])]; empty series are left out."""
+    body = ['<text x="20" y="24" font-size="15" font-weight="bold">%s</text>' % esc(title),
+            '<text x="20" y="42" font-size="11" fill="#555">%s</text>' % esc(caption)]
+    names = []
+    for (series, ylabel, yunit), x0 in ((left, 95), (right, 540)):
+        ser = [(n, SERIES_COLORS.get(n, '#000'), d, pts) for n, d, pts in series if pts]
+        if ser:
+            panel(body, x0, 60, 320, 250, ser, ylabel, yunit)
+            names += [(n, c, d) for n, c, d, _ in ser if (n, c, d) not in names]
+    legend(body, 105, 358, names)  # under the panels: several series would hide the data
+    return svg(900, 370 + 16 * len(names), body)
+
+
+def plot_coll(doc, out_dir):
+    """bench_coll.py JSON: one figure per op (bus bandwidth, time per call)."""
+    written = []
+    impls = ['symm', 'nccl', 'symm-mem one-shot', 'symm-mem two-shot']
+    caption = '%d ranks on %d x %s, torch %s; back-to-back calls on one stream (CUDA events)' % (
+        doc.get('ranks', 0), doc.get('gpus', 0), doc.get('machine', '?'), doc.get('torch', '?'))
+    if doc.get('shared_gpu'):
+        caption += '; ranks share a GPU: not performance'
+    ops = []
+    for r in doc.get('rows', []):
+        if r['op'] not in ops:
+            ops.append(r['op'])
+    for op in ops:
+        bw, t = [], []
+        for impl in impls:
+            pts_bw, pts_t = [], []
+            for r in doc['rows']:
+                c = r.get(impl) or {}
+                if r['op'] == op and c.get('b2b_us') and c.get('busbw_gbs'):
+                    pts_t.append((r['bytes'], c['b2b_us']))
+                    pts_bw.append((r['bytes'], c['busbw_gbs']))
+            bw.append((impl, impl != 'symm', pts_bw))
+            t.append((impl, impl != 'symm', pts_t))
+        if sum(1 for _, _, p in t if len(p) >= 2) < 1:
+            continue
+        name = 'coll-%s-%dranks.svg' % (op.replace('_', '-'), doc.get('ranks', 0))
+        with open(os.path.join(out_dir, name), 'w') as f:
+            f.write(multi_figure('%s: symm vs NCCL vs SymmetricMemory' % op.replace('_', '-'),
+                                 caption, (bw, 'bus bandwidth', 'GB/s'),
+                                 (t, 'time per call', 'us')))
+        written.append(name)
+    return written
+
+
+def plot_torch(doc, out_dir):
+    """bench_torch.py JSON: host and GPU time per all_reduce call."""
+    rows = doc.get('rows', {})
+    host, gpu = [], []
+    for name, by_size in rows.items():
+        pts_h = [(int(sz), v['host_us']) for sz, v in by_size.items() if v.get('host_us')]
+        pts_g = [(int(sz), v['gpu_us']) for sz, v in by_size.items() if v.get('gpu_us')]
+        dashed = not name.startswith('symm.torch')
+        host.append((name, dashed, pts_h))
+        gpu.append((name, dashed, pts_g))
+    if not any(len(p) >= 2 for _, _, p in host):
+        return []
+    caption = '%d ranks on %d x %s, torch %s; medians' % (
+        doc.get('ranks', 0), doc.get('gpus', 0), doc.get('machine', '?'), doc.get('torch', '?'))
+    name = 'torch-allreduce-%dranks.svg' % doc.get('ranks', 0)
+    with open(os.path.join(out_dir, name), 'w') as f:
+        f.write(multi_figure('all_reduce per Python call: symm.torch vs torch.distributed vs '
+                             'SymmetricMemory', caption,
+                             (host, 'host time per call', 'us'),
+                             (gpu, 'GPU time per call (stream)', 'us')))
+    return [name]
+
+
 def plot(paths, out_dir):
     docs = [json.load(open(p)) for p in paths]
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    # the Python benchmarks' JSON: no "library" key
+    for d in docs:
+        if 'library' not in d and isinstance(d.get('rows'), list):
+            written += plot_coll(d, out_dir)
+        elif 'library' not in d and isinstance(d.get('rows'), dict):
+            written += plot_torch(d, out_dir)
+    docs = [d for d in docs if 'library' in d]
+    if not docs:
+        if not written:
+            sys.exit('plot-bench: nothing to draw in %s' % ', '.join(paths))
+        return written
     by_lib = {}
     for d in docs:
         by_lib.setdefault(d['library'], []).append(d)
@@ -249,7 +344,6 @@ def plot(paths, out_dir):
     anchors = sorted(l for l in by_lib if l != 'symm')
     if not anchors:
         sys.exit('plot-bench: no anchor (NVSHMEM, ...) results among %s' % ', '.join(paths))
-    os.makedirs(out_dir, exist_ok=True)
 
     def sized(doc):
         t = {}
@@ -261,7 +355,6 @@ def plot(paths, out_dir):
     def scalar(doc):
         return {r['key']: r['median'] for r in doc['results'] if r['unit'] == 'us'}
 
-    written = []
     s_sized, s_lat = sized(symm), scalar(symm)
     for k, anchor in enumerate(anchors):
         adoc = by_lib[anchor][0]

@@ -75,11 +75,12 @@ failed=()
 step() {
   local name=$1
   shift
+  local t0=$SECONDS
   echo "=== go: $name"
   if "$@"; then
-    echo "--- go: $name: ok"
+    echo "--- go: $name: ok ($((SECONDS - t0)) s)"
   else
-    echo "--- go: $name: FAILED"
+    echo "--- go: $name: FAILED ($((SECONDS - t0)) s)"
     failed+=("$name")
   fi
 }

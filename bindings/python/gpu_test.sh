@@ -25,15 +25,31 @@ NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 NP=$(( NGPU > 2 ? NGPU : 2 ))
 echo "python: $($PY --version 2>&1), torch $($PY -c 'import torch; print(torch.__version__)' 2>&1 | tail -1), cupy $($PY -c 'import cupy; print(cupy.__version__)' 2>&1 | tail -1); $NGPU GPU(s), $NP ranks"
 
-# 1. pip install from this checkout, offline (no build isolation: meson and
-#    ninja come from the machine).
+# 1. pip install from this checkout, offline (--no-index: meson and ninja come
+#    from the machine), first exactly as a user types it (pip's build
+#    isolation on), then, only if that fails, with --no-build-isolation.
 SITE=$(mktemp -d /tmp/symm-pysite.XXXXXX)
+pip_install() {  # extra pip arguments
+  rm -rf "$SITE" && mkdir -p "$SITE"
+  SYMM_WHEEL_BUILDDIR="$ROOT/build-wheel-gpu" SYMM_WHEEL_MESON_ARGS="-Dcuda=enabled -Dgpu_archs=$ARCHS" \
+    timeout 300 $PY -m pip install -q --no-index --no-deps --disable-pip-version-check "$@" \
+    --target "$SITE" ./bindings/python >> "$LOG" 2>&1 && [ -f "$SITE/symm/_lib/libsymm_runtime.so.1" ]
+}
 t0=$SECONDS
-if SYMM_WHEEL_BUILDDIR="$ROOT/build-wheel-gpu" SYMM_WHEEL_MESON_ARGS="-Dcuda=enabled -Dgpu_archs=$ARCHS" \
-    timeout 420 $PY -m pip install -q --no-build-isolation --no-deps --disable-pip-version-check \
-    --target "$SITE" ./bindings/python >> "$LOG" 2>&1 && [ -f "$SITE/symm/_lib/libsymm_runtime.so.1" ]; then
-  echo "python: pip install ./bindings/python: ok ($((SECONDS - t0)) s, $PY)"
+how=""
+if pip_install; then
+  how="plain, build isolation on"
+elif echo "===== retry with --no-build-isolation" >> "$LOG" && pip_install --no-build-isolation; then
+  how="only with --no-build-isolation: the plain install FAILED (python.log)"
+fi
+if [ -n "$how" ]; then
+  echo "python: pip install --no-index ./bindings/python: ok ($how; $((SECONDS - t0)) s, $PY)"
   RUNENV=(env -u SYMM_LOADER -u SYMM_RUNTIME PYTHONPATH="$SITE")
+  if "${RUNENV[@]}" "$SITE/symm/_lib/symm-info" > "$OUT/symm-info-wheel.txt" 2>&1; then
+    echo "python: the wheel's symm-info: runtime $(sed -n 's/^Runtime  //p' "$OUT/symm-info-wheel.txt"), $(grep -c 'GPU [0-9]*:' "$OUT/symm-info-wheel.txt") GPU(s), $(tail -1 "$OUT/symm-info-wheel.txt")"
+  else
+    echo "python: the wheel's symm-info: FAILED (symm-info-wheel.txt)"
+  fi
 else
   echo "python: pip install ./bindings/python: FAILED (see python.log); testing the source tree with $BUILD"
   tail -5 "$LOG"
@@ -46,11 +62,14 @@ pass=0; fail=0
 run_mode() {
   local mode=$1; shift
   echo "===== test_torch_gpu.py $mode ($NP ranks)" >> "$LOG"
-  if "$@" timeout -k 5 150 $PY -m torch.distributed.run --standalone --nproc_per_node=$NP \
+  local from; from=$(( $(wc -l < "$LOG") + 1 ))
+  if "$@" timeout -k 5 120 $PY -m torch.distributed.run --standalone --nproc_per_node=$NP \
        bindings/python/tests/test_torch_gpu.py "$mode" >> "$LOG" 2>&1; then
-    pass=$((pass + 1)); echo "python: torch tests, $mode: ok ($(grep -c "$mode\] PASS" "$LOG") case passes over $NP ranks)"
+    pass=$((pass + 1)); echo "python: torch tests, $mode: ok ($(tail -n +$from "$LOG" | grep -c "$mode\] PASS") case passes over $NP ranks)"
   else
-    fail=$((fail + 1)); echo "python: torch tests, $mode: FAILED"; grep -E "FAIL|Error|error" "$LOG" | tail -8
+    local rc=$?
+    fail=$((fail + 1)); echo "python: torch tests, $mode: FAILED (exit $rc$([ $rc = 124 ] && echo ': ran past 120 s'))"
+    tail -n +$from "$LOG" | grep -E "FAIL|Error|error|SKIP" | sort | uniq -c | sort -rn | head -8
   fi
 }
 run_mode env "${RUNENV[@]}"
@@ -58,7 +77,27 @@ run_mode uid "${RUNENV[@]}"
 run_mode fallback "${RUNENV[@]}" SYMM_RUNTIME=/nonexistent
 grep -h "SKIP" "$LOG" | sort -u | head -3
 
-# the examples that use torch: N ranks under torchrun, then one process with
+# 3. the benchmark (before the examples: it is what the run is for)
+if [ -z "$CRES" ] || [ ! -s "$CRES" ]; then
+  CRES=$OUT/.c_red; rm -f "$CRES"
+  if [ -x "$BUILD/tests/perf/bench_symm" ]; then
+    BENCH_SECTIONS=red BENCH_RESULTS=$CRES timeout -k 5 120 "$BUILD/runtime/symmrun" -n 2 \
+      --timeout 110 "$BUILD/tests/perf/bench_symm" >> "$LOG" 2>&1
+  fi
+fi
+: > "$OUT/bench_torch.txt"
+nps=2; [ "$NGPU" -ge 4 ] && nps="2 $NGPU"
+for np in $nps; do
+  echo "command: python3 -m torch.distributed.run --standalone --nproc_per_node=$np tests/perf/bench_torch.py --json bench_torch_$np.json --c-results $(basename "$CRES")" >> "$OUT/bench_torch.txt"
+  if "${RUNENV[@]}" timeout -k 5 180 $PY -m torch.distributed.run --standalone --nproc_per_node=$np \
+       tests/perf/bench_torch.py --json "$OUT/bench_torch_$np.json" --c-results "$CRES" \
+       >> "$OUT/bench_torch.txt" 2>&1; then
+    pass=$((pass + 1)); echo "python: bench_torch, $np ranks: ok"
+  else
+    fail=$((fail + 1)); echo "python: bench_torch, $np ranks: FAILED"; tail -5 "$OUT/bench_torch.txt"
+  fi
+done
+# 4. the examples that use torch: N ranks under torchrun, then one process with
 # the runtime missing (the fallback)
 for ex in allreduce_torch moe_dispatch; do
   echo "===== example $ex" >> "$LOG"
@@ -72,26 +111,6 @@ for ex in allreduce_torch moe_dispatch; do
 done
 grep -hE "^rank [0-9]+/[0-9]+: symm.torch" "$LOG" | head -2
 
-# 3. the benchmark
-if [ -z "$CRES" ] || [ ! -s "$CRES" ]; then
-  CRES=$OUT/.c_red; rm -f "$CRES"
-  if [ -x "$BUILD/tests/perf/bench_symm" ]; then
-    BENCH_SECTIONS=red BENCH_RESULTS=$CRES timeout -k 5 120 "$BUILD/runtime/symmrun" -n 2 \
-      --timeout 110 "$BUILD/tests/perf/bench_symm" >> "$LOG" 2>&1
-  fi
-fi
-: > "$OUT/bench_torch.txt"
-nps=2; [ "$NGPU" -ge 4 ] && nps="2 $NGPU"
-for np in $nps; do
-  echo "command: python3 -m torch.distributed.run --standalone --nproc_per_node=$np tests/perf/bench_torch.py --json bench_torch_$np.json --c-results $(basename "$CRES")" >> "$OUT/bench_torch.txt"
-  if "${RUNENV[@]}" timeout -k 5 240 $PY -m torch.distributed.run --standalone --nproc_per_node=$np \
-       tests/perf/bench_torch.py --json "$OUT/bench_torch_$np.json" --c-results "$CRES" \
-       >> "$OUT/bench_torch.txt" 2>&1; then
-    echo "python: bench_torch, $np ranks: ok"
-  else
-    fail=$((fail + 1)); echo "python: bench_torch, $np ranks: FAILED"; tail -5 "$OUT/bench_torch.txt"
-  fi
-done
 rm -rf "$SITE"
 echo "python: $pass passed, $fail failed"
 [ $fail = 0 ]

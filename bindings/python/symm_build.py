@@ -12,6 +12,7 @@ config_settings: {"builddir": PATH} reuses a Meson build directory;
 """
 import base64
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -63,24 +64,67 @@ def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
     return os.path.basename(d)
 
 
+def _tool_env():
+    """The environment for meson and ninja. Under pip's build isolation the
+    environment points Python at pip's private build environment
+    (PYTHONPATH with its sitecustomize, PYTHONNOUSERSITE), where a meson or
+    ninja that was pip-installed into this Python (as scripts/deps.sh does)
+    cannot import itself: those two entries are taken out again."""
+    env = dict(os.environ)
+    pp = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+          if p and "pip-build-env" not in p]
+    isolated = len(pp) != len([p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    if pp:
+        env["PYTHONPATH"] = os.pathsep.join(pp)
+    else:
+        env.pop("PYTHONPATH", None)
+    if isolated:
+        env.pop("PYTHONNOUSERSITE", None)
+    return env
+
+
 def _run(cmd):
     print("symm_build: " + " ".join(cmd), file=sys.stderr)
-    r = subprocess.run(cmd, stdout=sys.stderr, stderr=sys.stderr)
+    r = subprocess.run(cmd, stdout=sys.stderr, stderr=sys.stderr, env=_tool_env())
     if r.returncode:
         raise RuntimeError("symm_build: %s failed (exit %d)" % (cmd[0], r.returncode))
 
 
+def _build_source(bd):
+    """The source tree a Meson build directory was set up for, or None."""
+    try:
+        with open(os.path.join(bd, "meson-info", "meson-info.json"), encoding="utf-8") as f:
+            return json.load(f)["directories"]["source"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def _meson_build(config_settings):
     cs = config_settings or {}
+    if not os.path.exists(os.path.join(ROOT, "meson.build")):
+        raise RuntimeError("symm_build: %s is not the symm source tree (no meson.build): install "
+                           "from a checkout, python3 -m pip install ./bindings/python" % ROOT)
     bd = cs.get("builddir") or os.environ.get("SYMM_WHEEL_BUILDDIR")
-    if not bd:
-        bd = os.path.join(tempfile.gettempdir(), "symm-wheel-build-%d" % os.getuid())
+    if bd:
+        bd = os.path.abspath(bd)
+    else:
+        # One per source tree: a build directory made for another checkout
+        # would pack that checkout's libraries.
+        tag = hashlib.sha256(os.path.realpath(ROOT).encode()).hexdigest()[:12]
+        bd = os.path.join(tempfile.gettempdir(), "symm-wheel-build-%d-%s" % (os.getuid(), tag))
     for tool in ("meson", "ninja"):
         if not shutil.which(tool):
             raise RuntimeError("symm_build: %s is not on PATH (bash scripts/deps.sh installs it, "
                                "or: python3 -m pip install meson ninja)" % tool)
-    if not os.path.exists(os.path.join(bd, "build.ninja")):
-        extra = (cs.get("meson-args") or os.environ.get("SYMM_WHEEL_MESON_ARGS") or "").split()
+    extra = (cs.get("meson-args") or os.environ.get("SYMM_WHEEL_MESON_ARGS") or "").split()
+    if os.path.exists(os.path.join(bd, "build.ninja")):
+        src = _build_source(bd)
+        if src is not None and os.path.realpath(src) != os.path.realpath(ROOT):
+            raise RuntimeError("symm_build: the build directory %s belongs to %s, not to %s; "
+                               "name another (SYMM_WHEEL_BUILDDIR) or remove it" % (bd, src, ROOT))
+        if extra:  # the options asked for now, not those of an earlier setup
+            _run(["meson", "configure", bd] + extra)
+    else:
         _run(["meson", "setup", bd, ROOT, "-Dbuildtype=release", "-Dtests=disabled",
               "-Dfuzz=disabled", "-Dbindings=disabled"] + extra)
     _run(["ninja", "-C", bd])
@@ -141,7 +185,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         add(dist + "/METADATA", _metadata().encode())
         add(dist + "/WHEEL", ("Wheel-Version: 1.0\nGenerator: symm_build\n"
                               "Root-Is-Purelib: false\nTag: %s\n" % tag).encode())
-        add(dist + "/entry_points.txt", b"[console_scripts]\nsymmrun = symm._launch:main\n")
+        add(dist + "/entry_points.txt", b"[console_scripts]\nsymmrun = symm._launch:main\nsymm-info = symm._launch:info\n")
         records.append(dist + "/RECORD,,")
         z.writestr(dist + "/RECORD", "\n".join(records) + "\n")
     return wheel_name

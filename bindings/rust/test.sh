@@ -9,6 +9,7 @@
 #      missing-runtime test, single-PE tests, 4 PEs under symmrun, doc tests
 #   4. cargo doc and (when installed) cargo clippy without warnings
 #   5. the ring example on 4 PEs under symmrun, and with SYMM_RUNTIME=/nonexistent
+#   6. README.md's example as a package of its own, the same two ways
 # Cargo's output goes to BUILD_DIR/bindings/rust/target. Exit 0 only if all pass.
 set -u
 if [ $# -ne 1 ] || [ ! -d "$1" ]; then
@@ -19,14 +20,58 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 build=$(cd "$1" && pwd)
 
-cargo=$(command -v cargo || true)
-if [ -z "$cargo" ] && [ -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ]; then
-  cargo=${CARGO_HOME:-$HOME/.cargo}/bin/cargo
-  export PATH="$(dirname "$cargo"):$PATH"
+# Rust >= 1.77 (the crates' rust-version). Used in this order: cargo in PATH,
+# ${CARGO_HOME:-~/.cargo}/bin (rustup), else, as root with apt-get, Debian's
+# toolchain is installed: cargo-web/rustc-web (Debian 12: Rust 1.85 and later;
+# its plain 'cargo' is Rust 1.63, too old), or 'cargo' where that is recent.
+rust_min=1.77
+rust_ok() { # $1: a rustc; true when it is >= $rust_min
+  local v
+  v=$("$1" --version 2>/dev/null | awk '{print $2}')
+  [ -n "$v" ] && python3 - "$v" "$rust_min" <<'PY'
+import sys
+v = [int(x) for x in sys.argv[1].split("-")[0].split(".")[:2]]
+m = [int(x) for x in sys.argv[2].split(".")]
+sys.exit(0 if v >= m else 1)
+PY
+}
+find_rust() { # sets cargo, puts its directory first in PATH; true when usable
+  local d
+  for d in "$(dirname "$(command -v cargo 2>/dev/null || echo /nonexistent/cargo)")" \
+      "${CARGO_HOME:-$HOME/.cargo}/bin" /usr/bin; do
+    if [ -x "$d/cargo" ] && rust_ok "$d/rustc"; then
+      cargo=$d/cargo
+      export PATH="$d:$PATH"
+      return 0
+    fi
+  done
+  return 1
+}
+cargo=
+if ! find_rust && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  log=$build/bindings/rust-apt.log
+  mkdir -p "$build/bindings"
+  apt_get() { DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 "$@"; }
+  for pkg in cargo-web cargo; do
+    if ! apt-cache show "$pkg" >/dev/null 2>&1; then
+      apt_get update -qq >>"$log" 2>&1
+      apt-cache show "$pkg" >/dev/null 2>&1 || continue
+    fi
+    echo "rust bindings: no Rust >= $rust_min: apt-get install $pkg"
+    if ! apt_get install -y -qq "$pkg" >>"$log" 2>&1; then
+      apt_get update -qq >>"$log" 2>&1
+      apt_get install -y -qq "$pkg" >>"$log" 2>&1
+    fi
+    hash -r
+    find_rust && break
+  done
 fi
 if [ -z "$cargo" ]; then
-  echo "rust bindings: FAILED: cargo is not installed (not in PATH nor ${CARGO_HOME:-$HOME/.cargo}/bin);"
-  echo "  install a Rust toolchain >= 1.77 (rustup, or apt-get install cargo) to run this suite"
+  found=$(command -v rustc >/dev/null 2>&1 && rustc --version || echo "none")
+  echo "rust bindings: FAILED: no Rust toolchain >= $rust_min (cargo + rustc) found or installed (found: $found)."
+  echo "  Looked in PATH, ${CARGO_HOME:-$HOME/.cargo}/bin and /usr/bin; as root this script installs"
+  echo "  Debian's cargo-web (Rust >= 1.85 on Debian 12; log: $build/bindings/rust-apt.log). Otherwise install"
+  echo "  Rust >= $rust_min with rustup (https://rustup.rs) or your distribution, then run it again."
   exit 1
 fi
 for f in runtime/libsymm_runtime.so.1 runtime/symmrun; do
@@ -50,11 +95,12 @@ failed=()
 step() {
   local name=$1
   shift
+  local t0=$SECONDS
   echo "=== rust: $name"
   if "$@"; then
-    echo "--- rust: $name: ok"
+    echo "--- rust: $name: ok ($((SECONDS - t0)) s)"
   else
-    echo "--- rust: $name: FAILED"
+    echo "--- rust: $name: FAILED ($((SECONDS - t0)) s)"
     failed+=("$name")
   fi
 }
@@ -79,6 +125,36 @@ ring_missing_runtime() {
   grep -q 'SYMM_ERR_LIBRARY_NOT_FOUND' <<<"$out" && grep -q 'single-process sum = 0 (ok)' <<<"$out"
 }
 
+# The README's example as a user's own package: its Cargo.toml dependency
+# (the path pointed at this checkout) and src/main.rs, built offline (the
+# crates depend on std only), run on 4 PEs and without a runtime.
+readme_example() {
+  local dir=$build/bindings/rust/readme-example o
+  rm -rf "$dir" && mkdir -p "$dir/src" || return 1
+  python3 - "$here/README.md" "$dir" "$here/symm" <<'PY' || return 1
+import re, sys
+readme, dst, crate = sys.argv[1:]
+text = open(readme).read()
+toml = re.findall(r"```toml\n(.*?)```", text, re.S)[0]
+main = re.findall(r"```rust[^\n]*\n(.*?)```", text, re.S)[0]
+assert "/path/to/symm/bindings/rust/symm" in toml, "README's Cargo.toml names no symm path"
+toml = toml.replace("/path/to/symm/bindings/rust/symm", crate)
+head = '[package]\nname = "my-program"\nversion = "0.1.0"\nedition = "2021"\n\n[workspace]\n\n'
+open(dst + "/Cargo.toml", "w").write(head + toml)
+open(dst + "/src/main.rs", "w").write(main)
+PY
+  (cd "$dir" && "$cargo" build --offline --quiet) || return 1
+  o=$("$build/runtime/symmrun" -n 4 --timeout 60 -- "$CARGO_TARGET_DIR/debug/my-program" 2>&1) || {
+    echo "$o"
+    return 1
+  }
+  echo "$o"
+  [ "$(grep -c 'of 4: sum 6$' <<<"$o")" -eq 4 ] || return 1
+  o=$(SYMM_RUNTIME=/nonexistent "$CARGO_TARGET_DIR/debug/my-program" 2>&1) || { echo "$o"; return 1; }
+  echo "$o"
+  grep -q '^symm is not available here: symm: no usable runtime' <<<"$o"
+}
+
 echo "rust: $("$cargo" --version), $(rustc --version 2>/dev/null)"
 step "bindings.rs up to date" python3 symm-sys/gen_sys.py --check
 step "cargo build" "$cargo" build --offline --workspace --all-targets
@@ -92,6 +168,7 @@ if [ ${#failed[@]} -eq 0 ]; then
   fi
   step "example ring on 4 PEs" ring_4pes
   step "example ring without a runtime" ring_missing_runtime
+  step "README example (own package) on 4 PEs and without a runtime" readme_example
 fi
 
 if [ ${#failed[@]} -ne 0 ]; then

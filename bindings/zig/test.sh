@@ -78,11 +78,12 @@ failed=()
 step() {
   local name=$1
   shift
+  local t0=$SECONDS
   echo "=== zig: $name"
   if "$@"; then
-    echo "--- zig: $name: ok"
+    echo "--- zig: $name: ok ($((SECONDS - t0)) s)"
   else
-    echo "--- zig: $name: FAILED"
+    echo "--- zig: $name: FAILED ($((SECONDS - t0)) s)"
     failed+=("$name")
   fi
 }

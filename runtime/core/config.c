@@ -73,6 +73,8 @@ symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg) {
     cfg->uid_n_pes = a.n_pes;
     cfg->unique_id = a.unique_id;
     cfg->heap_chunk = SYMM__DEFAULT_HEAP_CHUNK;
+    cfg->heap_cap_attr = a.heap_cap != 0;
+    cfg->timeout_attr = a.timeout_ms != 0;
 
     const char *b = getenv("SYMM_BACKEND");
     if (b && cfg->backend == SYMM_BACKEND_AUTO) {

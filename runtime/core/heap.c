@@ -312,7 +312,9 @@ symm_status symm_buf_free(symm_buf h) {
         else ctx->bufs = b->next;
         if (b->next) b->next->prev = b->prev;
         symm__handle_release(SYMM__KIND_BUF, b->handle);
-        if (b->flags & SYMM__BUF_REGISTERED) symm__tp_mem_remove(ctx, b->off, b->bytes);
+        /* the range given to mem_add: the registered bytes, not the aligned span */
+        if (b->flags & SYMM__BUF_REGISTERED)
+            symm__tp_mem_remove(ctx, b->off, b->count * b->elem_size);
         if ((b->flags & SYMM__BUF_REGISTERED) && ctx->ops->unregister_mem)
             ctx->ops->unregister_mem(ctx, b->off, b->bytes);
         symm__alloc_give(&ctx->alloc, b->off, b->bytes);

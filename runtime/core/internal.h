@@ -78,6 +78,7 @@ typedef struct symm__config {
     int32_t device;
     int32_t uid_rank, uid_n_pes;
     symm_unique_id unique_id;
+    bool heap_cap_attr, timeout_attr; /* set by the init attributes (log) */
 } symm__config;
 
 /* Parse "64M", "1G", "4096" into bytes; false on junk. */
@@ -210,6 +211,17 @@ typedef struct symm__backend_ops {
     /* One line for the init log (device, versions, choices made). May be
      * NULL. Called once after a successful init, only when INFO logs. */
     void (*describe)(symm__ctx *ctx, char *buf, size_t cap);
+
+    /* ---- For transports (NULL: the backend's memory is host memory) ----
+     * A dma-buf file descriptor for [off, off + len) of this PE's heap, for
+     * the transport's mem_add (the core closes it afterwards); -1 when the
+     * device or driver cannot export one (the reason goes to the log). */
+    int (*dmabuf_fd)(symm__ctx *ctx, uint64_t off, uint64_t len);
+    /* Is p (a caller's local buffer) memory the CPU cannot read or write? */
+    bool (*is_device_mem)(symm__ctx *ctx, const void *p);
+    /* Synchronous copy of n bytes between any local memories (host or
+     * device), for staging device buffers through host memory. */
+    symm_status (*local_copy)(symm__ctx *ctx, void *dst, const void *src, uint64_t n);
 } symm__backend_ops;
 
 /* One collective call, validated by the core (offsets are heap byte offsets). */
@@ -501,6 +513,8 @@ symm_status symm__routes_init(symm__ctx *ctx);
 /* Collective: pick (SYMM_TRANSPORT), load and open the transport when the
  * job spans several hosts; nothing otherwise. */
 symm_status symm__tp_open(symm__ctx *ctx);
+/* The transport caps the core relies on (a device backend never has ATOMIC_GLOBAL). */
+uint32_t symm__tp_job_caps(const symm__ctx *ctx, uint32_t caps);
 /* Collective: make [off, off + len) of this PE's heap (local address base)
  * reachable by the transport. No-op without one. */
 symm_status symm__tp_mem_add(symm__ctx *ctx, void *base, uint64_t off, uint64_t len);

@@ -264,6 +264,22 @@ static const char *from_env(const char *name) {
     return getenv(name) ? "env" : "default";
 }
 
+/* Where a value came from: the init attributes win over the environment. */
+static const char *source(bool attr, const char *name) {
+    return attr ? "init attributes" : from_env(name);
+}
+
+/* The NVIDIA kernel driver's release ("580.95.05"), or "" (sysfs). */
+static void nvidia_driver(char *buf, size_t cap) {
+    buf[0] = '\0';
+    int fd = open("/sys/module/nvidia/version", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    ssize_t n = read(fd, buf, cap - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+}
+
 static void version_text(uint32_t v, char *buf, size_t cap) {
     snprintf(buf, cap, "%u.%u.%u", v / 1000000u, v / 1000u % 1000u, v % 1000u);
 }
@@ -309,14 +325,23 @@ void symm__log_init_summary(symm__ctx *ctx) {
                  env_backend && strcasecmp(env_backend, "auto") != 0 ? "SYMM_BACKEND" : "init attributes");
     } else if (ctx->backend_why[0]) {
         snprintf(why, sizeof why, "auto: %s", ctx->backend_why);
+    } else if (ctx->ops->id == SYMM_BACKEND_HOST) {
+        snprintf(why, sizeof why, "auto: host is the only backend in this runtime (built without "
+                 "CUDA)");
     } else {
         snprintf(why, sizeof why, "auto: the first backend of the registry was usable");
     }
     SYMM_INFO(SYMM_LOG_INIT, "backend %s (%s)", ctx->ops->name, why);
     if (ctx->ops->describe) {
-        char desc[768] = "";
+        char desc[768] = "", drv[64];
         ctx->ops->describe(ctx, desc, sizeof desc);
-        if (desc[0]) SYMM_INFO(SYMM_LOG_INIT, "%s: %s", ctx->ops->name, desc);
+        nvidia_driver(drv, sizeof drv);
+        if (desc[0])
+            SYMM_INFO(SYMM_LOG_INIT, "%s: %s%s%s", ctx->ops->name, desc,
+                      drv[0] ? "; NVIDIA driver " : "", drv);
+    } else if (ctx->ops->id == SYMM_BACKEND_HOST) {
+        SYMM_INFO(SYMM_LOG_INIT, "host: no device; the heap is host memory (memfd) shared by "
+                  "the PEs of this host");
     }
 
     /* Where the PEs are. */
@@ -340,11 +365,12 @@ void symm__log_init_summary(symm__ctx *ctx) {
     SYMM_INFO(SYMM_LOG_INIT,
               "heap cap %s (%s), chunk %s (%s), system area %s, backed %s; thread level %s; "
               "SYMM_TIMEOUT_MS %u (%s), SYMM_PEER_TIMEOUT_MS %u (%s)",
-              size_text(ctx->heap_cap, a, sizeof a), from_env("SYMM_HEAP_CAP"),
+              size_text(ctx->heap_cap, a, sizeof a), source(ctx->cfg.heap_cap_attr, "SYMM_HEAP_CAP"),
               size_text(ctx->cfg.heap_chunk, b, sizeof b), from_env("SYMM_HEAP_CHUNK"),
               size_text(ctx->sys_bytes, c, sizeof c), size_text(ctx->heap_mapped, d, sizeof d),
               ctx->thread_level <= SYMM_THREAD_MULTIPLE ? threads[ctx->thread_level] : "?",
-              ctx->cfg.timeout_ms, from_env("SYMM_TIMEOUT_MS"), ctx->cfg.peer_timeout_ms,
+              ctx->cfg.timeout_ms, source(ctx->cfg.timeout_attr, "SYMM_TIMEOUT_MS"),
+              ctx->cfg.peer_timeout_ms,
               from_env("SYMM_PEER_TIMEOUT_MS"));
     if (!ctx->tp)
         SYMM_INFO(SYMM_LOG_INIT, "transport: none (every PE is reached through the %s backend)",

@@ -46,16 +46,146 @@ static inline bool via_tp(const symm__ctx *ctx, int32_t pe) {
     return ctx->remote && ctx->remote[pe];
 }
 
+/* ---- device buffers outside the heap: staged through host memory ----
+ * A transport reaches the heap (registered at mem_add, GPU memory included)
+ * and host memory. A caller's GPU buffer outside the heap is neither: the
+ * core copies it through a host buffer with the backend's local_copy, piece
+ * by piece, each piece a blocking transport call (the staging buffer is
+ * reused at once, so nbi is not kept; allowed: nbi may complete early). */
+#define STAGE_BYTES (1u << 20)
+
+/* Memory the CPU cannot read (the heap included): only with a device backend. */
+static bool dev_mem(const symm__ctx *ctx, const void *p) {
+    const symm__backend_ops *o = ctx->ops;
+    return p && o->is_device_mem && o->local_copy && o->is_device_mem((symm__ctx *)ctx, p);
+}
+
+static bool staged(const symm__ctx *ctx, const void *p, uint64_t n) {
+    if (!n) return false;
+    const uint8_t *c = p;
+    if (ctx->heap_base && c >= ctx->heap_base && (uint64_t)(c - ctx->heap_base) < ctx->heap_cap)
+        return false; /* the heap: the transport registered it */
+    return dev_mem(ctx, p);
+}
+
+static symm_status tp_put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
+                          uint32_t tflags) {
+    TP_CALL(ctx, put(tp_->state, pe, off, src, n, tflags));
+}
+
+static symm_status tp_get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
+                          uint32_t tflags) {
+    TP_CALL(ctx, get(tp_->state, dst, pe, off, n, tflags));
+}
+
+static symm_status tp_put_signal(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src,
+                                 uint64_t n, uint64_t sig_off, uint64_t value, uint32_t sig_op,
+                                 uint32_t tflags) {
+    TP_CALL(ctx, put_signal(tp_->state, pe, off, src, n, sig_off, value, sig_op, tflags));
+}
+
+static symm_status stage_alloc(uint64_t n, uint8_t **buf, size_t *cap) {
+    *cap = n < STAGE_BYTES ? (size_t)n : STAGE_BYTES;
+    *buf = malloc(*cap);
+    if (!*buf)
+        return symm__err(SYMM_ERR_OUT_OF_MEMORY,
+                         "out of host memory for a %zu-byte staging buffer (GPU buffer to a PE "
+                         "on another host)", *cap);
+    return SYMM_SUCCESS;
+}
+
+/* Put n bytes of a device buffer through the staging buffer, piece by piece. */
+static symm_status staged_put(symm__ctx *ctx, int32_t pe, uint64_t off, const uint8_t *src,
+                              uint64_t n, uint8_t *buf, size_t cap) {
+    symm_status st = SYMM_SUCCESS;
+    for (uint64_t done = 0; done < n && st == SYMM_SUCCESS;) {
+        uint64_t m = n - done < cap ? n - done : cap;
+        st = ctx->ops->local_copy(ctx, buf, src + done, m);
+        if (st == SYMM_SUCCESS) st = tp_put(ctx, pe, off + done, buf, m, 0);
+        done += m;
+    }
+    return st;
+}
+
+/* ---- partial 64-bit words ----
+ * A transport without native 32-bit atomics builds them as 64-bit CMP_SWP
+ * loops, and the NIC reads and writes back all 8 bytes of the word: a plain
+ * store into the word's other bytes in between is lost. The ibverbs plugin
+ * therefore writes the partial words at either end of a put with CMP_SWP
+ * merges, reading those bytes with the CPU. Two consequences here:
+ *  - with amo_tp, this host's puts send their partial edge words through
+ *    the transport too (whole words stay load/store);
+ *  - a device buffer (heap included) reaches the transport only in whole
+ *    words: the edges go from a host copy. */
+static bool partial_words(uint64_t off, uint64_t n) { return n && ((off | n) & 7); }
+
+static symm_status put_edge(symm__ctx *ctx, int32_t pe, uint64_t off, const uint8_t *src,
+                            uint64_t k) {
+    uint8_t b[8];
+    const void *p = src;
+    if (dev_mem(ctx, src)) {
+        SYMM_TRY(ctx->ops->local_copy(ctx, b, src, k));
+        p = b;
+    }
+    return tp_put(ctx, pe, off, p, k, 0);
+}
+
+static void split_words(uint64_t off, uint64_t n, uint64_t *head, uint64_t *mid, uint64_t *tail) {
+    *head = off & 7 ? 8 - (off & 7) : 0;
+    if (*head > n) *head = n;
+    *tail = (n - *head) & 7;
+    *mid = n - *head - *tail;
+}
+
+/* Edges through the transport (blocking), whole words by symm__put. */
+static symm_status put_split(symm__ctx *ctx, int32_t pe, uint64_t off, const uint8_t *src,
+                             uint64_t n, uint32_t flags) {
+    uint64_t head, mid, tail;
+    split_words(off, n, &head, &mid, &tail);
+    symm_status st = SYMM_SUCCESS;
+    if (head) st = put_edge(ctx, pe, off, src, head);
+    if (st == SYMM_SUCCESS && mid) st = symm__put(ctx, pe, off + head, src + head, mid, flags);
+    if (st == SYMM_SUCCESS && tail) st = put_edge(ctx, pe, off + head + mid, src + head + mid, tail);
+    return st;
+}
+
 symm_status symm__put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
                       uint32_t flags) {
-    if (!via_tp(ctx, pe)) return ctx->ops->put(ctx, pe, off, src, n, flags);
-    TP_CALL(ctx, put(tp_->state, pe, off, src, n, (flags & SYMM__NBI) ? SYMM_TP_NBI : 0));
+    const bool partial = partial_words(off, n);
+    if (!via_tp(ctx, pe)) {
+        if (partial && ctx->amo_tp && ctx->tp) return put_split(ctx, pe, off, src, n, flags);
+        return ctx->ops->put(ctx, pe, off, src, n, flags);
+    }
+    if (partial && dev_mem(ctx, src)) return put_split(ctx, pe, off, src, n, flags);
+    if (staged(ctx, src, n)) {
+        uint8_t *buf;
+        size_t cap;
+        SYMM_TRY(stage_alloc(n, &buf, &cap));
+        symm_status st = staged_put(ctx, pe, off, src, n, buf, cap);
+        free(buf);
+        return st;
+    }
+    return tp_put(ctx, pe, off, src, n, (flags & SYMM__NBI) ? SYMM_TP_NBI : 0);
 }
 
 symm_status symm__get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
                       uint32_t flags) {
     if (!via_tp(ctx, pe)) return ctx->ops->get(ctx, dst, pe, off, n, flags);
-    TP_CALL(ctx, get(tp_->state, dst, pe, off, n, (flags & SYMM__NBI) ? SYMM_TP_NBI : 0));
+    if (staged(ctx, dst, n)) {
+        uint8_t *buf, *out = dst;
+        size_t cap;
+        SYMM_TRY(stage_alloc(n, &buf, &cap));
+        symm_status st = SYMM_SUCCESS;
+        for (uint64_t done = 0; done < n && st == SYMM_SUCCESS;) {
+            uint64_t m = n - done < cap ? n - done : cap;
+            st = tp_get(ctx, buf, pe, off + done, m, 0);
+            if (st == SYMM_SUCCESS) st = ctx->ops->local_copy(ctx, out + done, buf, m);
+            done += m;
+        }
+        free(buf);
+        return st;
+    }
+    return tp_get(ctx, dst, pe, off, n, (flags & SYMM__NBI) ? SYMM_TP_NBI : 0);
 }
 
 symm_status symm__atomic(symm__ctx *ctx, int32_t pe, uint64_t off, uint32_t dtype, uint32_t op,
@@ -70,12 +200,43 @@ symm_status symm__put_signal(symm__ctx *ctx, int32_t pe, uint64_t off, const voi
                              uint32_t flags) {
     if (via_tp(ctx, pe)) {
         uint32_t sig_op = amo == SYMM_AMO_ADD ? SYMM_SIGNAL_ADD : SYMM_SIGNAL_SET;
-        TP_CALL(ctx, put_signal(tp_->state, pe, off, src, n, sig_off, value, sig_op,
-                                (flags & SYMM__NBI) ? SYMM_TP_NBI : 0));
+        if (partial_words(off, n) && dev_mem(ctx, src)) {
+            /* A device buffer with partial words: everything before the
+             * part that carries the signal completes first (blocking). */
+            uint64_t head, mid, tail;
+            split_words(off, n, &head, &mid, &tail);
+            const uint8_t *s8 = src;
+            if (!tail) {
+                SYMM_TRY(put_edge(ctx, pe, off, s8, head));
+                return symm__put_signal(ctx, pe, off + head, s8 + head, mid, sig_off, value, amo,
+                                        flags);
+            }
+            uint8_t b[8];
+            SYMM_TRY(symm__put(ctx, pe, off, s8, head + mid, 0));
+            SYMM_TRY(ctx->ops->local_copy(ctx, b, s8 + head + mid, tail));
+            return tp_put_signal(ctx, pe, off + head + mid, b, tail, sig_off, value, sig_op, 0);
+        }
+        if (staged(ctx, src, n)) {
+            /* Every piece but the last completes (blocking puts) before the
+             * last one goes with the signal, so the signal still lands last. */
+            uint8_t *buf;
+            size_t cap;
+            SYMM_TRY(stage_alloc(n, &buf, &cap));
+            uint64_t last = (n - 1) / cap * cap; /* offset of the last piece */
+            symm_status st = staged_put(ctx, pe, off, src, last, buf, cap);
+            if (st == SYMM_SUCCESS)
+                st = ctx->ops->local_copy(ctx, buf, (const uint8_t *)src + last, n - last);
+            if (st == SYMM_SUCCESS)
+                st = tp_put_signal(ctx, pe, off + last, buf, n - last, sig_off, value, sig_op, 0);
+            free(buf);
+            return st;
+        }
+        return tp_put_signal(ctx, pe, off, src, n, sig_off, value, sig_op,
+                             (flags & SYMM__NBI) ? SYMM_TP_NBI : 0);
     }
     /* This host: the data by load/store, then the fence orders it before the
      * signal update (which may itself go through the transport: amo_tp). */
-    if (n > 0) SYMM_TRY(ctx->ops->put(ctx, pe, off, src, n, flags));
+    if (n > 0) SYMM_TRY(symm__put(ctx, pe, off, src, n, flags));
     SYMM_TRY(symm__fence(ctx));
     return symm__atomic(ctx, pe, sig_off, SYMM_DTYPE_UINT64, amo, &value, NULL, NULL);
 }

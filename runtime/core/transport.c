@@ -229,6 +229,7 @@ symm_status symm__tp_open(symm__ctx *ctx) {
                       : symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory");
         for (int32_t pe = 0; st == SYMM_SUCCESS && pe < ctx->n_pes; pe++) caps &= all_caps[pe];
         free(all_caps);
+        caps = symm__tp_job_caps(ctx, caps);
         if (st == SYMM_SUCCESS && !(caps & SYMM_TP_CAP_ATOMIC_GLOBAL)) {
             if (!(caps & SYMM_TP_CAP_LOOPBACK)) {
                 st = symm__err(SYMM_ERR_NOT_SUPPORTED,
@@ -250,19 +251,33 @@ symm_status symm__tp_open(symm__ctx *ctx) {
         symm__tp_close(ctx);
         return symm__err(st, "%s", msg);
     }
-    SYMM_INFO(SYMM_LOG_TRANSPORT, "%s opened on %s (caps 0x%x%s)", tp->name,
-              tp->info.device, tp->info.caps,
-              ctx->amo_tp ? ", every atomic update through the transport" : "");
+    SYMM_INFO(SYMM_LOG_TRANSPORT, "%s opened on %s (caps 0x%x%s); chosen by SYMM_TRANSPORT=%s%s%s",
+              tp->name, tp->info.device, tp->info.caps,
+              ctx->amo_tp ? ", every atomic update through the transport" : "", want,
+              tried[0] ? "; skipped: " : "", tried);
     return SYMM_SUCCESS;
+}
+
+/* The caps the core may rely on. ATOMIC_GLOBAL means NIC atomics are atomic
+ * with the CPU's; a GPU heap is updated by the GPU's atomics (the backend's
+ * atomic kernel), which no NIC claims to be atomic with, so with a device
+ * backend every atomic update goes through the transport as for ATOMIC_HCA. */
+uint32_t symm__tp_job_caps(const symm__ctx *ctx, uint32_t caps) {
+    if (ctx->ops->id != SYMM_BACKEND_HOST) caps &= ~SYMM_TP_CAP_ATOMIC_GLOBAL;
+    return caps;
 }
 
 symm_status symm__tp_mem_add(symm__ctx *ctx, void *base, uint64_t off, uint64_t len) {
     struct symm__tp *tp = ctx->tp;
     if (!tp || !tp->state) return SYMM_SUCCESS;
     uint32_t kind = ctx->ops->id == SYMM_BACKEND_HOST ? SYMM_TP_MEM_HOST : SYMM_TP_MEM_CUDA;
+    /* GPU memory: a dma-buf of the range when the backend can export one
+     * (cuMemGetHandleForAddressRange); the plugin dups what it keeps. */
+    int fd = kind == SYMM_TP_MEM_CUDA && ctx->ops->dmabuf_fd ? ctx->ops->dmabuf_fd(ctx, off, len) : -1;
     pthread_mutex_lock(&tp->lock);
-    int32_t st = tp->ops->mem_add(tp->state, base, off, len, kind, -1);
+    int32_t st = tp->ops->mem_add(tp->state, base, off, len, kind, fd);
     pthread_mutex_unlock(&tp->lock);
+    if (fd >= 0) close(fd);
     if (st == SYMM_ERR_PEER_FAILED) symm__mark_failed(ctx);
     if (st) return symm__err_prefix(tp->name, (symm_status)st);
     return SYMM_SUCCESS;

@@ -29,6 +29,7 @@
 
 #include "internal.h"
 #include "runtime_beside.h"
+#include "../transports/transport.h"
 #ifdef SYMM_INFO_HAVE_CUDA
 #include "cuda_driver.h"
 #endif
@@ -165,8 +166,17 @@ static void backends(void) {
                                                       : "memfd_create failed");
     if (fd >= 0) close(fd);
 
+    /* The NVIDIA kernel driver's release (e.g. 580.95.05), beside the CUDA
+     * driver API version libcuda reports. */
+    char kdrv[64] = "";
+    FILE *kf = fopen("/sys/module/nvidia/version", "r");
+    if (kf) {
+        if (!fgets(kdrv, sizeof kdrv, kf)) kdrv[0] = '\0';
+        fclose(kf);
+        kdrv[strcspn(kdrv, "\n")] = '\0';
+    }
     bool cuda_compiled = false, cuda_ok = false;
-    char cuda_why[512] = "this build has no CUDA backend (no nvcc/cuda.h at build time)";
+    char cuda_why[512] = "this build has no CUDA backend (built without it: -Dcuda=disabled, or no nvcc/cuda.h)";
     char drv[32] = "";
     gpu gpus[64];
     int n = 0;
@@ -207,7 +217,8 @@ static void backends(void) {
             }
             cuda_ok = usable > 0;
             snprintf(cuda_why, sizeof cuda_why, "%d GPU(s), %d with VMM and POSIX fd handles; "
-                     "CUDA driver API %s", n, usable, drv);
+                     "CUDA driver API %s%s%s", n, usable, drv, kdrv[0] ? ", NVIDIA driver " : "",
+                     kdrv);
         }
     }
 #endif
@@ -225,6 +236,7 @@ static void backends(void) {
         jfield_b("usable", cuda_ok);
         jfield_s("detail", cuda_why);
         jfield_s("driver_version", drv[0] ? drv : NULL);
+        jfield_s("nvidia_driver", kdrv[0] ? kdrv : NULL);
         jopen("gpus", '[');
         for (int i = 0; i < n; i++) {
             char cc[16];
@@ -272,7 +284,104 @@ static void backends(void) {
 
 /* ---- transports ---------------------------------------------------------- */
 
-static void transports(void) {
+/* Services for a plugin's probe (local, no collectives): the environment and
+ * nothing else. */
+static const char *svc_getenv(void *c, const char *name) {
+    (void)c;
+    return getenv(name);
+}
+static int32_t svc_set_error(void *c, int32_t status, const char *msg) {
+    (void)c;
+    (void)msg;
+    return status;
+}
+static void svc_log(void *c, int32_t level, const char *msg) {
+    (void)c;
+    (void)level;
+    (void)msg;
+}
+static int32_t svc_none(void *c) {
+    (void)c;
+    return SYMM_SUCCESS;
+}
+static int32_t svc_allgather(void *c, const void *mine, void *all, size_t len) {
+    (void)c;
+    memcpy(all, mine, len); /* a job of one: never called by a probe */
+    return SYMM_SUCCESS;
+}
+
+/* What the runtime would find for transport `name`: the plugin file (the
+ * runtime's search: SYMM_TRANSPORT_PATH, the runtime's folder, its
+ * transports/<name>/), whether it loads, and its probe's verdict. */
+typedef struct tp_report {
+    char path[PATH_MAX + 64];
+    bool found, loads, usable;
+    char why[1024];
+} tp_report;
+
+static void tp_examine(const char *name, const char *runtime_path, tp_report *t) {
+    memset(t, 0, sizeof *t);
+    char dirs[4096] = "", rtdir[PATH_MAX] = "";
+    const char *env = getenv("SYMM_TRANSPORT_PATH");
+    if (env && *env) snprintf(dirs, sizeof dirs, "%s", env);
+    if (runtime_path) {
+        const char *slash = strrchr(runtime_path, '/');
+        if (slash) snprintf(rtdir, sizeof rtdir, "%.*s", (int)(slash - runtime_path), runtime_path);
+    }
+    if (rtdir[0]) {
+        size_t len = strlen(dirs);
+        snprintf(dirs + len, sizeof dirs - len, "%s%s:%s/transports/%s", len ? ":" : "", rtdir,
+                 rtdir, name);
+    }
+    char *save = NULL;
+    for (char *d = strtok_r(dirs, ":", &save); d && !t->found; d = strtok_r(NULL, ":", &save)) {
+        snprintf(t->path, sizeof t->path, "%s/libsymm_transport_%s.so", d, name);
+        t->found = access(t->path, F_OK) == 0;
+    }
+    if (!t->found) {
+        t->path[0] = '\0';
+        snprintf(t->why, sizeof t->why, "no libsymm_transport_%s.so beside the runtime%s", name,
+                 env && *env ? " or in SYMM_TRANSPORT_PATH" : "");
+        return;
+    }
+    void *dl = dlopen(t->path, RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        const char *e = dlerror();
+        snprintf(t->why, sizeof t->why, "cannot load: %s", e ? e : "unknown error");
+        return;
+    }
+    void *sym = dlsym(dl, SYMM_TP_ENTRY);
+    symm_tp_entry_fn entry;
+    memcpy(&entry, &sym, sizeof entry);
+    const symm_tp_ops *ops = sym ? entry(SYMM_TP_IFACE) : NULL;
+    if (!ops || !ops->probe) {
+        snprintf(t->why, sizeof t->why, "%s", sym ? "refuses this transport interface"
+                                                  : "not a symm transport plugin");
+        dlclose(dl);
+        return;
+    }
+    t->loads = true;
+    symm_tp_core core = {
+        .size = sizeof core, .iface = SYMM_TP_IFACE, .core = NULL, .my_pe = 0, .n_pes = 1,
+        .device = -1, .timeout_ms = 60000, .peer_timeout_ms = 100,
+        .allgather = svc_allgather, .barrier = svc_none, .check_failed = svc_none,
+        .set_error = svc_set_error, .log = svc_log, .getenv = svc_getenv,
+    };
+    char why[512] = "";
+    int32_t st = ops->probe(&core, why, sizeof why);
+    t->usable = st == SYMM_SUCCESS;
+    if (t->usable) snprintf(t->why, sizeof t->why, "usable here");
+    else snprintf(t->why, sizeof t->why, "%s (%s)", why[0] ? why : "not usable",
+                  symm_status_string((symm_status)st));
+    dlclose(dl);
+}
+
+static void transports(const report *r) {
+    static const char *const names[] = {"ibverbs", "tcp"}; /* the registry's AUTO order */
+    const char *rt = r->runtime_ok ? symm_loader_runtime_path() : NULL;
+    tp_report tps[2];
+    for (int i = 0; i < 2; i++) tp_examine(names[i], rt, &tps[i]);
+    const char *want = getenv("SYMM_TRANSPORT");
     char why[512];
     int ndev = 0;
     void *lib = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -283,16 +392,36 @@ static void transports(void) {
         snprintf(why, sizeof why, "libibverbs.so.1 found");
     }
     if (json) {
+        jfield_s("transport_choice", want && *want ? want : "auto");
         jopen("transports", '[');
+        for (int i = 1; i < 2; i++) { /* tcp; ibverbs below with its devices */
+            jopen(NULL, '{');
+            jfield_s("name", names[i]);
+            jfield_b("compiled", tps[i].found);
+            jfield_s("plugin", tps[i].found ? tps[i].path : NULL);
+            jfield_b("loads", tps[i].loads);
+            jfield_b("usable", tps[i].usable);
+            jfield_s("detail", tps[i].why);
+            jclose('}');
+        }
         jopen(NULL, '{');
         jfield_s("name", "ibverbs");
-        jfield_b("compiled", false); /* the plugin does not exist yet */
+        jfield_b("compiled", tps[0].found);
+        jfield_s("plugin", tps[0].found ? tps[0].path : NULL);
+        jfield_b("loads", tps[0].loads);
+        jfield_b("usable", tps[0].usable);
+        jfield_s("detail", tps[0].why);
         jfield_b("library", lib != NULL);
-        jfield_s("detail", why);
+        jfield_s("library_detail", why);
         jopen("devices", '[');
     } else {
-        printf("\nTransports (to PEs on other hosts)\n");
-        printf("  ibverbs plugin not built in this version; %s\n", why);
+        printf("\nTransports (to PEs on other hosts; SYMM_TRANSPORT=%s, AUTO order ibverbs, tcp)\n",
+               want && *want ? want : "auto");
+        for (int i = 0; i < 2; i++)
+            printf("  %-8s %-3s / %-3s  %s%s%s\n", names[i], tps[i].found ? "yes" : "no",
+                   tps[i].usable ? "yes" : "no", tps[i].why, tps[i].found ? "; " : "",
+                   tps[i].found ? tps[i].path : "");
+        printf("  ibverbs library: %s\n", why);
     }
 #ifdef SYMM_INFO_HAVE_IBVERBS
     /* Entry points by name (the library is optional at run time). */
@@ -365,13 +494,24 @@ static void transports(void) {
                     for (int k = 0; k < 16; k += 2)
                         at += snprintf(t + at, sizeof t - (size_t)at, "%s%02x%02x", k ? ":" : "",
                                        gid.raw[k], gid.raw[k + 1]);
+                    /* RoCE v1 / v2 (sysfs; InfiniBand ports have no type) */
+                    char tp[64] = "", tpath[PATH_MAX];
+                    snprintf(tpath, sizeof tpath,
+                             "/sys/class/infiniband/%s/ports/%u/gid_attrs/types/%d", name, p, g);
+                    FILE *tf = fopen(tpath, "r");
+                    if (tf) {
+                        if (!fgets(tp, sizeof tp, tf)) tp[0] = '\0';
+                        fclose(tf);
+                        tp[strcspn(tp, "\n")] = '\0';
+                    }
                     if (json) {
                         jopen(NULL, '{');
                         jfield_i("index", g);
                         jfield_s("gid", t);
+                        jfield_s("type", tp[0] ? tp : NULL);
                         jclose('}');
                     } else {
-                        printf("      GID[%d] %s\n", g, t);
+                        printf("      GID[%d] %s%s%s\n", g, t, tp[0] ? "  " : "", tp);
                     }
                 }
                 if (json) {
@@ -427,6 +567,13 @@ static const var vars[] = {
     {"SYMM_CUDA_COPY_KERNEL_MAX", "... up to (bytes; 0: copy engine only)", false},
     {"SYMM_CUDA_STREAM_MEMOPS", "1: EQ stream waits with cuStreamWaitValue64", false},
     {"SYMM_CUDA_DISABLE_P2P", "1: no load/store between GPUs", false},
+    {"SYMM_TRANSPORT", "transport to other hosts: auto, none, ibverbs, tcp", false},
+    {"SYMM_TRANSPORT_PATH", "folders searched first for transport plugins", false},
+    {"SYMM_TCP_ADDR", "tcp transport: address to listen on", false},
+    {"SYMM_TCP_NO_GLOBAL_ATOMICS", "tcp transport: test switch (atomics through it)", false},
+    {"SYMM_IB_DEVICE", "ibverbs: RDMA device name[:port]", false},
+    {"SYMM_IB_GID_INDEX", "ibverbs, RoCE: GID table index", false},
+    {"SYMM_LOADER", "Python package: the loader it opens", false},
     {"SYMM_DEBUG", "log level: NONE, WARN, INFO, TRACE", false},
     {"SYMM_DEBUG_SUBSYS", "log subsystems", false},
     {"SYMM_DEBUG_FILE", "log file pattern (%h %p %r)", false},
@@ -544,7 +691,7 @@ int main(int argc, char **argv) {
     }
     loader_runtime(&r);
     backends();
-    transports();
+    transports(&r);
     configuration(&r);
     if (json) {
         jfield_b("usable", r.runtime_ok && r.config_ok);

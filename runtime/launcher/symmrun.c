@@ -121,7 +121,7 @@ static void child_exec(int rank, long n, long hosts, pid_t parent, const sigset_
     sigprocmask(SIG_SETMASK, mask, NULL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(EXIT_INTERNAL); /* symmrun died before prctl */
-    char v[48]; /* "symmrun-host-" and any long */
+    char v[48]; /* "symmrun-host-" + a long */
     snprintf(v, sizeof v, "%d", rank);
     setenv("SYMM_RANK", v, 1);
     setenv("SYMM_LOCAL_RANK", v, 1);

@@ -5,7 +5,9 @@ SymmetricMemory one-shot / two-shot all-reduce, in one job.
     python3 -m torch.distributed.run --standalone --nproc_per_node=N \\
         tests/perf/bench_coll.py [--json FILE] [--max-bytes B] [--ops a,b]
 
-Ops: all_reduce, all_gather, reduce_scatter, all_to_all (float32; "bytes" is
+Ops: barrier, all_reduce, all_gather, reduce_scatter, all_to_all (barrier: symm's
+stream barrier, SymmetricMemory's barrier on channel 0, and NCCL's nearest
+stand-in, a 4-byte all-reduce, one row; the others float32; "bytes" is
 the size of the largest buffer: the all-reduce tensor, all-gather output,
 reduce-scatter input, all-to-all tensor), 8 B to --max-bytes (default 1 GiB)
 in powers of 4. For each: GPU time per call, median of 5 repetitions of K
@@ -34,7 +36,7 @@ import torch.distributed as dist  # noqa: E402
 
 import symm.torch as st  # noqa: E402
 
-OPS = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
+OPS = ["barrier", "all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
 ap = argparse.ArgumentParser()
 ap.add_argument("--json")
 ap.add_argument("--max-bytes", type=int, default=1 << 30)
@@ -82,6 +84,11 @@ if not shared:
     except ImportError:
         symm_mem = None
 gname = dist.group.WORLD.group_name
+if symm_mem is not None and hasattr(symm_mem, "enable_symm_mem_for_group"):
+    try:  # needed before rendezvous up to torch 2.7; later ones accept it (or warn)
+        symm_mem.enable_symm_mem_for_group(gname)
+    except Exception as e:  # noqa: BLE001 (rendezvous below says what is wrong)
+        print("rank %d: enable_symm_mem_for_group: %r" % (rank, e), flush=True)
 
 
 def reps_for(nbytes):
@@ -117,6 +124,8 @@ def gpu_us(fn, graph, k):
 
 
 def busbw(op, nbytes, us):
+    if op == "barrier":
+        return 0.0
     f = 2.0 * (world - 1) / world if op == "all_reduce" else (world - 1) / world
     return nbytes * f / (us * 1e-6) / 1e9 if us else None
 
@@ -124,6 +133,17 @@ def busbw(op, nbytes, us):
 def setup(op, impl, nbytes):
     """(fn, check) for one implementation, or None when it does not apply.
     check() returns None when the last result is right, else a message."""
+    if op == "barrier":
+        if impl == "symm":
+            return (lambda: st.barrier()), (lambda: None)
+        if impl == "nccl":  # no stream barrier in NCCL: a 4-byte all-reduce stands in
+            t = torch.ones(1, device="cuda", dtype=torch.float32)
+            return (lambda: dist.all_reduce(t)), (lambda: None), t
+        if impl == "symm-mem one-shot" and symm_mem is not None:  # one row: its barrier
+            t = symm_mem.empty(16, device="cuda", dtype=torch.float32)
+            h = symm_mem.rendezvous(t, gname)
+            return (lambda: h.barrier(channel=0)), (lambda: None), (t, h)
+        return None
     n = nbytes // 4
     per = n // world
     if op != "all_reduce" and per == 0:
@@ -193,7 +213,7 @@ IMPLS = ["symm"] + ([] if shared else ["nccl", "symm-mem one-shot", "symm-mem tw
 results = {"machine": torch.cuda.get_device_name(dev), "gpus": ngpu, "ranks": world,
            "shared_gpu": shared, "torch": torch.__version__, "rows": [], "notes": []}
 for op in [o for o in args.ops.split(",") if o in OPS]:
-    for nbytes in SIZES:
+    for nbytes in ([0] if op == "barrier" else SIZES):
         row = {"op": op, "bytes": nbytes}
         for impl in IMPLS:
             try:

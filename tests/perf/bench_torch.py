@@ -36,6 +36,8 @@ import symm.torch as st  # noqa: E402
 
 SIZES = [8, 256, 1024, 4096, 65536]  # bytes, float32
 HOST_CALLS, BATCH, GPU_CALLS = 2000, 50, 200
+if os.environ.get("BENCH_TORCH_QUICK"):  # dry runs (tests/fake_torch): the code paths, no figures
+    HOST_CALLS, BATCH, GPU_CALLS = 20, 10, 4
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--json")
@@ -142,43 +144,71 @@ if not shared:
         symm_mem = None
 
 keep = []
-for size in SIZES:
-    n = size // 4
-    h = ctx.tensor(n, torch.float32)
-    p = torch.zeros(n, device="cuda")
-    torch.cuda.synchronize()  # zeroing of p (default stream) done before S uses it
-    with torch.cuda.stream(S):
-        # Staging made outside the timings. On S like every timed call: the
-        # collectives of one team must be ordered on one stream (or by
-        # synchronisation), else PEs may run them in different orders.
-        st.all_reduce(p)
-    S.synchronize()
-    fns = [("symm.torch heap", lambda: st.all_reduce(h)),
-           ("symm.torch staged", lambda: st.all_reduce(p)),
-           ("ctypes floor", raw_call(h))]
-    for name, fn in fns:
-        hu = host_us(fn)
-        gu = None if shared else gpu_us(fn, False)
-        gg = None if shared or name == "ctypes floor" else gpu_us(fn, True)
-        record(name, size, hu, gu, gg)
-        say("  %s %d B: host %.2f us" % (name, size, hu))
-    if not shared:
-        q = torch.zeros(n, device="cuda")
-        fn = lambda: dist.all_reduce(q)  # noqa: E731
-        record("torch.distributed NCCL", size, host_us(fn), gpu_us(fn, False), gpu_us(fn, True))
-        if symm_mem is not None and hasattr(torch.ops, "symm_mem"):
-            try:
-                sm = symm_mem.empty(n, device="cuda", dtype=torch.float32)
-                symm_mem.rendezvous(sm, dist.group.WORLD.group_name)
-                gname = dist.group.WORLD.group_name
-                op = torch.ops.symm_mem.one_shot_all_reduce
-                fn = lambda: op(sm, "sum", gname)  # noqa: E731
-                record("SymmetricMemory one-shot", size, host_us(fn), gpu_us(fn, False),
-                       gpu_us(fn, True))
-            except Exception as e:  # reported in the table
-                results.setdefault("notes", []).append("SymmetricMemory: %r" % (e,))
-                symm_mem = None
-    keep.append(h)  # freed at the end: a failure surfaces after the table is out
+failed = None  # the exception that ended the timings early (the table still prints)
+
+
+no_graph = {}  # row name -> why its CUDA-graph capture failed (not tried again)
+
+
+def measure(name, size, fn, stream=True, graph=True):
+    """One row: host time, then GPU time back to back and in a graph. A graph
+    capture that fails (the same on every rank: same calls) is noted and the
+    row goes on without graphs."""
+    hu = host_us(fn)
+    gu = gpu_us(fn, False) if stream and not shared else None
+    gg = None
+    if graph and not shared and name not in no_graph:
+        try:
+            gg = gpu_us(fn, True)
+        except Exception as e:  # noqa: BLE001 (reported in the table)
+            no_graph[name] = repr(e)
+            results.setdefault("notes", []).append("%s: CUDA graph capture failed: %r" % (name, e))
+            torch.cuda.synchronize()
+    record(name, size, hu, gu, gg)
+    say("  %s %d B: host %.2f us, GPU %s / graph %s us" % (
+        name, size, hu, "-" if gu is None else "%.2f" % gu, "-" if gg is None else "%.2f" % gg))
+
+
+if symm_mem is not None and hasattr(symm_mem, "enable_symm_mem_for_group"):
+    try:  # needed before rendezvous up to torch 2.7; later ones accept it (or warn)
+        symm_mem.enable_symm_mem_for_group(dist.group.WORLD.group_name)
+    except Exception as e:  # noqa: BLE001 (reported in the table)
+        results.setdefault("notes", []).append("enable_symm_mem_for_group: %r" % (e,))
+
+try:
+    for size in SIZES:
+        n = size // 4
+        h = ctx.tensor(n, torch.float32)
+        keep.append(h)  # freed at the end: a failure surfaces after the table is out
+        p = torch.zeros(n, device="cuda")
+        torch.cuda.synchronize()  # zeroing of p (default stream) done before S uses it
+        with torch.cuda.stream(S):
+            # Staging made outside the timings. On S like every timed call: the
+            # collectives of one team must be ordered on one stream (or by
+            # synchronisation), else PEs may run them in different orders.
+            st.all_reduce(p)
+        S.synchronize()
+        measure("symm.torch heap", size, lambda: st.all_reduce(h))
+        measure("symm.torch staged", size, lambda: st.all_reduce(p))
+        measure("ctypes floor", size, raw_call(h), graph=False)
+        if not shared:
+            q = torch.zeros(n, device="cuda")
+            measure("torch.distributed NCCL", size, lambda: dist.all_reduce(q))
+            if symm_mem is not None and hasattr(torch.ops, "symm_mem"):
+                # every rank takes the same branch: a failure here is the same on all
+                try:
+                    sm = symm_mem.empty(n, device="cuda", dtype=torch.float32)
+                    gname = dist.group.WORLD.group_name
+                    symm_mem.rendezvous(sm, gname)
+                    op = torch.ops.symm_mem.one_shot_all_reduce
+                    measure("SymmetricMemory one-shot", size, lambda: op(sm, "sum", gname))
+                except Exception as e:  # noqa: BLE001 (reported in the table)
+                    results.setdefault("notes", []).append("SymmetricMemory: %r" % (e,))
+                    symm_mem = None
+except Exception as e:  # noqa: BLE001 (the table below says so; exit status 1)
+    failed = e
+    print("rank %d: timings stopped early: %r" % (rank, e), flush=True)
+    results.setdefault("notes", []).append("rank %d: timings stopped early: %r" % (rank, e))
 
 c_api = {}
 if args.c_results and os.path.exists(args.c_results):
@@ -206,6 +236,12 @@ if rank == 0:
               "run); GPU times are not measured (two processes time-slice the GPU, so a "
               "collective waits milliseconds for its peer). Host times hold."
               % (world, ngpu))
+    if c_api and world != 2:
+        print("\nC API column: bench_symm's reduce_on_stream runs on 2 PEs only, so it is "
+              "shown in the 2-rank table; here the ctypes floor row is the C call (GPU time "
+              "back to back) and the graph column the GPU time without any host cost.")
+    elif not c_api:
+        print("\nC API column: no bench_symm results given (--c-results).")
     print("\n| size | row | host us/call | GPU us/call (stream) | GPU us/call (graph) | C API GPU us/call |")
     print("|---|---|---|---|---|---|")
     for size in SIZES:
@@ -214,7 +250,7 @@ if rank == 0:
             if r is None:
                 continue
             c = (c_api.get(human(size).replace(" ", ""))
-                 if name == "symm.torch heap" and not shared else None)
+                 if name == "symm.torch heap" and not shared and world == 2 else None)
             print("| %s | %s | %s | %s | %s | %s |" % (human(size), name, fmt(r["host_us"]),
                                                       fmt(r["gpu_us"]), fmt(r["graph_us"]),
                                                       fmt(c)))
@@ -226,7 +262,7 @@ if rank == 0:
 # The end: every PE drains its stream, then frees (collective). A GPU-side
 # wait that gave up during the timings is reported here (SYMM_ERR_TIMEOUT /
 # PEER_FAILED), after the figures, and fails the run.
-rc = 0
+rc = 1 if failed is not None else 0
 try:
     torch.cuda.synchronize()
     st_, msg = ctx.async_error()

@@ -28,12 +28,13 @@ def check(cond, what):
         print('FAIL:', what)
 
 
-def run(env_extra, n=N):
+def run(env_extra, n=N, hosts=None):
     env = dict(os.environ)
-    for k in ('SYMM_DEBUG', 'SYMM_DEBUG_SUBSYS', 'SYMM_DEBUG_FILE'):
+    for k in ('SYMM_DEBUG', 'SYMM_DEBUG_SUBSYS', 'SYMM_DEBUG_FILE', 'SYMM_TRANSPORT'):
         env.pop(k, None)
     env.update(env_extra)
-    p = subprocess.run([SYMMRUN, '-n', str(n), '--timeout', '60', PROG], env=env,
+    extra = ['--hosts', str(hosts)] if hosts else []
+    p = subprocess.run([SYMMRUN, '-n', str(n)] + extra + ['--timeout', '60', PROG], env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
     out, err = p.stdout.decode(errors='replace'), p.stderr.decode(errors='replace')
     label = ' '.join('%s=%s' % kv for kv in env_extra.items()) or '(no SYMM_DEBUG)'
@@ -71,7 +72,9 @@ for pe in range(N):
           'PE %d: no runtime version/path line' % pe)
     check(re.search(r'loader 1\.0\.0 at /\S+libsymm\.so\.1, negotiated ABI 1\.0', text),
           'PE %d: no loader line' % pe)
-    check(re.search(r'^backend host \(', text, re.M), 'PE %d: no backend line' % pe)
+    check(re.search(r'^backend host \(auto: ', text, re.M), 'PE %d: no backend line' % pe)
+    check(re.search(r'^host: no device; the heap is host memory', text, re.M),
+          'PE %d: no device line' % pe)
     check(re.search(r'^PE %d of %d on host \S+ \(host id [0-9a-f]{16}\), local PE %d of %d, '
                     r'1 host\(s\) in the job; bootstrap auto, launcher symmrun' % (pe, N, pe, N),
                     text, re.M), 'PE %d: no layout line' % pe)
@@ -96,6 +99,17 @@ check(any(r[2] == '1' and re.match(r'still waiting after \d+\.\d s for all of el
 check(any(r[2] in ('2', '3') and re.match(r'still waiting after \d+\.\d s for the barrier flag at '
                                           r'heap offset \d+ to reach \d+', r[7])
           for r in waits), 'no long-wait line naming a barrier flag: %r' % waits)
+
+# 2b. Across (simulated) hosts: the transport line says which and why.
+out, err = run({'SYMM_DEBUG': 'INFO', 'SYMM_DEBUG_SUBSYS': 'transport,init'}, hosts=2)
+rows = parsed(err)
+for pe in range(N):
+    check(any(r[2] == str(pe) and r[6] == 'transport' and re.match(
+        r'tcp opened on .* chosen by SYMM_TRANSPORT=auto(; skipped: ibverbs: .*)?$', r[7])
+        for r in rows), 'PE %d: no transport line naming the choice: %r' % (pe, [r[7] for r in rows if r[6] == 'transport']))
+    check(any(r[2] == str(pe) and r[6] == 'init' and re.match(
+        r'PE %d of %d on host \S+ \(host id [0-9a-f]{16}\), local PE %d of 2, 2 host\(s\) in the job'
+        % (pe, N, pe % 2), r[7]) for r in rows), 'PE %d: no 2-host layout line' % pe)
 
 # 3. TRACE limited to coll: each collective names its algorithm; init is filtered out.
 out, err = run({'SYMM_DEBUG': 'TRACE', 'SYMM_DEBUG_SUBSYS': 'coll'})

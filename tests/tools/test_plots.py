@@ -74,6 +74,50 @@ with tempfile.TemporaryDirectory() as d:
     rc, out, err = run('plot', solo, '-o', os.path.join(d, 'solo'))
     check(rc != 0 and 'no anchor' in err, 'symm alone: exit %d, %r' % (rc, err))
 
+# The Python benchmarks' JSON (tests/perf/bench_coll.py, bench_torch.py): one figure per
+# collective with every implementation, and the per-call figure of symm.torch.
+with tempfile.TemporaryDirectory() as d:
+    rows = []
+    for op in ('all_reduce', 'all_gather'):
+        for b in (8, 1024, 1 << 20):
+            r = {'op': op, 'bytes': b}
+            for k, impl in enumerate(('symm', 'nccl', 'symm-mem one-shot')):
+                if impl.startswith('symm-mem') and op != 'all_reduce':
+                    continue
+                us = 5.0 + k + b / 1e5
+                r[impl] = {'b2b_us': us, 'graph_us': us, 'busbw_gbs': b / us / 1e3, 'error': None}
+            rows.append(r)
+    rows.append({'op': 'all_gather', 'bytes': 4, 'nccl': {'b2b_us': None, 'error': 'wrong blocks'}})
+    coll = os.path.join(d, 'bench_coll_4.json')
+    json.dump({'machine': 'test GPU', 'gpus': 4, 'ranks': 4, 'shared_gpu': False, 'torch': 'x',
+               'rows': rows, 'notes': []}, open(coll, 'w'))
+    tor = os.path.join(d, 'bench_torch_2.json')
+    trows = {name: {str(b): {'host_us': 6.0 + k + b / 1e4, 'gpu_us': 5.0 + k, 'graph_us': None}
+                    for b in (8, 256, 65536)}
+             for k, name in enumerate(('symm.torch heap', 'torch.distributed NCCL',
+                                       'SymmetricMemory one-shot'))}
+    json.dump({'machine': 'test GPU', 'gpus': 2, 'ranks': 2, 'shared_gpu': False, 'torch': 'x',
+               'rows': trows, 'c_api_gpu_us': {}}, open(tor, 'w'))
+    out_dir = os.path.join(d, 'py')
+    rc, out, err = run('plot', coll, tor, '-o', out_dir)
+    check(rc == 0, 'plot of the Python benchmarks failed: %s' % err)
+    made = sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []
+    check(made == ['coll-all-gather-4ranks.svg', 'coll-all-reduce-4ranks.svg',
+                   'torch-allreduce-2ranks.svg'], 'figures: %r' % made)
+    for name, want in (('coll-all-reduce-4ranks.svg', ('symm', 'nccl', 'symm-mem one-shot')),
+                       ('coll-all-gather-4ranks.svg', ('symm', 'nccl')),
+                       ('torch-allreduce-2ranks.svg', ('symm.torch heap', 'torch.distributed NCCL',
+                                                       'SymmetricMemory one-shot'))):
+        if name not in made:
+            continue
+        root = ET.parse(os.path.join(out_dir, name)).getroot()
+        texts = [t.text or '' for t in root.iter() if t.tag.endswith('text')]
+        check(all(w in texts for w in want), '%s: series labels %r' % (name, texts))
+        lines = [e for e in root.iter() if e.tag.endswith('polyline')]
+        check(len(lines) == 2 * len(want), '%s: %d lines, expected %d' % (name, len(lines), 2 * len(want)))
+    rc, out, err = run('plot', os.path.join(d, 'missing.json'), '-o', out_dir)
+    check(rc != 0, 'a missing file must fail')
+
 if failures:
     print('%d check(s) failed' % len(failures))
     sys.exit(1)

@@ -102,8 +102,24 @@ else:
     check(re.match(r'^\d+\.\d+$', cuda.get('driver_version') or ''), 'no driver version: %r' % cuda)
 
 tp = {t['name']: t for t in d.get('transports', [])}
+check(d.get('transport_choice') == 'auto', 'transport_choice: %r' % d.get('transport_choice'))
+for name, t in tp.items():
+    check(all(k in t for k in ('compiled', 'plugin', 'loads', 'usable', 'detail')),
+          '%s entry incomplete: %r' % (name, t))
+    if t.get('compiled'):
+        check(t['plugin'] and os.path.exists(t['plugin']) and
+              t['plugin'].endswith('libsymm_transport_%s.so' % name), '%s plugin path: %r' % (name, t))
+        check(t['usable'] or t['detail'] != 'usable here', '%s: unusable without a reason' % name)
+tcp = tp.get('tcp')
+check(tcp is not None, 'no tcp entry: %r' % d.get('transports'))
+if expect_gpus is None and tcp is not None:
+    # the full build has the plugin beside the runtime; sockets work here
+    check(tcp.get('compiled') and tcp.get('loads') and tcp.get('usable'),
+          'tcp plugin not found/usable: %r' % tcp)
 ib = tp.get('ibverbs')
 check(ib is not None and 'devices' in ib, 'no ibverbs entry: %r' % d.get('transports'))
+if ib is not None and ib.get('compiled') and not ib.get('devices'):
+    check(not ib.get('usable') and ib.get('detail'), 'ibverbs usable without a device: %r' % ib)
 if ib is not None:
     sysfs = sorted(os.listdir('/sys/class/infiniband')) if os.path.isdir('/sys/class/infiniband') else []
     if ib.get('library'):
@@ -134,6 +150,29 @@ check(secret not in raw, 'the job secret was printed')
 c = config(d, 'SYMM_JOB_SECRET')
 check(c and c['source'] == 'env' and c['value'] == '(set)', 'SYMM_JOB_SECRET: %r' % c)
 check('SYMM_HEAP_CAPP' in d.get('unknown_env', []), 'a misspelt variable is not flagged: %r' % d.get('unknown_env'))
+# every variable symm reads is known (none flagged as a typo), with its value
+known = {'SYMM_TRANSPORT': 'tcp', 'SYMM_TRANSPORT_PATH': '/nonexistent-dir', 'SYMM_TCP_ADDR': '127.0.0.1',
+         'SYMM_IB_DEVICE': 'mlx5_0:1', 'SYMM_IB_GID_INDEX': '3', 'SYMM_LOADER': '/x/libsymm.so.1',
+         'SYMM_DEBUG': 'INFO', 'SYMM_DEBUG_SUBSYS': 'init', 'SYMM_DEBUG_FILE': '/tmp/s.%r.log',
+         'SYMM_CUDA_PDL': '0', 'SYMM_HOST_ID': 'a'}
+rc, d, raw = run_json(known)
+check(rc == 0, 'known variables: exit %d' % rc)
+check(d.get('unknown_env') == [], 'variables symm reads flagged as typos: %r' % d.get('unknown_env'))
+for k, v in known.items():
+    c = config(d, k)
+    check(c and c['value'] == v and c['source'] == 'env', '%s: %r' % (k, c))
+check(d.get('transport_choice') == 'tcp', 'SYMM_TRANSPORT=tcp: %r' % d.get('transport_choice'))
+# runtime's source of truth: every SYMM_* name the runtime's sources read is listed
+src = os.path.join(os.path.dirname(os.path.abspath(HEADER)), '..', '..', 'runtime')
+names = set()
+for dirpath, _, files in os.walk(src):
+    for f in files:
+        if f.endswith('.c'):
+            text = open(os.path.join(dirpath, f), errors='replace').read()
+            names |= set(re.findall(r'\b(?:getenv|env)\((?:[a-z>-]+, )?"(SYMM[A-Z0-9_]+)"\)', text))
+listed = {c['name'] for c in d.get('config', [])}
+check(names and not names - listed, 'variables the runtime reads but symm-info does not list: %s'
+      % sorted(names - listed))
 rc, out, err = run([], {'SYMM_HEAP_CAP': '1G', 'SYMM_JOB_SECRET': secret, 'SYMM_HEAP_CAPP': '2G'})
 check(rc == 0 and re.search(r'SYMM_HEAP_CAP\s+1073741824\s+env', out), 'text: SYMM_HEAP_CAP=1G:\n' + out)
 check(secret not in out and 'SYMM_HEAP_CAPP' in out, 'text: secret shown or typo not flagged')

@@ -421,6 +421,8 @@ static int f_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_sen
         if (r->sge.length > p->max_msg) fake_stat.over_max_msg++;
         if (r->sge.length > fake_stat.max_len) fake_stat.max_len = r->sge.length;
         if (wr->send_flags & IBV_SEND_FENCE) fake_stat.fenced++;
+        if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) fake_stat.cas_wrs++;
+        if (wr->opcode == IBV_WR_RDMA_WRITE) fake_stat.write_wrs++;
         fake_stat.last_opcodes[0] = fake_stat.last_opcodes[1];
         fake_stat.last_flags[0] = fake_stat.last_flags[1];
         fake_stat.last_opcodes[1] = wr->opcode;

@@ -54,6 +54,7 @@ typedef struct fake_stats {
     uint16_t last_dlid;
     enum ibv_mtu last_path_mtu;
     long posted, executed, inline_wrs, over_max_msg, over_inline, fenced;
+    long cas_wrs, write_wrs; /* CMP_SWP and RDMA WRITE requests posted */
     uint64_t max_len;
     int max_outstanding; /* most requests queued on one QP at once */
     int dmabuf_regs;

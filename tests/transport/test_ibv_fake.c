@@ -3,7 +3,7 @@
  * (fake_verbs.h): PEs are threads of this process, the core's collectives a
  * pthread barrier. No RDMA needed.
  *
- *   test_ibv_fake [select|connect|rma|completion|atomics|errors|gpu]...
+ *   test_ibv_fake [select|connect|rma|completion|atomics|errors|gpu|mem]...
  * (no argument: all). Each case also checks that close() leaves no verbs
  * object alive.
  */
@@ -387,8 +387,8 @@ static int fn_rma(pe *p) {
     char *m = malloc(len);
     OK(ops->get(p->state, m, other, off, len, 0));
     for (uint32_t i = 0; i < len; i++) CHECK(m[i] == (char)(i * 3 + p->me), "get byte %u", i);
-    /* inline: 64 bytes from the stack inline, 65 through the bounce buffer */
-    char small[65];
+    /* inline: 64 bytes from the stack inline, 72 through the bounce buffer */
+    char small[72];
     memset(small, 0x5a + p->me, sizeof small);
     c_barrier(p);
     long inl = fake_stat.inline_wrs;
@@ -397,10 +397,36 @@ static int fn_rma(pe *p) {
     c_barrier(p);
     CHECK(fake_stat.inline_wrs == inl + 1, "64 B put was not inline");
     c_barrier(p);
-    if (p->me == 0) OK(ops->put(p->state, other, 4096, small, 65, 0));
+    if (p->me == 0) OK(ops->put(p->state, other, 4096, small, 72, 0));
     c_barrier(p);
-    CHECK(fake_stat.inline_wrs == inl + 1, "65 B put went inline");
-    if (p->me == 1) CHECK(p->heap[4096 + 64] == 0x5a, "65 B put data");
+    CHECK(fake_stat.inline_wrs == inl + 1, "72 B put went inline");
+    if (p->me == 1) CHECK(p->heap[4096 + 71] == 0x5a, "72 B put data");
+    c_barrier(p);
+    /* partial 64-bit words at either end go as CMP_SWP merges (never a WRITE
+     * that a concurrent 32-bit atomic on the word's other half could undo);
+     * the other bytes of those words are kept; whole words are WRITEs */
+    if (p->me == 1) memset(p->heap + 8192, 0x11, 32);
+    c_barrier(p);
+    long cas = fake_stat.cas_wrs, wr = fake_stat.write_wrs;
+    c_barrier(p);
+    if (p->me == 0) {
+        char v[13];
+        memset(v, 0x77, sizeof v);
+        OK(ops->put(p->state, other, 8192 + 4, v, 4, 0));        /* high half of word 0 */
+        OK(ops->put(p->state, other, 8192 + 13, v, 13, 0));      /* 3 B + word 2 + 2 B */
+    }
+    c_barrier(p);
+    CHECK(fake_stat.cas_wrs == cas + 3, "partial-word CMP_SWPs: %ld", fake_stat.cas_wrs - cas);
+    CHECK(fake_stat.write_wrs == wr + 1, "whole-word WRITEs: %ld", fake_stat.write_wrs - wr);
+    if (p->me == 1) {
+        static const char want[32] = {0x11, 0x11, 0x11, 0x11, 0x77, 0x77, 0x77, 0x77,
+                                      0x11, 0x11, 0x11, 0x11, 0x11, 0x77, 0x77, 0x77,
+                                      0x77, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77,
+                                      0x77, 0x77, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11};
+        for (int i = 0; i < 32; i++)
+            CHECK(p->heap[8192 + i] == want[i], "partial-word put byte %d: %#x", i,
+                  (unsigned)(uint8_t)p->heap[8192 + i]);
+    }
     c_barrier(p);
     /* a 1.5 MiB put from malloc crosses the bounce chunk and the region edge */
     char *big = malloc(3u << 19);
@@ -832,13 +858,70 @@ static int fn_gpu_noreg(pe *p) {
     return 0;
 }
 
+/* ---- registered buffers: mem_remove forgets the range (MR released) even
+ * when the caller passes the aligned span; a later buffer at the same
+ * offset is reached at its own address ---- */
+
+static int fn_mem(pe *p) {
+    if (open_pe(p, 0) || p->open_rc) return 1;
+    int32_t other = 1 - p->me;
+    const uint64_t off = 2 * CHUNK, bytes = 100;
+    char *a = aligned_alloc(4096, 4096), *b = aligned_alloc(4096, 4096);
+    memset(a, 0, 4096);
+    memset(b, 0, 4096);
+    c_barrier(p);
+    int mr0 = fake_stat.live_mr;
+    c_barrier(p);
+    OK(ops->mem_add(p->state, a, off, bytes, SYMM_TP_MEM_HOST, -1));
+    CHECK(fake_stat.live_mr == mr0 + 2, "MRs after add: %d, was %d", fake_stat.live_mr, mr0);
+    uint64_t v = 0xa0 + (uint64_t)p->me;
+    OK(ops->put(p->state, other, off + 8, &v, 8, 0));
+    c_barrier(p);
+    uint64_t got;
+    memcpy(&got, a + 8, 8);
+    CHECK(got == 0xa0 + (uint64_t)other, "first buffer data %llx", (unsigned long long)got);
+    ops->mem_remove(p->state, off, 2u << 20); /* the aligned span, as the core once passed */
+    c_barrier(p);
+    CHECK(fake_stat.live_mr == mr0, "MRs after remove: %d, want %d", fake_stat.live_mr, mr0);
+    CHECK(ops->put(p->state, other, off + 8, &v, 8, 0) == SYMM_ERR_OUT_OF_BOUNDS,
+          "put to a removed range");
+    c_barrier(p);
+    OK(ops->mem_add(p->state, b, off, 2 * bytes, SYMM_TP_MEM_HOST, -1));
+    v = 0xb0 + (uint64_t)p->me;
+    OK(ops->put(p->state, other, off + 150, &v, 8, 0));
+    c_barrier(p);
+    memcpy(&got, b + 150, 8);
+    CHECK(got == 0xb0 + (uint64_t)other, "second buffer data %llx", (unsigned long long)got);
+    memcpy(&got, a + 8, 8);
+    CHECK(got == 0xa0 + (uint64_t)other, "the first buffer was written again: %llx",
+          (unsigned long long)got);
+    ops->mem_remove(p->state, off, 2 * bytes);
+    c_barrier(p);
+    CHECK(fake_stat.live_mr == mr0, "MRs after the second remove: %d", fake_stat.live_mr);
+    c_barrier(p);
+    close_pe(p);
+    free(a);
+    free(b);
+    return 0;
+}
+
+static int t_mem(void) {
+    fake_reset();
+    fake_device d = fake_roce_device("roce0", 1);
+    fake_add_device(&d);
+    memset(envs, 0, sizeof envs);
+    world(2, NULL, 100);
+    CHECK(run(fn_mem) == 0, "registered buffers");
+    return no_leaks("mem");
+}
+
 int main(int argc, char **argv) {
     static const struct {
         const char *name;
         int (*fn)(void);
     } cases[] = {{"select", t_select}, {"connect", t_connect}, {"rma", t_rma},
                  {"completion", t_completion}, {"atomics", t_atomics}, {"errors", t_errors},
-                 {"gpu", t_gpu}};
+                 {"gpu", t_gpu}, {"mem", t_mem}};
     ops = symm__ibv_ops(&fake_fns, NULL);
     int ran = 0;
     for (unsigned k = 0; k < sizeof cases / sizeof *cases; k++) {

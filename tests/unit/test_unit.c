@@ -1,12 +1,16 @@
 /* Unit tests of runtime internals: allocator, handle tables, size parsing,
- * attribute defaults, the asynchronous-error record. Linked against the
+ * attribute defaults, the asynchronous-error record, the routing of GPU
+ * buffers to a transport (staging, dma-buf). Linked against the
  * runtime's objects directly. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "symm_test.h"
+#include "tp.h"
 
 /* The loader answers these in applications; the unit test links the runtime
  * objects directly, so it supplies them. */
@@ -383,6 +387,263 @@ static void test_bad_args(void) {
     CHECK_STATUS(symm_finalize(&stale), SYMM_ERR_INVALID_HANDLE);
 }
 
+/* ---- routing to a transport with a GPU backend (fakes on both sides) ----
+ * PE 0 of 2, PE 1 on another host. The fake backend calls a range of host
+ * memory "device memory"; the fake transport keeps PE 1's heap in an array
+ * and records every call. A device buffer outside the heap must reach the
+ * transport as host memory (staged, blocking pieces, the signal with the last
+ * piece); device memory inside the heap and host memory go as they are. */
+#define FK_HEAP (4u << 20)
+static uint8_t fk_remote[FK_HEAP];          /* PE 1's heap */
+static uint8_t fk_dev[3u << 20];             /* "GPU memory" outside the heap */
+static uint8_t *fk_heap;                     /* PE 0's heap ("GPU memory" too) */
+static struct {
+    int puts, gets, signals, copies, mem_adds, exports;
+    int staged_ptr;   /* a transport call saw a pointer into fk_dev */
+    int dev_partial;  /* ... or device bytes in a partial word */
+    int small_puts, bputs, bput_partial, sig_at_puts;
+    uint32_t last_flags;
+    uint64_t max_piece;
+    int fd, fd_open, kind;
+} fk;
+
+static bool fk_is_dev(symm__ctx *ctx, const void *p) {
+    (void)ctx;
+    const uint8_t *c = p;
+    return (c >= fk_dev && c < fk_dev + sizeof fk_dev) || (c >= fk_heap && c < fk_heap + FK_HEAP);
+}
+static symm_status fk_copy(symm__ctx *ctx, void *dst, const void *src, uint64_t n) {
+    (void)ctx;
+    fk.copies++;
+    memcpy(dst, src, n);
+    return SYMM_SUCCESS;
+}
+static int fk_dmabuf(symm__ctx *ctx, uint64_t off, uint64_t len) {
+    (void)ctx;
+    (void)off;
+    (void)len;
+    fk.exports++;
+    fk.fd = open("/dev/null", O_RDONLY);
+    return fk.fd;
+}
+static void fk_seen(const void *p, uint64_t off, uint64_t n, uint32_t flags) {
+    const uint8_t *c = p;
+    if (c >= fk_dev && c < fk_dev + sizeof fk_dev) fk.staged_ptr = 1;
+    /* device bytes in a partial 64-bit word: the plugin would read them with the CPU */
+    if (n && ((off | n) & 7) && fk_is_dev(NULL, p)) fk.dev_partial = 1;
+    if (n > fk.max_piece) fk.max_piece = n;
+    fk.last_flags = flags;
+}
+static int32_t fk_put(void *st, int32_t pe, uint64_t off, const void *src, uint64_t n, uint32_t flags) {
+    (void)st;
+    if (pe < 0 || pe > 1 || off + n > FK_HEAP) return SYMM_ERR_INTERNAL;
+    fk_seen(src, off, n, flags);
+    fk.puts++;
+    if (n < 8) fk.small_puts++;
+    memcpy((pe ? fk_remote : fk_heap) + off, src, n);
+    return 0;
+}
+/* the backend's own put (this host's PEs: PE 0 only here) */
+static symm_status fk_bput(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
+                           uint32_t flags) {
+    (void)ctx;
+    (void)flags;
+    if (pe != 0 || off + n > FK_HEAP) return SYMM_ERR_INTERNAL;
+    fk.bputs++;
+    if ((off | n) & 7) fk.bput_partial++;
+    memcpy(fk_heap + off, src, n);
+    return SYMM_SUCCESS;
+}
+static symm_status fk_bfence(symm__ctx *ctx) {
+    (void)ctx;
+    return SYMM_SUCCESS;
+}
+static int32_t fk_get(void *st, void *dst, int32_t pe, uint64_t off, uint64_t n, uint32_t flags) {
+    (void)st;
+    if (pe != 1 || off + n > FK_HEAP) return SYMM_ERR_INTERNAL;
+    fk_seen(dst, off, n, flags);
+    fk.gets++;
+    memcpy(dst, fk_remote + off, n);
+    return 0;
+}
+static int32_t fk_put_signal(void *st, int32_t pe, uint64_t off, const void *src, uint64_t n,
+                             uint64_t sig_off, uint64_t v, uint32_t sig_op, uint32_t flags) {
+    int32_t rc = fk_put(st, pe, off, src, n, flags);
+    if (rc) return rc;
+    fk.sig_at_puts = fk.puts; /* puts made when the signal lands */
+    fk.signals++;
+    uint64_t s;
+    memcpy(&s, fk_remote + sig_off, 8);
+    s = sig_op == SYMM_SIGNAL_ADD ? s + v : v;
+    memcpy(fk_remote + sig_off, &s, 8);
+    return 0;
+}
+static int32_t fk_mem_add(void *st, void *base, uint64_t off, uint64_t len, uint32_t kind, int fd) {
+    (void)st;
+    (void)base;
+    (void)off;
+    (void)len;
+    fk.mem_adds++;
+    fk.kind = (int)kind;
+    fk.fd_open = fd >= 0 && fd == fk.fd && fcntl(fd, F_GETFD) != -1;
+    return 0;
+}
+
+static void test_route_gpu_staging(void) {
+    static const symm_tp_ops tops = {.size = sizeof(symm_tp_ops), .iface = SYMM_TP_IFACE,
+                                     .name = "fake", .put = fk_put, .get = fk_get,
+                                     .put_signal = fk_put_signal, .mem_add = fk_mem_add};
+    symm__backend_ops bops = {.name = "fakegpu", .id = SYMM_BACKEND_CUDA,
+                              .is_device_mem = fk_is_dev, .local_copy = fk_copy,
+                              .dmabuf_fd = fk_dmabuf, .put = fk_bput, .fence = fk_bfence};
+    fk_heap = calloc(1, FK_HEAP);
+    ASSERT_TRUE(fk_heap != NULL);
+    uint8_t remote[2] = {0, 1};
+    struct symm__tp tp;
+    memset(&tp, 0, sizeof tp);
+    tp.ops = &tops;
+    snprintf(tp.name, sizeof tp.name, "fake");
+    pthread_mutex_init(&tp.lock, NULL);
+    symm__ctx *ctx = calloc(1, sizeof *ctx);
+    ASSERT_TRUE(ctx != NULL);
+    ctx->ops = &bops;
+    ctx->my_pe = 0;
+    ctx->n_pes = 2;
+    ctx->remote = remote;
+    ctx->n_remote = 1;
+    ctx->tp = &tp;
+    ctx->heap_base = fk_heap;
+    ctx->heap_cap = FK_HEAP;
+    tp.state = &fk; /* anything non-NULL */
+
+    /* mem_add: GPU kind, with the backend's dma-buf, closed afterwards */
+    memset(&fk, 0, sizeof fk);
+    CHECK_OK(symm__tp_mem_add(ctx, fk_heap, 0, 2u << 20));
+    ASSERT_EQ(fk.exports, 1);
+    ASSERT_EQ(fk.mem_adds, 1);
+    ASSERT_EQ(fk.kind, (int)SYMM_TP_MEM_CUDA);
+    ASSERT_TRUE(fk.fd_open);                        /* valid during mem_add */
+    ASSERT_TRUE(fcntl(fk.fd, F_GETFD) == -1);       /* the core closed it */
+
+    /* put from a device buffer outside the heap: 2.5 MiB in 1 MiB pieces */
+    const uint64_t n = (5u << 20) / 2;
+    for (uint64_t i = 0; i < n; i++) fk_dev[i] = (uint8_t)(i * 13 + 1);
+    memset(&fk, 0, sizeof fk);
+    CHECK_OK(symm__put(ctx, 1, 4096, fk_dev, n, SYMM__NBI));
+    ASSERT_EQ(fk.staged_ptr, 0);
+    ASSERT_EQ(fk.puts, 3);
+    ASSERT_EQ(fk.copies, 3);
+    ASSERT_TRUE(fk.max_piece <= (1u << 20));
+    ASSERT_EQ(fk.last_flags, 0u); /* blocking: the staging buffer is reused */
+    ASSERT_TRUE(memcmp(fk_remote + 4096, fk_dev, n) == 0);
+
+    /* get into a device buffer outside the heap */
+    for (uint64_t i = 0; i < n; i++) fk_remote[8192 + i] = (uint8_t)(i * 7 + 3);
+    memset(fk_dev, 0, sizeof fk_dev);
+    memset(&fk, 0, sizeof fk);
+    CHECK_OK(symm__get(ctx, fk_dev, 1, 8192, n, 0));
+    ASSERT_EQ(fk.staged_ptr, 0);
+    ASSERT_EQ(fk.gets, 3);
+    ASSERT_EQ(fk.copies, 3);
+    ASSERT_TRUE(memcmp(fk_dev, fk_remote + 8192, n) == 0);
+
+    /* put_signal from a device buffer: pieces first, the signal with the last */
+    memset(fk_remote, 0, FK_HEAP);
+    for (uint64_t i = 0; i < n; i++) fk_dev[i] = (uint8_t)(i * 5 + 2);
+    memset(&fk, 0, sizeof fk);
+    CHECK_OK(symm__put_signal(ctx, 1, 0, fk_dev, n, FK_HEAP - 8, 41, SYMM_AMO_ADD, 0));
+    ASSERT_EQ(fk.staged_ptr, 0);
+    ASSERT_EQ(fk.signals, 1);
+    ASSERT_EQ(fk.puts, 3); /* 2 plain pieces + the one that carries the signal */
+    ASSERT_TRUE(memcmp(fk_remote, fk_dev, n) == 0);
+    uint64_t sig;
+    memcpy(&sig, fk_remote + FK_HEAP - 8, 8);
+    ASSERT_EQ(sig, 41u);
+    /* a piece-sized put_signal: one call, the signal with all of it */
+    memset(&fk, 0, sizeof fk);
+    CHECK_OK(symm__put_signal(ctx, 1, 0, fk_dev, 1u << 20, FK_HEAP - 8, 1, SYMM_AMO_ADD, 0));
+    ASSERT_EQ(fk.puts, 1);
+    ASSERT_EQ(fk.signals, 1);
+
+    /* device memory inside the heap and host memory go as they are (nbi kept) */
+    memset(&fk, 0, sizeof fk);
+    CHECK_OK(symm__put(ctx, 1, 0, fk_heap + 64, 3u << 20, SYMM__NBI));
+    ASSERT_EQ(fk.copies, 0);
+    ASSERT_EQ(fk.puts, 1);
+    ASSERT_EQ(fk.last_flags, SYMM_TP_NBI);
+    uint8_t host[64] = {1, 2, 3};
+    CHECK_OK(symm__put(ctx, 1, 0, host, sizeof host, SYMM__NBI));
+    CHECK_OK(symm__get(ctx, host, 1, 0, sizeof host, 0));
+    ASSERT_EQ(fk.copies, 0);
+    /* zero bytes: nothing staged */
+    CHECK_OK(symm__put(ctx, 1, 0, fk_dev, 0, 0));
+    ASSERT_EQ(fk.copies, 0);
+
+    /* partial 64-bit words from device memory (the heap too): the edges reach
+     * the transport from host copies, whole words as they are */
+    for (int i = 0; i < 64; i++) fk_heap[1024 + i] = (uint8_t)(0x40 + i);
+    memset(fk_remote, 0, 4096);
+    memset(&fk, 0, sizeof fk);
+    CHECK_OK(symm__put(ctx, 1, 5, fk_heap + 1024, 21, 0)); /* 3 + 16 + 2 */
+    ASSERT_EQ(fk.dev_partial, 0);
+    ASSERT_EQ(fk.puts, 3);
+    ASSERT_EQ(fk.small_puts, 2);
+    ASSERT_TRUE(memcmp(fk_remote + 5, fk_heap + 1024, 21) == 0);
+    ASSERT_EQ(fk_remote[4], 0);
+    ASSERT_EQ(fk_remote[26], 0);
+    memset(&fk, 0, sizeof fk);
+    CHECK_OK(symm__put_signal(ctx, 1, 64 + 6, fk_heap + 1024, 13, 512, 7, SYMM_AMO_SET, 0));
+    ASSERT_EQ(fk.dev_partial, 0);
+    ASSERT_EQ(fk.signals, 1);
+    ASSERT_EQ(fk.sig_at_puts, fk.puts); /* the signal came with the last piece */
+    ASSERT_TRUE(memcmp(fk_remote + 70, fk_heap + 1024, 13) == 0);
+    memcpy(&sig, fk_remote + 512, 8);
+    ASSERT_EQ(sig, 7u);
+    /* ... ending on a word boundary: the head first, the signal with the rest */
+    memset(&fk, 0, sizeof fk);
+    CHECK_OK(symm__put_signal(ctx, 1, 128 + 4, fk_heap + 1024, 12, 512, 9, SYMM_AMO_SET, 0));
+    ASSERT_EQ(fk.dev_partial, 0);
+    ASSERT_EQ(fk.puts, 2);
+    ASSERT_EQ(fk.sig_at_puts, 2);
+    ASSERT_TRUE(memcmp(fk_remote + 132, fk_heap + 1024, 12) == 0);
+
+    /* atomics through the transport (amo_tp): this host's puts send their
+     * partial edge words through it, whole words through the backend */
+    ctx->amo_tp = true;
+    uint8_t src13[13];
+    memset(src13, 0x5c, sizeof src13);
+    memset(fk_heap + 2048, 0x11, 32);
+    memset(&fk, 0, sizeof fk);
+    CHECK_OK(symm__put(ctx, 0, 2048 + 4, src13, 13, SYMM__NBI)); /* 4 + 8 + 1 */
+    ASSERT_EQ(fk.puts, 2);
+    ASSERT_EQ(fk.small_puts, 2);
+    ASSERT_EQ(fk.bputs, 1);
+    ASSERT_EQ(fk.bput_partial, 0);
+    for (int i = 0; i < 32; i++)
+        ASSERT_EQ(fk_heap[2048 + i], (i >= 4 && i < 17) ? 0x5c : 0x11);
+    memset(&fk, 0, sizeof fk);
+    CHECK_OK(symm__put(ctx, 0, 2048, src13, 8, 0)); /* one whole word: backend only */
+    ASSERT_EQ(fk.puts, 0);
+    ASSERT_EQ(fk.bputs, 1);
+    ctx->amo_tp = false;
+    memset(&fk, 0, sizeof fk);
+    CHECK_OK(symm__put(ctx, 0, 2048 + 4, src13, 12, 0)); /* no amo_tp: all load/store */
+    ASSERT_EQ(fk.puts, 0);
+    ASSERT_EQ(fk.bputs, 1);
+
+    /* a GPU heap: NIC atomics are never taken as atomic with the GPU's */
+    const uint32_t all = SYMM_TP_CAP_ATOMIC_GLOBAL | SYMM_TP_CAP_LOOPBACK | SYMM_TP_CAP_GPU_MEM;
+    ASSERT_EQ(symm__tp_job_caps(ctx, all), all & ~SYMM_TP_CAP_ATOMIC_GLOBAL);
+    symm__backend_ops hops = bops;
+    hops.id = SYMM_BACKEND_HOST;
+    ctx->ops = &hops;
+    ASSERT_EQ(symm__tp_job_caps(ctx, all), all);
+
+    pthread_mutex_destroy(&tp.lock);
+    free(ctx);
+    free(fk_heap);
+}
+
 int main(void) {
     test_alloc_random();
     test_handles();
@@ -392,6 +653,7 @@ int main(void) {
     test_status_names();
     test_async_record();
     test_bad_args();
+    test_route_gpu_staging();
     printf("unit: all passed\n");
     return 0;
 }

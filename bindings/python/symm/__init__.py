@@ -17,9 +17,9 @@ from .errors import (Error, InvalidArgument, InvalidHandle, OutOfBounds, OutOfMe
                      LibraryNotFound, AbiMismatch, NotSupported, NoDevice, BootstrapError,
                      PeerFailed, Timeout, Mismatch, TeamExhausted, CudaError, OSFailure,
                      ThreadLevelError, InternalError, InvalidState)
-from ._core import (Context, Team, Buffer, init, available, probe, set_runtime,
+from ._core import (Context, Team, Buffer, FetchResult, init, available, probe, set_runtime,
                     loader_version, runtime_version, runtime_path, loader_path, unique_id,
-                    dtype_code, DTYPES, OPS, AMOS, CMPS, TEAMS, INDEX_NONE)
+                    dtype_code, dtype_size, team_config, DTYPES, OPS, AMOS, CMPS, TEAMS, INDEX_NONE)
 
 __version__ = "1.0.0"
 
@@ -28,7 +28,7 @@ __all__ = [
     "LibraryNotFound", "AbiMismatch", "NotSupported", "NoDevice", "BootstrapError",
     "PeerFailed", "Timeout", "Mismatch", "TeamExhausted", "CudaError", "OSFailure",
     "ThreadLevelError", "InternalError", "InvalidState",
-    "Context", "Team", "Buffer", "init", "available", "probe", "set_runtime",
+    "Context", "Team", "Buffer", "FetchResult", "init", "available", "probe", "set_runtime",
     "loader_version", "runtime_version", "runtime_path", "loader_path", "unique_id",
-    "dtype_code", "DTYPES", "OPS", "AMOS", "CMPS", "TEAMS", "INDEX_NONE",
+    "dtype_code", "dtype_size", "team_config", "DTYPES", "OPS", "AMOS", "CMPS", "TEAMS", "INDEX_NONE",
 ]

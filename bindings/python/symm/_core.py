@@ -4,7 +4,8 @@ import struct
 import threading
 
 from . import errors
-from ._ffi import LIB, InitAttr, CtxInfo, TeamConfig, UniqueId, DeviceCtx, UNIQUE_ID_BYTES
+from ._ffi import (LIB, InitAttr, CtxInfo, TeamConfig, UniqueId, DeviceCtx, DeviceTeam,
+                   UNIQUE_ID_BYTES)
 
 # ---- constants (values of include/symm/symm.h; checked by tests/test_abi.py) ----
 BACKENDS = {"auto": 0, "host": 1, "cuda": 2}
@@ -48,6 +49,44 @@ def dtype_code(dtype):
     name = {"half": "float16", "float": "float32", "double": "float64",
             "int": "int32", "long": "int64", "short": "int16"}.get(name, name)
     return _code(DTYPES, name, "dtype")
+
+
+def dtype_size(dtype):
+    """Bytes of one element of dtype (a name, NumPy/torch dtype or code), as
+    the loader answers it (symm_dtype_size; no runtime needed).
+    InvalidArgument for a dtype the library does not know."""
+    code = dtype_code(dtype)
+    size = _lib().symm_dtype_size(code) if 0 <= code < 1 << 32 else 0
+    if not size:
+        raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                     "symm_dtype_size: unknown dtype %r (code %d)" % (dtype, code))
+    return size
+
+
+def team_config(num_contexts=0):
+    """A symm_team_config (ctypes struct) with the library's defaults
+    (symm_team_config_init; no runtime needed), num_contexts set (the
+    OpenSHMEM hint, >= 0)."""
+    cfg = TeamConfig()
+    call("symm_team_config_init", ctypes.byref(cfg), ctypes.sizeof(cfg))
+    if num_contexts:
+        cfg.num_contexts = int(num_contexts)
+    return cfg
+
+
+def _team_config(config):
+    """None, a TeamConfig, or a dict of its fields ({"num_contexts": 2})."""
+    if config is None or isinstance(config, TeamConfig):
+        return config
+    if isinstance(config, dict):
+        unknown = sorted(set(config) - {"num_contexts"})
+        if unknown:
+            raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                         "team config: unknown fields %s (known: num_contexts)"
+                                         % unknown)
+        return team_config(**config)
+    raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                 "team config: a dict or symm_team_config, not %r" % (config,))
 
 
 # ---- calling the library ----------------------------------------------------
@@ -192,6 +231,39 @@ class _Local:
         self.nbytes = mv.nbytes
 
 
+def _address(obj, what):
+    """(address, nbytes or None) of a symmetric address: an int, a Buffer
+    (its element 0 on this PE), or an array/tensor viewing heap memory (a
+    NumPy view of Buffer.numpy(), a tensor from Context.tensor(), ...)."""
+    if isinstance(obj, bool):
+        raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "%s: not an address: %r" % (what, obj))
+    if isinstance(obj, int):
+        return obj, None
+    if isinstance(obj, ctypes.c_void_p):
+        return obj.value or 0, None
+    if isinstance(obj, Buffer):
+        obj.handle
+        return obj.ptr, obj.nbytes
+    if hasattr(obj, "data_ptr") and hasattr(obj, "element_size"):  # torch.Tensor
+        if not obj.is_contiguous():
+            raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "%s: tensor is not contiguous" % what)
+        return obj.data_ptr(), obj.numel() * obj.element_size()
+    for attr in ("__cuda_array_interface__", "__array_interface__"):
+        ai = getattr(obj, attr, None)
+        if ai is not None:
+            if ai.get("strides") not in (None, ()):
+                raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                             "%s: array is not contiguous" % what)
+            n = int(ai["typestr"][2:])
+            for d in ai["shape"]:
+                n *= d
+            return ai["data"][0], n
+    raise errors.InvalidArgument(
+        1, "SYMM_ERR_INVALID_ARG",
+        "%s: a symmetric address is an int, a Buffer or an array/tensor over the heap, not %s"
+        % (what, type(obj).__name__))
+
+
 def _scalar(dtype, value):
     """A ctypes buffer holding one element of dtype."""
     size = DTYPE_SIZES[dtype]
@@ -251,8 +323,10 @@ class Context:
         self._lock = threading.Lock()
         self._bufs = {}  # handle value -> Buffer (live)
         self._pending = []  # sources/destinations of nbi calls, kept until quiet
+        self._quiets = 0  # completed host quiets (nbi fetch results are readable after one)
         info = self.query()
-        self.my_pe, self.n_pes = info["my_pe"], info["n_pes"]
+        lib = _lib()
+        self.my_pe, self.n_pes = lib.symm_my_pe(h), lib.symm_n_pes(h)
         self.backend = {1: "host", 2: "cuda"}.get(info["backend"], str(info["backend"]))
         self.device = info["device"]
 
@@ -287,6 +361,7 @@ class Context:
 
     @property
     def handle(self):
+        """The raw symm_ctx handle (ctypes c_void_p); InvalidHandle once finalized."""
         if self._h is None:
             raise errors.InvalidHandle(2, "SYMM_ERR_INVALID_HANDLE", "context was finalized")
         return self._h
@@ -361,15 +436,29 @@ class Context:
 
     def peer_tensor(self, t, pe):
         """A tensor over pe's copy of the symmetric tensor t (load/store
-        reachable peers: same GPU or NVLink/P2P); NotSupported otherwise."""
+        reachable peers: same GPU or NVLink/P2P); NotSupported otherwise.
+        Same shape, strides and dtype as t, and on t's device (the GPU that
+        issues the loads/stores), although the memory is pe's: writes by
+        kernels on it land in pe's copy. Keep t alive while it is used."""
         import torch
+        from ._dlpack import _DTYPES, capsule
+        name = str(t.dtype).replace("torch.", "")
+        if name not in _DTYPES:
+            raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                         "peer_tensor: dtype %s has no symm type" % (t.dtype,))
         out = ctypes.c_void_p()
         call("symm_ptr", self.handle, ctypes.c_void_p(t.data_ptr()), int(pe), ctypes.byref(out))
         if not out.value:
             raise errors.NotSupported(7, "SYMM_ERR_NOT_SUPPORTED",
                                       "PE %d is not load/store reachable from PE %d" % (pe, self.my_pe))
-        view = _CudaView(out.value, tuple(t.shape), t.dtype, t.device.index, keep=(self, t))
-        return torch.as_tensor(view, device=t.device)
+        # DLPack, not __cuda_array_interface__: torch takes the device of a
+        # CUDA-array-interface pointer from cudaPointerGetAttributes, which
+        # for a peer GPU's memory names the peer GPU, and as_tensor(device=)
+        # would then copy. DLPack states the device.
+        dev = (2, t.device.index) if getattr(t, "is_cuda", False) else (1, 0)
+        cap = capsule(out.value, tuple(t.shape), name, dev, keep=(self, t),
+                      strides=tuple(t.stride()))
+        return torch.from_dlpack(cap)
 
     # teams
     def team(self, which="world"):
@@ -380,29 +469,38 @@ class Context:
 
     @property
     def world(self):
+        """The world team (every PE of the context)."""
         return self.team("world")
 
     # ordering and synchronisation
     def quiet(self, stream=None, on_stream=False):
+        """Complete every put/get/atomic this PE issued (nbi included); stream=/on_stream=True:
+        enqueued on that stream instead."""
         if on_stream or stream is not None:
             call("symm_quiet_on_stream", self.handle, _stream_handle(stream))
         else:
             call("symm_quiet", self.handle)
             with self._lock:
                 self._pending.clear()
+                self._quiets += 1
 
     def fence(self):
+        """Order this PE's earlier puts and atomics to each PE before its later ones to that PE."""
         call("symm_fence", self.handle)
 
     def barrier_all(self, stream=None, on_stream=False):
+        """Quiet, then wait until every PE arrived (collective); stream=/on_stream=True: a barrier
+        ordered on that stream."""
         if on_stream or stream is not None:
             call("symm_barrier_all_on_stream", self.handle, _stream_handle(stream))
         else:
             call("symm_barrier_all", self.handle)
             with self.ctx_lock():
                 self._pending.clear()
+                self._quiets += 1
 
     def ctx_lock(self):
+        """The lock guarding this context's Python-side tables (buffers, kept nbi objects)."""
         return self._lock
 
     def _keep_until_quiet(self, obj):
@@ -410,6 +508,7 @@ class Context:
             self._pending.append(obj)
 
     def sync_all(self):
+        """Wait until every PE arrived (collective), without completing outstanding operations."""
         call("symm_sync_all", self.handle)
 
     # raw symmetric addresses
@@ -419,6 +518,105 @@ class Context:
         out = ctypes.c_void_p()
         call("symm_ptr", self.handle, ctypes.c_void_p(sym_addr), int(pe), ctypes.byref(out))
         return out.value
+
+    def putmem(self, dest, data, pe, nbi=False, stream=None, on_stream=False):
+        """Write the bytes of data (any contiguous buffer, array or tensor) to
+        pe's copy of the symmetric address dest (symm_putmem).
+
+        dest is an address inside this PE's heap, naming the same offset on
+        pe: an int (``buf.ptr + byte_offset``), a Buffer (its element 0) or
+        an array/tensor viewing heap memory (``buf.numpy()[4:]``, a tensor
+        from tensor()). [dest, dest + nbytes) must lie inside the heap
+        (OutOfBounds). nbi=True: symm_putmem_nbi, complete at quiet(); the
+        source is kept referenced until then. stream=/on_stream=True:
+        symm_putmem_on_stream, enqueued (already asynchronous: no nbi form;
+        keep the returned source alive until the stream passes)."""
+        addr = _address(dest, "putmem dest")[0]
+        loc = _Local(data, False)
+        args = (self.handle, ctypes.c_void_p(addr), ctypes.c_void_p(loc.addr), loc.nbytes, int(pe))
+        if on_stream or stream is not None:
+            if nbi:
+                raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                             "putmem: the stream form has no nbi variant")
+            call("symm_putmem_on_stream", *args, _stream_handle(stream))
+        else:
+            call("symm_putmem_nbi" if nbi else "symm_putmem", *args)
+        if nbi:
+            self._keep_until_quiet(loc.keep)
+        return loc.keep
+
+    def getmem(self, src, pe, nbytes=None, out=None, nbi=False, stream=None, on_stream=False):
+        """Read nbytes of pe's copy of the symmetric address src (an int, a
+        Buffer or a heap view, as in putmem) into out (any writable
+        contiguous buffer; default a new bytearray) and return out
+        (symm_getmem). nbytes defaults to out's size, else to src's when src
+        is a Buffer or a view. nbi=True: symm_getmem_nbi, out is written by
+        quiet() and kept referenced until then. stream=/on_stream=True:
+        symm_getmem_on_stream."""
+        addr, src_bytes = _address(src, "getmem src")
+        if nbytes is None:
+            if out is not None:
+                nbytes = _Local(out, True).nbytes
+            elif src_bytes is not None:
+                nbytes = src_bytes
+            else:
+                raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                             "getmem: give nbytes or out for an int address")
+        nbytes = int(nbytes)
+        if nbytes < 0:
+            raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "getmem: nbytes %d < 0" % nbytes)
+        if out is None:
+            out = bytearray(nbytes)
+        loc = _Local(out, True)
+        if nbytes > loc.nbytes:
+            raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                         "getmem: out holds %d bytes, %d asked" % (loc.nbytes, nbytes))
+        args = (self.handle, ctypes.c_void_p(loc.addr), ctypes.c_void_p(addr), nbytes, int(pe))
+        if on_stream or stream is not None:
+            if nbi:
+                raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                             "getmem: the stream form has no nbi variant")
+            call("symm_getmem_on_stream", *args, _stream_handle(stream))
+        else:
+            call("symm_getmem_nbi" if nbi else "symm_getmem", *args)
+        if nbi:
+            self._keep_until_quiet(loc.keep)
+        return out
+
+    def register(self, obj, dtype=None, count=None, shape=None):
+        """Make existing memory symmetric (symm_buf_register; collective):
+        every PE passes its own object (a tensor, CUDA array or buffer) of
+        count elements of dtype (defaults: obj's dtype and size). CUDA
+        backend only, for memory from cuMemCreate with POSIX fd handles
+        mapped with cuMemMap; the host backend raises NotSupported. The
+        returned Buffer keeps obj referenced until free(), which unregisters
+        it without freeing the memory (the memory stays yours)."""
+        loc = _Local(obj, True)
+        if dtype is None:
+            dtype = getattr(obj, "dtype", None)
+            if dtype is None:
+                raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                             "register: give dtype (%s has none)" % type(obj).__name__)
+        code = dtype_code(dtype)
+        size = DTYPE_SIZES.get(code)
+        if count is None:
+            if not size:
+                raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                             "register: unknown dtype %r" % (dtype,))
+            count = loc.nbytes // size
+        count = int(count)
+        if size and count * size > loc.nbytes:
+            raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                         "register: %d %s elements need %d bytes; the object has %d"
+                                         % (count, DTYPE_NAMES[code], count * size, loc.nbytes))
+        h = ctypes.c_void_p()
+        call("symm_buf_register", self.handle, ctypes.c_void_p(loc.addr), code, count,
+             ctypes.byref(h))
+        b = Buffer(self, h, code, count, shape)
+        b._registered = loc.keep
+        with self._lock:
+            self._bufs[h.value] = b
+        return b
 
     def device_ctx(self):
         """The symm_device_ctx (a ctypes struct) for CUDA kernels."""
@@ -451,6 +649,15 @@ class _CudaView:
 
 # ---- teams ----------------------------------------------------------------------
 
+_STREAM_FORMS = {
+    "symm_broadcast": "symm_broadcast_on_stream",
+    "symm_fcollect": "symm_fcollect_on_stream",
+    "symm_alltoall": "symm_alltoall_on_stream",
+    "symm_reduce": "symm_reduce_on_stream",
+    "symm_reducescatter": "symm_reducescatter_on_stream",
+}
+
+
 class Team:
     """An ordered subset of a context's PEs. Split teams are destroyed with
     destroy() (collective); nothing collective runs behind the user's back."""
@@ -460,36 +667,60 @@ class Team:
 
     @property
     def handle(self):
+        """The raw symm_team handle (ctypes c_void_p); InvalidHandle once destroyed."""
         if self._h is None:
             raise errors.InvalidHandle(2, "SYMM_ERR_INVALID_HANDLE", "team was destroyed")
         return self._h
 
     @property
     def my_pe(self):
+        """This PE's number in the team."""
         return _lib().symm_team_my_pe(self.handle)
 
     @property
     def n_pes(self):
+        """How many PEs the team has."""
         return _lib().symm_team_n_pes(self.handle)
 
     def translate(self, pe, to_team):
         """Number in to_team of this team's PE pe, or -1."""
         return _lib().symm_team_translate_pe(self.handle, int(pe), to_team.handle)
 
-    def split_strided(self, start, stride, size):
+    def split_strided(self, start, stride, size, config=None):
         """New team of PEs start, start+stride, ... (collective over this team);
-        None on PEs outside it."""
+        None on PEs outside it. config: None, {"num_contexts": n} or a
+        symm.team_config() struct."""
+        cfg = _team_config(config)
         h = ctypes.c_void_p()
-        call("symm_team_split_strided", self.handle, int(start), int(stride), int(size), None,
-             ctypes.byref(h))
+        call("symm_team_split_strided", self.handle, int(start), int(stride), int(size),
+             None if cfg is None else ctypes.byref(cfg), ctypes.byref(h))
         return Team(self.ctx, h) if h.value else None
 
-    def split_2d(self, xrange):
-        """(row team, column team) of a 2-D grid with rows of xrange PEs."""
+    def split_2d(self, xrange, xconfig=None, yconfig=None):
+        """(row team, column team) of a 2-D grid with rows of xrange PEs;
+        configs as in split_strided."""
+        xc, yc = _team_config(xconfig), _team_config(yconfig)
         x, y = ctypes.c_void_p(), ctypes.c_void_p()
-        call("symm_team_split_2d", self.handle, int(xrange), None, None, ctypes.byref(x),
-             ctypes.byref(y))
+        call("symm_team_split_2d", self.handle, int(xrange),
+             None if xc is None else ctypes.byref(xc), None if yc is None else ctypes.byref(yc),
+             ctypes.byref(x), ctypes.byref(y))
         return (Team(self.ctx, x) if x.value else None, Team(self.ctx, y) if y.value else None)
+
+    def config(self):
+        """The team's configuration as a dict ({"num_contexts": n};
+        symm_team_get_config)."""
+        cfg = team_config()
+        call("symm_team_get_config", self.handle, ctypes.byref(cfg))
+        return {f: getattr(cfg, f) for f, _ in TeamConfig._fields_ if f != "struct_size"}
+
+    def device_team(self):
+        """The symm_device_team (a ctypes struct) for CUDA kernels
+        (symm_device_team_get). NotSupported on the host backend and for
+        teams whose PEs are not evenly strided."""
+        d = DeviceTeam()
+        d.struct_size = ctypes.sizeof(d)
+        call("symm_device_team_get", self.handle, ctypes.byref(d))
+        return d
 
     def destroy(self):
         """Destroy a split team (collective over it)."""
@@ -502,12 +733,14 @@ class Team:
         call("symm_team_destroy", h)
 
     def barrier(self, stream=None, on_stream=False):
+        """Quiet, then wait for every PE of the team (collective); stream=: ordered on that stream."""
         if on_stream or stream is not None:
             call("symm_barrier_on_stream", self.handle, _stream_handle(stream))
         else:
             call("symm_barrier", self.handle)
 
     def sync(self, stream=None, on_stream=False):
+        """Wait for every PE of the team (collective), no quiet; stream=: ordered on that stream."""
         if on_stream or stream is not None:
             call("symm_team_sync_on_stream", self.handle, _stream_handle(stream))
         else:
@@ -518,44 +751,93 @@ class Team:
         args = [self.handle, dst.handle, int(dst_index), src.handle, int(src_index), int(nelems)]
         args += extra
         if on_stream or stream is not None:
-            call(name + "_on_stream", *args, _stream_handle(stream))
+            call(_STREAM_FORMS[name], *args, _stream_handle(stream))
         else:
             call(name, *args)
 
     def broadcast(self, dst, src, nelems=None, root=0, dst_index=0, src_index=0, stream=None,
                   on_stream=False):
+        """dst[dst_index:] on every PE receives root's src[src_index:] (nelems elements;
+        collective)."""
         n = src.count - src_index if nelems is None else nelems
         self._coll("symm_broadcast", dst, dst_index, src, src_index, n, [int(root)], stream,
                    on_stream)
 
     def fcollect(self, dst, src, nelems=None, dst_index=0, src_index=0, stream=None,
                  on_stream=False):
+        """dst receives every PE's nelems elements of src, in team order (collective; equal
+        counts)."""
         n = src.count - src_index if nelems is None else nelems
         self._coll("symm_fcollect", dst, dst_index, src, src_index, n, [], stream, on_stream)
 
     def collect(self, dst, src, nelems, dst_index=0, src_index=0):
+        """dst receives every PE's src block in team order; nelems may differ per PE (collective)."""
         call("symm_collect", self.handle, dst.handle, int(dst_index), src.handle, int(src_index),
              int(nelems))
 
     def alltoall(self, dst, src, nelems=None, dst_index=0, src_index=0, stream=None,
                  on_stream=False):
+        """Block j (nelems elements) of src goes to PE j's dst block i (i: this PE; collective)."""
         n = (src.count - src_index) // self.n_pes if nelems is None else nelems
         self._coll("symm_alltoall", dst, dst_index, src, src_index, n, [], stream, on_stream)
 
     def reduce(self, dst, src, op="sum", nelems=None, dst_index=0, src_index=0, stream=None,
                on_stream=False):
+        """dst = op over every PE of src, element-wise (all-reduce; sum, prod, min, max, and, or,
+        xor; collective)."""
         n = src.count - src_index if nelems is None else nelems
         self._coll("symm_reduce", dst, dst_index, src, src_index, n, [_code(OPS, op, "op")],
                    stream, on_stream)
 
     def reducescatter(self, dst, src, op="sum", nelems=None, dst_index=0, src_index=0,
                       stream=None, on_stream=False):
+        """This PE's dst receives block my_pe of the reduction of every PE's src (collective)."""
         n = (src.count - src_index) // self.n_pes if nelems is None else nelems
         self._coll("symm_reducescatter", dst, dst_index, src, src_index, n,
                    [_code(OPS, op, "op")], stream, on_stream)
 
 
 # ---- buffers ----------------------------------------------------------------------
+
+# the per-element-value forms of the set waits and tests
+_VECTOR_FORMS = {
+    "symm_wait_until_all": "symm_wait_until_all_vector",
+    "symm_wait_until_any": "symm_wait_until_any_vector",
+    "symm_wait_until_some": "symm_wait_until_some_vector",
+    "symm_test_all": "symm_test_all_vector",
+    "symm_test_any": "symm_test_any_vector",
+    "symm_test_some": "symm_test_some_vector",
+}
+
+
+class FetchResult:
+    """The prior value of a non-blocking fetching atomic (Buffer.atomic(...,
+    nbi=True)): .value once the context completed a quiet() or barrier_all()
+    after the call."""
+
+    __slots__ = ("_ctx", "_dtype", "_raw", "_epoch")
+
+    def __init__(self, ctx, dtype, raw, epoch):
+        self._ctx, self._dtype, self._raw, self._epoch = ctx, dtype, raw, epoch
+
+    @property
+    def ready(self):
+        """True once a quiet completed after the call."""
+        with self._ctx._lock:
+            return self._ctx._quiets > self._epoch
+
+    @property
+    def value(self):
+        """The fetched value; InvalidState before the next quiet."""
+        if not self.ready:
+            raise errors.InvalidState(18, "SYMM_ERR_INVALID_STATE",
+                                      "symm_atomic_nbi: the fetched value is written by the next "
+                                      "quiet (call ctx.quiet() first)")
+        return _unscalar(self._dtype, self._raw)
+
+    def __repr__(self):
+        return "<symm.FetchResult %s>" % (repr(self.value) if self.ready else "pending")
+
 
 class Buffer:
     """A typed symmetric allocation: every PE has one at the same offset.
@@ -567,6 +849,7 @@ class Buffer:
 
     def __init__(self, ctx, h, dtype, count, shape=None):
         self.ctx, self._h, self.dtype, self.count = ctx, h, dtype, count
+        self._registered = None  # the caller's object under a registered buffer
         self.shape = tuple(shape) if shape else (count,)
         self.itemsize = DTYPE_SIZES[dtype]
         self.nbytes = count * self.itemsize
@@ -579,12 +862,14 @@ class Buffer:
 
     @property
     def handle(self):
+        """The raw symm_buf handle (ctypes c_void_p); InvalidHandle once freed."""
         if self._h is None:
             raise errors.InvalidHandle(2, "SYMM_ERR_INVALID_HANDLE", "buffer was freed")
         return self._h
 
     @property
     def dtype_name(self):
+        """The element type's name ("float32", ...)."""
         return DTYPE_NAMES[self.dtype]
 
     def free(self):
@@ -594,6 +879,7 @@ class Buffer:
         h = self._h
         call("symm_buf_free", h)
         self._h = None
+        self._registered = None
         with self.ctx._lock:
             self.ctx._bufs.pop(h.value, None)
 
@@ -653,6 +939,20 @@ class Buffer:
         from ._dlpack import capsule
         self.handle
         return capsule(self.ptr, self.shape, self.dtype_name, self.__dlpack_device__(), keep=self)
+
+    @property
+    def registered(self):
+        """True for a buffer from Context.register() (caller's memory)."""
+        return self._registered is not None
+
+    def addr(self, index=0):
+        """Symmetric address of element index on this PE (for Context.putmem /
+        getmem / ptr); index may be count (one past the end)."""
+        self.handle
+        if not 0 <= int(index) <= self.count:
+            raise errors.OutOfBounds(3, "SYMM_ERR_OUT_OF_BOUNDS",
+                                     "index %d is outside [0, %d]" % (index, self.count))
+        return self.ptr + int(index) * self.itemsize
 
     def peer_ptr(self, pe):
         """Address of pe's copy (element 0) if load/store reachable, else None."""
@@ -736,6 +1036,7 @@ class Buffer:
         return loc.keep
 
     def signal_op(self, index, value, pe, op="set", stream=None, on_stream=False):
+        """Set or add value to pe's signal element index (a UINT64 buffer); stream=: enqueued."""
         args = (self.handle, int(index), int(value), _code(SIGNAL_OPS, op, "signal op"), int(pe))
         if on_stream or stream is not None:
             call("symm_signal_op_on_stream", *args, _stream_handle(stream))
@@ -743,6 +1044,7 @@ class Buffer:
             call("symm_signal_op", *args)
 
     def signal_fetch(self, index=0):
+        """This PE's signal element index, read atomically."""
         v = ctypes.c_uint64()
         call("symm_signal_fetch", self.handle, int(index), ctypes.byref(v))
         return v.value
@@ -760,26 +1062,43 @@ class Buffer:
         return v.value
 
     # atomics
-    def atomic(self, op, pe, index=0, value=0, compare=None):
+    def atomic(self, op, pe, index=0, value=0, compare=None, nbi=False):
         """An atomic op on pe's element index; returns the prior value for
-        fetching ops (fetch*, swap, compare_swap), else None."""
+        fetching ops (fetch*, swap, compare_swap), else None.
+
+        nbi=True (symm_atomic_nbi): returns at once; a fetching op returns a
+        FetchResult whose .value is readable after the context's next
+        quiet() or barrier_all() (InvalidState before); its storage is kept
+        referenced until then."""
         code = _code(AMOS, op, "atomic op")
         v = _scalar(self.dtype, value)
         c = _scalar(self.dtype, compare) if compare is not None else None
         fetched = (ctypes.c_char * self.itemsize)()
-        call("symm_atomic", self.handle, int(index), code, v, c, int(pe), fetched)
-        if code in (0, 2, 3, 4, 6, 8, 10, 12):
+        args = (self.handle, int(index), code, v, c, int(pe), fetched)
+        fetching = code in (0, 2, 3, 4, 6, 8, 10, 12)
+        if nbi:
+            with self.ctx._lock:
+                epoch = self.ctx._quiets
+            call("symm_atomic_nbi", *args)
+            self.ctx._keep_until_quiet(fetched)
+            return FetchResult(self.ctx, self.dtype, fetched, epoch) if fetching else None
+        call("symm_atomic", *args)
+        if fetching:
             return _unscalar(self.dtype, fetched)
         return None
 
     def fetch_add(self, value, pe, index=0):
+        """Add value to pe's element index atomically; returns the value before."""
         return self.atomic("fetch_add", pe, index, value)
 
     def compare_swap(self, compare, value, pe, index=0):
+        """Write value to pe's element index if it equals compare; returns the value before."""
         return self.atomic("compare_swap", pe, index, value, compare)
 
     # waits and tests on this PE's elements
     def wait_until(self, index, cmp, value):
+        """Wait until this PE's element index compares true against value (cmp: eq, ne, gt, ge, lt,
+        le or ==, !=, ...)."""
         call("symm_wait_until", self.handle, int(index), _code(CMPS, cmp, "comparison"),
              _scalar(self.dtype, value))
 
@@ -792,7 +1111,7 @@ class Buffer:
                 ctypes.memmove(ctypes.addressof(vals) + i * self.itemsize, _scalar(self.dtype, x),
                                self.itemsize)
             v = vals
-            name += "_vector"
+            name = _VECTOR_FORMS[name]
         else:
             v = _scalar(self.dtype, value)
         base = (self.handle, int(index), int(nelems), st, c, v)
@@ -817,6 +1136,8 @@ class Buffer:
         return [idx[i] for i in range(nf.value)]
 
     def wait_until_all(self, index, nelems, cmp, value, status=None, vector=False):
+        """Wait until every element of [index, index + nelems) compares true (status: 1 = ignore
+        that element; vector=True: one value per element)."""
         return self._set("symm_wait_until_all", index, nelems, status, cmp, value, vector, "all_wait")
 
     def wait_until_any(self, index, nelems, cmp, value, status=None, vector=False):
@@ -828,12 +1149,14 @@ class Buffer:
         return self._set("symm_wait_until_some", index, nelems, status, cmp, value, vector, "some")
 
     def test(self, index, cmp, value):
+        """True when this PE's element index compares true now (no wait)."""
         sat = ctypes.c_int32()
         call("symm_test", self.handle, int(index), _code(CMPS, cmp, "comparison"),
              _scalar(self.dtype, value), ctypes.byref(sat))
         return bool(sat.value)
 
     def test_all(self, index, nelems, cmp, value, status=None, vector=False):
+        """True when every element of [index, index + nelems) compares true now."""
         return self._set("symm_test_all", index, nelems, status, cmp, value, vector, "all_test")
 
     def test_any(self, index, nelems, cmp, value, status=None, vector=False):
@@ -841,4 +1164,5 @@ class Buffer:
         return self._set("symm_test_any", index, nelems, status, cmp, value, vector, "any_test")
 
     def test_some(self, index, nelems, cmp, value, status=None, vector=False):
+        """Indices (relative to index) of the elements that compare true now (may be empty)."""
         return self._set("symm_test_some", index, nelems, status, cmp, value, vector, "some")

@@ -32,7 +32,7 @@ _DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Managed))
 _Managed._fields_ = [("dl_tensor", _Tensor), ("manager_ctx", ctypes.c_void_p),
                      ("deleter", _DELETER)]
 
-# address -> (managed struct, shape array, keep): alive until the consumer calls
+# address -> (managed struct, shape array, strides array, keep): alive until the consumer calls
 # the deleter. A capsule that is never consumed keeps its entry (a few bytes
 # and a reference to the Buffer object, never symm memory: free() is explicit).
 _live = {}
@@ -43,19 +43,23 @@ def _delete(p):
     _live.pop(ctypes.addressof(p.contents), None)
 
 
-def capsule(addr, shape, dtype_name, device, keep):
+def capsule(addr, shape, dtype_name, device, keep, strides=None):
+    """A "dltensor" capsule over addr (shape and optional strides in elements;
+    device (type, index): (1, 0) CPU, (2, n) CUDA GPU n). The consumer's
+    tensor lives on exactly that device, whatever memory the pointer maps."""
     m = _Managed()
     shp = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+    std = None if strides is None else (ctypes.c_int64 * max(len(strides), 1))(*strides)
     code, bits = _DTYPES[dtype_name]
     m.dl_tensor.data = addr
     m.dl_tensor.device = _Device(device[0], device[1])
     m.dl_tensor.ndim = len(shape)
     m.dl_tensor.dtype = _DType(code, bits, 1)
     m.dl_tensor.shape = shp
-    m.dl_tensor.strides = None
+    m.dl_tensor.strides = std
     m.dl_tensor.byte_offset = 0
     m.deleter = _delete
-    _live[ctypes.addressof(m)] = (m, shp, keep)
+    _live[ctypes.addressof(m)] = (m, shp, std, keep)
     new = ctypes.pythonapi.PyCapsule_New
     new.restype = ctypes.py_object
     new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]

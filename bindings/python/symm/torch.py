@@ -43,7 +43,7 @@ import threading
 from . import _core, errors
 from ._ffi import LIB
 
-__all__ = ["init", "init_from_process_group", "finalize", "context", "backend", "empty",
+__all__ = ["init", "init_from_process_group", "use", "finalize", "context", "backend", "why_fallback", "empty",
            "reserve", "is_symmetric", "all_reduce", "all_gather", "reduce_scatter",
            "all_to_all", "broadcast", "barrier"]
 

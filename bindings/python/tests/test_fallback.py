@@ -47,4 +47,34 @@ def no_loader_at_all():
           (out.returncode, out.stdout, out.stderr))
 
 
+@case
+def every_public_name_is_documented():
+    # the API page (docs/python, bash bindings/python/gen_docs.sh) is made of these
+    import inspect
+    import symm.torch as st
+    missing = []
+
+    def doc_of(v):
+        return (v.fget if isinstance(v, property) else v).__doc__
+
+    for name in symm.__all__:
+        v = getattr(symm, name)
+        if inspect.isclass(v):
+            if not v.__doc__:
+                missing.append(name)
+            for m, mv in vars(v).items():
+                if not m.startswith("_") and (inspect.isfunction(mv) or isinstance(mv, property)) \
+                        and not doc_of(mv):
+                    missing.append("%s.%s" % (name, m))
+        elif callable(v) and not v.__doc__:
+            missing.append(name)
+    for name in st.__all__ + ["use", "why_fallback"]:
+        if not getattr(st, name).__doc__:
+            missing.append("symm.torch." + name)
+    check(not missing, "no docstring: %s" % missing)
+    page = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "docs",
+                        "python", "symm.torch.html")
+    check(os.path.exists(page), "no rendered API page %s" % page)
+
+
 sys.exit(run())

@@ -207,6 +207,131 @@ def teams_and_collectives():
 
 
 @case
+def stream_forms_run_in_order_on_the_host():
+    # The host backend runs every *_on_stream form at once, in call order
+    # (stream None, an int handle or any object with .cuda_stream): the same
+    # code as on GPUs, checked here against references.
+    class FakeStream:
+        cuda_stream = 0
+    b = ctx.alloc("float32", 32)
+    sig = ctx.alloc("uint64", 2)
+    src = np.arange(8, dtype=np.float32) + 10 * me
+    for stream in (None, 0, FakeStream()):
+        b.numpy()[:] = 0
+        sig.numpy()[:] = 0
+        ctx.barrier_all()
+        b.put(src, nxt, stream=stream, on_stream=True)
+        b.put(src, nxt, index=8, nbi=True, stream=stream, on_stream=True)
+        b.p(7.5, nxt, index=16, stream=stream, on_stream=True)
+        ctx.quiet(stream=stream, on_stream=True)
+        ctx.barrier_all(stream=stream, on_stream=True)
+        got = np.zeros(8, dtype=np.float32)
+        b.get(prv, out=got, stream=stream, on_stream=True)
+        check((got == np.arange(8) + 10 * ((me - 2) % n)).all(), (stream, got))
+        b.put_signal(src, nxt, sig, 0, 1, "add", index=24, stream=stream, on_stream=True)
+        check(sig.signal_wait_until(0, "ge", 1, stream=stream, on_stream=True) is None, "stream wait")
+        sig.signal_op(1, 5, nxt, "set", stream=stream, on_stream=True)
+        sig.signal_wait_until(1, "eq", 5, stream=stream, on_stream=True)
+        ctx.world.sync(stream=stream, on_stream=True)
+        ctx.world.barrier(stream=stream, on_stream=True)
+        want = np.arange(8) + 10 * prv
+        mem = b.numpy()
+        check((mem[:8] == want).all() and (mem[8:16] == want).all() and mem[16] == 7.5
+              and (mem[24:32] == want).all(), (stream, mem))
+        check(sig.signal_fetch(0) == 1 and sig.signal_fetch(1) == 5, "signals")
+        ctx.barrier_all()
+    # collectives on the stream
+    c_src = ctx.alloc("float32", 4 * n)
+    c_dst = ctx.alloc("float32", 4 * n)
+    small = ctx.alloc("float32", 4)
+    c_src.numpy()[:] = np.arange(4 * n) + 100 * me
+    ctx.barrier_all()
+    w = ctx.world
+    w.reduce(c_dst, c_src, "sum", on_stream=True)
+    check((c_dst.numpy() == sum(np.arange(4 * n) + 100 * r for r in range(n))).all(), "reduce")
+    w.fcollect(c_dst, c_src, nelems=4, on_stream=True)
+    check((c_dst.numpy() == np.concatenate([np.arange(4) + 100 * r for r in range(n)])).all(),
+          "fcollect")
+    w.alltoall(c_dst, c_src, on_stream=True)
+    check((c_dst.numpy() == np.concatenate([np.arange(4 * me, 4 * me + 4) + 100 * r
+                                            for r in range(n)])).all(), "alltoall")
+    w.broadcast(c_dst, c_src, root=n - 1, on_stream=True)
+    check((c_dst.numpy() == np.arange(4 * n) + 100 * (n - 1)).all(), "broadcast")
+    w.reducescatter(small, c_src, "max", on_stream=True)
+    check((small.numpy() == np.arange(4 * me, 4 * me + 4) + 100 * (n - 1)).all(), "reducescatter")
+    ctx.barrier_all()
+    check(ctx.async_error() == (0, ""), ctx.async_error())
+    for x in (b, sig, c_src, c_dst, small):
+        x.free()
+
+
+@case
+def ordering_atomics_and_addresses():
+    b = ctx.alloc("int64", 4)
+    ctx.barrier_all()
+    b.p(1, nxt, index=0)
+    ctx.fence()  # the first put reaches nxt before the second
+    b.p(2, nxt, index=1)
+    ctx.quiet()
+    ctx.sync_all()
+    check(list(b.numpy()[:2]) == [1, 2], b.numpy())
+    ctx.barrier_all()
+    # the atomic ops beyond fetch_add / compare_swap, on my own element 2
+    check(b.atomic("set", me, 2, 5) is None, "set returns nothing")
+    check(b.atomic("fetch", me, 2) == 5, "fetch")
+    check(b.atomic("swap", me, 2, 6) == 5, "swap returns the old value")
+    check(b.atomic("fetch_inc", me, 2) == 6 and b.g(me, 2) == 7, "fetch_inc")
+    b.atomic("inc", me, 2)
+    check(b.atomic("fetch_and", me, 2, 0b1100) == 8 and b.g(me, 2) == 8, "fetch_and")
+    b.atomic("or", me, 2, 1)
+    check(b.atomic("fetch_xor", me, 2, 3) == 9 and b.g(me, 2) == 10, "fetch_xor")
+    b.atomic("and", me, 2, 2)
+    b.atomic("xor", me, 2, 1)
+    check(b.g(me, 2) == 3, b.g(me, 2))
+    # raw symmetric addresses
+    check(ctx.ptr(b.ptr, me) == b.ptr and ctx.ptr(b.ptr, nxt) == b.peer_ptr(nxt), "ptr")
+    ctx.team("node").sync()
+    check(ctx.team("shared").n_pes == n and ctx.team("same_local_pe").n_pes == 1, "teams")
+    ctx.barrier_all()
+    b.free()
+
+
+@case
+def a_second_context_by_unique_id():
+    # The NCCL-style model: PE 0 makes the id, sends it over its own channel
+    # (here: the first context's heap), every PE joins with it.
+    box = ctx.alloc("uint8", 128)
+    if me == 0:
+        uid = symm.unique_id()
+        check(len(uid) == 128, len(uid))
+        for pe in range(n):
+            box.put(uid, pe)
+    ctx.barrier_all()
+    uid = bytes(box.numpy())
+    with symm.init(unique_id=uid, rank=me, n_pes=n, heap_cap=1 << 26) as c2:
+        check(c2.my_pe == me and c2.n_pes == n, (c2.my_pe, c2.n_pes))
+        x = c2.alloc("int32", 1)
+        x.p(me + 1, nxt)
+        c2.barrier_all()
+        check(x.numpy()[0] == prv + 1, x.numpy())
+        x.free()
+    expect_raises(symm.InvalidArgument, symm.init, unique_id=b"short", rank=me, n_pes=n)
+    ctx.barrier_all()
+    box.free()
+
+
+@case
+def loader_calls():
+    symm.probe()  # no exception: usable
+    check(symm.available(), "available")
+    check("libsymm.so.1" in (symm.loader_path() or ""), symm.loader_path())
+    e = expect_raises(symm.InvalidState, symm.set_runtime, "/elsewhere/libsymm_runtime.so.1")
+    check(e.status == 18, e)
+    check(symm.dtype_code(np.dtype("float32")) == symm.DTYPES["float32"], "numpy dtype")
+    check(symm.dtype_code("float64") == symm.DTYPES["float64"], "name")
+
+
+@case
 def errors_are_exceptions():
     b = ctx.alloc("int32", 4)
     e = expect_raises(symm.OutOfBounds, b.put, np.zeros(5, dtype=np.int32), nxt)
@@ -279,7 +404,18 @@ def threads():
     for t in ths:
         t.join()
     check(all(("pe %d" % (n + t)) in msgs[t] for t in range(3)), msgs)
+    # a blocking wait releases the GIL: another thread of this PE sets what it waits for
+    sig = ctx.alloc("uint64", 1)
+    seen = []
+    waiter = threading.Thread(target=lambda: seen.append(sig.signal_wait_until(0, "eq", 3)))
+    waiter.start()
+    import time
+    time.sleep(0.2)
+    sig.signal_op(0, 3, me, "set")
+    waiter.join(30)
+    check(not waiter.is_alive() and seen == [3], "the waiting thread did not see the signal: %r" % seen)
     ctx.barrier_all()
+    sig.free()
     b.free()
 
 

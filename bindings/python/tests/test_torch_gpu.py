@@ -17,7 +17,7 @@ import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
-from harness import case, check, run  # noqa: E402
+from harness import case, check, expect_raises, run  # noqa: E402
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -217,6 +217,34 @@ def stream_forms(stream_obj, mk, label):
     check(ctx.async_error() == (0, ""), ctx.async_error())
     for x in (b, sig, c_src, c_dst, small):
         x.free()
+
+
+@case
+def putmem_getmem_and_device_team():
+    # byte RMA on symmetric addresses (heap tensor views), on a torch stream
+    nxt, prv = (me + 1) % n, (me - 1) % n
+    t = ctx.tensor(64, torch.int32)
+    src = torch.arange(16, dtype=torch.int32, device="cuda") + 100 * me
+    out = torch.zeros(16, dtype=torch.int32, device="cuda")
+    sync()  # the data was made on another stream
+    ctx.putmem(t[8:24], src, nxt, stream=S)
+    ctx.barrier_all(stream=S)
+    ctx.getmem(t[8:24], nxt, out=out, stream=S)  # nxt's copy holds what I put there
+    S.synchronize()
+    check(t[8:24].cpu().tolist() == [100 * prv + i for i in range(16)], t.cpu())
+    check(out.cpu().tolist() == src.cpu().tolist(), out.cpu())
+    whole = t.cpu().tolist()
+    check(whole[:8] == [0] * 8 and whole[24:] == [0] * 40, ("only 8..24 written", whole))
+    past = t.data_ptr() + ctx.query()["heap_mapped"]
+    expect_raises(symm.OutOfBounds, ctx.putmem, past, src, nxt, stream=S)
+    d = ctx.world.device_team()
+    check((d.my_pe, d.n_pes, d.start, d.stride) == (me, n, 0, 1),
+          (d.my_pe, d.n_pes, d.start, d.stride))
+    check(ctx.world.config() == {"num_contexts": 0}, ctx.world.config())
+    ctx.barrier_all(stream=S)
+    S.synchronize()
+    check(ctx.async_error() == (0, ""), ctx.async_error())
+    ctx.free_tensor(t)
 
 
 @case

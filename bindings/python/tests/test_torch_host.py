@@ -149,6 +149,34 @@ def broadcast_and_barrier():
 
 
 @case
+def peer_tensors_are_views_of_the_peers_copy():
+    # The host backend reaches every PE of the host by load/store: a peer
+    # tensor (DLPack over symm_ptr) reads and writes the peer's own copy.
+    t = heap((n, 4), torch.int32)
+    t.numpy()[:] = me
+    ctx.barrier_all()
+    for p in range(n):
+        pt = ctx.peer_tensor(t, p)
+        check(pt.shape == t.shape and pt.dtype == t.dtype, (pt.shape, pt.dtype))
+        check(pt.data_ptr() == ctx.ptr(t.data_ptr(), p), "the peer's address")
+        check((pt.numpy() == p).all(), (p, pt.numpy()))
+    ctx.barrier_all()  # everyone has read before anyone writes
+    for p in range(n):
+        ctx.peer_tensor(t, p)[me].fill_(100 + me)  # my row of p's copy
+    ctx.barrier_all()
+    check((t.numpy() == (100 + np.arange(n))[:, None]).all(), t.numpy())
+    # views keep their offset and strides (a transposed view is not contiguous)
+    nxt = (me + 1) % n
+    tt = t.t()
+    ptt = ctx.peer_tensor(tt, nxt)
+    check(ptt.stride() == tt.stride() and (ptt.numpy() == tt.numpy()).all(), ptt.numpy())
+    row = ctx.peer_tensor(t[2], nxt)
+    check(row.data_ptr() == ctx.ptr(t[2].data_ptr(), nxt) and (row.numpy() == 102).all(),
+          row.numpy())
+    ctx.barrier_all()
+
+
+@case
 def errors_map_to_exceptions():
     t = heap((4, 4), torch.float32)
     expect_raises(symm.InvalidArgument, st.all_reduce, t.t())  # not contiguous

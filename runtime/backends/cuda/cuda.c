@@ -1431,6 +1431,70 @@ static void cuda_describe(symm__ctx *ctx, char *buf, size_t cap) {
              (unsigned long long)s->gran);
 }
 
+/* ------------------------------------------------------------------------ */
+/* For transports: dma-buf export, device buffers, staging copies            */
+/* ------------------------------------------------------------------------ */
+
+/* A dma-buf of [off, off + len) of this PE's heap for ibv_reg_dmabuf_mr, or
+ * -1 (logged) when the driver or the GPU cannot export one; the transport
+ * then tries the pointer itself (nvidia-peermem) or refuses with a reason. */
+static int cuda_dmabuf_fd(symm__ctx *ctx, uint64_t off, uint64_t len) {
+    cu_state *s = ctx->backend;
+    if (!s || !ctx->heap_base) return -1;
+    if (!symm__cu.MemGetHandleForAddressRange) {
+        SYMM_INFO(SYMM_LOG_BACKEND, "cuda: the driver has no cuMemGetHandleForAddressRange: "
+                  "no dma-buf for the transport");
+        return -1;
+    }
+    char saved[512];
+    snprintf(saved, sizeof saved, "%s", symm__last_error());
+    int ok = 0, fd = -1;
+    CUresult r = CUDA_SUCCESS;
+    if (cu_enter(s) != SYMM_SUCCESS) {
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    } else if (symm__cu.DeviceGetAttribute(&ok, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, s->dev) !=
+                   CUDA_SUCCESS || !ok) {
+        SYMM_INFO(SYMM_LOG_BACKEND, "cuda: the GPU does not export dma-bufs "
+                  "(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0)");
+    } else {
+        long page = sysconf(_SC_PAGESIZE);
+        uint64_t span = align_up(len, page > 0 ? (uint64_t)page : 4096u);
+        r = symm__cu.MemGetHandleForAddressRange(&fd, (CUdeviceptr)(uintptr_t)(ctx->heap_base + off),
+                                                 span, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+        if (r != CUDA_SUCCESS) fd = -1;
+    }
+    if (r != CUDA_SUCCESS) {
+        const char *name = NULL;
+        if (symm__cu.GetErrorName) symm__cu.GetErrorName(r, &name);
+        SYMM_INFO(SYMM_LOG_BACKEND, "cuda: no dma-buf for heap [%llu, +%llu): %s",
+                  (unsigned long long)off, (unsigned long long)len, name ? name : "error");
+    }
+    symm__err(SYMM_SUCCESS, "%s", saved); /* the probe is no caller's error */
+    return fd;
+}
+
+/* Device memory the CPU cannot touch (managed memory it can). */
+static bool cuda_is_device_mem(symm__ctx *ctx, const void *p) {
+    (void)ctx;
+    CUmemorytype type = (CUmemorytype)0;
+    int managed = 0;
+    CUpointer_attribute attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                    CU_POINTER_ATTRIBUTE_IS_MANAGED};
+    void *data[2] = {&type, &managed};
+    if (symm__cu.PointerGetAttributes(2, attrs, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+        return false;
+    return type == CU_MEMORYTYPE_DEVICE && !managed;
+}
+
+/* Blocking copy between host and device memory (staging for transports). */
+static symm_status cuda_local_copy(symm__ctx *ctx, void *dst, const void *src, uint64_t n) {
+    cu_state *s = ctx->backend;
+    if (!n) return SYMM_SUCCESS;
+    SYMM_TRY(cu_enter(s));
+    SYMM_TRY(copy_async(s, (CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n));
+    return finish(s, NULL);
+}
+
 const symm__backend_ops symm__cuda_ops = {
     .name = "cuda",
     .id = SYMM_BACKEND_CUDA,
@@ -1458,4 +1522,7 @@ const symm__backend_ops symm__cuda_ops = {
     .async_poll = cuda_async_poll,
     .coll_max_pes = CU_PARAM_PES,
     .describe = cuda_describe,
+    .dmabuf_fd = cuda_dmabuf_fd,
+    .is_device_mem = cuda_is_device_mem,
+    .local_copy = cuda_local_copy,
 };

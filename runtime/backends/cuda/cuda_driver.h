@@ -5,7 +5,7 @@
  * libcuda.so.1 once per process, resolves cuGetProcAddress_v2 and fills one
  * process-wide table of function pointers. <cuda.h> is included for types
  * only. Optional entries (stream memory operations, cuFuncLoad,
- * cuLaunchKernelEx) may be NULL.
+ * cuLaunchKernelEx, cuMemGetHandleForAddressRange) may be NULL.
  */
 #ifndef SYMM_CUDA_DRIVER_H
 #define SYMM_CUDA_DRIVER_H
@@ -61,6 +61,8 @@
     X(MemsetD8Async, (CUdeviceptr dst, unsigned char value, size_t n, CUstream stream), 1) \
     X(PointerGetAttributes, (unsigned int n, CUpointer_attribute *attrs, void **data, \
                              CUdeviceptr ptr), 1) \
+    X(MemGetHandleForAddressRange, (void *handle, CUdeviceptr dptr, size_t size, \
+                                    CUmemRangeHandleType type, unsigned long long flags), 0) \
     X(StreamCreate, (CUstream *stream, unsigned int flags), 1) \
     X(StreamDestroy, (CUstream stream), 1) \
     X(StreamSynchronize, (CUstream stream), 1) \

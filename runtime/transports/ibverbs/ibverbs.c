@@ -646,12 +646,14 @@ static int32_t rma(ibv_tp *st, int is_put, int32_t pe, uint64_t off, char *local
     return 0;
 }
 
+static int32_t put_bytes(ibv_tp *st, int32_t pe, uint64_t off, const char *src, uint64_t n);
+
 static int32_t ibv_put(void *state, int32_t pe, uint64_t off, const void *src, uint64_t n,
                        uint32_t flags) {
     ibv_tp *st = state;
     pthread_mutex_lock(&st->mu);
     int32_t rc = check_pe(st, pe);
-    if (!rc) rc = rma(st, 1, pe, off, (char *)(uintptr_t)src, n);
+    if (!rc) rc = put_bytes(st, pe, off, src, n);
     if (!rc && !(flags & SYMM_TP_NBI)) rc = wait_for(st, pe, 0);
     pthread_mutex_unlock(&st->mu);
     return rc;
@@ -741,6 +743,52 @@ static int32_t emulate(ibv_tp *st, int32_t pe, uint64_t off, uint32_t width, uin
     }
 }
 
+/* Write k (< 8) bytes of the 64-bit word holding off, keeping the rest of
+ * the word, with a CMP_SWP loop. A plain WRITE there could be undone: the
+ * NIC performs an atomic as a read and a write of all 8 bytes, and on an
+ * ATOMIC_HCA device (rxe, most NICs) nothing orders that against a WRITE of
+ * the word's other bytes. 32-bit atomics are CMP_SWP loops on the containing
+ * word, so a put of a neighbouring 32-bit element landing inside one was
+ * lost (p2p_atomic over rxe). Atomics among themselves are serialised. A
+ * word that crosses the registered range's end gets the plain WRITE. */
+static int32_t merge_word(ibv_tp *st, int32_t pe, uint64_t off, const char *src, uint32_t k) {
+    uint64_t word = off & ~(uint64_t)7, raddr, room;
+    uint32_t rkey;
+    int32_t rc = remote_at(st, pe, word, 8, &raddr, &rkey, &room);
+    if (rc || room < 8) return rma(st, 1, pe, off, (char *)(uintptr_t)src, k);
+    unsigned at = (unsigned)(off - word);
+    uint64_t cur, got;
+    rc = native(st, pe, word, 0, 0, 0, &cur, 1); /* atomic read */
+    for (;;) {
+        if (rc) return rc;
+        uint64_t next = cur;
+        memcpy((char *)&next + at, src, k); /* little-endian, as emulate() */
+        if (next == cur) return 0;
+        rc = native(st, pe, word, 1, cur, next, &got, 1);
+        if (!rc && got == cur) return 0;
+        cur = got;
+    }
+}
+
+/* A put: whole 64-bit words by WRITE (rma), partial words at either end by
+ * merge_word, unless the device has no atomics (then nothing emulates one). */
+static int32_t put_bytes(ibv_tp *st, int32_t pe, uint64_t off, const char *src, uint64_t n) {
+    if (st->atomic_cap == IBV_ATOMIC_NONE || n == 0) return rma(st, 1, pe, off, (char *)(uintptr_t)src, n);
+    int32_t rc = 0;
+    if (off & 7) {
+        uint64_t head = 8 - (off & 7);
+        if (head > n) head = n;
+        rc = merge_word(st, pe, off, src, (uint32_t)head);
+        off += head;
+        src += head;
+        n -= head;
+    }
+    uint64_t tail = n & 7, mid = n - tail;
+    if (!rc && mid) rc = rma(st, 1, pe, off, (char *)(uintptr_t)src, mid);
+    if (!rc && tail) rc = merge_word(st, pe, off + mid, src + mid, (uint32_t)tail);
+    return rc;
+}
+
 static uint32_t dtype_width(uint32_t dtype) {
     return dtype == SYMM_DTYPE_INT32 || dtype == SYMM_DTYPE_UINT32 || dtype == SYMM_DTYPE_FLOAT32
                ? 4u : 8u;
@@ -802,7 +850,7 @@ static int32_t ibv_put_signal(void *state, int32_t pe, uint64_t off, const void 
                   (unsigned long long)sig_off);
     if (!rc && sig_op != SYMM_SIGNAL_SET && sig_op != SYMM_SIGNAL_ADD)
         rc = fail(st->core, SYMM_ERR_INVALID_ARG, "ibverbs: unknown signal op %u", sig_op);
-    if (!rc) rc = rma(st, 1, pe, off, (char *)(uintptr_t)src, n);
+    if (!rc) rc = put_bytes(st, pe, off, src, n);
     if (!rc) {
         if (sig_op == SYMM_SIGNAL_ADD) {
             rc = native(st, pe, sig_off, 0, sig_value, 0, NULL, !(flags & SYMM_TP_NBI));
@@ -950,7 +998,9 @@ static void ibv_mem_remove(void *state, uint64_t heap_off, uint64_t len) {
     ibv_tp *st = state;
     pthread_mutex_lock(&st->mu);
     for (int i = 0; i < st->n_regs; i++) {
-        if (st->regs[i].off == heap_off && st->regs[i].len == len) {
+        /* by start: a range is added once per offset (len is only checked
+         * not to be shorter, so a caller's rounding cannot leak the MR) */
+        if (st->regs[i].off == heap_off && len >= st->regs[i].len) {
             region_free(&st->regs[i]);
             st->regs[i] = st->regs[--st->n_regs];
             break;

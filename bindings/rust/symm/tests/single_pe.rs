@@ -71,6 +71,10 @@ fn out_of_bounds_and_bad_pe_are_errors_with_messages() {
     ));
     // The host backend has no device context.
     assert!(matches!(ctx.device_ctx(), Err(Error::NotSupported(_))));
+    assert!(matches!(
+        ctx.world().device_team(),
+        Err(Error::NotSupported(_))
+    ));
     assert!(ctx.async_error(true).unwrap().is_none());
     f.free().unwrap();
     buf.free().unwrap();
@@ -313,4 +317,100 @@ fn unique_id_bootstrap_joins_two_contexts() {
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
     assert_eq!(results, [21, 21]);
+}
+
+/// The stream forms on the host backend (no GPU here: the GPU path of these
+/// wrappers runs only in the CUDA suite of the C API). The host backend
+/// ignores the stream and completes each operation before returning; each
+/// form must reach its C entry with its arguments in place (data checked),
+/// CUDA's special handles (1: CU_STREAM_LEGACY, 2: CU_STREAM_PER_THREAD) must
+/// pass through as plain values, and a bad range is an error.
+#[test]
+fn stream_forms_on_the_host_backend() {
+    let ctx = ctx();
+    let w = ctx.world();
+    let b = ctx.alloc::<u32>(4).unwrap();
+    let sig = ctx.alloc::<u64>(1).unwrap();
+    let s: symm::Stream = std::ptr::null_mut();
+    let src = [9u32, 8, 7, 6];
+    let mut dst = [0u32; 4];
+    // SAFETY: host backend (the stream is not used); src and dst outlive the
+    // calls, which complete before returning here, and the quiets below.
+    unsafe {
+        b.put_on_stream(0, src.as_ptr(), 2, 0, s).unwrap();
+        b.put_nbi_on_stream(2, src[2..].as_ptr(), 2, 0, s).unwrap();
+        b.p_on_stream(3, 5, 0, s).unwrap();
+        ctx.quiet_on_stream(s).unwrap();
+        b.get_on_stream(0, dst.as_mut_ptr(), 2, 0, s).unwrap();
+        b.get_nbi_on_stream(2, dst[2..].as_mut_ptr(), 2, 0, s)
+            .unwrap();
+        ctx.quiet_on_stream(s).unwrap();
+    }
+    assert_eq!(dst, [9, 8, 7, 5], "stream RMA");
+    // SAFETY: as above.
+    unsafe {
+        b.put_signal_on_stream(0, src[3..].as_ptr(), 1, &sig, 0, 2, SignalOp::Set, 0, s)
+            .unwrap();
+        sig.signal_op_on_stream(0, 3, SignalOp::Add, 0, s).unwrap();
+        sig.signal_wait_until_on_stream(0, Cmp::Eq, 5, s).unwrap();
+    }
+    assert_eq!(sig.signal_fetch(0).unwrap(), 5);
+    assert_eq!(b.g(0, 0).unwrap(), 6, "put_signal_on_stream's data");
+    let p = b.as_ptr().unwrap();
+    let mut raw = [0u8; 4];
+    // SAFETY: p is b's local copy (4 u32); raw outlives the calls.
+    unsafe {
+        ctx.getmem_on_stream(raw.as_mut_ptr().cast(), p.cast(), 4, 0, s)
+            .unwrap();
+        assert_eq!(raw, 6u32.to_ne_bytes(), "getmem_on_stream");
+        ctx.putmem_on_stream(p.add(1).cast(), raw.as_ptr().cast(), 4, 0, s)
+            .unwrap();
+        ctx.barrier_all_on_stream(s).unwrap();
+        w.barrier_on_stream(s).unwrap();
+        w.sync_on_stream(s).unwrap();
+    }
+    let mut all = [0u32; 4];
+    b.get(0, &mut all, 0).unwrap();
+    assert_eq!(all, [6, 6, 7, 5], "putmem_on_stream");
+
+    let d = ctx.alloc::<u32>(4).unwrap();
+    let expect = |what: &str| {
+        let mut got = [0u32; 4];
+        d.get(0, &mut got, 0).unwrap();
+        assert_eq!(got, [6, 6, 7, 5], "{what}");
+        d.put(0, &[0; 4], 0).unwrap();
+    };
+    // SAFETY: buffers of this context; the host backend completes each call.
+    unsafe {
+        w.broadcast_on_stream(&d, 0, &b, 0, 4, 0, s).unwrap();
+        expect("broadcast_on_stream");
+        w.fcollect_on_stream(&d, 0, &b, 0, 4, s).unwrap();
+        expect("fcollect_on_stream");
+        w.alltoall_on_stream(&d, 0, &b, 0, 4, s).unwrap();
+        expect("alltoall_on_stream");
+        w.reduce_on_stream(&d, 0, &b, 0, 4, ReduceOp::Sum, s)
+            .unwrap();
+        expect("reduce_on_stream");
+        w.reducescatter_on_stream(&d, 0, &b, 0, 4, ReduceOp::Prod, s)
+            .unwrap();
+        expect("reducescatter_on_stream");
+
+        // CUDA's special stream handles are values, not pointers.
+        ctx.quiet_on_stream(1 as symm::Stream).unwrap();
+        b.p_on_stream(0, 9, 0, 2 as symm::Stream).unwrap();
+        assert_eq!(b.g(0, 0).unwrap(), 9);
+
+        // A range past the end is an error, nothing written.
+        let e = b.put_on_stream(3, src.as_ptr(), 4, 0, s).unwrap_err();
+        assert!(matches!(e, Error::OutOfBounds(_)), "{e:?}");
+        let e = w.broadcast_on_stream(&d, 2, &b, 0, 4, 0, s).unwrap_err();
+        assert!(matches!(e, Error::OutOfBounds(_)), "{e:?}");
+    }
+    assert_eq!(b.g(3, 0).unwrap(), 5);
+    assert!(ctx.async_error(true).unwrap().is_none());
+    drop(w);
+    d.free().unwrap();
+    sig.free().unwrap();
+    b.free().unwrap();
+    ctx.finalize().unwrap();
 }

@@ -29,8 +29,20 @@ def is_initialized():
     return _state["init"]
 
 
-def init_process_group(backend="gloo", rank=0, world_size=1):
-    _state.update(init=True, rank=rank, size=world_size)
+def init_process_group(backend="gloo", rank=None, world_size=None, device_id=None, **kwargs):
+    if rank is None:  # torchrun's environment, like the real one
+        rank = int(os.environ.get("RANK", 0))
+    if world_size is None:
+        world_size = int(os.environ.get("WORLD_SIZE", 1))
+    _state.update(init=True, rank=rank, size=world_size, backend=backend)
+
+
+class _Group:
+    group_name = "0"
+
+
+class group:  # noqa: N801 (torch's spelling)
+    WORLD = _Group()
 
 
 def destroy_process_group():

@@ -190,14 +190,20 @@ pub fn parse_json(text: &str) -> Json {
     v
 }
 
-/// The ABI description of the symm checkout: `$SYMM_SOURCE_DIR/abi/symm-abi.json`,
-/// else the one of the checkout these crates live in.
-pub fn load_abi() -> Json {
+/// Where the ABI description is: `$SYMM_SOURCE_DIR/abi/symm-abi.json`, else
+/// the one of the checkout these crates live in.
+pub fn abi_path() -> std::path::PathBuf {
     let dir = match std::env::var_os("SYMM_SOURCE_DIR") {
         Some(d) if !d.is_empty() => std::path::PathBuf::from(d),
         _ => std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.."),
     };
-    let path = dir.join("abi/symm-abi.json");
+    dir.join("abi/symm-abi.json")
+}
+
+/// The ABI description of the symm checkout: `$SYMM_SOURCE_DIR/abi/symm-abi.json`,
+/// else the one of the checkout these crates live in.
+pub fn load_abi() -> Json {
+    let path = abi_path();
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
             "{}: {e} (the ABI description is needed for this check)",

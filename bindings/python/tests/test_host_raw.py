@@ -1,0 +1,266 @@
+"""Host-backend tests of the wrappers of the address-based and the less used
+entries (one process per PE):
+    symmrun -n 4 python3 bindings/python/tests/test_host_raw.py
+Context.putmem/getmem (blocking, nbi, stream forms), Buffer.atomic(nbi=True),
+Context.register, Team.device_team, Team.config and split configs,
+symm.dtype_size, symm.team_config: data against references, bad input
+against the exception it must raise."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy as np  # noqa: E402
+
+import symm  # noqa: E402
+from harness import case, check, expect_raises, run  # noqa: E402
+
+ctx = symm.init()
+me, n = ctx.my_pe, ctx.n_pes
+nxt, prv = (me + 1) % n, (me - 1) % n
+
+
+@case
+def putmem_getmem_every_address_form():
+    b = ctx.alloc("int32", 64)
+    ref = np.arange(16, dtype=np.int32) + 1000 * me
+    # an int address (element 8), a Buffer (element 0), a NumPy view (element 32)
+    ctx.putmem(b.ptr + 8 * 4, ref, nxt)
+    ctx.putmem(b, ref[:4], nxt)
+    ctx.putmem(b.numpy()[32:48], ref[::-1].copy(), nxt)
+    ctx.putmem(b.addr(60), bytes(ref[:2]), nxt)  # bytes are a source too
+    ctx.barrier_all()
+    pref = np.arange(16, dtype=np.int32) + 1000 * prv
+    mem = b.numpy()
+    check((mem[8:24] == pref).all(), mem[8:24])
+    check((mem[:4] == pref[:4]).all(), mem[:4])
+    check((mem[32:48] == pref[::-1]).all(), mem[32:48])
+    check((mem[60:62] == pref[:2]).all(), mem[60:62])
+    # getmem: what I wrote to nxt, back from nxt
+    got = ctx.getmem(b.addr(8), nxt, nbytes=16 * 4)
+    check(isinstance(got, bytearray) and np.frombuffer(got, np.int32).tolist() == ref.tolist(), got)
+    out = np.zeros(16, dtype=np.int32)
+    check(ctx.getmem(b.numpy()[32:48], nxt, out=out) is out, "out returned")
+    check((out == ref[::-1]).all(), out)
+    part = np.zeros(16, dtype=np.int32)
+    ctx.getmem(b.ptr, nxt, nbytes=8, out=part)  # nbytes less than out
+    check(part[:2].tolist() == ref[:2].tolist() and (part[2:] == 0).all(), part)
+    whole = ctx.getmem(b, nxt)  # a Buffer: its whole size
+    check(len(whole) == b.nbytes, len(whole))
+    check(ctx.getmem(b.ptr, nxt, nbytes=0) == bytearray(), "0 bytes")
+    ctx.barrier_all()
+    b.free()
+
+
+@case
+def putmem_getmem_nbi_keep_until_quiet():
+    b = ctx.alloc("float64", 8)
+    kept = len(ctx._pending)
+    # a temporary bytes source: copied into memory the context keeps until quiet
+    ctx.putmem(b.addr(2), np.full(3, 2.5 + me).tobytes(), nxt, nbi=True)
+    check(len(ctx._pending) == kept + 1, "nbi source kept")
+    ctx.quiet()
+    check(len(ctx._pending) == 0, "released at quiet")
+    ctx.barrier_all()
+    check(b.numpy()[2:5].tolist() == [2.5 + prv] * 3 and b.numpy()[5] == 0, b.numpy())
+    out = np.zeros(3)
+    ctx.getmem(b.addr(2), nxt, out=out, nbi=True)
+    check(len(ctx._pending) == 1, "nbi destination kept")
+    ctx.quiet()
+    check(out.tolist() == [2.5 + me] * 3, out)
+    ctx.barrier_all()
+    b.free()
+
+
+@case
+def putmem_getmem_stream_forms():
+    class FakeStream:
+        cuda_stream = 0
+    b = ctx.alloc("uint8", 32)
+    for k, stream in enumerate((None, 0, FakeStream())):
+        src = ((np.arange(10) + 10 * me + k) % 256).astype(np.uint8)
+        ctx.putmem(b.addr(k), src, nxt, stream=stream, on_stream=True)
+        ctx.barrier_all(stream=stream, on_stream=True)
+        check((b.numpy()[k:k + 10] == (np.arange(10) + 10 * prv + k) % 256).all(), (k, b.numpy()))
+        out = np.zeros(10, dtype=np.uint8)
+        ctx.getmem(b.addr(k), nxt, out=out, stream=stream, on_stream=True)
+        check((out == src).all(), (k, out))
+        ctx.barrier_all()
+    e = expect_raises(symm.InvalidArgument, ctx.putmem, b, b"x", nxt, nbi=True, on_stream=True)
+    check("nbi" in e.message, e.message)
+    expect_raises(symm.InvalidArgument, ctx.getmem, b, nxt, nbi=True, stream=0)
+    check(ctx.async_error() == (0, ""), ctx.async_error())
+    ctx.barrier_all()
+    b.free()
+
+
+@case
+def putmem_getmem_bad_input():
+    b = ctx.alloc("int64", 4)
+    heap = ctx.query()["heap_mapped"]
+    # past the heap's end, straddling it, before it, in the system area, NULL
+    for addr, nbytes in ((b.ptr + heap, 8), (b.ptr + heap - b.offset - 4, 8), (16, 8), (0, 8),
+                         (b.ptr - b.offset, 8)):
+        e = expect_raises(symm.OutOfBounds, ctx.putmem, addr, bytes(nbytes), nxt)
+        check(e.status == 3 and e.name == "SYMM_ERR_OUT_OF_BOUNDS", e)
+        check("symm_putmem" in e.message, e.message)
+        e = expect_raises(symm.OutOfBounds, ctx.getmem, addr, nxt, nbytes=nbytes)
+        check("symm_getmem" in e.message, e.message)
+        expect_raises(symm.OutOfBounds, ctx.putmem, addr, bytes(nbytes), nxt, nbi=True)
+        expect_raises(symm.OutOfBounds, ctx.getmem, addr, nxt, nbytes=nbytes, nbi=True)
+        expect_raises(symm.OutOfBounds, ctx.putmem, addr, bytes(nbytes), nxt, on_stream=True)
+    check(len(ctx._pending) == 0, "a failed nbi call keeps nothing")
+    # memory that is not the heap's (a private NumPy array) is no symmetric address
+    own = np.zeros(4, dtype=np.int64)
+    expect_raises(symm.OutOfBounds, ctx.putmem, own, own, nxt)
+    e = expect_raises(symm.InvalidArgument, ctx.putmem, b, b"12345678", n + 2)
+    check("pe" in e.message, e.message)
+    expect_raises(symm.InvalidArgument, ctx.getmem, b, -1)
+    e = expect_raises(symm.InvalidArgument, ctx.putmem, "not an address", b"x", nxt)
+    check("symmetric address" in e.message, e.message)
+    expect_raises(symm.InvalidArgument, ctx.putmem, True, b"x", nxt)
+    e = expect_raises(symm.InvalidArgument, ctx.getmem, b.ptr, nxt)
+    check("nbytes" in e.message, e.message)
+    expect_raises(symm.InvalidArgument, ctx.getmem, b.ptr, nxt, nbytes=16, out=bytearray(8))
+    expect_raises(symm.InvalidArgument, ctx.getmem, b.ptr, nxt, nbytes=-1)
+    expect_raises(symm.InvalidArgument, ctx.getmem, b.ptr, nxt, out=b"read-only")
+    expect_raises(symm.OutOfBounds, b.addr, 5)
+    check(b.addr(4) == b.ptr + 32, "one past the end")
+    ctx.barrier_all()
+    b.free()
+    expect_raises(symm.InvalidHandle, ctx.putmem, b, b"x", nxt)  # a freed Buffer
+
+
+@case
+def atomic_nbi():
+    c = ctx.alloc("int64", 2)
+    got = ctx.alloc("int64", n)
+    ctx.barrier_all()
+    r = c.atomic("fetch_add", 0, index=0, value=1, nbi=True)
+    check(isinstance(r, symm.FetchResult), r)
+    check(c.atomic("add", 0, index=1, value=me + 1, nbi=True) is None, "non-fetching: None")
+    # symm_atomic_nbi may complete early, but the value is only defined after quiet
+    check(not r.ready and "pending" in repr(r), repr(r))
+    e = expect_raises(symm.InvalidState, lambda: r.value)
+    check("quiet" in e.message, e.message)
+    ctx.quiet()
+    check(r.ready and 0 <= r.value < n, repr(r))
+    got.p(r.value, 0, index=me)
+    ctx.barrier_all()
+    if me == 0:
+        check(c.numpy().tolist() == [n, n * (n + 1) // 2], c.numpy())
+        check(sorted(got.numpy().tolist()) == list(range(n)), got.numpy())
+    ctx.barrier_all()
+    # compare_swap and swap, nbi, on my own element; barrier_all also completes them
+    r1 = c.atomic("swap", me, index=1, value=7, nbi=True)
+    ctx.barrier_all()
+    check(r1.value == (n * (n + 1) // 2 if me == 0 else 0), r1.value)
+    r2 = c.atomic("compare_swap", me, index=1, value=9, compare=7, nbi=True)
+    ctx.quiet()
+    check(r2.value == 7 and c.g(me, 1) == 9, (r2.value, c.g(me, 1)))
+    f = ctx.alloc("float32", 1)
+    r3 = f.atomic("swap", me, value=1.5, nbi=True)
+    ctx.quiet()
+    check(r3.value == 0.0 and f.numpy()[0] == 1.5, (r3.value, f.numpy()))
+    # bad input: arithmetic and bitwise ops on a floating dtype (wrong dtype),
+    # an unknown op, out of bounds, bad pe
+    for op in ("fetch_add", "and"):
+        e = expect_raises(symm.InvalidArgument, f.atomic, op, me, value=1, nbi=True)
+        check("symm_atomic_nbi" in e.message and "dtype" in e.message, e.message)
+    expect_raises(symm.InvalidArgument, c.atomic, "minloc", me, nbi=True)
+    expect_raises(symm.OutOfBounds, c.atomic, "fetch_add", me, index=2, value=1, nbi=True)
+    expect_raises(symm.InvalidArgument, c.atomic, "add", n, value=1, nbi=True)
+    ctx.barrier_all()
+    for x in (c, got, f):
+        x.free()
+
+
+@case
+def register_on_the_host_backend():
+    own = np.zeros(16, dtype=np.int32)
+    before = ctx.query()["heap_used"]
+    e = expect_raises(symm.NotSupported, ctx.register, own)
+    check(e.status == 7 and "symm_buf_register" in e.message and "host" in e.message, e)
+    expect_raises(symm.NotSupported, ctx.register, own, "float32", 8)
+    # bad input is reported before the backend is asked
+    e = expect_raises(symm.InvalidArgument, ctx.register, own, "complex64")
+    check("dtype" in e.message, e.message)
+    e = expect_raises(symm.InvalidArgument, ctx.register, own, 99, 4)
+    check("unknown dtype 99" in e.message, e.message)
+    e = expect_raises(symm.InvalidArgument, ctx.register, own, "int64", 16)
+    check("bytes" in e.message, e.message)
+    expect_raises(symm.InvalidArgument, ctx.register, bytearray(16))  # no dtype
+    expect_raises(symm.InvalidArgument, ctx.register, b"read-only", "uint8")
+    expect_raises(symm.InvalidArgument, ctx.register, np.zeros(0, dtype=np.int32))  # count 0
+    check(ctx.query()["heap_used"] == before, "nothing allocated")
+    check(not any(b.registered for b in ctx._bufs.values()), ctx._bufs)
+    ctx.barrier_all()
+
+
+@case
+def device_team_and_ctx_on_the_host_backend():
+    for team in (ctx.world, ctx.team("shared")):
+        e = expect_raises(symm.NotSupported, team.device_team)
+        check(e.status == 7 and e.name == "SYMM_ERR_NOT_SUPPORTED", e)
+        check("symm_device_team_get" in e.message and "host" in e.message, e.message)
+    expect_raises(symm.NotSupported, ctx.device_ctx)
+    if n >= 2:
+        evens = ctx.world.split_strided(0, 2, (n + 1) // 2)
+        if evens is not None:
+            expect_raises(symm.NotSupported, evens.device_team)
+            evens.destroy()
+    ctx.barrier_all()
+
+
+@case
+def team_configs():
+    d = symm.team_config()
+    check(d.struct_size == 8 and d.num_contexts == 0, (d.struct_size, d.num_contexts))
+    check(symm.team_config(4).num_contexts == 4, "num_contexts set")
+    check(ctx.world.config() == {"num_contexts": 0}, ctx.world.config())
+    t = ctx.world.split_strided(0, 1, n, config={"num_contexts": 3})
+    check(t is not None and t.config() == {"num_contexts": 3}, t and t.config())
+    t.barrier()
+    t.destroy()
+    t2 = ctx.world.split_strided(0, 1, n, config=symm.team_config(2))
+    check(t2.config()["num_contexts"] == 2, t2.config())
+    t2.destroy()
+    x, y = ctx.world.split_2d(2, xconfig={"num_contexts": 1}, yconfig={"num_contexts": 5})
+    check(x.config()["num_contexts"] == 1 and y.config()["num_contexts"] == 5,
+          (x.config(), y.config()))
+    x.destroy()
+    y.destroy()
+    none_cfg = ctx.world.split_strided(0, 1, n)
+    check(none_cfg.config() == {"num_contexts": 0}, none_cfg.config())
+    none_cfg.destroy()
+    e = expect_raises(symm.InvalidArgument, ctx.world.split_strided, 0, 1, n,
+                      config={"contexts": 2})
+    check("unknown fields" in e.message, e.message)
+    expect_raises(symm.InvalidArgument, ctx.world.split_strided, 0, 1, n, config=3)
+    # a negative hint: every PE rejects it, none is left waiting
+    expect_raises(symm.InvalidArgument, ctx.world.split_strided, 0, 1, n,
+                  config={"num_contexts": -1})
+    t.__init__(ctx, None)  # a destroyed team's handle
+    expect_raises(symm.InvalidHandle, t.config)
+    ctx.barrier_all()
+
+
+@case
+def dtype_sizes():
+    for name, code in symm.DTYPES.items():
+        size = symm.dtype_size(name)
+        check(size == symm.dtype_size(code), name)
+        want = 2 if name == "bfloat16" else np.dtype(name).itemsize
+        check(size == want, (name, size, want))
+    check(symm.dtype_size(np.dtype("float64")) == 8, "numpy dtype")
+    for bad in (0, 13, 99, -1, "complex64"):
+        e = expect_raises(symm.InvalidArgument, symm.dtype_size, bad)
+        check(e.status == 1, e)
+
+
+rc = run("PE %d: " % me)
+try:
+    ctx.finalize()
+except symm.Error as e:
+    print("PE %d: finalize failed: %s" % (me, e))
+    rc = 1
+sys.exit(rc)
