@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fuzz.h"
 #include "internal.h"
@@ -107,13 +108,23 @@ static int needs_resolver(void) {
     return master && *master && !numeric_host(master);
 }
 
+static char key_dir[] = "/tmp/symm-fuzz-env-XXXXXX";
+
+static void remove_key_dir(void) {
+    char path[sizeof key_dir + 32];
+    snprintf(path, sizeof path, "%s/.symm-job-key", key_dir);
+    unlink(path);
+    rmdir(key_dir);
+}
+
 static int run(const uint8_t *data, size_t size) {
     static int once;
     if (!once) {
-        /* The derived local secret keeps a per-user key file: a private directory. */
-        char dir[] = "/tmp/symm-fuzz-env-XXXXXX";
-        if (!mkdtemp(dir)) __builtin_trap();
-        setenv("XDG_RUNTIME_DIR", dir, 1);
+        /* The derived local secret keeps a per-user key file: a private
+         * directory, removed at exit. */
+        if (!mkdtemp(key_dir)) __builtin_trap();
+        atexit(remove_key_dir);
+        setenv("XDG_RUNTIME_DIR", key_dir, 1);
         unsetenv("HOME");
         once = 1;
     }
