@@ -121,19 +121,21 @@ static void loader_runtime(report *r) {
     if (r->runtime_ok && symm_get_version(&v) == SYMM_SUCCESS) version_text(v, rv, sizeof rv);
     const char *rpath = r->runtime_ok ? symm_loader_runtime_path() : NULL;
     const char *env_rt = getenv("SYMM_RUNTIME");
+    char abi[16];
+    snprintf(abi, sizeof abi, "%d.%d", SYMM_ABI_MAJOR, SYMM_ABI_MINOR);
     if (json) {
         jfield_s("symm_info_version", hv);
         jopen("loader", '{');
         jfield_s("path", lpath);
         jfield_s("version", lv);
-        jfield_s("abi", "1.0");
+        jfield_s("abi", abi);
         jclose('}');
         jopen("runtime", '{');
         jfield_b("found", r->runtime_ok);
         jfield_s("status", symm_status_string(st));
         jfield_s("path", rpath);
         jfield_s("version", r->runtime_ok ? rv : NULL);
-        jfield_s("abi", r->runtime_ok ? "1.0" : NULL);
+        jfield_s("abi", r->runtime_ok ? abi : NULL); /* it accepted the loader's ABI at load */
         jfield_s("requested", env_rt);
         jfield_s("message", st ? msg : "");
         jclose('}');
