@@ -60,12 +60,10 @@ static bool dev_mem(const symm__ctx *ctx, const void *p) {
     return p && o->is_device_mem && o->local_copy && o->is_device_mem((symm__ctx *)ctx, p);
 }
 
-static bool staged(const symm__ctx *ctx, const void *p, uint64_t n) {
-    if (!n) return false;
+/* The heap: the transport registered it, device memory or not. */
+static bool in_heap(const symm__ctx *ctx, const void *p) {
     const uint8_t *c = p;
-    if (ctx->heap_base && c >= ctx->heap_base && (uint64_t)(c - ctx->heap_base) < ctx->heap_cap)
-        return false; /* the heap: the transport registered it */
-    return dev_mem(ctx, p);
+    return ctx->heap_base && c >= ctx->heap_base && (uint64_t)(c - ctx->heap_base) < ctx->heap_cap;
 }
 
 static symm_status tp_put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
@@ -156,8 +154,9 @@ symm_status symm__put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src,
         if (partial && ctx->amo_tp && ctx->tp) return put_split(ctx, pe, off, src, n, flags);
         return ctx->ops->put(ctx, pe, off, src, n, flags);
     }
-    if (partial && dev_mem(ctx, src)) return put_split(ctx, pe, off, src, n, flags);
-    if (staged(ctx, src, n)) {
+    const bool dev = dev_mem(ctx, src); /* one pointer query per remote put */
+    if (partial && dev) return put_split(ctx, pe, off, src, n, flags);
+    if (dev && n && !in_heap(ctx, src)) {
         uint8_t *buf;
         size_t cap;
         SYMM_TRY(stage_alloc(n, &buf, &cap));
@@ -171,7 +170,7 @@ symm_status symm__put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src,
 symm_status symm__get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
                       uint32_t flags) {
     if (!via_tp(ctx, pe)) return ctx->ops->get(ctx, dst, pe, off, n, flags);
-    if (staged(ctx, dst, n)) {
+    if (n && !in_heap(ctx, dst) && dev_mem(ctx, dst)) {
         uint8_t *buf, *out = dst;
         size_t cap;
         SYMM_TRY(stage_alloc(n, &buf, &cap));
@@ -200,7 +199,8 @@ symm_status symm__put_signal(symm__ctx *ctx, int32_t pe, uint64_t off, const voi
                              uint32_t flags) {
     if (via_tp(ctx, pe)) {
         uint32_t sig_op = amo == SYMM_AMO_ADD ? SYMM_SIGNAL_ADD : SYMM_SIGNAL_SET;
-        if (partial_words(off, n) && dev_mem(ctx, src)) {
+        const bool dev = dev_mem(ctx, src);
+        if (partial_words(off, n) && dev) {
             /* A device buffer with partial words: everything before the
              * part that carries the signal completes first (blocking). */
             uint64_t head, mid, tail;
@@ -216,7 +216,7 @@ symm_status symm__put_signal(symm__ctx *ctx, int32_t pe, uint64_t off, const voi
             SYMM_TRY(ctx->ops->local_copy(ctx, b, s8 + head + mid, tail));
             return tp_put_signal(ctx, pe, off + head + mid, b, tail, sig_off, value, sig_op, 0);
         }
-        if (staged(ctx, src, n)) {
+        if (dev && n && !in_heap(ctx, src)) {
             /* Every piece but the last completes (blocking puts) before the
              * last one goes with the signal, so the signal still lands last. */
             uint8_t *buf;

@@ -534,15 +534,8 @@ class Context:
         addr = _address(dest, "putmem dest")[0]
         loc = _Local(data, False)
         args = (self.handle, ctypes.c_void_p(addr), ctypes.c_void_p(loc.addr), loc.nbytes, int(pe))
-        if on_stream or stream is not None:
-            if nbi:
-                raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
-                                             "putmem: the stream form has no nbi variant")
-            call("symm_putmem_on_stream", *args, _stream_handle(stream))
-        else:
-            call("symm_putmem_nbi" if nbi else "symm_putmem", *args)
-        if nbi:
-            self._keep_until_quiet(loc.keep)
+        self._mem_call(("symm_putmem", "symm_putmem_nbi", "symm_putmem_on_stream"), args, loc.keep,
+                       nbi, stream, on_stream)
         return loc.keep
 
     def getmem(self, src, pe, nbytes=None, out=None, nbi=False, stream=None, on_stream=False):
@@ -572,16 +565,23 @@ class Context:
             raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
                                          "getmem: out holds %d bytes, %d asked" % (loc.nbytes, nbytes))
         args = (self.handle, ctypes.c_void_p(loc.addr), ctypes.c_void_p(addr), nbytes, int(pe))
+        self._mem_call(("symm_getmem", "symm_getmem_nbi", "symm_getmem_on_stream"), args, loc.keep,
+                       nbi, stream, on_stream)
+        return out
+
+    def _mem_call(self, names, args, keep, nbi, stream, on_stream):
+        """One putmem/getmem call: names = (blocking, nbi, stream) C entries;
+        an nbi call keeps `keep` referenced until the next quiet()."""
+        blocking, nbi_name, stream_name = names
         if on_stream or stream is not None:
             if nbi:
                 raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
-                                             "getmem: the stream form has no nbi variant")
-            call("symm_getmem_on_stream", *args, _stream_handle(stream))
+                                             "%s: the stream form has no nbi variant" % blocking[5:])
+            call(stream_name, *args, _stream_handle(stream))
         else:
-            call("symm_getmem_nbi" if nbi else "symm_getmem", *args)
+            call(nbi_name if nbi else blocking, *args)
         if nbi:
-            self._keep_until_quiet(loc.keep)
-        return out
+            self._keep_until_quiet(keep)
 
     def register(self, obj, dtype=None, count=None, shape=None):
         """Make existing memory symmetric (symm_buf_register; collective):

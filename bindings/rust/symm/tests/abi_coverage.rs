@@ -9,6 +9,7 @@
 
 #[path = "../../symm-sys/tests/json/mod.rs"]
 mod json;
+mod common;
 
 /// Entries of the ABI the safe crate deliberately does not name, and why.
 const NOT_WRAPPED: &[(&str, &str)] = &[
@@ -33,18 +34,6 @@ const NOT_WRAPPED: &[(&str, &str)] = &[
         "device-side detail of symm_device_ctx (kernels read it through symm::sys)",
     ),
 ];
-
-/// The safe crate's sources, as (file, text).
-fn sources() -> Vec<(&'static str, &'static str)> {
-    vec![
-        ("buffer.rs", include_str!("../src/buffer.rs")),
-        ("context.rs", include_str!("../src/context.rs")),
-        ("team.rs", include_str!("../src/team.rs")),
-        ("lib.rs", include_str!("../src/lib.rs")),
-        ("error.rs", include_str!("../src/error.rs")),
-        ("element.rs", include_str!("../src/element.rs")),
-    ]
-}
 
 /// The code of `text` without its comments (doc comments name C entries
 /// that the code may not call).
@@ -142,7 +131,7 @@ fn owned(srcs: Vec<(&'static str, &'static str)>) -> Vec<(&'static str, String)>
 #[test]
 fn the_safe_crate_covers_the_abi() {
     let abi = json::load_abi();
-    let (bad, checked) = check(&abi, &owned(sources()));
+    let (bad, checked) = check(&abi, &owned(common::safe_crate_sources()));
     assert!(checked >= 150, "entries checked: {checked}");
     assert!(
         bad.is_empty(),
@@ -169,7 +158,7 @@ fn a_new_entry_is_reported() {
         );
     assert_ne!(grown, text, "the JSON keeps its layout");
     let abi = json::parse_json(&grown);
-    let (bad, _) = check(&abi, &owned(sources()));
+    let (bad, _) = check(&abi, &owned(common::safe_crate_sources()));
     assert!(
         bad.iter()
             .any(|b| b.starts_with("function symm_quiet_all is not called")),
@@ -184,7 +173,7 @@ fn a_new_entry_is_reported() {
 
     // An existing entry that the code stops calling (only a comment names it).
     let abi = json::load_abi();
-    let mut srcs = owned(sources());
+    let mut srcs = owned(common::safe_crate_sources());
     let fence = srcs[1].1.replace("ffi::symm_fence(", "// ffi::symm_fence(");
     assert_ne!(fence, srcs[1].1, "context.rs calls symm_fence");
     srcs[1].1 = fence;

@@ -7,18 +7,7 @@
 
 #[path = "../../symm-sys/tests/json/mod.rs"]
 mod json;
-
-/// The safe crate's sources, as (file, text).
-fn sources() -> Vec<(&'static str, &'static str)> {
-    vec![
-        ("buffer.rs", include_str!("../src/buffer.rs")),
-        ("context.rs", include_str!("../src/context.rs")),
-        ("team.rs", include_str!("../src/team.rs")),
-        ("lib.rs", include_str!("../src/lib.rs")),
-        ("error.rs", include_str!("../src/error.rs")),
-        ("element.rs", include_str!("../src/element.rs")),
-    ]
-}
+mod common;
 
 /// The signature line of the Rust function around byte `at` of `text`, and
 /// whether its doc comment has a `# Safety` section.
@@ -82,7 +71,7 @@ fn check(abi: &json::Json, sources: &[(&str, &str)]) -> (Vec<String>, usize) {
 #[test]
 fn kept_pointer_entries_are_unsafe_or_scoped() {
     let abi = json::load_abi();
-    let (bad, checked) = check(&abi, &sources());
+    let (bad, checked) = check(&abi, &common::safe_crate_sources());
     assert!(checked >= 14, "kept-pointer entries found: {checked}");
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
@@ -91,7 +80,7 @@ fn kept_pointer_entries_are_unsafe_or_scoped() {
 #[test]
 fn a_safe_wrapper_of_a_kept_pointer_is_reported() {
     let abi = json::load_abi();
-    let mut srcs = sources();
+    let mut srcs = common::safe_crate_sources();
     let buffer = srcs[0].1.replacen(
         "    pub unsafe fn put_nbi(",
         "    pub fn put_nbi_unchecked(&self) {}\n    pub unsafe fn put_nbi(",

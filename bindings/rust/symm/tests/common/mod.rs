@@ -56,3 +56,16 @@ pub fn use_build_runtime() {
         symm::set_runtime(runtime()).expect("set_runtime before the first load");
     });
 }
+
+/// The safe crate's sources, as (file, text): what the source-reading tests
+/// (abi_coverage, kept_pointers) inspect. A new source file goes here once.
+pub fn safe_crate_sources() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("buffer.rs", include_str!("../../src/buffer.rs")),
+        ("context.rs", include_str!("../../src/context.rs")),
+        ("team.rs", include_str!("../../src/team.rs")),
+        ("lib.rs", include_str!("../../src/lib.rs")),
+        ("error.rs", include_str!("../../src/error.rs")),
+        ("element.rs", include_str!("../../src/element.rs")),
+    ]
+}
