@@ -26,7 +26,7 @@
 #include <symm/symm.h>
 
 #define SYMM_ABI_MAJOR 1
-#define SYMM_ABI_MINOR 0
+#define SYMM_ABI_MINOR 1
 
 /* clang-format off */
 #define SYMM_DISPATCH_ENTRIES(X) \

@@ -163,6 +163,7 @@ func cStructLayouts() []structLayout {
 			{"slot_bytes", unsafe.Offsetof(device_ctx.slot_bytes), unsafe.Sizeof(device_ctx.slot_bytes)},
 			{"peer_table", unsafe.Offsetof(device_ctx.peer_table), unsafe.Sizeof(device_ctx.peer_table)},
 			{"peer_base", unsafe.Offsetof(device_ctx.peer_base), unsafe.Sizeof(device_ctx.peer_base)},
+			{"fail_word", unsafe.Offsetof(device_ctx.fail_word), unsafe.Sizeof(device_ctx.fail_word)},
 		}},
 		{"symm_device_team", unsafe.Sizeof(device_team), unsafe.Alignof(device_team), []fieldLayout{
 			{"struct_size", unsafe.Offsetof(device_team.struct_size), unsafe.Sizeof(device_team.struct_size)},

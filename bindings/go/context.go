@@ -410,6 +410,7 @@ type DeviceContext struct {
 	SlotBytes             uint64
 	PeerTable             uintptr
 	PeerBase              [DeviceFastPEs]uintptr
+	FailWord              uintptr // ABI 1.1: 0 from a 1.0 runtime
 	Raw                   []byte
 }
 
@@ -427,6 +428,7 @@ func (c *Context) DeviceContext() (DeviceContext, error) {
 		MyPE: int(d.my_pe), NPEs: int(d.n_pes), TeamSlots: int(d.team_slots),
 		HeapCap: uint64(d.heap_cap), HeapBase: uintptr(d.heap_base), SlotBytes: uint64(d.slot_bytes),
 		PeerTable: uintptr(unsafe.Pointer(d.peer_table)),
+		FailWord:  uintptr(unsafe.Pointer(d.fail_word)),
 		Raw:       C.GoBytes(unsafe.Pointer(&d), C.int(C.sizeof_symm_device_ctx)),
 	}
 	for i := range out.PeerBase {

@@ -67,7 +67,7 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 #define SYMM_VERSION_MAJOR 1
-#define SYMM_VERSION_MINOR 0
+#define SYMM_VERSION_MINOR 1
 #define SYMM_VERSION_PATCH 0
 /* One integer that orders versions: major * 1000000 + minor * 1000 + patch. */
 #define SYMM_VERSION_ENCODE(major, minor, patch) \
@@ -75,7 +75,7 @@ extern "C" {
 /* SYMM_VERSION_ENCODE(SYMM_VERSION_MAJOR, SYMM_VERSION_MINOR, SYMM_VERSION_PATCH),
  * spelled as a literal so binding generators (bindgen, cgo, translate-c) keep
  * it; tests/abi checks that the two agree. */
-#define SYMM_VERSION 1000000u
+#define SYMM_VERSION 1001000u
 
 /* Exported entry points. The runtime builds with SYMM_API defined empty: it
  * implements these functions hidden and exports only its negotiation entry. */
@@ -932,6 +932,12 @@ typedef struct symm_device_ctx {
                                 base, NULL if not load/store reachable; owned
                                 by the context, valid until symm_finalize     */
     void *peer_base[SYMM_DEVICE_FAST_PES]; /* peer_table[0 .. 63], in the struct */
+    const int32_t *fail_word; /* since 1.1: host-pinned word that GPU code can
+                                 read: 0 while the job is healthy, 2 once the
+                                 runtime learned that a peer PE died (it
+                                 stays 2); the device waits that take the
+                                 context give up then (symm_device.cuh).
+                                 Filled when struct_size covers it.         */
 } symm_device_ctx;
 
 /* A team as seen by GPU code. */
@@ -947,7 +953,9 @@ typedef struct symm_device_team {
 
 /* Fill *dctx (struct_size set by the caller). Valid until symm_finalize; heap
  * growth keeps addresses stable. NOT_SUPPORTED on the host backend. Any
- * thread.
+ * thread. The runtime fills the fields struct_size covers (at most the ones
+ * it knows) and sets struct_size to the bytes it filled, so device code can
+ * tell whether a later field (fail_word, 1.1) was filled.
  * Contract: local; thread: any; errors: INVALID_HANDLE, INVALID_ARG, NOT_SUPPORTED; keeps: none. */
 SYMM_API symm_status symm_device_ctx_get(symm_ctx ctx, symm_device_ctx *dctx);
 /* A split team (strided) or predefined team as seen by GPU code. Any thread.

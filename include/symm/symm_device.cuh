@@ -56,6 +56,18 @@
 
 #define SYMM_DEV_FN static __device__ __forceinline__
 
+/* Dead peers. symm_device_ctx.fail_word (1.1) is 0 while the job is healthy
+ * and SYMM_DEVICE_FAIL_PEER once the runtime learned that a peer PE died (a
+ * runtime thread watches the job while the host waits elsewhere, e.g. in
+ * cudaStreamSynchronize). Every wait of this header that is given the context
+ * (symm_dev_wait_until(c, ...), symm_dev_signal_wait_until(c, ...), barriers,
+ * collectives) reads it every SYMM_DEVICE_FAIL_POLL spins and then gives up,
+ * returning SYMM_ERR_PEER_FAILED; the host reads the same failure from
+ * symm_ctx_async_error or its next call. The waits that take no context
+ * cannot see it and spin until their condition holds. */
+#define SYMM_DEVICE_FAIL_PEER 2
+#define SYMM_DEVICE_FAIL_POLL 1024u
+
 /* ------------------------------------------------------------------------ */
 /* Identity and addresses                                                    */
 /* ------------------------------------------------------------------------ */
@@ -67,6 +79,19 @@ SYMM_DEV_FN int symm_dev_n_pes(const symm_device_ctx &c) { return c.n_pes; }
  * from the struct (parameter space), the rest from the device peer table. */
 SYMM_DEV_FN void *symm_dev_peer_base(const symm_device_ctx &c, int pe) {
     return pe < SYMM_DEVICE_FAST_PES ? c.peer_base[pe] : c.peer_table[pe];
+}
+
+/* The context's failure word, or NULL when the runtime that filled it (1.0)
+ * or the struct the caller passed (an older header) has none. */
+SYMM_DEV_FN int *symm__fail_word(const symm_device_ctx &c) {
+    return c.struct_size >= offsetof(symm_device_ctx, fail_word) + sizeof c.fail_word
+               ? (int *)c.fail_word
+               : (int *)NULL;
+}
+/* True once the runtime learned that a peer PE of this job died. */
+SYMM_DEV_FN bool symm_dev_job_failed(const symm_device_ctx &c) {
+    const int *w = symm__fail_word(c);
+    return w && *(const volatile int *)w == SYMM_DEVICE_FAIL_PEER;
 }
 
 /* Address of pe's copy of the symmetric address sym, NULL if unreachable. */
@@ -379,6 +404,30 @@ __device__ __forceinline__ T symm_dev_wait_until(const T *ivar, int cmp, T v) {
     T y = symm__bitcast<T>(symm__ld_acquire((const U *)ivar));
     return symm_dev_compare(y, cmp, v) ? y : x;
 }
+/* The same wait, ending early when a peer PE of the job dies (see
+ * SYMM_DEVICE_FAIL_PEER): SYMM_SUCCESS when the condition holds (the value
+ * seen in *seen, if seen is not NULL), SYMM_ERR_PEER_FAILED when the job
+ * failed first. */
+template <typename T>
+__device__ __forceinline__ symm_status symm_dev_wait_until(const symm_device_ctx &c,
+                                                           const T *ivar, int cmp, T v,
+                                                           T *seen = (T *)NULL) {
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "waits take 4- or 8-byte integers");
+    typedef typename symm__uint<sizeof(T)>::type U;
+    const int *fail = symm__fail_word(c);
+    unsigned spins = 0;
+    T x;
+    for (;;) {
+        x = symm__bitcast<T>(*(const volatile U *)ivar);
+        if (symm_dev_compare(x, cmp, v)) break;
+        if (fail && (++spins % SYMM_DEVICE_FAIL_POLL) == 0 &&
+            *(const volatile int *)fail == SYMM_DEVICE_FAIL_PEER)
+            return SYMM_ERR_PEER_FAILED;
+    }
+    T y = symm__bitcast<T>(symm__ld_acquire((const U *)ivar));
+    if (seen) *seen = symm_dev_compare(y, cmp, v) ? y : x;
+    return SYMM_SUCCESS;
+}
 /* Non-blocking test of the same condition. */
 template <typename T>
 __device__ __forceinline__ bool symm_dev_test(const T *ivar, int cmp, T v) {
@@ -404,6 +453,22 @@ SYMM_DEV_FN uint64_t symm_dev_signal_wait_until(const uint64_t *sig_sym, int cmp
     while (!symm_dev_compare(x = symm__ld_acquire_u64(sig_sym), cmp, value)) {
     }
     return x;
+}
+/* The same wait, ending early when a peer PE of the job dies: SYMM_SUCCESS
+ * (the signal's value in *seen, if not NULL) or SYMM_ERR_PEER_FAILED. */
+SYMM_DEV_FN symm_status symm_dev_signal_wait_until(const symm_device_ctx &c,
+                                                   const uint64_t *sig_sym, int cmp,
+                                                   uint64_t value, uint64_t *seen = NULL) {
+    const int *fail = symm__fail_word(c);
+    unsigned spins = 0;
+    uint64_t x;
+    while (!symm_dev_compare(x = symm__ld_acquire_u64(sig_sym), cmp, value)) {
+        if (fail && (++spins % SYMM_DEVICE_FAIL_POLL) == 0 &&
+            *(const volatile int *)fail == SYMM_DEVICE_FAIL_PEER)
+            return SYMM_ERR_PEER_FAILED;
+    }
+    if (seen) *seen = x;
+    return SYMM_SUCCESS;
 }
 
 /* Put nbytes, then update pe's signal once the data is visible there. */
@@ -454,8 +519,10 @@ SYMM_DEV_FN void symm__barrier_advance(char *my_base, uint64_t area_off, int me,
  * each announced e (or later). The k-th other PE (k = 0 .. n - 2) is served by
  * thread k % nthr, so with two PEs thread 0 does all of it. timeout_ns (0 =
  * none): give up after that long and set *err (if err, and still 0) to 1;
- * returns false then. err (runtime kernels only): *err == 2 means the host
- * learned that a peer PE died: give up at once (checked every 1024 spins). */
+ * returns false then. err (the runtime kernels' error word, or the device
+ * context's fail_word): *err == SYMM_DEVICE_FAIL_PEER means the host learned
+ * that a peer PE died: give up at once (checked every SYMM_DEVICE_FAIL_POLL
+ * spins). */
 template <typename World>
 __device__ __forceinline__ bool symm__barrier_arrive_wait(char *my_base, uint64_t area_off,
                                                           int me, int n, World world, uint64_t e,
@@ -474,8 +541,8 @@ __device__ __forceinline__ bool symm__barrier_arrive_wait(char *my_base, uint64_
         unsigned spins = 0;
         uint64_t t0 = 0;
         while (symm__ld_relaxed_u64(&area[j]) < e) {
-            if ((timeout_ns || err) && ((++spins & 1023u) == 0)) {
-                if (err && *(volatile int *)err == 2) return false;
+            if ((timeout_ns || err) && ((++spins % SYMM_DEVICE_FAIL_POLL) == 0)) {
+                if (err && *(volatile int *)err == SYMM_DEVICE_FAIL_PEER) return false;
                 if (!timeout_ns) continue;
                 uint64_t t = symm__globaltimer();
                 if (!t0) {
@@ -501,55 +568,65 @@ struct symm__world_strided {
     }
 };
 
-SYMM_DEV_FN void symm__barrier_thread(const symm_device_ctx &c, int slot, int me, int n,
-                                      int start, int stride) {
+SYMM_DEV_FN symm_status symm__barrier_thread(const symm_device_ctx &c, int slot, int me, int n,
+                                             int start, int stride) {
     symm__world_strided w = {&c, start, stride};
     char *base = (char *)c.heap_base;
     uint64_t off = (uint64_t)slot * c.slot_bytes + SYMM_DEVICE_BARRIER_OFF;
     uint64_t e = symm__barrier_epoch(base, off, me) + 1;
-    symm__barrier_arrive_wait(base, off, me, n, w, e, 0, 1, 0, (int *)NULL);
+    if (!symm__barrier_arrive_wait(base, off, me, n, w, e, 0, 1, 0, symm__fail_word(c)))
+        return SYMM_ERR_PEER_FAILED;
     symm__barrier_advance(base, off, me, e);
     __threadfence_system();
+    return SYMM_SUCCESS;
 }
-SYMM_DEV_FN void symm__barrier_block(const symm_device_ctx &c, int slot, int me, int n, int start,
-                                     int stride) {
+SYMM_DEV_FN symm_status symm__barrier_block(const symm_device_ctx &c, int slot, int me, int n,
+                                            int start, int stride) {
     symm__world_strided w = {&c, start, stride};
     char *base = (char *)c.heap_base;
     uint64_t off = (uint64_t)slot * c.slot_bytes + SYMM_DEVICE_BARRIER_OFF;
     __syncthreads();
     uint64_t e = symm__barrier_epoch(base, off, me) + 1;
     __syncthreads();
-    symm__barrier_arrive_wait(base, off, me, n, w, e, symm__block_tid(), symm__block_nthreads(), 0,
-                              (int *)NULL);
-    __syncthreads();
+    const bool ok = symm__barrier_arrive_wait(base, off, me, n, w, e, symm__block_tid(),
+                                              symm__block_nthreads(), 0, symm__fail_word(c));
+    /* one thread's peer may have arrived while another's died: all agree */
+    if (__syncthreads_or(!ok)) return SYMM_ERR_PEER_FAILED;
     if (symm__block_tid() == 0) symm__barrier_advance(base, off, me, e);
     __threadfence_system();
     __syncthreads();
+    return SYMM_SUCCESS;
 }
 
 /* Barrier over every PE (slot SYMM_DEVICE_WORLD_SLOT): quiet, then wait until
- * every PE arrived. One thread per PE calls it. */
-SYMM_DEV_FN void symm_dev_barrier_all(const symm_device_ctx &c) {
-    symm__barrier_thread(c, SYMM_DEVICE_WORLD_SLOT, c.my_pe, c.n_pes, 0, 1);
+ * every PE arrived. One thread per PE calls it. Returns SYMM_SUCCESS, or
+ * SYMM_ERR_PEER_FAILED when a peer PE died (the barrier is then broken for
+ * good: the context is unusable). */
+SYMM_DEV_FN symm_status symm_dev_barrier_all(const symm_device_ctx &c) {
+    return symm__barrier_thread(c, SYMM_DEVICE_WORLD_SLOT, c.my_pe, c.n_pes, 0, 1);
 }
-/* Same, called by every thread of one block per PE. */
-SYMM_DEV_FN void symm_dev_barrier_all_block(const symm_device_ctx &c) {
-    symm__barrier_block(c, SYMM_DEVICE_WORLD_SLOT, c.my_pe, c.n_pes, 0, 1);
+/* Same, called by every thread of one block per PE (every thread gets the
+ * same status). */
+SYMM_DEV_FN symm_status symm_dev_barrier_all_block(const symm_device_ctx &c) {
+    return symm__barrier_block(c, SYMM_DEVICE_WORLD_SLOT, c.my_pe, c.n_pes, 0, 1);
 }
 /* Wait for every PE. Stores to load/store peers are fenced anyway, so on
  * these peers a sync is a barrier. */
-SYMM_DEV_FN void symm_dev_sync_all(const symm_device_ctx &c) { symm_dev_barrier_all(c); }
-SYMM_DEV_FN void symm_dev_sync_all_block(const symm_device_ctx &c) {
-    symm_dev_barrier_all_block(c);
+SYMM_DEV_FN symm_status symm_dev_sync_all(const symm_device_ctx &c) {
+    return symm_dev_barrier_all(c);
+}
+SYMM_DEV_FN symm_status symm_dev_sync_all_block(const symm_device_ctx &c) {
+    return symm_dev_barrier_all_block(c);
 }
 
-/* Barrier over a team (from symm_device_team_get). */
-SYMM_DEV_FN void symm_dev_team_barrier(const symm_device_ctx &c, const symm_device_team &t) {
-    symm__barrier_thread(c, t.slot, t.my_pe, t.n_pes, t.start, t.stride);
+/* Barrier over a team (from symm_device_team_get). Returns as above. */
+SYMM_DEV_FN symm_status symm_dev_team_barrier(const symm_device_ctx &c,
+                                              const symm_device_team &t) {
+    return symm__barrier_thread(c, t.slot, t.my_pe, t.n_pes, t.start, t.stride);
 }
-SYMM_DEV_FN void symm_dev_team_barrier_block(const symm_device_ctx &c,
-                                             const symm_device_team &t) {
-    symm__barrier_block(c, t.slot, t.my_pe, t.n_pes, t.start, t.stride);
+SYMM_DEV_FN symm_status symm_dev_team_barrier_block(const symm_device_ctx &c,
+                                                    const symm_device_team &t) {
+    return symm__barrier_block(c, t.slot, t.my_pe, t.n_pes, t.start, t.stride);
 }
 /* World PE number of team PE i. */
 SYMM_DEV_FN int symm_dev_team_world_pe(const symm_device_team &t, int i) {

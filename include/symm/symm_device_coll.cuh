@@ -22,6 +22,11 @@
  * result on this PE, every peer has finished reading this PE's src (it may be
  * reused at once) and writing this PE's dst.
  *
+ * Every collective returns SYMM_SUCCESS, or SYMM_ERR_PEER_FAILED (the same in
+ * every thread of the scope) when a peer PE died while it waited: the
+ * context's fail_word (symm_device.cuh), which a runtime thread sets; dst is
+ * then undefined and the context unusable.
+ *
  * Reductions (ops SYMM_OP_*, T one of int8_t .. uint64_t, __half,
  * __nv_bfloat16, float, double) follow symm_reduce: the team's PEs are
  * combined in team order, each element by one PE, so every PE gets
@@ -63,12 +68,13 @@ struct symm__scope_warp {
 };
 
 /* Team barrier shared by the threads of scope S: the block barrier itself,
- * or its steps with warp synchronisation. */
+ * or its steps with warp synchronisation. False (in every thread of the
+ * scope) when a peer PE died (the context's fail_word). */
 template <class S>
-__device__ __forceinline__ void symm__team_barrier_scope(const symm_device_ctx &c,
+__device__ __forceinline__ bool symm__team_barrier_scope(const symm_device_ctx &c,
                                                          const symm_device_team &t) {
     if constexpr (std::is_same<S, symm__scope_block>::value) {
-        symm_dev_team_barrier_block(c, t);
+        return symm_dev_team_barrier_block(c, t) == SYMM_SUCCESS;
     } else {
         symm__world_strided w = {&c, t.start, t.stride};
         char *base = (char *)c.heap_base;
@@ -76,18 +82,24 @@ __device__ __forceinline__ void symm__team_barrier_scope(const symm_device_ctx &
         S::sync();
         uint64_t e = symm__barrier_epoch(base, off, t.my_pe) + 1;
         S::sync();
-        symm__barrier_arrive_wait(base, off, t.my_pe, t.n_pes, w, e, S::tid(), S::nthr(), 0,
-                                  (int *)NULL);
-        S::sync();
+        const bool ok = symm__barrier_arrive_wait(base, off, t.my_pe, t.n_pes, w, e, S::tid(),
+                                                  S::nthr(), 0, symm__fail_word(c));
+        if (!__all_sync(0xffffffffu, ok)) return false;
         if (S::tid() == 0) symm__barrier_advance(base, off, t.my_pe, e);
         __threadfence_system();
         S::sync();
+        return true;
     }
 }
+#define SYMM__TEAM_BARRIER(S, c, t)                                    \
+    do {                                                               \
+        if (!symm__team_barrier_scope<S>(c, t)) return SYMM_ERR_PEER_FAILED; \
+    } while (0)
 
 /* Barrier over a team, by all 32 lanes of one warp per PE. */
-SYMM_DEV_FN void symm_dev_team_barrier_warp(const symm_device_ctx &c, const symm_device_team &t) {
-    symm__team_barrier_scope<symm__scope_warp>(c, t);
+SYMM_DEV_FN symm_status symm_dev_team_barrier_warp(const symm_device_ctx &c,
+                                                   const symm_device_team &t) {
+    return symm__team_barrier_scope<symm__scope_warp>(c, t) ? SYMM_SUCCESS : SYMM_ERR_PEER_FAILED;
 }
 
 /* pe's copy of sym for team PE j. */
@@ -103,122 +115,125 @@ __device__ __forceinline__ T *symm__team_ptr(const symm_device_ctx &c, const sym
 
 /* Every PE pulls root's src (one pass, spread over the PEs' links). */
 template <class S>
-__device__ __forceinline__ void symm__broadcastmem(const symm_device_ctx &c,
+__device__ __forceinline__ symm_status symm__broadcastmem(const symm_device_ctx &c,
                                                    const symm_device_team &t, void *dst,
                                                    const void *src, size_t nbytes, int root) {
-    symm__team_barrier_scope<S>(c, t);
+    SYMM__TEAM_BARRIER(S, c, t);
     if (!(t.my_pe == root && dst == src))
         symm__copy(dst, symm__team_ptr(c, t, src, root), nbytes, S::tid(), S::nthr());
-    symm__team_barrier_scope<S>(c, t);
+    SYMM__TEAM_BARRIER(S, c, t);
+    return SYMM_SUCCESS;
 }
 
 /* Every PE pushes its src into block my_pe of every PE's dst, starting with
  * the next PE so that the PEs' stores spread over the links. */
 template <class S>
-__device__ __forceinline__ void symm__fcollectmem(const symm_device_ctx &c,
+__device__ __forceinline__ symm_status symm__fcollectmem(const symm_device_ctx &c,
                                                   const symm_device_team &t, void *dst,
                                                   const void *src, size_t nbytes) {
-    symm__team_barrier_scope<S>(c, t);
+    SYMM__TEAM_BARRIER(S, c, t);
     char *mine = (char *)dst + (size_t)t.my_pe * nbytes;
     for (int k = 1; k <= t.n_pes; k++) {
         const int j = (t.my_pe + k) % t.n_pes;
         if (j == t.my_pe && mine == (const char *)src) continue; /* in place */
         symm__copy(symm__team_ptr(c, t, mine, j), src, nbytes, S::tid(), S::nthr());
     }
-    symm__team_barrier_scope<S>(c, t);
+    SYMM__TEAM_BARRIER(S, c, t);
+    return SYMM_SUCCESS;
 }
 
 /* Block j of src goes to block my_pe of PE j's dst (push). */
 template <class S>
-__device__ __forceinline__ void symm__alltoallmem(const symm_device_ctx &c,
+__device__ __forceinline__ symm_status symm__alltoallmem(const symm_device_ctx &c,
                                                   const symm_device_team &t, void *dst,
                                                   const void *src, size_t nbytes) {
-    symm__team_barrier_scope<S>(c, t);
+    SYMM__TEAM_BARRIER(S, c, t);
     char *mine = (char *)dst + (size_t)t.my_pe * nbytes;
     for (int k = 1; k <= t.n_pes; k++) {
         const int j = (t.my_pe + k) % t.n_pes;
         symm__copy(symm__team_ptr(c, t, mine, j), (const char *)src + (size_t)j * nbytes, nbytes,
                    S::tid(), S::nthr());
     }
-    symm__team_barrier_scope<S>(c, t);
+    SYMM__TEAM_BARRIER(S, c, t);
+    return SYMM_SUCCESS;
 }
 
 /* root's (team PE number) nbytes of src are copied to every PE's dst (root's
  * too). In place (dst == src) is allowed on every PE. */
-SYMM_DEV_FN void symm_dev_team_broadcastmem_block(const symm_device_ctx &c,
+SYMM_DEV_FN symm_status symm_dev_team_broadcastmem_block(const symm_device_ctx &c,
                                                   const symm_device_team &t, void *dst,
                                                   const void *src, size_t nbytes, int root) {
-    symm__broadcastmem<symm__scope_block>(c, t, dst, src, nbytes, root);
+    return symm__broadcastmem<symm__scope_block>(c, t, dst, src, nbytes, root);
 }
-SYMM_DEV_FN void symm_dev_team_broadcastmem_warp(const symm_device_ctx &c,
+SYMM_DEV_FN symm_status symm_dev_team_broadcastmem_warp(const symm_device_ctx &c,
                                                  const symm_device_team &t, void *dst,
                                                  const void *src, size_t nbytes, int root) {
-    symm__broadcastmem<symm__scope_warp>(c, t, dst, src, nbytes, root);
+    return symm__broadcastmem<symm__scope_warp>(c, t, dst, src, nbytes, root);
 }
 /* dst (n_pes * nbytes) receives team PE i's nbytes of src at i * nbytes, on
  * every PE. In place: src may be this PE's block of dst (dst + my_pe *
  * nbytes); no other overlap. */
-SYMM_DEV_FN void symm_dev_team_fcollectmem_block(const symm_device_ctx &c,
+SYMM_DEV_FN symm_status symm_dev_team_fcollectmem_block(const symm_device_ctx &c,
                                                  const symm_device_team &t, void *dst,
                                                  const void *src, size_t nbytes) {
-    symm__fcollectmem<symm__scope_block>(c, t, dst, src, nbytes);
+    return symm__fcollectmem<symm__scope_block>(c, t, dst, src, nbytes);
 }
-SYMM_DEV_FN void symm_dev_team_fcollectmem_warp(const symm_device_ctx &c,
+SYMM_DEV_FN symm_status symm_dev_team_fcollectmem_warp(const symm_device_ctx &c,
                                                 const symm_device_team &t, void *dst,
                                                 const void *src, size_t nbytes) {
-    symm__fcollectmem<symm__scope_warp>(c, t, dst, src, nbytes);
+    return symm__fcollectmem<symm__scope_warp>(c, t, dst, src, nbytes);
 }
 /* src and dst hold n_pes blocks of nbytes: block j of src goes to block
  * my_pe of team PE j's dst. src and dst must not overlap. */
-SYMM_DEV_FN void symm_dev_team_alltoallmem_block(const symm_device_ctx &c,
+SYMM_DEV_FN symm_status symm_dev_team_alltoallmem_block(const symm_device_ctx &c,
                                                  const symm_device_team &t, void *dst,
                                                  const void *src, size_t nbytes) {
-    symm__alltoallmem<symm__scope_block>(c, t, dst, src, nbytes);
+    return symm__alltoallmem<symm__scope_block>(c, t, dst, src, nbytes);
 }
-SYMM_DEV_FN void symm_dev_team_alltoallmem_warp(const symm_device_ctx &c,
+SYMM_DEV_FN symm_status symm_dev_team_alltoallmem_warp(const symm_device_ctx &c,
                                                 const symm_device_team &t, void *dst,
                                                 const void *src, size_t nbytes) {
-    symm__alltoallmem<symm__scope_warp>(c, t, dst, src, nbytes);
+    return symm__alltoallmem<symm__scope_warp>(c, t, dst, src, nbytes);
 }
 
 /* Typed forms: nelems elements of T (per block for fcollect/alltoall). */
 template <typename T>
-__device__ __forceinline__ void symm_dev_team_broadcast_block(const symm_device_ctx &c,
+__device__ __forceinline__ symm_status symm_dev_team_broadcast_block(const symm_device_ctx &c,
                                                               const symm_device_team &t, T *dst,
                                                               const T *src, size_t nelems,
                                                               int root) {
-    symm_dev_team_broadcastmem_block(c, t, dst, src, nelems * sizeof(T), root);
+    return symm_dev_team_broadcastmem_block(c, t, dst, src, nelems * sizeof(T), root);
 }
 template <typename T>
-__device__ __forceinline__ void symm_dev_team_broadcast_warp(const symm_device_ctx &c,
+__device__ __forceinline__ symm_status symm_dev_team_broadcast_warp(const symm_device_ctx &c,
                                                              const symm_device_team &t, T *dst,
                                                              const T *src, size_t nelems,
                                                              int root) {
-    symm_dev_team_broadcastmem_warp(c, t, dst, src, nelems * sizeof(T), root);
+    return symm_dev_team_broadcastmem_warp(c, t, dst, src, nelems * sizeof(T), root);
 }
 template <typename T>
-__device__ __forceinline__ void symm_dev_team_fcollect_block(const symm_device_ctx &c,
+__device__ __forceinline__ symm_status symm_dev_team_fcollect_block(const symm_device_ctx &c,
                                                              const symm_device_team &t, T *dst,
                                                              const T *src, size_t nelems) {
-    symm_dev_team_fcollectmem_block(c, t, dst, src, nelems * sizeof(T));
+    return symm_dev_team_fcollectmem_block(c, t, dst, src, nelems * sizeof(T));
 }
 template <typename T>
-__device__ __forceinline__ void symm_dev_team_fcollect_warp(const symm_device_ctx &c,
+__device__ __forceinline__ symm_status symm_dev_team_fcollect_warp(const symm_device_ctx &c,
                                                             const symm_device_team &t, T *dst,
                                                             const T *src, size_t nelems) {
-    symm_dev_team_fcollectmem_warp(c, t, dst, src, nelems * sizeof(T));
+    return symm_dev_team_fcollectmem_warp(c, t, dst, src, nelems * sizeof(T));
 }
 template <typename T>
-__device__ __forceinline__ void symm_dev_team_alltoall_block(const symm_device_ctx &c,
+__device__ __forceinline__ symm_status symm_dev_team_alltoall_block(const symm_device_ctx &c,
                                                              const symm_device_team &t, T *dst,
                                                              const T *src, size_t nelems) {
-    symm_dev_team_alltoallmem_block(c, t, dst, src, nelems * sizeof(T));
+    return symm_dev_team_alltoallmem_block(c, t, dst, src, nelems * sizeof(T));
 }
 template <typename T>
-__device__ __forceinline__ void symm_dev_team_alltoall_warp(const symm_device_ctx &c,
+__device__ __forceinline__ symm_status symm_dev_team_alltoall_warp(const symm_device_ctx &c,
                                                             const symm_device_team &t, T *dst,
                                                             const T *src, size_t nelems) {
-    symm_dev_team_alltoallmem_warp(c, t, dst, src, nelems * sizeof(T));
+    return symm_dev_team_alltoallmem_warp(c, t, dst, src, nelems * sizeof(T));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -282,7 +297,7 @@ __device__ __forceinline__ T symm__reduce_elem(const symm_device_ctx &c,
  * the result into every PE's dst. Each element is read and written by one PE
  * only, so dst == src is safe. */
 template <class S, typename T, int OP>
-__device__ __forceinline__ void symm__reduce_run(const symm_device_ctx &c,
+__device__ __forceinline__ symm_status symm__reduce_run(const symm_device_ctx &c,
                                                  const symm_device_team &t, T *dst, const T *src,
                                                  size_t nelems) {
     const size_t unit = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
@@ -290,25 +305,27 @@ __device__ __forceinline__ void symm__reduce_run(const symm_device_ctx &c,
     const size_t per = (units + (size_t)t.n_pes - 1) / (size_t)t.n_pes * unit;
     size_t lo = per * (size_t)t.my_pe, hi = lo + per;
     if (hi > nelems) hi = nelems;
-    symm__team_barrier_scope<S>(c, t);
+    SYMM__TEAM_BARRIER(S, c, t);
     for (size_t i = lo + S::tid(); i < hi; i += S::nthr()) {
         const T v = symm__reduce_elem<T, OP>(c, t, src, i);
         for (int k = 1; k <= t.n_pes; k++)
             symm__team_ptr(c, t, dst, (t.my_pe + k) % t.n_pes)[i] = v;
     }
-    symm__team_barrier_scope<S>(c, t);
+    SYMM__TEAM_BARRIER(S, c, t);
+    return SYMM_SUCCESS;
 }
 
 /* Reduce-scatter: PE p reduces block p of every PE's src into its own dst. */
 template <class S, typename T, int OP>
-__device__ __forceinline__ void symm__reducescatter_run(const symm_device_ctx &c,
+__device__ __forceinline__ symm_status symm__reducescatter_run(const symm_device_ctx &c,
                                                         const symm_device_team &t, T *dst,
                                                         const T *src, size_t nelems) {
     const T *blk = src + (size_t)t.my_pe * nelems;
-    symm__team_barrier_scope<S>(c, t);
+    SYMM__TEAM_BARRIER(S, c, t);
     for (size_t i = S::tid(); i < nelems; i += S::nthr())
         dst[i] = symm__reduce_elem<T, OP>(c, t, blk, i);
-    symm__team_barrier_scope<S>(c, t);
+    SYMM__TEAM_BARRIER(S, c, t);
+    return SYMM_SUCCESS;
 }
 
 template <typename T> struct symm__is_float_type {
@@ -326,11 +343,8 @@ __device__ __forceinline__ symm_status symm__reduce_op(const symm_device_ctx &c,
                   "reductions take integer, __half, __nv_bfloat16, float or double elements");
 #define SYMM__RED_CASE(OP)                                                         \
     case OP:                                                                       \
-        if (SCATTER)                                                               \
-            symm__reducescatter_run<S, T, OP>(c, t, dst, src, nelems);             \
-        else                                                                       \
-            symm__reduce_run<S, T, OP>(c, t, dst, src, nelems);                    \
-        return SYMM_SUCCESS;
+        if (SCATTER) return symm__reducescatter_run<S, T, OP>(c, t, dst, src, nelems); \
+        return symm__reduce_run<S, T, OP>(c, t, dst, src, nelems);
     switch (op) {
         SYMM__RED_CASE(SYMM_OP_SUM)
         SYMM__RED_CASE(SYMM_OP_PROD)
@@ -411,7 +425,7 @@ SYMM_DEV_FN symm_status symm_dev_team_alltoallvmem_block(
     __shared__ uint64_t sh_src_off, sh_total;
     const unsigned tid = symm__block_tid(), nthr = symm__block_nthreads();
     const int n = t.n_pes, me = t.my_pe;
-    symm__team_barrier_scope<symm__scope_block>(c, t);
+    SYMM__TEAM_BARRIER(symm__scope_block, c, t);
     for (int j = (int)tid; j < n; j += (int)nthr)
         recv_counts[j] = *(volatile const uint64_t *)(symm__team_ptr(c, t, send_counts, j) + me);
     __syncthreads();
@@ -442,7 +456,7 @@ SYMM_DEV_FN symm_status symm_dev_team_alltoallvmem_block(
             __syncthreads();
         }
     }
-    symm__team_barrier_scope<symm__scope_block>(c, t);
+    SYMM__TEAM_BARRIER(symm__scope_block, c, t);
     return fits ? SYMM_SUCCESS : SYMM_ERR_OUT_OF_BOUNDS;
 }
 /* Typed form: units are elements of T. */
@@ -481,5 +495,7 @@ static inline cudaError_t symm_dev_alltoallv_on_stream(
         c, t, dst, dst_cap, src, send_counts, unit_bytes, recv_counts, recv_offsets, status);
     return cudaGetLastError();
 }
+
+#undef SYMM__TEAM_BARRIER
 
 #endif /* SYMM_SYMM_DEVICE_COLL_CUH */

@@ -959,6 +959,20 @@ static symm_status read_unsolicited(symm__boot *b) {
     return st;
 }
 
+/* Read what the server sent outside a collective, unless a collective holds
+ * the socket (its reader sees any news). */
+static symm_status boot_poll(symm__boot *b, long long tick) {
+    if (pthread_mutex_trylock(&b->io) != 0) return SYMM_SUCCESS;
+    atomic_store_explicit(&b->polled_tick, tick, memory_order_relaxed);
+    symm_status st = SYMM_SUCCESS;
+    if (b->fd >= 0) {
+        struct pollfd p = {.fd = b->fd, .events = POLLIN};
+        if (poll(&p, 1, 0) > 0) st = read_unsolicited(b);
+    }
+    pthread_mutex_unlock(&b->io);
+    return st == SYMM_SUCCESS ? SYMM_SUCCESS : SYMM_ERR_PEER_FAILED;
+}
+
 symm_status symm__boot_check(symm__boot *b) {
     if (!b) return SYMM_SUCCESS;
     if (atomic_load(&b->failed)) {
@@ -974,16 +988,23 @@ symm_status symm__boot_check(symm__boot *b) {
     long long tick = (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
     if (tick - atomic_load_explicit(&b->polled_tick, memory_order_relaxed) < b->poll_ns)
         return SYMM_SUCCESS;
-    if (pthread_mutex_trylock(&b->io) != 0) return SYMM_SUCCESS;
-    atomic_store_explicit(&b->polled_tick, tick, memory_order_relaxed);
-    symm_status st = SYMM_SUCCESS;
-    if (b->fd >= 0) {
-        struct pollfd p = {.fd = b->fd, .events = POLLIN};
-        if (poll(&p, 1, 0) > 0) st = read_unsolicited(b);
-    }
-    pthread_mutex_unlock(&b->io);
-    return st == SYMM_SUCCESS ? SYMM_SUCCESS : SYMM_ERR_PEER_FAILED;
+    return boot_poll(b, tick);
 }
+
+/* One look at the server socket now (the job watcher, woken by it). */
+symm_status symm__boot_check_now(symm__boot *b) {
+    if (!b) return SYMM_SUCCESS;
+    if (atomic_load(&b->failed)) {
+        failure(b);
+        return SYMM_ERR_PEER_FAILED;
+    }
+    if (b->n_pes == 1) return SYMM_SUCCESS;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return boot_poll(b, (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec);
+}
+
+int symm__boot_news_fd(const symm__boot *b) { return b && b->n_pes > 1 ? b->fd : -1; }
 
 /* ------------------------------------------------------------------------ */
 /* Descriptor passing among PEs of one host                                  */

@@ -25,6 +25,7 @@ symm_status symm_init_attr_init(symm_init_attr *attr, uint32_t struct_size) {
 /* ---- init / finalize ---- */
 
 static void ctx_destroy(symm__ctx *ctx) {
+    symm__watch_stop(ctx); /* first: it reads the bootstrap and the backend */
     while (ctx->bufs) {
         symm__buf *b = ctx->bufs;
         ctx->bufs = b->next;
@@ -58,6 +59,7 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
     pthread_mutexattr_destroy(&ma);
     pthread_mutex_init(&ctx->async_lock, NULL);
     ctx->init_thread = pthread_self();
+    ctx->watch_stop_fd = -1;
 
     symm_status st = symm__config_load(attr, &ctx->cfg);
     if (st) goto fail;
@@ -134,6 +136,7 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
 
     ctx->handle = symm__handle_new(SYMM__KIND_CTX, ctx);
     if (!ctx->handle) { st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: handle table full"); goto fail; }
+    symm__watch_start(ctx);
     *out = (symm_ctx)(uintptr_t)ctx->handle;
     symm__log_init_summary(ctx);
     return SYMM_SUCCESS;

@@ -128,6 +128,11 @@ symm_status symm__boot_share_fd(symm__boot *b, int fd, int *fds);
  * SYMM_PEER_TIMEOUT_MS, at most once per coarse-clock tick); between polls it
  * costs one coarse clock read (vDSO, no system call). */
 symm_status symm__boot_check(symm__boot *b);
+/* The same check at once, without the poll interval (the job watcher). */
+symm_status symm__boot_check_now(symm__boot *b);
+/* The socket that carries news of the job (a dead PE) to this PE: readable
+ * when there is some; -1 for a single PE. Closed by symm__boot_close. */
+int symm__boot_news_fd(const symm__boot *b);
 /* Leave the job (no collective) and free everything. NULL accepted. */
 void symm__boot_close(symm__boot *b);
 /* Env bootstrap's reading of the environment (rank, size, address, secret
@@ -395,6 +400,12 @@ struct symm__ctx {
     pthread_mutex_t lock;   /* heap, teams, bootstrap traffic              */
     atomic_int failed;      /* a peer died: every wait returns PEER_FAILED */
 
+    /* the job watcher (watch.c): a thread that marks the context failed as
+     * soon as news of a dead PE arrives, for waits no host call polls */
+    pthread_t watch_thread;
+    int watch_stop_fd;      /* eventfd: written to stop the watcher; -1    */
+    bool watching;
+
     /* asynchronous failures (async.c): the first one since the last clear */
     pthread_mutex_t async_lock;
     symm_status async_status;
@@ -459,6 +470,12 @@ symm_status symm__wait(symm__ctx *ctx, bool (*done)(void *arg), void *arg);
 symm_status symm__check_failed(symm__ctx *ctx);
 /* Record that the job lost a PE (idempotent; tells the backend once). */
 void symm__mark_failed(symm__ctx *ctx);
+/* watch.c: start the job watcher when the backend has GPU-side waits
+ * (ops->peer_failed) and the job more than one PE; a failure to start is
+ * logged and leaves those waits to their timeouts. Stop joins it (safe when
+ * never started). */
+void symm__watch_start(symm__ctx *ctx);
+void symm__watch_stop(symm__ctx *ctx);
 
 /* wait.c: INVALID_ARG unless cmp is a SYMM_CMP_* code. */
 symm_status symm__check_cmp(const char *fn, uint32_t cmp);

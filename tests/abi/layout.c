@@ -106,6 +106,8 @@ typedef struct frozen_device_ctx {
     uint64_t slot_bytes;
     void *const *peer_table;
     void *peer_base[64];
+    /* 1.1 */
+    const int32_t *fail_word;
 } frozen_device_ctx;
 
 typedef struct frozen_device_team {
@@ -177,6 +179,7 @@ static void check_structs(void) {
     FIELD(symm_device_ctx, frozen_device_ctx, slot_bytes);
     FIELD(symm_device_ctx, frozen_device_ctx, peer_table);
     FIELD(symm_device_ctx, frozen_device_ctx, peer_base);
+    FIELD(symm_device_ctx, frozen_device_ctx, fail_word);
 
     SIZE(symm_device_team, frozen_device_team);
     FIELD(symm_device_team, frozen_device_team, struct_size);
@@ -205,9 +208,10 @@ static void check_structs(void) {
     expect_u64("LP64 sizeof(symm_ctx_info)", sizeof(symm_ctx_info), 56);
     expect_u64("LP64 sizeof(symm_team_config)", sizeof(symm_team_config), 8);
     expect_u64("LP64 sizeof(symm_unique_id)", sizeof(symm_unique_id), 128);
-    expect_u64("LP64 sizeof(symm_device_ctx)", sizeof(symm_device_ctx), 560);
+    expect_u64("LP64 sizeof(symm_device_ctx)", sizeof(symm_device_ctx), 568);
     expect_u64("LP64 offsetof(symm_device_ctx, peer_table)", offsetof(symm_device_ctx, peer_table), 40);
     expect_u64("LP64 offsetof(symm_device_ctx, peer_base)", offsetof(symm_device_ctx, peer_base), 48);
+    expect_u64("LP64 offsetof(symm_device_ctx, fail_word)", offsetof(symm_device_ctx, fail_word), 560);
     expect_u64("LP64 sizeof(symm_device_team)", sizeof(symm_device_team), 32);
     expect_u64("LP64 sizeof(symm_runtime_negotiation)", sizeof(symm_runtime_negotiation), 32);
 #endif

@@ -24,6 +24,11 @@ TOOL, HEADER = args
 hdr = open(HEADER).read()
 version = '.'.join(re.search(r'#define SYMM_VERSION_%s (\d+)' % p, hdr).group(1)
                    for p in ('MAJOR', 'MINOR', 'PATCH'))
+# The ABI the loader negotiates: loader/symm_dispatch.h, beside include/symm/.
+dispatch = open(os.path.join(os.path.dirname(os.path.abspath(HEADER)), '..', '..', 'loader',
+                             'symm_dispatch.h')).read()
+abi = '.'.join(re.search(r'#define SYMM_ABI_%s (\d+)' % p, dispatch).group(1)
+               for p in ('MAJOR', 'MINOR'))
 RUNTIME = os.environ.get('SYMM_RUNTIME')
 failures = []
 # The checks below expect these two from the environment (tests/meson.build
@@ -68,7 +73,7 @@ rc, d, raw = run_json()
 check(rc == 0, 'symm-info --json exit %d with a runtime' % rc)
 check(d.get('symm_info_version') == version, 'symm_info_version %r != %s' % (d.get('symm_info_version'), version))
 ld = d.get('loader', {})
-check(ld.get('version') == version and ld.get('abi') == '1.0', 'loader version/ABI: %r' % ld)
+check(ld.get('version') == version and ld.get('abi') == abi, 'loader version/ABI: %r (want %s / %s)' % (ld, version, abi))
 check(ld.get('path') and os.path.exists(ld['path']) and ld['path'].endswith('libsymm.so.1'),
       'loader path %r does not exist' % ld.get('path'))
 rt = d.get('runtime', {})

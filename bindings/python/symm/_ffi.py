@@ -50,7 +50,7 @@ class DeviceCtx(ctypes.Structure):
     _fields_ = [
         ("struct_size", u32), ("my_pe", i32), ("n_pes", i32), ("team_slots", i32),
         ("heap_cap", u64), ("heap_base", vp), ("slot_bytes", u64), ("peer_table", vp),
-        ("peer_base", vp * 64),
+        ("peer_base", vp * 64), ("fail_word", vp),
     ]
 
 

@@ -157,8 +157,6 @@ static inline symm_status cu_enter(const cu_state *s) {
     return SYMM_SUCCESS;
 }
 
-#define CU_ERR_TIMEOUT 1
-#define CU_ERR_PEER_FAILED 2 /* symm_device.cuh's barrier helper knows it as 2 */
 #define CU_GAVE_UP_MSG                                                                  \
     "a GPU-side wait (barrier, collective or signal wait on a stream) gave up after %llu " \
     "ms: a peer PE died or did not take part"
@@ -1403,6 +1401,9 @@ static symm_status cuda_device_ctx(symm__ctx *ctx, symm_device_ctx *out) {
     out->peer_table = (void *const *)(uintptr_t)((cu_state *)ctx->backend)->peer_table;
     for (int32_t pe = 0; pe < ctx->n_pes && pe < SYMM_DEVICE_FAST_PES; pe++)
         out->peer_base[pe] = ctx->peer_base[pe];
+    /* The pinned error word the runtime's own waiting kernels read (UVA: the
+     * host address is the device address); cuda_peer_failed sets it to 2. */
+    out->fail_word = (const int32_t *)((cu_state *)ctx->backend)->err_word;
     return SYMM_SUCCESS;
 }
 

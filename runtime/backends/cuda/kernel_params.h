@@ -8,6 +8,13 @@
 
 #include <stdint.h>
 
+/* Values of the pinned error word (cu_state.err_word) that the waiting kernels
+ * read and set; the device context hands the same word to user kernels as
+ * symm_device_ctx.fail_word (kernels.cu checks that CU_ERR_PEER_FAILED is
+ * symm_device.cuh's SYMM_DEVICE_FAIL_PEER). */
+#define CU_ERR_TIMEOUT 1     /* a runtime wait gave up after its timeout */
+#define CU_ERR_PEER_FAILED 2 /* the host learned that a peer PE died     */
+
 /* Bytes a put from pageable host memory (or p_on_stream) carries inline. */
 #define SYMM__INLINE_BYTES 64
 typedef struct symm__inline_data {

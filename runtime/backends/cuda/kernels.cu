@@ -14,6 +14,9 @@
 #include "kernel_barrier.cuh"
 #include "kernel_params.h"
 
+static_assert(CU_ERR_PEER_FAILED == SYMM_DEVICE_FAIL_PEER,
+              "the runtime's error word and the device context's fail_word share values");
+
 /* Struct parameters are __grid_constant__: the kernels take their address,
  * which would otherwise copy them to local memory first (a stack frame that
  * the barrier's system-scope fence then waits for). Every kernel starts with
@@ -57,8 +60,8 @@ extern "C" __global__ void symm_k_wait(const uint64_t *sig, uint32_t cmp, uint64
     unsigned spins = 0;
     uint64_t t0 = 0;
     while (!symm_dev_compare(symm__ld_acquire_u64(sig), (int)cmp, value)) {
-        if ((++spins & 1023u) == 0) {
-            if (err && *(volatile int *)err == 2) break; /* the host saw a PE die */
+        if ((++spins % SYMM_DEVICE_FAIL_POLL) == 0) {
+            if (err && *(volatile int *)err == CU_ERR_PEER_FAILED) break; /* the host saw a PE die */
             if (!timeout_ns) continue;
             uint64_t t = symm__globaltimer();
             if (!t0) {

@@ -36,8 +36,8 @@ pub type symm_stream_t = *mut c_void;
 // ---- constants (every integer #define of symm.h)
 /// C `#define SYMM_VERSION_MAJOR 1`.
 pub const SYMM_VERSION_MAJOR: u32 = 1;
-/// C `#define SYMM_VERSION_MINOR 0`.
-pub const SYMM_VERSION_MINOR: u32 = 0;
+/// C `#define SYMM_VERSION_MINOR 1`.
+pub const SYMM_VERSION_MINOR: u32 = 1;
 /// C `#define SYMM_VERSION_PATCH 0`.
 pub const SYMM_VERSION_PATCH: u32 = 0;
 /// ```text
@@ -45,7 +45,7 @@ pub const SYMM_VERSION_PATCH: u32 = 0;
 /// spelled as a literal so binding generators (bindgen, cgo, translate-c) keep
 /// it; tests/abi checks that the two agree.
 /// ```
-pub const SYMM_VERSION: u32 = 1000000;
+pub const SYMM_VERSION: u32 = 1001000;
 /// C `#define SYMM_SUCCESS 0`.
 pub const SYMM_SUCCESS: symm_status = 0;
 /// C `#define SYMM_ERR_INVALID_ARG 1`.
@@ -424,6 +424,8 @@ pub struct symm_device_ctx {
     pub peer_table: *const *mut c_void,
     /// `void * peer_base[SYMM_DEVICE_FAST_PES]`: peer_table[0 .. 63], in the struct
     pub peer_base: [*mut c_void; SYMM_DEVICE_FAST_PES],
+    /// `const int32_t * fail_word`: since 1.1: host-pinned word that GPU code can read: 0 while the job is healthy, 2 once the runtime learned that a peer PE died (it stays 2); the device waits that take the context give up then (symm_device.cuh). Filled when struct_size covers it.
+    pub fail_word: *const i32,
 }
 /// ```text
 /// A team as seen by GPU code.
@@ -1211,7 +1213,9 @@ extern "C" {
     /// ```text
     /// Fill *dctx (struct_size set by the caller). Valid until symm_finalize; heap
     /// growth keeps addresses stable. NOT_SUPPORTED on the host backend. Any
-    /// thread.
+    /// thread. The runtime fills the fields struct_size covers (at most the ones
+    /// it knows) and sets struct_size to the bytes it filled, so device code can
+    /// tell whether a later field (fail_word, 1.1) was filled.
     /// Contract: local; thread: any; errors: INVALID_HANDLE, INVALID_ARG, NOT_SUPPORTED; keeps: none.
     ///
     /// symm_status symm_device_ctx_get(symm_ctx ctx, symm_device_ctx *dctx);
@@ -1285,6 +1289,7 @@ pub fn struct_layouts() -> Vec<StructLayout> {
             ("slot_bytes", offset_of!(symm_device_ctx, slot_bytes), fsize!(symm_device_ctx, slot_bytes)),
             ("peer_table", offset_of!(symm_device_ctx, peer_table), fsize!(symm_device_ctx, peer_table)),
             ("peer_base", offset_of!(symm_device_ctx, peer_base), fsize!(symm_device_ctx, peer_base)),
+            ("fail_word", offset_of!(symm_device_ctx, fail_word), fsize!(symm_device_ctx, fail_word)),
         ]),
         ("symm_device_team", size_of::<symm_device_team>(), align_of::<symm_device_team>(), vec![
             ("struct_size", offset_of!(symm_device_team, struct_size), fsize!(symm_device_team, struct_size)),
