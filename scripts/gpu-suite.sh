@@ -98,7 +98,7 @@ GPU_RES="not run"; MP_RES="not run"
 if [ $BUILD_OK = 1 ] && phase tests; then
   log "meson test --suite gpu (own tests)"
   # capped: a hang here must leave the later phases their time
-  t_lim=$(( $(left) > 60 ? $(left) - 60 : 30 )); [ $t_lim -gt 180 ] && t_lim=180
+  t_lim=$(( $(left) > 60 ? $(left) - 60 : 30 )); [ $t_lim -gt 300 ] && t_lim=300
   timeout -k 5 $t_lim \
     $MESON test -C "$BUILD" --no-rebuild --suite gpu --no-suite gpu-mp --print-errorlogs \
     >> "$OUT/test.log" 2>&1
