@@ -5,7 +5,7 @@
  * reducescatter, on the world team and on a split team; sizes around the
  * one-shot LL thresholds, unaligned and in place, hundreds of calls back to
  * back and a replayed CUDA graph. meson runs it also with
- * SYMM_CUDA_COLL_ALGO=ll (LL up to 256 KiB per pair) and =twoshot.
+ * SYMM_CUDA_COLL_ALGO=ll (LL up to 512 KiB per pair) and =twoshot.
  */
 #include "gpu_test.h"
 
@@ -239,8 +239,8 @@ static void test_data_movement(symm_ctx ctx, symm_team t, cudaStream_t s) {
 static void test_sizes(symm_ctx ctx, symm_team t, cudaStream_t s) {
     const int n = symm_team_n_pes(t), me = symm_team_my_pe(t);
     const uint64_t sizes[] = {1, 2, 3, 255, 1023, 4095, 4096, 4097, 8191, 8193, 16383, 16384,
-                              16385, 50001};
-    const uint64_t maxe = 50001;
+                              16385, 50001, 65535, 65536, 65537, 70001};
+    const uint64_t maxe = 70001;
     symm_buf src = NULL, dst = NULL;
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT32, maxe * (uint64_t)n, &src));
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT32, maxe * (uint64_t)n, &dst));
@@ -370,7 +370,7 @@ static uint32_t bv(int pe, int k, uint64_t i) {
 static void test_back_to_back(symm_ctx ctx, symm_team t, cudaStream_t s) {
     const int n = symm_team_n_pes(t), me = symm_team_my_pe(t);
     const int K = 300;
-    const uint64_t R = 2048, big = 40000;
+    const uint64_t R = 2048, big = 80000; /* big: above every LL threshold */
     symm_buf src = NULL, dst = NULL, bsrc = NULL, bdst = NULL;
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, (uint64_t)K * R, &src));
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, (uint64_t)K * R, &dst));

@@ -98,6 +98,9 @@ _Static_assert(SYMM__SLOT_DEVICE_OFF == 512, "symm_device.cuh: SYMM_DEVICE_BARRI
  * barrier algorithms. */
 #define CU_LL_SLOTS 16
 #define CU_LL_MAX_PES 8
+/* default SYMM_CUDA_LL_BYTES: 64 KiB (4 MiB of scratch a GPU with 2 PEs a
+ * host, 28 MiB with 8). Larger payloads stalled ~0.5 ms now and then on
+ * 2 x H200 (docs/DECISIONS.md "Collectives"). */
 #define CU_LL_BYTES_DEFAULT (64u << 10)
 #define CU_LL_RESERVE (1ull << 30) /* address space kept for the scratch per PE */
 enum { CU_ALGO_AUTO, CU_ALGO_LL, CU_ALGO_BASE };
@@ -813,7 +816,7 @@ static symm_status cuda_heap_grow(symm__ctx *ctx, uint64_t new_mapped) {
  * twoshot / pull: the barrier algorithms only) and SYMM_CUDA_LL_BYTES (the
  * largest LL payload per pair of PEs, 0: no LL, no scratch). */
 typedef struct cu_ll_conf {
-    int32_t status, algo, local_n, pad;
+    int32_t status, algo, local_n, ll_set; /* ll_set: SYMM_CUDA_LL_BYTES given */
     uint64_t ll_max;
 } cu_ll_conf;
 
@@ -840,8 +843,9 @@ static symm_status ll_setup(symm__ctx *ctx, cu_state *s) {
                                     "ll, twoshot or pull", a);
         }
     }
+    mine.ll_set = getenv("SYMM_CUDA_LL_BYTES") && *getenv("SYMM_CUDA_LL_BYTES");
     if (mine.status == SYMM_SUCCESS)
-        mine.status = env_size("SYMM_CUDA_LL_BYTES", CU_LL_BYTES_DEFAULT, &mine.ll_max);
+        mine.status = env_size("SYMM_CUDA_LL_BYTES", 0, &mine.ll_max);
     if (mine.status != SYMM_SUCCESS) snprintf(msg, sizeof msg, "%s", symm__last_error());
     symm_status st = symm__boot_allgather(ctx->boot, &mine, all, sizeof mine);
     int32_t max_local = 1;
@@ -850,7 +854,8 @@ static symm_status ll_setup(symm__ctx *ctx, cu_state *s) {
             st = pe == ctx->my_pe ? symm__err(all[pe].status, "%s", msg)
                                   : symm__err(all[pe].status, "PE %d: bad CUDA collective "
                                               "settings (see its own error message)", (int)pe);
-        else if (all[pe].algo != all[0].algo || all[pe].ll_max != all[0].ll_max)
+        else if (all[pe].algo != all[0].algo || all[pe].ll_max != all[0].ll_max ||
+                 all[pe].ll_set != all[0].ll_set)
             st = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO / SYMM_CUDA_LL_BYTES differ "
                            "between PE 0 and PE %d: every PE must choose the same collective "
                            "algorithms", (int)pe);
@@ -860,6 +865,7 @@ static symm_status ll_setup(symm__ctx *ctx, cu_state *s) {
     free(all);
     if (st != SYMM_SUCCESS) return st;
     s->coll_algo = mine.algo;
+    if (!mine.ll_set) mine.ll_max = CU_LL_BYTES_DEFAULT;
     s->ll_max = align_up(mine.ll_max, 8);
     s->ll_pes = max_local < CU_LL_MAX_PES ? max_local : CU_LL_MAX_PES;
     s->ll_span = 0;
@@ -1442,8 +1448,9 @@ static const char *coll_kind_name(uint32_t kind) {
 
 /* Largest payload per pair of PEs (bytes PE i sends PE j) for which "auto"
  * picks the one-shot LL algorithm, by kind and team size. From the 2 x H200
- * measurements in docs/DECISIONS.md "Collectives" (teams of 3-8 PEs: scaled
- * down, as each PE stores n - 1 copies and spins on n - 1 peers). */
+ * measurements in docs/DECISIONS.md "Collectives" (teams of 3-8 PEs: not
+ * measured, scaled down, as each PE stores n - 1 copies and spins on n - 1
+ * peers). */
 static uint64_t ll_threshold(uint32_t kind, int32_t n) {
     (void)kind;
     if (n <= 2) return 64u << 10;

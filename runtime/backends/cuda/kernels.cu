@@ -365,9 +365,10 @@ SYMM__K_REDUCE_ARITH(float64, double)
  * peer, and writes the other parity. One collective at a time per team, in
  * the same order on every PE: the rule every team operation already has.
  *
- * Giving up: every spin checks *err (2: a PE died -> stop) and the timeout
- * (-> *err = 1) each 1024 spins, as symm__barrier_arrive_wait does; a thread
- * that gave up skips the rest of its work, the grid still ends normally. */
+ * Giving up: every wait checks *err (2: a PE died -> stop) and the timeout
+ * (-> *err = 1) each 1024 spins, as symm__barrier_arrive_wait does, one lane
+ * per warp (symm__ll_waiter); a warp that gave up skips the rest of its work,
+ * the grid still ends normally. */
 
 __device__ __forceinline__ void symm__ll_put(char *line, uint64_t d, uint32_t f) {
     asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(line),
@@ -387,27 +388,41 @@ __device__ __forceinline__ void symm__ll_clear(char *line) {
     *(uint4 *)line = make_uint4(0, 0, 0, 0);
 }
 
-/* A thread's waits: once one gives up, the rest fail at once. */
+/* A warp's waits: the 32 lanes wait together for their lines (a lane with
+ * nothing to wait for passes ok = true) and lane 0 alone looks at *err and
+ * the clock each 1024 rounds, for the warp: with one unit of 8 bytes per
+ * thread, tens of thousands of threads each reading the host-memory error
+ * word would flood PCIe (on 2 x H200 such reads stalled graph replays at
+ * 256 KiB-1 MiB per pair by ~0.5 ms a call). Once the warp gives up, every
+ * later wait fails at once. Called by all lanes of a full warp (blockDim is
+ * a multiple of 32, loops are warp-uniform). */
 struct symm__ll_waiter {
     uint64_t timeout_ns;
     int *err;
     uint64_t t0;
     bool dead;
-    __device__ __forceinline__ bool get(const char *line, uint32_t f, uint64_t &d) {
+    __device__ __forceinline__ bool get(bool want, const char *line, uint32_t f, uint64_t &d) {
         if (dead) return false;
+        bool ok = !want || symm__ll_try(line, f, d);
         unsigned spins = 0;
-        while (!symm__ll_try(line, f, d)) {
+        while (!__all_sync(0xffffffffu, ok)) {
+            if (!ok) ok = symm__ll_try(line, f, d);
             if ((++spins & 1023u) == 0) {
-                if (err && *(volatile int *)err == 2) { /* the host saw a PE die */
-                    dead = true;
-                    return false;
+                int give = 0;
+                if ((threadIdx.x & 31u) == 0) {
+                    if (err && *(volatile int *)err == 2) { /* the host saw a PE die */
+                        give = 1;
+                    } else if (timeout_ns) {
+                        uint64_t t = symm__globaltimer();
+                        if (!t0) {
+                            t0 = t;
+                        } else if (t - t0 > timeout_ns) {
+                            if (err) atomicCAS_system(err, 0, 1);
+                            give = 1;
+                        }
+                    }
                 }
-                if (!timeout_ns) continue;
-                uint64_t t = symm__globaltimer();
-                if (!t0) {
-                    t0 = t;
-                } else if (t - t0 > timeout_ns) {
-                    if (err) atomicCAS_system(err, 0, 1);
+                if (__shfl_sync(0xffffffffu, give, 0)) {
                     dead = true;
                     return false;
                 }
@@ -487,13 +502,16 @@ extern "C" __global__ void symm_k_ll_copy(const __grid_constant__ symm__kll_para
         }
     }
     symm__ll_waiter w = {p.timeout_ns, p.err, 0, false};
-    for (uint64_t u = tid; u < units; u += nthr) {
-        const uint64_t rem = p.nbytes - 8 * u;
+    /* warp-uniform: lanes past the end wait for nothing */
+    for (uint64_t u = tid; u - (threadIdx.x & 31u) < units && !w.dead; u += nthr) {
+        const bool have = u < units;
+        const uint64_t rem = have ? p.nbytes - 8 * u : 0;
         for (int j = 0; j < n; j++) {
             if (j == me || (p.root >= 0 && j != p.root)) continue;
             char *line = c.mine + c.line_off(p, j, me, u);
-            uint64_t d;
-            if (!w.get(line, c.f, d)) break;
+            uint64_t d = 0;
+            if (!w.get(have, line, c.f, d)) break;
+            if (!have) continue;
             symm__ll_clear(line);
             symm__ll_st(c.mine + p.dst_off + (uint64_t)j * p.dst_j_stride + 8 * u, d, rem);
         }
@@ -527,23 +545,26 @@ __device__ __forceinline__ void symm__ll_reduce(const symm__kll_params &p) {
         }
     }
     symm__ll_waiter w = {p.timeout_ns, p.err, 0, false};
-    for (uint64_t u = tid; u < units && !w.dead; u += nthr) {
-        const uint64_t rem = p.nbytes - 8 * u;
+    /* warp-uniform: lanes past the end wait for nothing */
+    for (uint64_t u = tid; u - (threadIdx.x & 31u) < units && !w.dead; u += nthr) {
+        const bool have = u < units;
+        const uint64_t rem = have ? p.nbytes - 8 * u : 0;
         A acc[V];
         for (int j = 0; j < n; j++) {
-            uint64_t d;
+            uint64_t d = 0;
             if (j == me) {
-                d = symm__ll_ld(c.mine + p.src_off + (uint64_t)me * p.src_j_stride + 8 * u, rem);
+                if (have)
+                    d = symm__ll_ld(c.mine + p.src_off + (uint64_t)me * p.src_j_stride + 8 * u, rem);
             } else {
                 char *line = c.mine + c.line_off(p, j, me, u);
-                if (!w.get(line, c.f, d)) break;
-                symm__ll_clear(line);
+                if (!w.get(have, line, c.f, d)) break;
+                if (have) symm__ll_clear(line);
             }
             const T *v = (const T *)&d;
 #pragma unroll
             for (int k = 0; k < V; k++) acc[k] = j == 0 ? symm__to_acc<T>(v[k]) : op(acc[k], symm__to_acc<T>(v[k]));
         }
-        if (w.dead) break;
+        if (w.dead || !have) continue;
         uint64_t out;
         T *o = (T *)&out;
 #pragma unroll
