@@ -568,6 +568,8 @@ static const var vars[] = {
     {"SYMM_CUDA_COPY_KERNEL_MIN", "stream puts from GPU memory: SM copy from (bytes)", false},
     {"SYMM_CUDA_COPY_KERNEL_MAX", "... up to (bytes; 0: copy engine only)", false},
     {"SYMM_CUDA_STREAM_MEMOPS", "1: EQ stream waits with cuStreamWaitValue64", false},
+    {"SYMM_CUDA_COLL_ALGO", "collectives: auto, ll (one-shot), twoshot / pull (barrier)", false},
+    {"SYMM_CUDA_LL_BYTES", "one-shot LL collectives: bytes per pair of PEs (0: none)", false},
     {"SYMM_CUDA_DISABLE_P2P", "1: no load/store between GPUs", false},
     {"SYMM_TRANSPORT", "transport to other hosts: auto, none, ibverbs, tcp", false},
     {"SYMM_TRANSPORT_PATH", "folders searched first for transport plugins", false},

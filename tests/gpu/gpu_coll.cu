@@ -2,7 +2,10 @@
  * CUDA backend, 2+ PEs: collectives through the backend's kernels, blocking
  * and on a stream: reduce for every dtype and op (odd length: vector body and
  * scalar tail), in place, broadcast, fcollect, collect, alltoall,
- * reducescatter, on the world team and on a split team.
+ * reducescatter, on the world team and on a split team; sizes around the
+ * one-shot LL thresholds, unaligned and in place, hundreds of calls back to
+ * back and a replayed CUDA graph. meson runs it also with
+ * SYMM_CUDA_COLL_ALGO=ll (LL up to 512 KiB per pair) and =twoshot.
  */
 #include "gpu_test.h"
 
@@ -229,6 +232,257 @@ static void test_data_movement(symm_ctx ctx, symm_team t, cudaStream_t s) {
     CHECK_OK(symm_buf_free(src));
 }
 
+/* Sizes around the one-shot LL algorithm's thresholds (64, 32 and 16 KiB per
+ * pair for teams of 2, <= 4 and <= 8 PEs; capacity SYMM_CUDA_LL_BYTES,
+ * 64 KiB by default) and far above them, odd ones included: every data kind,
+ * blocking and on a stream, checked element by element. */
+static void test_sizes(symm_ctx ctx, symm_team t, cudaStream_t s) {
+    const int n = symm_team_n_pes(t), me = symm_team_my_pe(t);
+    const uint64_t sizes[] = {1, 2, 3, 255, 1023, 4095, 4096, 4097, 8191, 8193, 16383, 16384,
+                              16385, 50001, 65535, 65536, 65537, 70001};
+    const uint64_t maxe = 70001;
+    symm_buf src = NULL, dst = NULL;
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT32, maxe * (uint64_t)n, &src));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT32, maxe * (uint64_t)n, &dst));
+    std::vector<int32_t> h(maxe * (uint64_t)n), got(maxe * (uint64_t)n);
+    int checked = 0;
+    for (uint64_t ne : sizes) {
+        for (int form = 0; form < 2; form++) {
+            /* all-reduce */
+            for (uint64_t i = 0; i < ne; i++) h[i] = pv(me, 1, i);
+            gpu_write(src, 0, h.data(), ne * 4);
+            CUDA_OK(cudaMemset(gpu_ptr(dst), 0xee, ne * 4));
+            CUDA_OK(cudaDeviceSynchronize());
+            CHECK_OK(symm_barrier_all(ctx));
+            if (form == 0) CHECK_OK(symm_reduce(t, dst, 0, src, 0, ne, SYMM_OP_SUM));
+            else CHECK_OK(symm_reduce_on_stream(t, dst, 0, src, 0, ne, SYMM_OP_SUM, s));
+            CUDA_OK(cudaStreamSynchronize(s));
+            gpu_read(got.data(), dst, 0, ne * 4);
+            for (uint64_t i = 0; i < ne; i++) {
+                int64_t want = 0;
+                for (int pe = 0; pe < n; pe++) want += pv(pe, 1, i);
+                if (got[i] != (int32_t)want)
+                    TEST_FAIL_("all-reduce of %llu (form %d): [%llu] = %d, expected %lld",
+                               (unsigned long long)ne, form, (unsigned long long)i, got[i],
+                               (long long)want);
+            }
+            /* all-gather */
+            CHECK_OK(symm_barrier_all(ctx));
+            if (form == 0) CHECK_OK(symm_fcollect(t, dst, 0, src, 0, ne));
+            else CHECK_OK(symm_fcollect_on_stream(t, dst, 0, src, 0, ne, s));
+            CUDA_OK(cudaStreamSynchronize(s));
+            gpu_read(got.data(), dst, 0, ne * (uint64_t)n * 4);
+            for (int j = 0; j < n; j++)
+                for (uint64_t i = 0; i < ne; i++)
+                    if (got[(uint64_t)j * ne + i] != pv(j, 1, i))
+                        TEST_FAIL_("all-gather of %llu (form %d): block %d [%llu] = %d",
+                                   (unsigned long long)ne, form, j, (unsigned long long)i,
+                                   got[(uint64_t)j * ne + i]);
+            /* broadcast */
+            const int root = (int)(ne % (uint64_t)n);
+            CHECK_OK(symm_barrier_all(ctx));
+            if (form == 0) CHECK_OK(symm_broadcast(t, dst, 0, src, 0, ne, root));
+            else CHECK_OK(symm_broadcast_on_stream(t, dst, 0, src, 0, ne, root, s));
+            CUDA_OK(cudaStreamSynchronize(s));
+            gpu_read(got.data(), dst, 0, ne * 4);
+            for (uint64_t i = 0; i < ne; i++)
+                if (got[i] != pv(root, 1, i))
+                    TEST_FAIL_("broadcast of %llu from %d (form %d): [%llu] = %d",
+                               (unsigned long long)ne, root, form, (unsigned long long)i, got[i]);
+            /* all-to-all and reduce-scatter: block j of my src is pv(me, j, .) */
+            for (int j = 0; j < n; j++)
+                for (uint64_t i = 0; i < ne; i++) h[(uint64_t)j * ne + i] = pv(me, (uint64_t)j, i);
+            gpu_write(src, 0, h.data(), ne * (uint64_t)n * 4);
+            CUDA_OK(cudaDeviceSynchronize());
+            CHECK_OK(symm_barrier_all(ctx));
+            if (form == 0) CHECK_OK(symm_alltoall(t, dst, 0, src, 0, ne));
+            else CHECK_OK(symm_alltoall_on_stream(t, dst, 0, src, 0, ne, s));
+            CUDA_OK(cudaStreamSynchronize(s));
+            gpu_read(got.data(), dst, 0, ne * (uint64_t)n * 4);
+            for (int j = 0; j < n; j++)
+                for (uint64_t i = 0; i < ne; i++)
+                    if (got[(uint64_t)j * ne + i] != pv(j, (uint64_t)me, i))
+                        TEST_FAIL_("all-to-all of %llu (form %d): block %d [%llu] = %d",
+                                   (unsigned long long)ne, form, j, (unsigned long long)i,
+                                   got[(uint64_t)j * ne + i]);
+            CHECK_OK(symm_barrier_all(ctx));
+            if (form == 0) CHECK_OK(symm_reducescatter(t, dst, 0, src, 0, ne, SYMM_OP_SUM));
+            else CHECK_OK(symm_reducescatter_on_stream(t, dst, 0, src, 0, ne, SYMM_OP_SUM, s));
+            CUDA_OK(cudaStreamSynchronize(s));
+            gpu_read(got.data(), dst, 0, ne * 4);
+            for (uint64_t i = 0; i < ne; i++) {
+                int64_t want = 0;
+                for (int pe = 0; pe < n; pe++) want += pv(pe, (uint64_t)me, i);
+                if (got[i] != (int32_t)want)
+                    TEST_FAIL_("reduce-scatter of %llu (form %d): [%llu] = %d, expected %lld",
+                               (unsigned long long)ne, form, (unsigned long long)i, got[i],
+                               (long long)want);
+            }
+            CHECK_OK(symm_barrier_all(ctx));
+            checked += 5;
+        }
+    }
+    /* unaligned (2-byte aligned int16, odd offsets) all-reduce and in place */
+    {
+        const uint64_t ne = 3001;
+        std::vector<int16_t> a(ne), b(ne);
+        for (uint64_t i = 0; i < ne; i++) a[i] = (int16_t)(i % 1000 + (uint64_t)me);
+        symm_buf s16 = NULL;
+        CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT16, 2 * ne + 8, &s16));
+        CUDA_OK(cudaMemcpy((char *)gpu_ptr(s16) + 2, a.data(), ne * 2, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaDeviceSynchronize());
+        CHECK_OK(symm_barrier_all(ctx));
+        CHECK_OK(symm_reduce_on_stream(t, s16, ne + 3, s16, 1, ne, SYMM_OP_SUM, s));
+        CHECK_OK(symm_reduce_on_stream(t, s16, 1, s16, 1, ne, SYMM_OP_MAX, s)); /* in place */
+        CUDA_OK(cudaStreamSynchronize(s));
+        CUDA_OK(cudaMemcpy(b.data(), (char *)gpu_ptr(s16) + 2 * (ne + 3), ne * 2,
+                           cudaMemcpyDeviceToHost));
+        for (uint64_t i = 0; i < ne; i++) {
+            int64_t want = 0;
+            for (int pe = 0; pe < n; pe++) want += (int64_t)(i % 1000 + (uint64_t)pe);
+            if (b[i] != (int16_t)want) TEST_FAIL_("unaligned int16 all-reduce: [%llu] = %d",
+                                                  (unsigned long long)i, b[i]);
+        }
+        CUDA_OK(cudaMemcpy(b.data(), (char *)gpu_ptr(s16) + 2, ne * 2, cudaMemcpyDeviceToHost));
+        for (uint64_t i = 0; i < ne; i++)
+            if (b[i] != (int16_t)(i % 1000 + (uint64_t)(n - 1)))
+                TEST_FAIL_("unaligned in-place int16 max: [%llu] = %d", (unsigned long long)i, b[i]);
+        CHECK_OK(symm_barrier_all(ctx));
+        CHECK_OK(symm_buf_free(s16));
+        checked += 2;
+    }
+    CHECK_OK(symm_buf_free(dst));
+    CHECK_OK(symm_buf_free(src));
+    if (gpu_me == 0) printf("sizes: %d collectives checked on a team of %d\n", checked, n);
+}
+
+static uint32_t bv(int pe, int k, uint64_t i) {
+    return (uint32_t)pe * 7919u + (uint32_t)k * 104729u + (uint32_t)i * 31u;
+}
+
+/* Hundreds of collectives back to back on one stream with no host sync:
+ * all-reduce, in-place all-reduce and all-gather of changing sizes, each
+ * with its own inputs and outputs, now and then a stream barrier (which
+ * shifts the LL parity) and a large all-reduce (the two-shot algorithm);
+ * checked once at the end. Consecutive LL calls alternate scratch parities,
+ * so a line left from two calls back, or an epoch that did not advance,
+ * shows up as a wrong value or a hang. */
+static void test_back_to_back(symm_ctx ctx, symm_team t, cudaStream_t s) {
+    const int n = symm_team_n_pes(t), me = symm_team_my_pe(t);
+    const int K = 300;
+    const uint64_t R = 2048, big = 80000; /* big: above every LL threshold */
+    symm_buf src = NULL, dst = NULL, bsrc = NULL, bdst = NULL;
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, (uint64_t)K * R, &src));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, (uint64_t)K * R, &dst));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, big, &bsrc));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, big, &bdst));
+    std::vector<uint32_t> h((uint64_t)K * R), got((uint64_t)K * R);
+    auto count = [&](int k) -> uint64_t {
+        uint64_t m = 1 + ((uint64_t)k * 397u) % (R - 1);
+        return k % 3 == 1 ? m / (uint64_t)n + 1 : m; /* all-gather: per PE */
+    };
+    for (int k = 0; k < K; k++)
+        for (uint64_t i = 0; i < R; i++) h[(uint64_t)k * R + i] = bv(me, k, i);
+    gpu_write(src, 0, h.data(), h.size() * 4);
+    gpu_write(dst, 0, h.data(), h.size() * 4); /* the in-place calls' inputs */
+    for (uint64_t i = 0; i < big; i++) h[i] = bv(me, 7, i);
+    gpu_write(bsrc, 0, h.data(), big * 4);
+    CUDA_OK(cudaDeviceSynchronize());
+    CHECK_OK(symm_barrier_all(ctx));
+    for (int k = 0; k < K; k++) {
+        const uint64_t at = (uint64_t)k * R, m = count(k);
+        if (k % 3 == 0)
+            CHECK_OK(symm_reduce_on_stream(t, dst, at, src, at, m, SYMM_OP_SUM, s));
+        else if (k % 3 == 1)
+            CHECK_OK(symm_fcollect_on_stream(t, dst, at, src, at, m, s));
+        else
+            CHECK_OK(symm_reduce_on_stream(t, dst, at, dst, at, m, SYMM_OP_SUM, s));
+        if (k % 50 == 49) CHECK_OK(symm_barrier_on_stream(t, s));
+        if (k % 40 == 39) CHECK_OK(symm_reduce_on_stream(t, bdst, 0, bsrc, 0, big, SYMM_OP_SUM, s));
+    }
+    CUDA_OK(cudaStreamSynchronize(s));
+    gpu_read(got.data(), dst, 0, got.size() * 4);
+    for (int k = 0; k < K; k++) {
+        const uint64_t at = (uint64_t)k * R, m = count(k);
+        for (uint64_t i = 0; i < (k % 3 == 1 ? m * (uint64_t)n : m); i++) {
+            uint32_t want = 0;
+            if (k % 3 == 1) {
+                want = bv((int)(i / m), k, i % m);
+            } else {
+                for (int pe = 0; pe < n; pe++) want += bv(pe, k, i);
+            }
+            if (got[at + i] != want)
+                TEST_FAIL_("back-to-back call %d (kind %d, %llu elements): [%llu] = %u, expected %u",
+                           k, k % 3, (unsigned long long)m, (unsigned long long)i, got[at + i], want);
+        }
+    }
+    gpu_read(got.data(), bdst, 0, big * 4);
+    for (uint64_t i = 0; i < big; i++) {
+        uint32_t want = 0;
+        for (int pe = 0; pe < n; pe++) want += bv(pe, 7, i);
+        if (got[i] != want) TEST_FAIL_("back-to-back large all-reduce: [%llu]", (unsigned long long)i);
+    }
+    CHECK_OK(symm_barrier_all(ctx));
+    CHECK_OK(symm_buf_free(bdst));
+    CHECK_OK(symm_buf_free(bsrc));
+    CHECK_OK(symm_buf_free(dst));
+    CHECK_OK(symm_buf_free(src));
+    if (gpu_me == 0) printf("back to back: %d collectives checked\n", K);
+}
+
+/* A CUDA graph of an all-reduce, an all-gather and an in-place all-reduce,
+ * replayed several times: each replay must advance the device-side epoch
+ * (the in-place all-reduce's input is the previous replay's output). */
+static void test_graph(symm_ctx ctx, symm_team t, cudaStream_t s) {
+    const int n = symm_team_n_pes(t), me = symm_team_my_pe(t);
+    const uint64_t ne = 1001, ng = 77;
+    symm_buf a = NULL, b = NULL, c = NULL;
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, ne, &a));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, ne, &b));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, ng * (uint64_t)n, &c));
+    std::vector<std::vector<uint32_t>> sim((size_t)n, std::vector<uint32_t>(ne));
+    for (int pe = 0; pe < n; pe++)
+        for (uint64_t i = 0; i < ne; i++) sim[(size_t)pe][i] = bv(pe, 3, i);
+    gpu_write(a, 0, sim[(size_t)me].data(), ne * 4);
+    CUDA_OK(cudaDeviceSynchronize());
+    CHECK_OK(symm_barrier_all(ctx));
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    CHECK_OK(symm_reduce_on_stream(t, b, 0, a, 0, ne, SYMM_OP_SUM, s));
+    CHECK_OK(symm_fcollect_on_stream(t, c, 0, a, 0, ng, s));
+    CHECK_OK(symm_reduce_on_stream(t, a, 0, a, 0, ne, SYMM_OP_SUM, s));
+    CUDA_OK(cudaStreamEndCapture(s, &g));
+    CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
+    std::vector<uint32_t> got(ne * 2 + ng * (uint64_t)n);
+    for (int r = 0; r < 6; r++) {
+        CUDA_OK(cudaGraphLaunch(ge, s));
+        CUDA_OK(cudaStreamSynchronize(s));
+        std::vector<uint32_t> sum(ne, 0);
+        for (int pe = 0; pe < n; pe++)
+            for (uint64_t i = 0; i < ne; i++) sum[i] += sim[(size_t)pe][i];
+        gpu_read(got.data(), b, 0, ne * 4);
+        for (uint64_t i = 0; i < ne; i++)
+            if (got[i] != sum[i]) TEST_FAIL_("graph replay %d: all-reduce [%llu]", r, (unsigned long long)i);
+        gpu_read(got.data(), c, 0, ng * (uint64_t)n * 4);
+        for (int j = 0; j < n; j++)
+            for (uint64_t i = 0; i < ng; i++)
+                if (got[(uint64_t)j * ng + i] != sim[(size_t)j][i])
+                    TEST_FAIL_("graph replay %d: all-gather block %d [%llu]", r, j, (unsigned long long)i);
+        gpu_read(got.data(), a, 0, ne * 4);
+        for (uint64_t i = 0; i < ne; i++)
+            if (got[i] != sum[i]) TEST_FAIL_("graph replay %d: in-place all-reduce [%llu]", r, (unsigned long long)i);
+        for (int pe = 0; pe < n; pe++) sim[(size_t)pe] = sum;
+    }
+    CUDA_OK(cudaGraphExecDestroy(ge));
+    CUDA_OK(cudaGraphDestroy(g));
+    CHECK_OK(symm_barrier_all(ctx));
+    CHECK_OK(symm_buf_free(c));
+    CHECK_OK(symm_buf_free(b));
+    CHECK_OK(symm_buf_free(a));
+    if (gpu_me == 0) printf("graph: 6 replays checked\n");
+}
+
 int main(void) {
     symm_ctx ctx = gpu_test_init();
     cudaStream_t s;
@@ -238,11 +492,16 @@ int main(void) {
     test_reduce_all(ctx, world, s);
     test_reduce_inplace(ctx, world, s);
     test_data_movement(ctx, world, s);
+    test_sizes(ctx, world, s);
+    test_back_to_back(ctx, world, s);
+    test_graph(ctx, world, s);
     /* a split team (its own sync slot, zeroed at creation) */
     symm_team t = NULL;
     CHECK_OK(symm_team_split_strided(world, 0, 1, gpu_n, NULL, &t));
     ASSERT_TRUE(t != NULL);
     test_data_movement(ctx, t, s);
+    test_back_to_back(ctx, t, s);
+    test_graph(ctx, t, s);
     for (int i = 0; i < 50; i++) CHECK_OK(symm_barrier_on_stream(t, s));
     CUDA_OK(cudaStreamSynchronize(s));
     CHECK_OK(symm_barrier(t));

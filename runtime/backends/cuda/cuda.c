@@ -87,6 +87,24 @@ _Static_assert(SYMM__SLOT_DEVICE_OFF == 512, "symm_device.cuh: SYMM_DEVICE_BARRI
  * default. */
 #define CU_N_OPS 7
 
+/* One-shot LL collectives (kernels.cu "LL"; choice in cuda_coll). The
+ * scratch: CU_LL_SLOTS team slots (the predefined teams' four and the first
+ * split teams'), each a 256-byte header (the grid's ticket word) and two
+ * parities of (ll_pes - 1) sender regions of 2 * SYMM_CUDA_LL_BYTES (16-byte
+ * lines of 8 data bytes). It lives at byte span of every heap reservation,
+ * beyond the heap (so the core's heap layout does not change), made and
+ * shared once at setup (ll_setup): symmetric, never allocated in a call.
+ * Teams of more than CU_LL_MAX_PES PEs, and teams of higher slots, use the
+ * barrier algorithms. */
+#define CU_LL_SLOTS 16
+#define CU_LL_MAX_PES 8
+/* default SYMM_CUDA_LL_BYTES: 64 KiB (4 MiB of scratch a GPU with 2 PEs a
+ * host, 28 MiB with 8). Larger payloads stalled ~0.5 ms now and then on
+ * 2 x H200 (docs/DECISIONS.md "Collectives"). */
+#define CU_LL_BYTES_DEFAULT (64u << 10)
+#define CU_LL_RESERVE (1ull << 30) /* address space kept for the scratch per PE */
+enum { CU_ALGO_AUTO, CU_ALGO_LL, CU_ALGO_BASE };
+
 typedef struct cu_map {
     uint64_t off, size;
     CUmemGenericAllocationHandle *h; /* [local_n]; 0 where not mapped */
@@ -137,6 +155,16 @@ typedef struct cu_state {
     bool reg_lock_init;
     bool owns_peer_base;
     bool heap_live; /* heap_init succeeded and heap_fini has not run */
+
+    /* One-shot LL collectives (cuda_coll; ll_setup): symmetric scratch at
+     * byte span of every heap reservation (beyond the heap), CU_LL_SLOTS
+     * team slots of ll_slot bytes each; ll_span 0 when there is none. */
+    uint64_t ll_span, ll_slot, ll_region, ll_parity;
+    uint64_t ll_max;   /* largest LL payload per pair of PEs (SYMM_CUDA_LL_BYTES) */
+    int32_t ll_pes;    /* largest team the scratch serves (<= CU_LL_MAX_PES)     */
+    int coll_algo;     /* CU_ALGO_* (SYMM_CUDA_COLL_ALGO)                         */
+    CUfunction f_ll_copy;
+    _Atomic(CUfunction) f_llreduce[SYMM_DTYPE_COUNT][CU_N_OPS];
 } cu_state;
 
 static const char *const dtype_names[SYMM_DTYPE_COUNT] = {
@@ -448,6 +476,7 @@ static bool peer_reachable(const cu_state *s, const uint8_t uuid[16]) {
 }
 
 static void cuda_heap_fini(symm__ctx *ctx);
+static symm_status ll_setup(symm__ctx *ctx, cu_state *s);
 
 static symm_status cuda_heap_init(symm__ctx *ctx) {
     cu_state *s = calloc(1, sizeof *s);
@@ -530,7 +559,7 @@ static symm_status cuda_heap_init(symm__ctx *ctx) {
         int32_t pe = s->local_pe[li];
         if (pe < 0) continue;
         if (li != s->local_me && (no_p2p || !peer_reachable(s, all[pe].uuid))) continue;
-        CUresult r = symm__cu.MemAddressReserve(&s->va[li], s->span, s->gran, 0, 0);
+        CUresult r = symm__cu.MemAddressReserve(&s->va[li], s->span + CU_LL_RESERVE, s->gran, 0, 0);
         if (r != CUDA_SUCCESS) {
             s->va[li] = 0;
             st = symm__cu_fail(r, "cuMemAddressReserve(heap span)");
@@ -555,6 +584,9 @@ static symm_status cuda_heap_init(symm__ctx *ctx) {
             goto fail;
         }
     }
+    /* LL scratch (collective: every PE gets here) */
+    st = ll_setup(ctx, s);
+    if (st != SYMM_SUCCESS) goto fail;
     ctx->backend = s;
     free(all);
     return SYMM_SUCCESS;
@@ -589,7 +621,7 @@ static void cuda_heap_fini(symm__ctx *ctx) {
     s->n_chunks = 0;
     s->backed = 0;
     for (int32_t li = 0; li < s->local_n; li++) {
-        if (s->va[li]) symm__cu.MemAddressFree(s->va[li], s->span);
+        if (s->va[li]) symm__cu.MemAddressFree(s->va[li], s->span + CU_LL_RESERVE);
         s->va[li] = 0;
     }
     if (s->peer_table) symm__cu.MemFree(s->peer_table);
@@ -771,6 +803,129 @@ static symm_status cuda_heap_grow(symm__ctx *ctx, uint64_t new_mapped) {
     }
     s->backed = want;
     ctx->heap_mapped = new_mapped;
+    return SYMM_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scratch of the one-shot LL collectives (setup; used by cuda_coll)         */
+/* ------------------------------------------------------------------------ */
+
+/* The configuration every PE must share: SYMM_CUDA_COLL_ALGO (auto, ll, or
+ * twoshot / pull: the barrier algorithms only) and SYMM_CUDA_LL_BYTES (the
+ * largest LL payload per pair of PEs, 0: no LL, no scratch). */
+typedef struct cu_ll_conf {
+    int32_t status, algo, local_n, ll_set; /* ll_set: SYMM_CUDA_LL_BYTES given */
+    uint64_t ll_max;
+} cu_ll_conf;
+
+/* Called once by cuda_heap_init on every PE, after the reservations: read
+ * the configuration, check that every PE has the same, then create, zero and
+ * share the scratch like a heap chunk (kept in s->chunks, so heap_fini
+ * releases it). Collective. */
+static symm_status ll_setup(symm__ctx *ctx, cu_state *s) {
+    cu_ll_conf mine, *all = calloc((size_t)ctx->n_pes, sizeof *all);
+    if (!all) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
+    memset(&mine, 0, sizeof mine);
+    mine.status = SYMM_SUCCESS;
+    mine.algo = CU_ALGO_AUTO;
+    mine.local_n = s->local_n;
+    char msg[512] = "";
+    const char *a = getenv("SYMM_CUDA_COLL_ALGO");
+    if (a && *a && strcmp(a, "auto") != 0) {
+        if (strcmp(a, "ll") == 0) {
+            mine.algo = CU_ALGO_LL;
+        } else if (strcmp(a, "twoshot") == 0 || strcmp(a, "pull") == 0) {
+            mine.algo = CU_ALGO_BASE;
+        } else {
+            mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO=%s: expected auto, "
+                                    "ll, twoshot or pull", a);
+        }
+    }
+    mine.ll_set = getenv("SYMM_CUDA_LL_BYTES") && *getenv("SYMM_CUDA_LL_BYTES");
+    if (mine.status == SYMM_SUCCESS)
+        mine.status = env_size("SYMM_CUDA_LL_BYTES", 0, &mine.ll_max);
+    if (mine.status != SYMM_SUCCESS) snprintf(msg, sizeof msg, "%s", symm__last_error());
+    symm_status st = symm__boot_allgather(ctx->boot, &mine, all, sizeof mine);
+    int32_t max_local = 1;
+    for (int32_t pe = 0; pe < ctx->n_pes && st == SYMM_SUCCESS; pe++) {
+        if (all[pe].status != SYMM_SUCCESS)
+            st = pe == ctx->my_pe ? symm__err(all[pe].status, "%s", msg)
+                                  : symm__err(all[pe].status, "PE %d: bad CUDA collective "
+                                              "settings (see its own error message)", (int)pe);
+        else if (all[pe].algo != all[0].algo || all[pe].ll_max != all[0].ll_max ||
+                 all[pe].ll_set != all[0].ll_set)
+            st = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO / SYMM_CUDA_LL_BYTES differ "
+                           "between PE 0 and PE %d: every PE must choose the same collective "
+                           "algorithms", (int)pe);
+        else if (all[pe].local_n > max_local)
+            max_local = all[pe].local_n;
+    }
+    free(all);
+    if (st != SYMM_SUCCESS) return st;
+    s->coll_algo = mine.algo;
+    if (!mine.ll_set) mine.ll_max = CU_LL_BYTES_DEFAULT;
+    s->ll_max = align_up(mine.ll_max, 8);
+    s->ll_pes = max_local < CU_LL_MAX_PES ? max_local : CU_LL_MAX_PES;
+    s->ll_span = 0;
+    /* the same verdict on every PE from here on (shared inputs) */
+    if (s->ll_pes < 2 || s->ll_max == 0 || s->coll_algo == CU_ALGO_BASE) return SYMM_SUCCESS;
+    s->ll_region = align_up(2 * s->ll_max, 256);
+    s->ll_parity = s->ll_region * (uint64_t)(s->ll_pes - 1);
+    s->ll_slot = 256 + 2 * s->ll_parity;
+    uint64_t span = align_up((uint64_t)CU_LL_SLOTS * s->ll_slot, s->gran);
+    if (span > CU_LL_RESERVE)
+        return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL_BYTES=%llu needs %llu bytes of "
+                         "collective scratch per GPU, more than %llu", (unsigned long long)s->ll_max,
+                         (unsigned long long)span, (unsigned long long)CU_LL_RESERVE);
+    cu_map m;
+    m.off = s->span;
+    m.size = span;
+    m.h = calloc((size_t)s->local_n, sizeof *m.h);
+    if (!m.h) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
+    st = get_fn(s, &s->f_ll_copy, "symm_k_ll_copy");
+    CUmemGenericAllocationHandle h = 0;
+    CUresult r = st == SYMM_SUCCESS ? symm__cu.MemCreate(&h, span, &s->prop, 0) : CUDA_SUCCESS;
+    if (r != CUDA_SUCCESS) {
+        st = symm__cu_fail(r, "cuMemCreate(collective scratch)");
+    } else if (st == SYMM_SUCCESS) {
+        st = map_at(s, s->va[s->local_me] + m.off, span, h);
+        if (st == SYMM_SUCCESS) {
+            m.h[s->local_me] = h;
+            r = symm__cu.MemsetD8Async(s->va[s->local_me] + m.off, 0, span, s->s_int);
+            if (r == CUDA_SUCCESS) r = symm__cu.StreamSynchronize(s->s_int);
+            if (r != CUDA_SUCCESS) st = symm__cu_fail(r, "cuMemsetD8Async(collective scratch)");
+        } else {
+            symm__cu.MemRelease(h);
+        }
+    }
+    st = share_and_map(ctx, s, &m, st); /* releases m on failure */
+    if (st == SYMM_SUCCESS) {
+        st = push_map(&s->chunks, &s->n_chunks, &s->cap_chunks, &m);
+        if (st != SYMM_SUCCESS) map_release(s, &m);
+    }
+    if (st != SYMM_SUCCESS) {
+        free(m.h);
+        s->ll_span = 0;
+        return st;
+    }
+    s->ll_span = span;
+    SYMM_INFO(SYMM_LOG_BACKEND, "cuda: LL collective scratch %llu bytes (%d slots, teams of up to "
+              "%d PEs, %llu bytes per pair), algorithm choice %s", (unsigned long long)span,
+              CU_LL_SLOTS, (int)s->ll_pes, (unsigned long long)s->ll_max,
+              s->coll_algo == CU_ALGO_LL ? "ll (SYMM_CUDA_COLL_ALGO)" : "auto");
+    return SYMM_SUCCESS;
+}
+
+/* A team slot's sync area is zeroed when a team takes the slot (teams.c) and
+ * at init: zero its LL area with it (on the internal stream, before the
+ * caller's finish), so a new team starts from clear lines. */
+static symm_status ll_zero_slots(symm__ctx *ctx, cu_state *s, uint64_t off, uint64_t n) {
+    if (!s->ll_span || off >= ctx->sys_bytes || !n) return SYMM_SUCCESS;
+    uint64_t end = min_u64(off + n, ctx->sys_bytes);
+    uint64_t first = off / ctx->slot_bytes, last = (end - 1) / ctx->slot_bytes;
+    for (uint64_t slot = first; slot <= last && slot < CU_LL_SLOTS; slot++)
+        SYMM__CU(MemsetD8Async(s->va[s->local_me] + s->span + slot * s->ll_slot, 0, s->ll_slot,
+                               s->s_int));
     return SYMM_SUCCESS;
 }
 
@@ -971,6 +1126,7 @@ static symm_status cuda_memset0(symm__ctx *ctx, uint64_t off, uint64_t n) {
     if (!n) return SYMM_SUCCESS;
     SYMM_TRY(cu_enter(s));
     SYMM__CU(MemsetD8Async((CUdeviceptr)(uintptr_t)(ctx->heap_base + off), 0, n, s->s_int));
+    SYMM_TRY(ll_zero_slots(ctx, s, off, n));
     return finish(s, NULL);
 }
 
@@ -1256,22 +1412,110 @@ static symm_status cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, voi
     return finish(s, stream);
 }
 
-static symm_status reduce_fn(cu_state *s, uint32_t dtype, uint32_t op, CUfunction *f) {
+/* symm_k_reduce_<dtype>_<op> (ll false) or symm_k_llreduce_<dtype>_<op>. */
+static symm_status reduce_fn(cu_state *s, uint32_t dtype, uint32_t op, bool ll, CUfunction *f) {
     if (dtype >= SYMM_DTYPE_COUNT || !dtype_names[dtype] || op >= CU_N_OPS)
         return symm__err(SYMM_ERR_INVALID_ARG, "no reduction kernel for dtype %u op %u", dtype, op);
-    CUfunction fn = atomic_load(&s->f_reduce[dtype][op]);
+    _Atomic(CUfunction) *slot = ll ? &s->f_llreduce[dtype][op] : &s->f_reduce[dtype][op];
+    CUfunction fn = atomic_load(slot);
     if (!fn) {
         char name[64];
-        snprintf(name, sizeof name, "symm_k_reduce_%s_%s", dtype_names[dtype], op_names[op]);
+        snprintf(name, sizeof name, "symm_k_%sreduce_%s_%s", ll ? "ll" : "", dtype_names[dtype],
+                 op_names[op]);
         CUresult r = symm__cu.ModuleGetFunction(&fn, s->mod, name);
         if (r == CUDA_ERROR_NOT_FOUND)
             return symm__err(SYMM_ERR_INVALID_ARG, "reduction op %s is not defined for %s",
                              op_names[op], dtype_names[dtype]);
         if (r != CUDA_SUCCESS) return symm__cu_fail(r, name);
-        atomic_store(&s->f_reduce[dtype][op], fn);
+        atomic_store(slot, fn);
     }
     *f = fn;
     return SYMM_SUCCESS;
+}
+
+static const char *coll_kind_name(uint32_t kind) {
+    switch (kind) {
+    case SYMM__COLL_REDUCE: return "all-reduce";
+    case SYMM__COLL_REDUCESCATTER: return "reduce-scatter";
+    case SYMM__COLL_FCOLLECT: return "all-gather";
+    case SYMM__COLL_ALLTOALL: return "all-to-all";
+    case SYMM__COLL_BROADCAST: return "broadcast";
+    default: return "collect";
+    }
+}
+
+/* Largest payload per pair of PEs (bytes PE i sends PE j) for which "auto"
+ * picks the one-shot LL algorithm, by kind and team size. From the 2 x H200
+ * measurements in docs/DECISIONS.md "Collectives" (teams of 3-8 PEs: not
+ * measured, scaled down, as each PE stores n - 1 copies and spins on n - 1
+ * peers). */
+static uint64_t ll_threshold(uint32_t kind, int32_t n) {
+    (void)kind;
+    if (n <= 2) return 64u << 10;
+    if (n <= 4) return 32u << 10;
+    return 16u << 10;
+}
+
+/* One-shot LL form of a collective (kernels.cu "LL"), or false with why not
+ * (for the trace) when cuda_coll should run the barrier algorithm. */
+static bool ll_choose(const cu_state *s, const symm__coll *c, uint64_t pair_bytes,
+                      const char **why) {
+    const symm__team *team = c->team;
+    if (c->kind == SYMM__COLL_COLLECT) return *why = "collect has per-PE sizes", false;
+    if (team->n_pes < 2) return *why = "one PE", false;
+    if (s->coll_algo == CU_ALGO_BASE) return *why = "SYMM_CUDA_COLL_ALGO", false;
+    if (!s->ll_span) return *why = "no LL scratch (SYMM_CUDA_LL_BYTES=0 or one GPU per host)", false;
+    if (team->n_pes > s->ll_pes) return *why = "team larger than the LL scratch serves", false;
+    if (team->slot >= CU_LL_SLOTS) return *why = "team slot without LL scratch", false;
+    if (pair_bytes > s->ll_max) return *why = "above SYMM_CUDA_LL_BYTES", false;
+    if (s->coll_algo == CU_ALGO_LL) return *why = "SYMM_CUDA_COLL_ALGO=ll", true;
+    if (pair_bytes > ll_threshold(c->kind, team->n_pes)) return *why = "auto, above the LL threshold", false;
+    return *why = "auto, at most the LL threshold", true;
+}
+
+static symm_status coll_ll(cu_state *s, const symm__coll *c, char *const *base, CUstream cs,
+                           uint64_t pair_bytes, const char *why) {
+    const symm__team *team = c->team;
+    symm__kll_params p;
+    memset(&p, 0, sizeof p);
+    memcpy(p.team.base, base, (size_t)team->n_pes * sizeof *base);
+    p.team.me = team->my_pe;
+    p.team.n = team->n_pes;
+    p.area_off = symm__team_sync_off(s->ctx, team->slot) + CU_BARRIER_OFF;
+    p.timeout_ns = s->timeout_ns;
+    p.err = s->err_word;
+    p.ll_off = s->span + (uint64_t)team->slot * s->ll_slot;
+    p.ll_region = s->ll_region;
+    p.ll_parity = s->ll_parity;
+    p.src_off = c->src_off;
+    p.dst_off = c->dst_off;
+    p.nbytes = pair_bytes;
+    p.root = -1;
+    CUfunction f = s->f_ll_copy;
+    switch (c->kind) {
+    case SYMM__COLL_REDUCE: SYMM_TRY(reduce_fn(s, c->dtype, c->op, true, &f)); break;
+    case SYMM__COLL_REDUCESCATTER:
+        SYMM_TRY(reduce_fn(s, c->dtype, c->op, true, &f));
+        p.src_j_stride = pair_bytes;
+        break;
+    case SYMM__COLL_FCOLLECT: p.dst_j_stride = pair_bytes; break;
+    case SYMM__COLL_ALLTOALL:
+        p.src_j_stride = pair_bytes;
+        p.dst_j_stride = pair_bytes;
+        break;
+    case SYMM__COLL_BROADCAST: p.root = c->root; break;
+    default: return symm__err(SYMM_ERR_INTERNAL, "no LL form of collective kind %u", c->kind);
+    }
+    uint64_t units = (pair_bytes + 7) / 8;
+    /* at most one block per SM: every block must be resident, since blocks
+     * wait for the peers' blocks of the same index */
+    unsigned cap = (unsigned)(s->sms > 0 ? s->sms : 64);
+    unsigned blocks = (unsigned)min_u64(max_u64((units + CU_THREADS - 1) / CU_THREADS, 1), cap);
+    SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per pair on %d PEs: algorithm ll (one-shot, "
+               "%s), %u block(s) x %u threads", coll_kind_name(c->kind),
+               (unsigned long long)pair_bytes, (int)team->n_pes, why, blocks, CU_THREADS);
+    void *args[] = {&p};
+    return launch(s, f, "cuLaunchKernel(symm_k_ll*)", blocks, 1, CU_THREADS, cs, args);
 }
 
 static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) {
@@ -1285,9 +1529,21 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
     const uint64_t es = c->elem_size;
     const unsigned max_blocks = (unsigned)(s->sms > 0 ? 2 * s->sms : 128);
 
+    /* Algorithm by size (docs/DECISIONS.md "Collectives"): one-shot LL for
+     * small payloads, else the barrier algorithms below. */
+    const char *why = "";
+    const uint64_t pair_bytes = c->nelems * es;
+    if (ll_choose(s, c, pair_bytes, &why)) {
+        SYMM_TRY(coll_ll(s, c, base, cs, pair_bytes, why));
+        return finish(s, stream);
+    }
+    SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per pair on %d PEs: algorithm %s (%s)",
+               coll_kind_name(c->kind), (unsigned long long)pair_bytes, (int)n,
+               c->kind == SYMM__COLL_REDUCE ? "twoshot" : "pull", why);
+
     if (c->kind == SYMM__COLL_REDUCE || c->kind == SYMM__COLL_REDUCESCATTER) {
         CUfunction f = NULL;
-        SYMM_TRY(reduce_fn(s, c->dtype, c->op, &f));
+        SYMM_TRY(reduce_fn(s, c->dtype, c->op, false, &f));
         symm__kreduce_params p;
         CU_FILL_TEAM_PARAMS(p);
         p.enter = n > 1;

@@ -112,4 +112,22 @@ typedef struct symm__kreduce_params {
     int32_t pad;
 } symm__kreduce_params;
 
+/* symm_k_ll_copy and symm_k_llreduce_<dtype>_<op>: the one-shot low-latency
+ * (LL) collectives of teams of up to 8 PEs (kernels.cu, cuda.c "LL"). Every
+ * PE stores what it sends to team PE j as 16-byte lines (8 data bytes, each
+ * 4 beside a 32-bit flag) into j's scratch; receivers spin on the lines. */
+typedef struct symm__kll_params {
+    symm__kteam8 team;
+    uint64_t area_off, timeout_ns; /* the slot's barrier flags: PE me's entry is the epoch */
+    int *err;
+    uint64_t ll_off;    /* the slot's LL area in every heap: ticket word, then 2 parities */
+    uint64_t ll_region; /* bytes of one sender's lines in one parity                        */
+    uint64_t ll_parity; /* bytes of one parity: (up to 7) sender regions                    */
+    uint64_t src_off, src_j_stride; /* what goes to team PE j: src_off + j * src_j_stride   */
+    uint64_t dst_off, dst_j_stride; /* copy: what PE j sent lands at dst_off + j * stride   */
+    uint64_t nbytes;                /* payload per pair of PEs                              */
+    int32_t root;                   /* >= 0: only root sends (broadcast)                    */
+    int32_t pad;
+} symm__kll_params;
+
 #endif /* SYMM_CUDA_KERNEL_PARAMS_H */

@@ -337,3 +337,272 @@ SYMM__K_REDUCE_ARITH(float16, __half)
 SYMM__K_REDUCE_ARITH(bfloat16, __nv_bfloat16)
 SYMM__K_REDUCE_ARITH(float32, float)
 SYMM__K_REDUCE_ARITH(float64, double)
+
+/* ------------------------------------------------------------------------ */
+/* One-shot low-latency (LL) collectives                                     */
+/* ------------------------------------------------------------------------ */
+/* One kernel, one round, no barrier. Every PE stores what it sends to team
+ * PE j into j's scratch (the slot's LL area, beyond the heap: cuda.c) as
+ * 16-byte lines {data[0:4], flag, data[4:8], flag}, one st.v4 each; each
+ * 8-byte half is written as a unit, so a receiver that reads a line and sees
+ * the call's flag in both halves holds the call's 8 data bytes: no fence and
+ * no separate flag. The receiver spins on its own scratch until every line
+ * it needs carries the flag, combines or copies them into dst, and clears
+ * each consumed line (back to 0, so a line can only ever hold 0 or the flag
+ * of a call in flight).
+ *
+ * Epoch. E = the team's barrier epoch counter (PE me's own entry of the
+ * slot's barrier flags, zeroed when the team is made, advanced in lockstep by
+ * every barrier and collective of the team) + 1; the last block of the grid
+ * stores E back (a ticket word in the LL area counts the blocks), so the
+ * counter lives on the GPU and graph replays see it advance. The flag is
+ * E's low 32 bits (1 in place of 0); the lines of parity E & 1 are used.
+ *
+ * Why two parities are enough (no exit barrier). PE A stores into PE B's
+ * parity p only in a call c2; B last read (and cleared) parity p in call
+ * c1 < c2. If a team operation c' of the team lies between c1 and c2, A
+ * could only finish c' (and so start c2) after B took part in c', which B
+ * does only after c1 completed on its stream. If none does, c1 and c2 are
+ * consecutive LL calls, E2 = E1 + 1, and their parities differ. So A, which
+ * needs each peer's lines to finish a call, is at most one call ahead of any
+ * peer, and writes the other parity. One collective at a time per team, in
+ * the same order on every PE: the rule every team operation already has.
+ *
+ * Giving up: every wait checks *err (2: a PE died -> stop) and the timeout
+ * (-> *err = 1) each 1024 spins, as symm__barrier_arrive_wait does, one lane
+ * per warp (symm__ll_waiter); a warp that gave up skips the rest of its work,
+ * the grid still ends normally. */
+
+__device__ __forceinline__ void symm__ll_put(char *line, uint64_t d, uint32_t f) {
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(line),
+                 "r"((uint32_t)d), "r"(f), "r"((uint32_t)(d >> 32)), "r"(f)
+                 : "memory");
+}
+__device__ __forceinline__ bool symm__ll_try(const char *line, uint32_t f, uint64_t &d) {
+    uint32_t a, fa, b, fb;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(a), "=r"(fa), "=r"(b), "=r"(fb)
+                 : "l"(line)
+                 : "memory");
+    d = (uint64_t)a | ((uint64_t)b << 32);
+    return fa == f && fb == f;
+}
+__device__ __forceinline__ void symm__ll_clear(char *line) {
+    *(uint4 *)line = make_uint4(0, 0, 0, 0);
+}
+
+/* A warp's waits: the 32 lanes wait together for their lines (a lane with
+ * nothing to wait for passes ok = true) and lane 0 alone looks at *err and
+ * the clock each 1024 rounds, for the warp: with one unit of 8 bytes per
+ * thread, tens of thousands of threads each reading the host-memory error
+ * word would flood PCIe (on 2 x H200 such reads stalled graph replays at
+ * 256 KiB-1 MiB per pair by ~0.5 ms a call). Once the warp gives up, every
+ * later wait fails at once. Called by all lanes of a full warp (blockDim is
+ * a multiple of 32, loops are warp-uniform). */
+struct symm__ll_waiter {
+    uint64_t timeout_ns;
+    int *err;
+    uint64_t t0;
+    bool dead;
+    __device__ __forceinline__ bool get(bool want, const char *line, uint32_t f, uint64_t &d) {
+        if (dead) return false;
+        bool ok = !want || symm__ll_try(line, f, d);
+        unsigned spins = 0;
+        while (!__all_sync(0xffffffffu, ok)) {
+            if (!ok) ok = symm__ll_try(line, f, d);
+            if ((++spins & 1023u) == 0) {
+                int give = 0;
+                if ((threadIdx.x & 31u) == 0) {
+                    if (err && *(volatile int *)err == 2) { /* the host saw a PE die */
+                        give = 1;
+                    } else if (timeout_ns) {
+                        uint64_t t = symm__globaltimer();
+                        if (!t0) {
+                            t0 = t;
+                        } else if (t - t0 > timeout_ns) {
+                            if (err) atomicCAS_system(err, 0, 1);
+                            give = 1;
+                        }
+                    }
+                }
+                if (__shfl_sync(0xffffffffu, give, 0)) {
+                    dead = true;
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+};
+
+/* Up to 8 bytes of a payload (rem bytes left), one load when aligned. */
+__device__ __forceinline__ uint64_t symm__ll_ld(const char *a, uint64_t rem) {
+    if (rem >= 8 && ((uintptr_t)a & 7u) == 0) return *(const uint64_t *)a;
+    uint64_t v = 0;
+    for (uint64_t k = 0; k < rem && k < 8; k++) v |= (uint64_t)(uint8_t)a[k] << (8 * k);
+    return v;
+}
+__device__ __forceinline__ void symm__ll_st(char *a, uint64_t v, uint64_t rem) {
+    if (rem >= 8 && ((uintptr_t)a & 7u) == 0) {
+        *(uint64_t *)a = v;
+        return;
+    }
+    for (uint64_t k = 0; k < rem && k < 8; k++) a[k] = (char)(v >> (8 * k));
+}
+
+/* What every LL kernel computes first (after symm__k_enter). */
+struct symm__ll_call {
+    char *mine;
+    uint64_t e;
+    uint32_t f;
+    uint64_t lines; /* offset of this parity's lines in every heap */
+    __device__ __forceinline__ symm__ll_call(const symm__kll_params &p) {
+        mine = p.team.base[p.team.me];
+        e = symm__barrier_epoch(mine, p.area_off, p.team.me) + 1;
+        f = (uint32_t)e ? (uint32_t)e : 1u;
+        lines = p.ll_off + 256 + (e & 1) * p.ll_parity;
+    }
+    /* line of unit u from sender j, in receiver PE r's area (me: sender or receiver) */
+    __device__ __forceinline__ uint64_t line_off(const symm__kll_params &p, int sender, int receiver,
+                                                 uint64_t u) const {
+        int k = sender < receiver ? sender : sender - 1;
+        return lines + (uint64_t)k * p.ll_region + 16 * u;
+    }
+    /* The last block to get here advances the epoch counter to E. */
+    __device__ __forceinline__ void finish(const symm__kll_params &p) const {
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            unsigned *ticket = (unsigned *)(mine + p.ll_off);
+            if (atomicAdd(ticket, 1u) == gridDim.x - 1) {
+                *(volatile unsigned *)ticket = 0;
+                symm__barrier_advance(mine, p.area_off, p.team.me, e);
+            }
+        }
+    }
+};
+
+/* fcollect, alltoall, broadcast: receiver me writes what PE j sent at
+ * dst_off + j * dst_j_stride, and its own block from src (unless in place). */
+extern "C" __global__ void symm_k_ll_copy(const __grid_constant__ symm__kll_params p) {
+    symm__k_enter();
+    const symm__ll_call c(p);
+    const int me = p.team.me, n = p.team.n;
+    const uint64_t units = (p.nbytes + 7) / 8;
+    const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const uint64_t nthr = (uint64_t)gridDim.x * blockDim.x;
+    if (p.root < 0 || p.root == me) {
+        for (uint64_t u = tid; u < units; u += nthr) {
+            const uint64_t rem = p.nbytes - 8 * u;
+            for (int j = 0; j < n; j++) {
+                const char *src = c.mine + p.src_off + (uint64_t)j * p.src_j_stride + 8 * u;
+                if (j == me) {
+                    char *dst = c.mine + p.dst_off + (uint64_t)me * p.dst_j_stride + 8 * u;
+                    if (dst != src) symm__ll_st(dst, symm__ll_ld(src, rem), rem);
+                    continue;
+                }
+                symm__ll_put(p.team.base[j] + c.line_off(p, me, j, u), symm__ll_ld(src, rem), c.f);
+            }
+        }
+    }
+    symm__ll_waiter w = {p.timeout_ns, p.err, 0, false};
+    /* warp-uniform: lanes past the end wait for nothing */
+    for (uint64_t u = tid; u - (threadIdx.x & 31u) < units && !w.dead; u += nthr) {
+        const bool have = u < units;
+        const uint64_t rem = have ? p.nbytes - 8 * u : 0;
+        for (int j = 0; j < n; j++) {
+            if (j == me || (p.root >= 0 && j != p.root)) continue;
+            char *line = c.mine + c.line_off(p, j, me, u);
+            uint64_t d = 0;
+            if (!w.get(have, line, c.f, d)) break;
+            if (!have) continue;
+            symm__ll_clear(line);
+            symm__ll_st(c.mine + p.dst_off + (uint64_t)j * p.dst_j_stride + 8 * u, d, rem);
+        }
+    }
+    c.finish(p);
+}
+
+/* all-reduce (src_j_stride 0) and reduce-scatter (src_j_stride = nbytes):
+ * dst = op over team PEs j in order of PE j's contribution, as symm__reduce
+ * combines them (same accumulation type, same order: bitwise identical). */
+template <typename T, typename Op>
+__device__ __forceinline__ void symm__ll_reduce(const symm__kll_params &p) {
+    typedef typename symm__acc<T>::type A;
+    constexpr int V = 8 / (int)sizeof(T);
+    symm__k_enter();
+    const symm__ll_call c(p);
+    const Op op;
+    const int me = p.team.me, n = p.team.n;
+    const uint64_t units = (p.nbytes + 7) / 8;
+    const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const uint64_t nthr = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t u = tid; u < units; u += nthr) {
+        const uint64_t rem = p.nbytes - 8 * u;
+        /* all-reduce: one load for every peer */
+        uint64_t d = p.src_j_stride ? 0 : symm__ll_ld(c.mine + p.src_off + 8 * u, rem);
+        for (int j = 0; j < n; j++) {
+            if (j == me) continue;
+            if (p.src_j_stride)
+                d = symm__ll_ld(c.mine + p.src_off + (uint64_t)j * p.src_j_stride + 8 * u, rem);
+            symm__ll_put(p.team.base[j] + c.line_off(p, me, j, u), d, c.f);
+        }
+    }
+    symm__ll_waiter w = {p.timeout_ns, p.err, 0, false};
+    /* warp-uniform: lanes past the end wait for nothing */
+    for (uint64_t u = tid; u - (threadIdx.x & 31u) < units && !w.dead; u += nthr) {
+        const bool have = u < units;
+        const uint64_t rem = have ? p.nbytes - 8 * u : 0;
+        A acc[V];
+        for (int j = 0; j < n; j++) {
+            uint64_t d = 0;
+            if (j == me) {
+                if (have)
+                    d = symm__ll_ld(c.mine + p.src_off + (uint64_t)me * p.src_j_stride + 8 * u, rem);
+            } else {
+                char *line = c.mine + c.line_off(p, j, me, u);
+                if (!w.get(have, line, c.f, d)) break;
+                if (have) symm__ll_clear(line);
+            }
+            const T *v = (const T *)&d;
+#pragma unroll
+            for (int k = 0; k < V; k++) acc[k] = j == 0 ? symm__to_acc<T>(v[k]) : op(acc[k], symm__to_acc<T>(v[k]));
+        }
+        if (w.dead || !have) continue;
+        uint64_t out;
+        T *o = (T *)&out;
+#pragma unroll
+        for (int k = 0; k < V; k++) o[k] = symm__from_acc<T>(acc[k]);
+        symm__ll_st(c.mine + p.dst_off + 8 * u, out, rem);
+    }
+    c.finish(p);
+}
+
+/* symm_k_llreduce_<dtype>_<op>: names built in cuda.c (ll_reduce_fn). */
+#define SYMM__K_LLREDUCE(tname, T, oname, Op)                                               \
+    extern "C" __global__ void symm_k_llreduce_##tname##_##oname(                             \
+        const __grid_constant__ symm__kll_params p) {                                       \
+        symm__ll_reduce<T, Op>(p);                                                          \
+    }
+#define SYMM__K_LLREDUCE_ARITH(tname, T)                 \
+    SYMM__K_LLREDUCE(tname, T, sum, symm__op_sum)        \
+    SYMM__K_LLREDUCE(tname, T, prod, symm__op_prod)      \
+    SYMM__K_LLREDUCE(tname, T, min, symm__op_min)        \
+    SYMM__K_LLREDUCE(tname, T, max, symm__op_max)
+#define SYMM__K_LLREDUCE_INT(tname, T)                   \
+    SYMM__K_LLREDUCE_ARITH(tname, T)                     \
+    SYMM__K_LLREDUCE(tname, T, and, symm__op_and)        \
+    SYMM__K_LLREDUCE(tname, T, or, symm__op_or)          \
+    SYMM__K_LLREDUCE(tname, T, xor, symm__op_xor)
+
+SYMM__K_LLREDUCE_INT(int8, int8_t)
+SYMM__K_LLREDUCE_INT(int16, int16_t)
+SYMM__K_LLREDUCE_INT(int32, int32_t)
+SYMM__K_LLREDUCE_INT(int64, int64_t)
+SYMM__K_LLREDUCE_INT(uint8, uint8_t)
+SYMM__K_LLREDUCE_INT(uint16, uint16_t)
+SYMM__K_LLREDUCE_INT(uint32, uint32_t)
+SYMM__K_LLREDUCE_INT(uint64, uint64_t)
+SYMM__K_LLREDUCE_ARITH(float16, __half)
+SYMM__K_LLREDUCE_ARITH(bfloat16, __nv_bfloat16)
+SYMM__K_LLREDUCE_ARITH(float32, float)
+SYMM__K_LLREDUCE_ARITH(float64, double)
