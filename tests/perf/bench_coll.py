@@ -65,6 +65,8 @@ b = 8
 while b <= max_bytes:
     SIZES.append(b)
     b *= 4
+# the sizes the collectives issue sets targets at (64 KiB, 1, 16 and 256 MiB)
+SIZES = sorted(set(SIZES) | {x for x in (64 << 10, 1 << 20, 16 << 20, 256 << 20) if x <= max_bytes})
 
 
 def say(*a):

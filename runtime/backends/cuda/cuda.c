@@ -1451,8 +1451,7 @@ static const char *coll_kind_name(uint32_t kind) {
  * peers). */
 static uint64_t ll_threshold(uint32_t kind, int32_t n) {
     (void)kind;
-    if (n <= 2) return 64u << 10;
-    if (n <= 4) return 32u << 10;
+    if (n <= 4) return 64u << 10;
     return 16u << 10;
 }
 
