@@ -430,6 +430,46 @@ static void test_back_to_back(symm_ctx ctx, symm_team t, cudaStream_t s) {
     if (gpu_me == 0) printf("back to back: %d collectives checked\n", K);
 }
 
+/* A broadcast's root waits for nobody: it must not get ahead of a late
+ * receiver by more than the algorithm allows. The root enqueues 6 small
+ * broadcasts (each into its own block of dst) at once; every other PE waits
+ * 100 ms first. Each block must hold its call's data, and nothing may time
+ * out (an LL broadcast once overwrote lines a late receiver had not read:
+ * the receivers then waited for ever). */
+static void test_broadcast_root_ahead(symm_ctx ctx, symm_team t, cudaStream_t s) {
+    const int me = symm_team_my_pe(t), root = symm_team_n_pes(t) - 1;
+    const int K = 6;
+    const uint64_t R = 512;
+    symm_buf src = NULL, dst = NULL;
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, (uint64_t)K * R, &src));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, (uint64_t)K * R, &dst));
+    std::vector<uint32_t> h((uint64_t)K * R), got((uint64_t)K * R);
+    for (int k = 0; k < K; k++)
+        for (uint64_t i = 0; i < R; i++) h[(uint64_t)k * R + i] = bv(me, 30 + k, i);
+    gpu_write(src, 0, h.data(), h.size() * 4);
+    CUDA_OK(cudaDeviceSynchronize());
+    CHECK_OK(symm_barrier_all(ctx));
+    if (me != root) usleep(100000);
+    for (int k = 0; k < K; k++)
+        CHECK_OK(symm_broadcast_on_stream(t, dst, (uint64_t)k * R, src, (uint64_t)k * R, R, root, s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    symm_status ast = SYMM_SUCCESS;
+    char msg[256] = "";
+    CHECK_OK(symm_ctx_async_error(ctx, SYMM_ASYNC_CLEAR, sizeof msg, &ast, msg));
+    if (ast != SYMM_SUCCESS) TEST_FAIL_("broadcasts with a late receiver: %s (%s)",
+                                        symm_status_string(ast), msg);
+    gpu_read(got.data(), dst, 0, got.size() * 4);
+    for (int k = 0; k < K; k++)
+        for (uint64_t i = 0; i < R; i++)
+            if (got[(uint64_t)k * R + i] != bv(root, 30 + k, i))
+                TEST_FAIL_("broadcast %d with a late receiver: [%llu] = %u, expected %u", k,
+                           (unsigned long long)i, got[(uint64_t)k * R + i], bv(root, 30 + k, i));
+    CHECK_OK(symm_barrier_all(ctx));
+    CHECK_OK(symm_buf_free(dst));
+    CHECK_OK(symm_buf_free(src));
+    if (gpu_me == 0) printf("broadcast, root ahead of late receivers: %d calls checked\n", K);
+}
+
 /* A CUDA graph of an all-reduce, an all-gather and an in-place all-reduce,
  * replayed several times: each replay must advance the device-side epoch
  * (the in-place all-reduce's input is the previous replay's output). */
@@ -494,6 +534,7 @@ int main(void) {
     test_data_movement(ctx, world, s);
     test_sizes(ctx, world, s);
     test_back_to_back(ctx, world, s);
+    test_broadcast_root_ahead(ctx, world, s);
     test_graph(ctx, world, s);
     /* a split team (its own sync slot, zeroed at creation) */
     symm_team t = NULL;

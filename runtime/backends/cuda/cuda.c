@@ -1461,6 +1461,10 @@ static bool ll_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
                       const char **why) {
     const symm__team *team = c->team;
     if (c->kind == SYMM__COLL_COLLECT) return *why = "collect has per-PE sizes", false;
+    /* The two parities are safe only when every PE needs a line from every
+     * peer to finish a call (kernels.cu): a broadcast's root needs none, so
+     * it could run two calls ahead and overwrite lines not yet read. */
+    if (c->kind == SYMM__COLL_BROADCAST) return *why = "broadcast (the root waits for nobody)", false;
     if (team->n_pes < 2) return *why = "one PE", false;
     if (s->coll_algo == CU_ALGO_BASE) return *why = "SYMM_CUDA_COLL_ALGO", false;
     if (!s->ll_span) return *why = "no LL scratch (SYMM_CUDA_LL_BYTES=0 or one GPU per host)", false;
