@@ -269,41 +269,7 @@ __device__ __forceinline__ void symm__reduce(const symm__kreduce_params &p) {
      * aligned at lo (heap bases are), scalar otherwise and for the tail */
     bool vec = ((p.src_off + lo * sizeof(T)) % 16 == 0) && ((p.dst_off + lo * sizeof(T)) % 16 == 0);
     uint64_t vhi = vec ? lo + (hi - lo) / V * V : lo;
-    const uint64_t stride = nthr * V;
-    uint64_t i0 = lo + tid * V;
-    /* U steps per round, their U loads from one PE in flight together: the
-     * loads from peers cross NVLink and are latency bound (the combining
-     * order over j stays the same: bitwise identical results) */
-    constexpr int U = 4;
-    for (; i0 + (U - 1) * stride < vhi; i0 += U * stride) {
-        A acc[U][V];
-        for (int j = 0; j < n; j++) {
-            uint4 raw[U];
-#pragma unroll
-            for (int u = 0; u < U; u++)
-                raw[u] = *(const uint4 *)(p.team.base[j] + p.src_off + (i0 + u * stride) * sizeof(T));
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const T *v = (const T *)&raw[u];
-#pragma unroll
-                for (int k = 0; k < V; k++)
-                    acc[u][k] = j == 0 ? symm__to_acc<T>(v[k]) : op(acc[u][k], symm__to_acc<T>(v[k]));
-            }
-        }
-        uint4 out[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            T *o = (T *)&out[u];
-#pragma unroll
-            for (int k = 0; k < V; k++) o[k] = symm__from_acc<T>(acc[u][k]);
-        }
-        for (int j = p.push ? 0 : p.team.me; j < (p.push ? n : p.team.me + 1); j++) {
-#pragma unroll
-            for (int u = 0; u < U; u++)
-                *(uint4 *)(p.team.base[j] + p.dst_off + (i0 + u * stride) * sizeof(T)) = out[u];
-        }
-    }
-    for (uint64_t i = i0; i < vhi; i += stride) {
+    for (uint64_t i = lo + tid * V; i < vhi; i += nthr * V) {
         A acc[V];
         {
             uint4 raw = *(const uint4 *)(p.team.base[0] + p.src_off + i * sizeof(T));
@@ -447,7 +413,7 @@ struct symm__ll_waiter {
             if ((++spins & 1023u) == 0) {
                 int give = 0;
                 if ((threadIdx.x & 31u) == 0) {
-                    if (err && *(volatile int *)err == 2) { /* the host saw a PE die */
+                    if (err && *(volatile int *)err == CU_ERR_PEER_FAILED) { /* the host saw a PE die */
                         give = 1;
                     } else if (timeout_ns) {
                         uint64_t t = symm__globaltimer();
