@@ -973,7 +973,8 @@ static symm_status boot_poll(symm__boot *b, long long tick) {
     return st == SYMM_SUCCESS ? SYMM_SUCCESS : SYMM_ERR_PEER_FAILED;
 }
 
-symm_status symm__boot_check(symm__boot *b) {
+/* force: poll now, whatever the poll interval says (the job watcher). */
+static symm_status boot_check(symm__boot *b, bool force) {
     if (!b) return SYMM_SUCCESS;
     if (atomic_load(&b->failed)) {
         failure(b);
@@ -986,23 +987,13 @@ symm_status symm__boot_check(symm__boot *b) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     long long tick = (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-    if (tick - atomic_load_explicit(&b->polled_tick, memory_order_relaxed) < b->poll_ns)
+    if (!force && tick - atomic_load_explicit(&b->polled_tick, memory_order_relaxed) < b->poll_ns)
         return SYMM_SUCCESS;
     return boot_poll(b, tick);
 }
 
-/* One look at the server socket now (the job watcher, woken by it). */
-symm_status symm__boot_check_now(symm__boot *b) {
-    if (!b) return SYMM_SUCCESS;
-    if (atomic_load(&b->failed)) {
-        failure(b);
-        return SYMM_ERR_PEER_FAILED;
-    }
-    if (b->n_pes == 1) return SYMM_SUCCESS;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return boot_poll(b, (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec);
-}
+symm_status symm__boot_check(symm__boot *b) { return boot_check(b, false); }
+symm_status symm__boot_check_now(symm__boot *b) { return boot_check(b, true); }
 
 int symm__boot_news_fd(const symm__boot *b) { return b && b->n_pes > 1 ? b->fd : -1; }
 

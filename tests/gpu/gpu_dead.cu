@@ -19,31 +19,16 @@
  * SUCCESS and the value; a device barrier with every PE succeeds). Exit 77
  * without a usable GPU.
  */
-#include <signal.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <time.h>
-
 #include <symm/symm_device.cuh>
 
 #include "gpu_test.h"
+#include "symm_kill_harness.h"
 
 #define LIMIT_SLACK_MS 900.0
 #define GIVE_UP_S 30.0
 
-struct shared {
-    volatile double t_kill; /* CLOCK_MONOTONIC seconds; 0 until the kill */
-};
-
-static shared *sh;
 static const char *kind;
 static int victim, n_pes, me;
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static double limit_ms(void) {
     const char *v = getenv("SYMM_PEER_TIMEOUT_MS");
@@ -196,9 +181,9 @@ static int run_pe(int rank, const symm_unique_id *id, int ready_fd) {
         TEST_FAIL_("unknown kind %s", kind);
     }
     CUDA_OK(cudaStreamSynchronize(s));
-    const double t_end = now();
-    if (sh->t_kill == 0) TEST_FAIL_("%s ended before the victim was killed", kind);
-    const double ms = (t_end - sh->t_kill) * 1e3;
+    const double t_end = symm_kill_now();
+    if (*symm_kill_t == 0) TEST_FAIL_("%s ended before the victim was killed", kind);
+    const double ms = (t_end - *symm_kill_t) * 1e3;
     if (code >= 0) {
         CUDA_OK(cudaMemcpy(&h_status, d_status, sizeof h_status, cudaMemcpyDeviceToHost));
         if (h_status != (int)SYMM_ERR_PEER_FAILED)
@@ -225,96 +210,15 @@ int main(int argc, char **argv) {
     kind = argc > 1 ? argv[1] : "dev_wait";
     victim = argc > 2 ? atoi(argv[2]) : 1;
     n_pes = argc > 3 ? atoi(argv[3]) : 2;
-    if (n_pes < 2 || n_pes > 16 || victim < 0 || victim >= n_pes) {
-        fprintf(stderr, "usage: gpu_dead KIND [VICTIM [N]] (2 <= N <= 16)\n");
+    if (n_pes < 2 || n_pes > SYMM_KILL_MAX_PES || victim < 0 || victim >= n_pes) {
+        fprintf(stderr, "usage: gpu_dead KIND [VICTIM [N]] (2 <= N <= %d)\n", SYMM_KILL_MAX_PES);
         return 2;
     }
-    sh = (shared *)mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
-                        0);
-    ASSERT_TRUE(sh != MAP_FAILED);
-    sh->t_kill = 0;
-    int idp[2], readyp[2];
-    ASSERT_EQ(pipe(idp), 0);
-    ASSERT_EQ(pipe(readyp), 0);
-    pid_t pids[16];
-    for (int r = 0; r < n_pes; r++) {
-        pids[r] = fork();
-        ASSERT_TRUE(pids[r] >= 0);
-        if (pids[r] == 0) {
-            close(readyp[0]);
-            symm_unique_id id;
-            if (r == 0) {
-                CHECK_OK(symm_get_unique_id(&id));
-                for (int k = 1; k < n_pes; k++)
-                    ASSERT_EQ(write(idp[1], &id, sizeof id), (ssize_t)sizeof id);
-            } else {
-                ASSERT_EQ(read(idp[0], &id, sizeof id), (ssize_t)sizeof id);
-            }
-            close(idp[0]);
-            close(idp[1]);
-            _exit(run_pe(r, &id, readyp[1]));
-        }
-    }
-    close(idp[0]);
-    close(idp[1]);
-    close(readyp[1]);
-    for (int k = 0; k < n_pes; k++) {
-        char ch;
-        if (read(readyp[0], &ch, 1) != 1) {
-            int skips = 0;
-            for (int r = 0; r < n_pes; r++) {
-                int status;
-                kill(pids[r], SIGKILL);
-                waitpid(pids[r], &status, 0);
-                skips += WIFEXITED(status) && WEXITSTATUS(status) == 77;
-            }
-            if (skips) return 77;
-            fprintf(stderr, "a PE ended before it was ready\n");
-            return 1;
-        }
-    }
-    close(readyp[0]);
-    struct timespec pause_ts = {0, 50000000}; /* let the survivors enter their waits */
-    nanosleep(&pause_ts, NULL);
-    sh->t_kill = now();
-    kill(pids[victim], SIGKILL);
-    /* A survivor that hangs is a failure, not a test timeout. */
-    int failures = 0, skipped = 0, left = n_pes;
-    bool done[16] = {false};
-    while (left > 0) {
-        for (int r = 0; r < n_pes; r++) {
-            if (done[r]) continue;
-            int status;
-            pid_t w = waitpid(pids[r], &status, WNOHANG);
-            if (w == 0) continue;
-            done[r] = true;
-            left--;
-            if (r == victim) continue;
-            if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
-                skipped++;
-            } else if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-                fprintf(stderr, "PE %d failed (status 0x%x)\n", r, status);
-                failures++;
-            }
-        }
-        if (left > 0 && now() - sh->t_kill > GIVE_UP_S) {
-            for (int r = 0; r < n_pes; r++)
-                if (!done[r]) {
-                    fprintf(stderr, "PE %d still waits %.0f s after the kill: hang\n", r,
-                            GIVE_UP_S);
-                    kill(pids[r], SIGKILL);
-                    waitpid(pids[r], NULL, 0);
-                    failures++;
-                }
-            break;
-        }
-        struct timespec ts = {0, 5000000};
-        nanosleep(&ts, NULL);
-    }
-    if (failures) return 1;
-    if (skipped) return 77;
-    printf("%s: every survivor's GPU wait ended with SYMM_ERR_PEER_FAILED after PE %d of %d was "
-           "killed\n",
-           kind, victim, n_pes);
-    return 0;
+    /* 50 ms for the survivors to enter their waits */
+    int rc = symm_kill_run(n_pes, victim, 50.0, GIVE_UP_S, NULL, run_pe);
+    if (rc == 0)
+        printf("%s: every survivor's GPU wait ended with SYMM_ERR_PEER_FAILED after PE %d of %d "
+               "was killed\n",
+               kind, victim, n_pes);
+    return rc;
 }

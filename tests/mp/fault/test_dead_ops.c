@@ -19,32 +19,19 @@
  * (PE r gets SYMM_HOST_ID from r * H / N), so the victim is reached through
  * the transport (SYMM_TRANSPORT) by the PEs of other hosts.
  */
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "symm_kill_harness.h"
 #include "symm_test.h"
 
 #define LIMIT_SLACK_MS 900.0
 #define GIVE_UP_S 20.0
 
-typedef struct shared {
-    volatile double t_kill; /* CLOCK_MONOTONIC seconds; 0 until the kill */
-} shared;
-
-static shared *sh;
 static const char *kind;
 static int victim, n_pes, me;
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+static double now(void) { return symm_kill_now(); }
 
 static double limit_ms(void) {
     const char *v = getenv("SYMM_PEER_TIMEOUT_MS");
@@ -58,8 +45,8 @@ static void expect_failed(const char *what, symm_status st) {
         TEST_FAIL_("%s returned %s (%s), expected SYMM_ERR_PEER_FAILED", what,
                    symm_status_string(st), symm_last_error());
     if (symm_last_error()[0] == '\0') TEST_FAIL_("%s: PEER_FAILED without a message", what);
-    if (sh->t_kill == 0) TEST_FAIL_("%s failed before the victim was killed", what);
-    double ms = (t - sh->t_kill) * 1e3;
+    if (*symm_kill_t == 0) TEST_FAIL_("%s failed before the victim was killed", what);
+    double ms = (t - *symm_kill_t) * 1e3;
     printf("PE %d: %s -> SYMM_ERR_PEER_FAILED %.1f ms after PE %d was killed (%s)\n", me, what,
            ms, victim, symm_last_error());
     fflush(stdout);
@@ -186,86 +173,29 @@ static int run_pe(int rank, const symm_unique_id *id, int ready_fd) {
     return 0;
 }
 
+/* DEAD_OPS_HOSTS=H: PE r's simulated host (SYMM_HOST_ID) is r * H / N. */
+static void set_host(int rank) {
+    const char *hosts = getenv("DEAD_OPS_HOSTS");
+    if (hosts && atoi(hosts) > 0) {
+        char id[64];
+        snprintf(id, sizeof id, "dead-ops-host-%d", rank * atoi(hosts) / n_pes);
+        setenv("SYMM_HOST_ID", id, 1);
+    }
+}
+
 int main(int argc, char **argv) {
     kind = argc > 1 ? argv[1] : "put";
     victim = argc > 2 ? atoi(argv[2]) : 1;
     n_pes = argc > 3 ? atoi(argv[3]) : 3;
-    if (n_pes < 2 || n_pes > 16 || victim < 0 || victim >= n_pes) {
-        fprintf(stderr, "usage: fault_dead_ops KIND [VICTIM [N]] (2 <= N <= 16)\n");
+    if (n_pes < 2 || n_pes > SYMM_KILL_MAX_PES || victim < 0 || victim >= n_pes) {
+        fprintf(stderr, "usage: fault_dead_ops KIND [VICTIM [N]] (2 <= N <= %d)\n",
+                SYMM_KILL_MAX_PES);
         return 2;
     }
-    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    ASSERT_TRUE(sh != MAP_FAILED);
-    sh->t_kill = 0;
-    int idp[2], readyp[2];
-    ASSERT_EQ(pipe(idp), 0);
-    ASSERT_EQ(pipe(readyp), 0);
-    pid_t pids[16];
-    for (int r = 0; r < n_pes; r++) {
-        pids[r] = fork();
-        ASSERT_TRUE(pids[r] >= 0);
-        if (pids[r] == 0) {
-            close(readyp[0]);
-            const char *hosts = getenv("DEAD_OPS_HOSTS");
-            if (hosts && atoi(hosts) > 0) {
-                char id[64];
-                snprintf(id, sizeof id, "dead-ops-host-%d", r * atoi(hosts) / n_pes);
-                setenv("SYMM_HOST_ID", id, 1);
-            }
-            symm_unique_id id;
-            if (r == 0) {
-                CHECK_OK(symm_get_unique_id(&id));
-                for (int k = 1; k < n_pes; k++)
-                    ASSERT_EQ(write(idp[1], &id, sizeof id), (ssize_t)sizeof id);
-            } else {
-                ASSERT_EQ(read(idp[0], &id, sizeof id), (ssize_t)sizeof id);
-            }
-            close(idp[0]);
-            close(idp[1]);
-            _exit(run_pe(r, &id, readyp[1]));
-        }
-    }
-    close(idp[0]);
-    close(idp[1]);
-    close(readyp[1]);
-    /* Every PE (victim included) is past init and about to run KIND. */
-    for (int k = 0; k < n_pes; k++) {
-        char c;
-        if (read(readyp[0], &c, 1) != 1) {
-            int skips = 0;
-            for (int r = 0; r < n_pes; r++) {
-                int status;
-                kill(pids[r], SIGKILL);
-                waitpid(pids[r], &status, 0);
-                skips += WIFEXITED(status) && WEXITSTATUS(status) == 77;
-            }
-            if (skips) return 77; /* no usable GPU */
-            fprintf(stderr, "a PE ended before it was ready\n");
-            return 1;
-        }
-    }
-    close(readyp[0]);
-    struct timespec pause_ts = {0, 20000000}; /* let the survivors enter their loops */
-    nanosleep(&pause_ts, NULL);
-    sh->t_kill = now();
-    kill(pids[victim], SIGKILL);
-    int failures = 0, skipped = 0;
-    for (int r = 0; r < n_pes; r++) {
-        int status;
-        ASSERT_EQ(waitpid(pids[r], &status, 0), pids[r]);
-        if (r == victim) continue;
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
-            skipped++;
-            continue;
-        }
-        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-            fprintf(stderr, "PE %d failed (status 0x%x)\n", r, status);
-            failures++;
-        }
-    }
-    if (failures) return 1;
-    if (skipped) return 77;
-    printf("%s: every survivor got SYMM_ERR_PEER_FAILED after PE %d of %d was killed\n", kind,
-           victim, n_pes);
-    return 0;
+    /* 20 ms to enter the loops; a survivor gives up on its own after GIVE_UP_S */
+    int rc = symm_kill_run(n_pes, victim, 20.0, 2 * GIVE_UP_S, set_host, run_pe);
+    if (rc == 0)
+        printf("%s: every survivor got SYMM_ERR_PEER_FAILED after PE %d of %d was killed\n",
+               kind, victim, n_pes);
+    return rc;
 }
