@@ -308,35 +308,39 @@ __device__ __forceinline__ void symm__reduce(const symm__kreduce_params &p) {
     if (p.leave) symm__coll_leave(p.team, p.area_off, p.timeout_ns, p.err);
 }
 
-/* symm_k_reduce_<dtype>_<op>: names built by SYMM__REDUCE_NAME in cuda.c. */
+/* Every (dtype, op) pair that has reduction kernels: X(tname, T, oname, Op).
+ * Floating types have no AND/OR/XOR. */
+#define SYMM__REDUCE_ARITH(X, tname, T) \
+    X(tname, T, sum, symm__op_sum)      \
+    X(tname, T, prod, symm__op_prod)    \
+    X(tname, T, min, symm__op_min)      \
+    X(tname, T, max, symm__op_max)
+#define SYMM__REDUCE_INT(X, tname, T) \
+    SYMM__REDUCE_ARITH(X, tname, T)   \
+    X(tname, T, and, symm__op_and)    \
+    X(tname, T, or, symm__op_or)      \
+    X(tname, T, xor, symm__op_xor)
+#define SYMM__REDUCE_PAIRS(X)                        \
+    SYMM__REDUCE_INT(X, int8, int8_t)                \
+    SYMM__REDUCE_INT(X, int16, int16_t)              \
+    SYMM__REDUCE_INT(X, int32, int32_t)              \
+    SYMM__REDUCE_INT(X, int64, int64_t)              \
+    SYMM__REDUCE_INT(X, uint8, uint8_t)              \
+    SYMM__REDUCE_INT(X, uint16, uint16_t)            \
+    SYMM__REDUCE_INT(X, uint32, uint32_t)            \
+    SYMM__REDUCE_INT(X, uint64, uint64_t)            \
+    SYMM__REDUCE_ARITH(X, float16, __half)           \
+    SYMM__REDUCE_ARITH(X, bfloat16, __nv_bfloat16)   \
+    SYMM__REDUCE_ARITH(X, float32, float)            \
+    SYMM__REDUCE_ARITH(X, float64, double)
+
+/* symm_k_reduce_<dtype>_<op>: names built by reduce_fn in cuda.c. */
 #define SYMM__K_REDUCE(tname, T, oname, Op)                                                 \
     extern "C" __global__ void symm_k_reduce_##tname##_##oname(                               \
         const __grid_constant__ symm__kreduce_params p) {                                   \
         symm__reduce<T, Op>(p);                                                             \
     }
-#define SYMM__K_REDUCE_ARITH(tname, T)                 \
-    SYMM__K_REDUCE(tname, T, sum, symm__op_sum)        \
-    SYMM__K_REDUCE(tname, T, prod, symm__op_prod)      \
-    SYMM__K_REDUCE(tname, T, min, symm__op_min)        \
-    SYMM__K_REDUCE(tname, T, max, symm__op_max)
-#define SYMM__K_REDUCE_INT(tname, T)                   \
-    SYMM__K_REDUCE_ARITH(tname, T)                     \
-    SYMM__K_REDUCE(tname, T, and, symm__op_and)        \
-    SYMM__K_REDUCE(tname, T, or, symm__op_or)          \
-    SYMM__K_REDUCE(tname, T, xor, symm__op_xor)
-
-SYMM__K_REDUCE_INT(int8, int8_t)
-SYMM__K_REDUCE_INT(int16, int16_t)
-SYMM__K_REDUCE_INT(int32, int32_t)
-SYMM__K_REDUCE_INT(int64, int64_t)
-SYMM__K_REDUCE_INT(uint8, uint8_t)
-SYMM__K_REDUCE_INT(uint16, uint16_t)
-SYMM__K_REDUCE_INT(uint32, uint32_t)
-SYMM__K_REDUCE_INT(uint64, uint64_t)
-SYMM__K_REDUCE_ARITH(float16, __half)
-SYMM__K_REDUCE_ARITH(bfloat16, __nv_bfloat16)
-SYMM__K_REDUCE_ARITH(float32, float)
-SYMM__K_REDUCE_ARITH(float64, double)
+SYMM__REDUCE_PAIRS(SYMM__K_REDUCE)
 
 /* ------------------------------------------------------------------------ */
 /* One-shot low-latency (LL) collectives                                     */
@@ -577,32 +581,10 @@ __device__ __forceinline__ void symm__ll_reduce(const symm__kll_params &p) {
     c.finish(p);
 }
 
-/* symm_k_llreduce_<dtype>_<op>: names built in cuda.c (ll_reduce_fn). */
+/* symm_k_llreduce_<dtype>_<op>: names built by reduce_fn in cuda.c. */
 #define SYMM__K_LLREDUCE(tname, T, oname, Op)                                               \
     extern "C" __global__ void symm_k_llreduce_##tname##_##oname(                             \
         const __grid_constant__ symm__kll_params p) {                                       \
         symm__ll_reduce<T, Op>(p);                                                          \
     }
-#define SYMM__K_LLREDUCE_ARITH(tname, T)                 \
-    SYMM__K_LLREDUCE(tname, T, sum, symm__op_sum)        \
-    SYMM__K_LLREDUCE(tname, T, prod, symm__op_prod)      \
-    SYMM__K_LLREDUCE(tname, T, min, symm__op_min)        \
-    SYMM__K_LLREDUCE(tname, T, max, symm__op_max)
-#define SYMM__K_LLREDUCE_INT(tname, T)                   \
-    SYMM__K_LLREDUCE_ARITH(tname, T)                     \
-    SYMM__K_LLREDUCE(tname, T, and, symm__op_and)        \
-    SYMM__K_LLREDUCE(tname, T, or, symm__op_or)          \
-    SYMM__K_LLREDUCE(tname, T, xor, symm__op_xor)
-
-SYMM__K_LLREDUCE_INT(int8, int8_t)
-SYMM__K_LLREDUCE_INT(int16, int16_t)
-SYMM__K_LLREDUCE_INT(int32, int32_t)
-SYMM__K_LLREDUCE_INT(int64, int64_t)
-SYMM__K_LLREDUCE_INT(uint8, uint8_t)
-SYMM__K_LLREDUCE_INT(uint16, uint16_t)
-SYMM__K_LLREDUCE_INT(uint32, uint32_t)
-SYMM__K_LLREDUCE_INT(uint64, uint64_t)
-SYMM__K_LLREDUCE_ARITH(float16, __half)
-SYMM__K_LLREDUCE_ARITH(bfloat16, __nv_bfloat16)
-SYMM__K_LLREDUCE_ARITH(float32, float)
-SYMM__K_LLREDUCE_ARITH(float64, double)
+SYMM__REDUCE_PAIRS(SYMM__K_LLREDUCE)
