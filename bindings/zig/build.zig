@@ -1,6 +1,6 @@
 //! Build of the symm Zig package (bindings/zig). Zig 0.15.2.
 //!
-//! Module `symm` (src/symm.zig): the idiomatic API over the C ABI 1.0, with
+//! Module `symm` (src/symm.zig): the idiomatic API over the C ABI 1.1, with
 //! the header translated by translate-c (module `symm_c`, re-exported as
 //! `symm.c`) and the symm loader (loader/symm_loader.c) compiled in, so a
 //! program builds without an installed symm and finds the runtime at run time.

@@ -1,6 +1,6 @@
 //! symm for Zig: one-sided communication over a symmetric heap.
 //!
-//! This module wraps the C ABI 1.0 of `include/symm/symm.h` (translated by
+//! This module wraps the C ABI 1.1 of `include/symm/symm.h` (translated by
 //! translate-c, available raw as `symm.c`). The symm loader is compiled into
 //! the program, so it always starts: the runtime (`libsymm_runtime.so.1`) is
 //! opened on the first call that needs it, and where none can be found that
