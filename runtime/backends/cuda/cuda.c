@@ -1445,12 +1445,11 @@ static const char *coll_kind_name(uint32_t kind) {
 }
 
 /* Largest payload per pair of PEs (bytes PE i sends PE j) for which "auto"
- * picks the one-shot LL algorithm, by kind and team size. From the 2 x H200
- * measurements in docs/DECISIONS.md "Collectives" (teams of 3-8 PEs: not
+ * picks the one-shot LL algorithm, by team size. From the 2 and 4 x H200
+ * measurements in docs/DECISIONS.md "Collectives" (teams of 5-8 PEs: not
  * measured, scaled down, as each PE stores n - 1 copies and spins on n - 1
  * peers). */
-static uint64_t ll_threshold(uint32_t kind, int32_t n) {
-    (void)kind;
+static uint64_t ll_threshold(int32_t n) {
     if (n <= 4) return 64u << 10;
     return 16u << 10;
 }
@@ -1472,7 +1471,7 @@ static bool ll_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
     if (team->slot >= CU_LL_SLOTS) return *why = "team slot without LL scratch", false;
     if (pair_bytes > s->ll_max) return *why = "above SYMM_CUDA_LL_BYTES", false;
     if (s->coll_algo == CU_ALGO_LL) return *why = "SYMM_CUDA_COLL_ALGO=ll", true;
-    if (pair_bytes > ll_threshold(c->kind, team->n_pes)) return *why = "auto, above the LL threshold", false;
+    if (pair_bytes > ll_threshold(team->n_pes)) return *why = "auto, above the LL threshold", false;
     return *why = "auto, at most the LL threshold", true;
 }
 
@@ -1493,7 +1492,6 @@ static symm_status coll_ll(cu_state *s, const symm__coll *c, char *const *base, 
     p.src_off = c->src_off;
     p.dst_off = c->dst_off;
     p.nbytes = pair_bytes;
-    p.root = -1;
     CUfunction f = s->f_ll_copy;
     switch (c->kind) {
     case SYMM__COLL_REDUCE: SYMM_TRY(reduce_fn(s, c->dtype, c->op, true, &f)); break;
@@ -1506,7 +1504,6 @@ static symm_status coll_ll(cu_state *s, const symm__coll *c, char *const *base, 
         p.src_j_stride = pair_bytes;
         p.dst_j_stride = pair_bytes;
         break;
-    case SYMM__COLL_BROADCAST: p.root = c->root; break;
     default: return symm__err(SYMM_ERR_INTERNAL, "no LL form of collective kind %u", c->kind);
     }
     uint64_t units = (pair_bytes + 7) / 8;

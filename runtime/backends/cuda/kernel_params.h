@@ -126,8 +126,6 @@ typedef struct symm__kll_params {
     uint64_t src_off, src_j_stride; /* what goes to team PE j: src_off + j * src_j_stride   */
     uint64_t dst_off, dst_j_stride; /* copy: what PE j sent lands at dst_off + j * stride   */
     uint64_t nbytes;                /* payload per pair of PEs                              */
-    int32_t root;                   /* >= 0: only root sends (broadcast)                    */
-    int32_t pad;
 } symm__kll_params;
 
 #endif /* SYMM_CUDA_KERNEL_PARAMS_H */

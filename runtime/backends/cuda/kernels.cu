@@ -485,8 +485,9 @@ struct symm__ll_call {
     }
 };
 
-/* fcollect, alltoall, broadcast: receiver me writes what PE j sent at
- * dst_off + j * dst_j_stride, and its own block from src (unless in place). */
+/* fcollect, alltoall: receiver me writes what PE j sent at dst_off + j *
+ * dst_j_stride, and its own block from src (unless in place). No broadcast:
+ * its root would wait for nobody, which the two parities do not allow. */
 extern "C" __global__ void symm_k_ll_copy(const __grid_constant__ symm__kll_params p) {
     symm__k_enter();
     const symm__ll_call c(p);
@@ -494,18 +495,16 @@ extern "C" __global__ void symm_k_ll_copy(const __grid_constant__ symm__kll_para
     const uint64_t units = (p.nbytes + 7) / 8;
     const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const uint64_t nthr = (uint64_t)gridDim.x * blockDim.x;
-    if (p.root < 0 || p.root == me) {
-        for (uint64_t u = tid; u < units; u += nthr) {
-            const uint64_t rem = p.nbytes - 8 * u;
-            for (int j = 0; j < n; j++) {
-                const char *src = c.mine + p.src_off + (uint64_t)j * p.src_j_stride + 8 * u;
-                if (j == me) {
-                    char *dst = c.mine + p.dst_off + (uint64_t)me * p.dst_j_stride + 8 * u;
-                    if (dst != src) symm__ll_st(dst, symm__ll_ld(src, rem), rem);
-                    continue;
-                }
-                symm__ll_put(p.team.base[j] + c.line_off(p, me, j, u), symm__ll_ld(src, rem), c.f);
+    for (uint64_t u = tid; u < units; u += nthr) {
+        const uint64_t rem = p.nbytes - 8 * u;
+        for (int j = 0; j < n; j++) {
+            const char *src = c.mine + p.src_off + (uint64_t)j * p.src_j_stride + 8 * u;
+            if (j == me) {
+                char *dst = c.mine + p.dst_off + (uint64_t)me * p.dst_j_stride + 8 * u;
+                if (dst != src) symm__ll_st(dst, symm__ll_ld(src, rem), rem);
+                continue;
             }
+            symm__ll_put(p.team.base[j] + c.line_off(p, me, j, u), symm__ll_ld(src, rem), c.f);
         }
     }
     symm__ll_waiter w = {p.timeout_ns, p.err, 0, false};
@@ -514,7 +513,7 @@ extern "C" __global__ void symm_k_ll_copy(const __grid_constant__ symm__kll_para
         const bool have = u < units;
         const uint64_t rem = have ? p.nbytes - 8 * u : 0;
         for (int j = 0; j < n; j++) {
-            if (j == me || (p.root >= 0 && j != p.root)) continue;
+            if (j == me) continue;
             char *line = c.mine + c.line_off(p, j, me, u);
             uint64_t d = 0;
             if (!w.get(have, line, c.f, d)) break;
