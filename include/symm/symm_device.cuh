@@ -387,22 +387,43 @@ __device__ __forceinline__ bool symm_dev_compare(T x, int cmp, T v) {
     }
 }
 
+/* Every SYMM_DEVICE_FAIL_POLL calls of a spin: has the job failed? (fail
+ * NULL: never; the waits without a context pass NULL, and the check folds
+ * away.) */
+SYMM_DEV_FN bool symm__fail_poll(const int *fail, unsigned &spins) {
+    return fail && (++spins % SYMM_DEVICE_FAIL_POLL) == 0 &&
+           *(const volatile int *)fail == SYMM_DEVICE_FAIL_PEER;
+}
+
+/* The wait of both symm_dev_wait_until forms: false when the job failed
+ * first, else true with the value seen in *seen. */
+template <typename T>
+__device__ __forceinline__ bool symm__wait_until(const T *ivar, int cmp, T v, const int *fail,
+                                                 T *seen) {
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "waits take 4- or 8-byte integers");
+    typedef typename symm__uint<sizeof(T)>::type U;
+    unsigned spins = 0;
+    T x;
+    for (;;) {
+        x = symm__bitcast<T>(*(const volatile U *)ivar);
+        if (symm_dev_compare(x, cmp, v)) break;
+        if (symm__fail_poll(fail, spins)) return false;
+    }
+    /* acquire: one acquire load of the satisfied value (flags only move
+     * forward under the waits' contract, so the re-read still satisfies) */
+    T y = symm__bitcast<T>(symm__ld_acquire((const U *)ivar));
+    *seen = symm_dev_compare(y, cmp, v) ? y : x;
+    return true;
+}
+
 /* Spin until this PE's *ivar compares true against v (SYMM_CMP_*); returns the
  * value seen. Later loads see what the writer published before it. T is an
  * integer of 4 or 8 bytes. */
 template <typename T>
 __device__ __forceinline__ T symm_dev_wait_until(const T *ivar, int cmp, T v) {
-    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "waits take 4- or 8-byte integers");
-    typedef typename symm__uint<sizeof(T)>::type U;
     T x;
-    for (;;) {
-        x = symm__bitcast<T>(*(const volatile U *)ivar);
-        if (symm_dev_compare(x, cmp, v)) break;
-    }
-    /* acquire: one acquire load of the satisfied value (flags only move
-     * forward under the waits' contract, so the re-read still satisfies) */
-    T y = symm__bitcast<T>(symm__ld_acquire((const U *)ivar));
-    return symm_dev_compare(y, cmp, v) ? y : x;
+    symm__wait_until(ivar, cmp, v, (const int *)NULL, &x);
+    return x;
 }
 /* The same wait, ending early when a peer PE of the job dies (see
  * SYMM_DEVICE_FAIL_PEER): SYMM_SUCCESS when the condition holds (the value
@@ -412,20 +433,9 @@ template <typename T>
 __device__ __forceinline__ symm_status symm_dev_wait_until(const symm_device_ctx &c,
                                                            const T *ivar, int cmp, T v,
                                                            T *seen = (T *)NULL) {
-    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "waits take 4- or 8-byte integers");
-    typedef typename symm__uint<sizeof(T)>::type U;
-    const int *fail = symm__fail_word(c);
-    unsigned spins = 0;
     T x;
-    for (;;) {
-        x = symm__bitcast<T>(*(const volatile U *)ivar);
-        if (symm_dev_compare(x, cmp, v)) break;
-        if (fail && (++spins % SYMM_DEVICE_FAIL_POLL) == 0 &&
-            *(const volatile int *)fail == SYMM_DEVICE_FAIL_PEER)
-            return SYMM_ERR_PEER_FAILED;
-    }
-    T y = symm__bitcast<T>(symm__ld_acquire((const U *)ivar));
-    if (seen) *seen = symm_dev_compare(y, cmp, v) ? y : x;
+    if (!symm__wait_until(ivar, cmp, v, symm__fail_word(c), &x)) return SYMM_ERR_PEER_FAILED;
+    if (seen) *seen = x;
     return SYMM_SUCCESS;
 }
 /* Non-blocking test of the same condition. */
@@ -448,10 +458,17 @@ SYMM_DEV_FN void symm_dev_signal_op(const symm_device_ctx &c, uint64_t *sig_sym,
 SYMM_DEV_FN uint64_t symm_dev_signal_fetch(const uint64_t *sig_sym) {
     return symm__ld_acquire_u64(sig_sym);
 }
+/* The wait of both symm_dev_signal_wait_until forms (false: the job failed). */
+SYMM_DEV_FN bool symm__signal_wait_until(const uint64_t *sig_sym, int cmp, uint64_t value,
+                                         const int *fail, uint64_t *seen) {
+    unsigned spins = 0;
+    while (!symm_dev_compare(*seen = symm__ld_acquire_u64(sig_sym), cmp, value))
+        if (symm__fail_poll(fail, spins)) return false;
+    return true;
+}
 SYMM_DEV_FN uint64_t symm_dev_signal_wait_until(const uint64_t *sig_sym, int cmp, uint64_t value) {
     uint64_t x;
-    while (!symm_dev_compare(x = symm__ld_acquire_u64(sig_sym), cmp, value)) {
-    }
+    symm__signal_wait_until(sig_sym, cmp, value, (const int *)NULL, &x);
     return x;
 }
 /* The same wait, ending early when a peer PE of the job dies: SYMM_SUCCESS
@@ -459,14 +476,9 @@ SYMM_DEV_FN uint64_t symm_dev_signal_wait_until(const uint64_t *sig_sym, int cmp
 SYMM_DEV_FN symm_status symm_dev_signal_wait_until(const symm_device_ctx &c,
                                                    const uint64_t *sig_sym, int cmp,
                                                    uint64_t value, uint64_t *seen = NULL) {
-    const int *fail = symm__fail_word(c);
-    unsigned spins = 0;
     uint64_t x;
-    while (!symm_dev_compare(x = symm__ld_acquire_u64(sig_sym), cmp, value)) {
-        if (fail && (++spins % SYMM_DEVICE_FAIL_POLL) == 0 &&
-            *(const volatile int *)fail == SYMM_DEVICE_FAIL_PEER)
-            return SYMM_ERR_PEER_FAILED;
-    }
+    if (!symm__signal_wait_until(sig_sym, cmp, value, symm__fail_word(c), &x))
+        return SYMM_ERR_PEER_FAILED;
     if (seen) *seen = x;
     return SYMM_SUCCESS;
 }
