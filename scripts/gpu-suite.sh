@@ -7,20 +7,22 @@
 # Knobs (environment): GPU_ARCHS (default: this machine's compute capability),
 # SUITE_BUDGET_S (default 560, for a 600 s command: later phases are skipped
 # when it runs out, and the summary says which), PHASES (default all, in this
-# order: "tests info python bench nvshmem coll probe mp"; a subset runs only
+# order: "tests info python bench nvshmem coll cstream probe mp"; a subset runs only
 # those, e.g. two commands on one warm machine, the build kept:
 # PHASES="tests info python" then PHASES="bench nvshmem coll probe mp"),
 # SKIP_MP=1 (skip the tests/mp programs on CUDA), SKIP_NVSHMEM=1, SKIP_PROBE=1,
 # SKIP_PY=1 (skip the Python/PyTorch tests and bench_torch), SKIP_COLL=1 (skip
 # tests/perf/bench_coll.py: symm vs NCCL vs SymmetricMemory collectives),
-# COLL_MAX_BYTES (default 1 GiB: bench_coll's largest size).
+# COLL_MAX_BYTES (default 1 GiB: bench_coll's largest size), CSTREAM_ARGS
+# (arguments of bench_coll_stream, default: its own sizes up to 256 MiB).
 #
 # Files in $OUT: summary.md (pass counts, figures, side-by-side table, platform
 # probe, GPUs, driver, date, command), env.txt, build.log, test.log,
 # bench_symm.txt, bench_nvshmem.txt, probe.txt, bench_symm.json, bench_nvshmem.json
 # (scripts/plot-bench.py plot OUT/bench_*.json -o OUT/plots: every figure), symm-info.json,
 # python.txt (+ python.log, bench_torch.txt, bench_torch_<ranks>.json),
-# bench_coll.txt (+ bench_coll_<ranks>.json).
+# bench_coll.txt (+ bench_coll_<ranks>.json), cstream.txt (bench_coll_stream
+# on 2 and on all GPUs, + cstream_<ranks>.json).
 #
 # Safety: NVLink multicast stays off. NVSHMEM_DISABLE_NVLS=1, NCCL_NVLS_ENABLE=0
 # and TORCH_SYMM_MEM_DISABLE_MULTICAST=1 are exported for every program; symm
@@ -34,7 +36,7 @@ cd "$ROOT"
 OUT="${OUT:-$ROOT/gpu-suite-out}"
 mkdir -p "$OUT"
 BUDGET=${SUITE_BUDGET_S:-560}
-PHASES=" ${PHASES:-tests info python bench nvshmem coll probe mp} "
+PHASES=" ${PHASES:-tests info python bench nvshmem coll cstream probe mp} "
 phase() { case "$PHASES" in *" $1 "*) return 0 ;; esac; return 1; }
 SKIPPED=""
 over() { SKIPPED="$SKIPPED $1"; log "skipped $1: $(left) s of the budget left"; }
@@ -80,7 +82,7 @@ BUILD_OK=0
     $MESON setup "$BUILD" -Dwerror=false -Dgpu_archs="$ARCHS" -Dcuda=enabled
   fi
   targets=$(ninja -C "$BUILD" -t targets all | cut -d: -f1 |
-    grep -E '^(runtime/libsymm_runtime\.so\.[0-9.]+|loader/libsymm\.so\.[0-9.]+|runtime/symmrun|runtime/symm-info|runtime/transports/[a-z]+/libsymm_transport_[a-z]+\.so|tests/gpu/[a-z_]+|tests/mp/fault/fault_(transport_init|dead_ops)|tests/perf/(bench_symm|probe_cuda))$')
+    grep -E '^(runtime/libsymm_runtime\.so\.[0-9.]+|loader/libsymm\.so\.[0-9.]+|runtime/symmrun|runtime/symm-info|runtime/transports/[a-z]+/libsymm_transport_[a-z]+\.so|tests/gpu/[a-z_]+|tests/mp/fault/fault_(transport_init|dead_ops)|tests/perf/(bench_symm|bench_coll_stream|probe_cuda))$')
   echo "targets: $targets"
   ninja -C "$BUILD" $targets
 } > "$OUT/build.log" 2>&1 && BUILD_OK=1
@@ -208,6 +210,20 @@ if [ $BUILD_OK = 1 ] && [ "${SKIP_COLL:-0}" != 1 ] && phase coll && [ "$(left)" 
   done
 fi
 
+# ---- stream collectives from C: host time per call, GPU time (bench_coll_stream) --
+: > "$OUT/cstream.txt"
+if [ $BUILD_OK = 1 ] && phase cstream; then
+  nps=2; [ "$NGPU" -gt 2 ] && nps="2 $NGPU"
+  for np in $nps; do
+    [ "$(left)" -gt 60 ] || { over "cstream($np PEs)"; break; }
+    log "bench_coll_stream, $np PEs"
+    echo "command: symmrun -n $np tests/perf/bench_coll_stream ${CSTREAM_ARGS:-}" >> "$OUT/cstream.txt"
+    BENCH_JSON="$OUT/cstream_$np.json" timeout -k 5 "$(cap 120)" "$BUILD/runtime/symmrun" -n "$np" \
+      --timeout 110 "$BUILD/tests/perf/bench_coll_stream" ${CSTREAM_ARGS:-} >> "$OUT/cstream.txt" 2>&1
+    echo "exit status $?" >> "$OUT/cstream.txt"
+  done
+fi
+
 # ---- platform probe (no symm, no NVSHMEM: what the driver and links allow) ----
 : > "$OUT/probe.txt"
 if [ $BUILD_OK = 1 ] && [ -x "$BUILD/tests/perf/probe_cuda" ] && [ "${SKIP_PROBE:-0}" != 1 ] && phase probe && [ "$(left)" -le 60 ]; then over probe; fi
@@ -253,6 +269,10 @@ fi
   if [ -s "$OUT/bench_coll.txt" ]; then
     echo; echo "### Collectives: symm vs NCCL vs SymmetricMemory (tests/perf/bench_coll.py)"; echo
     grep -E '^(\||##|NOTE|note:|command:|exit status)' "$OUT/bench_coll.txt"
+  fi
+  if [ -s "$OUT/cstream.txt" ]; then
+    echo; echo "### Stream collectives from C (tests/perf/bench_coll_stream.cu)"; echo
+    grep -E '^(\||bench_coll_stream|floor|command:|exit status)' "$OUT/cstream.txt"
   fi
   if [ -s "$OUT/probe.txt" ]; then
     echo; echo "### Platform probe (tests/perf/probe_cuda.cu, no symm)"; echo

@@ -228,6 +228,8 @@ for op in [o for o in args.ops.split(",") if o in OPS]:
             fn, check = s[0], s[1]
             first = s[3] if len(s) > 3 else check
             try:
+                # the inputs were filled on the current stream: S must wait for them
+                S.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(S):
                     fn()
                 S.synchronize()

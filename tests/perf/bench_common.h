@@ -37,6 +37,27 @@
         }                                                                                  \
     } while (0)
 
+/* A symm call that must succeed (the symm benchmarks; expands to symm.h's
+ * names, so only they use it). */
+#define SK(x)                                                                           \
+    do {                                                                                \
+        symm_status st_ = (x);                                                          \
+        if (st_ != SYMM_SUCCESS) {                                                      \
+            fprintf(stderr, "[pe %d] %s -> %s (%s)\n", g_bench_pe, #x,                  \
+                    symm_status_string(st_), symm_last_error());                        \
+            exit(3);                                                                    \
+        }                                                                               \
+    } while (0)
+
+/* Every benchmark refuses to run unless NVLink multicast is off for NVSHMEM
+ * and NCCL (it can take shared GPUs out of service). */
+static inline bool bench_multicast_off() {
+    const char *nvls = getenv("NVSHMEM_DISABLE_NVLS"), *ncclnvls = getenv("NCCL_NVLS_ENABLE");
+    if (nvls && !strcmp(nvls, "1") && ncclnvls && !strcmp(ncclnvls, "0")) return true;
+    fprintf(stderr, "refusing to run: NVSHMEM_DISABLE_NVLS=1 and NCCL_NVLS_ENABLE=0 must be set\n");
+    return false;
+}
+
 static inline double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
         .count();

@@ -72,11 +72,7 @@ static void sync_all(cudaStream_t s) {
 
 int main() {
     const double t_start = now_s();
-    const char *nvls = getenv("NVSHMEM_DISABLE_NVLS"), *ncclnvls = getenv("NCCL_NVLS_ENABLE");
-    if (!nvls || strcmp(nvls, "1") || !ncclnvls || strcmp(ncclnvls, "0")) {
-        fprintf(stderr, "refusing to run: NVSHMEM_DISABLE_NVLS=1 and NCCL_NVLS_ENABLE=0 must be set\n");
-        return 3;
-    }
+    if (!bench_multicast_off()) return 3;
     const char *rk = getenv("BENCH_RANK"), *uidf = getenv("BENCH_UID_FILE");
     if (!rk || !uidf) {
         fprintf(stderr, "need BENCH_RANK and BENCH_UID_FILE\n");

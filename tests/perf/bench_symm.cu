@@ -10,16 +10,6 @@
 #include <symm/symm.h>
 #include <symm/symm_device.cuh>
 
-#define SK(x)                                                                           \
-    do {                                                                                \
-        symm_status st_ = (x);                                                          \
-        if (st_ != SYMM_SUCCESS) {                                                      \
-            fprintf(stderr, "[pe %d] %s -> %s (%s)\n", g_bench_pe, #x,                  \
-                    symm_status_string(st_), symm_last_error());                        \
-            exit(3);                                                                    \
-        }                                                                               \
-    } while (0)
-
 __global__ void dev_put_kernel(symm_device_ctx c, char *dst, const char *src, size_t size,
                                int peer) {
     size_t chunk = (size + gridDim.x - 1) / gridDim.x;
@@ -77,11 +67,7 @@ static void sync_all(cudaStream_t s) {
 
 int main() {
     const double t_start = now_s();
-    const char *nvls = getenv("NVSHMEM_DISABLE_NVLS"), *ncclnvls = getenv("NCCL_NVLS_ENABLE");
-    if (!nvls || strcmp(nvls, "1") || !ncclnvls || strcmp(ncclnvls, "0")) {
-        fprintf(stderr, "refusing to run: NVSHMEM_DISABLE_NVLS=1 and NCCL_NVLS_ENABLE=0 must be set\n");
-        return 3;
-    }
+    if (!bench_multicast_off()) return 3;
     /* create the CUDA context first (not part of init time), on the GPU symm will pick */
     int ndev = 0;
     CK(cudaGetDeviceCount(&ndev));
