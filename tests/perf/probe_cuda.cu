@@ -2,7 +2,8 @@
  * probe_cuda: what the platform itself allows, measured without symm.
  *
  * One process drives two GPUs (peer access on, one host thread per GPU where
- * both take part) and measures the floors the CUDA backend's design rests on:
+ * both take part; the mesh section drives all of them, up to 8) and measures
+ * the floors the CUDA backend's design rests on:
  *
  *   launch   host time and GPU time per call of each way to enqueue work
  *            (kernel launch, launch with programmatic dependent launch,
@@ -13,6 +14,11 @@
  *   copy     GPU0 -> GPU1 bandwidth of the copy engine, an SM copy loop, and
  *            a Hopper bulk-copy (TMA) pipeline, plus write-only variants that
  *            show what the link takes; every copy is verified
+ *   mesh     every GPU sending to every other at once (all GPUs, up to 8,
+ *            released together by a host flag): per-GPU egress bandwidth of
+ *            SM push/pull and copy-engine push/pull for 256 MiB and 16 MiB
+ *            per GPU, which bounds the bus bandwidth of all-gather,
+ *            reduce-scatter and all-reduce; every variant is verified
  *
  *   probe_cuda [sections...]     (default: all; PROBE_SPIN=1 makes the
  *                                 contexts spin-wait instead of the default)
@@ -235,6 +241,30 @@ __global__ void k_check(const unsigned *p, size_t n, unsigned seed, unsigned lon
          i += (size_t)gridDim.x * blockDim.x)
         b += p[i] != ((unsigned)(i * 2654435761u) ^ seed);
     if (b) atomicAdd(bad, b);
+}
+
+/* mesh section: holds its stream until the host writes epoch e to gate[0]
+ * (host-pinned, mapped), so that what follows starts on every GPU together;
+ * after 10 s it sets gate[1] and lets the stream go rather than hang the GPU */
+__global__ void k_gate(volatile unsigned *gate, unsigned e) {
+    uint64_t t0 = symm__globaltimer();
+    while (gate[0] < e)
+        if (symm__globaltimer() - t0 > 10000000000ull) {
+            gate[1] = 1;
+            break;
+        }
+}
+/* mesh section: the blocks of row blockIdx.y copy pair y's n uint4 with the
+ * runtime's copy loop */
+static const int MESH_MAX = 8;
+struct mesh_copy_params {
+    uint4 *d[MESH_MAX - 1];
+    const uint4 *s[MESH_MAX - 1];
+    size_t n;
+};
+__global__ void k_mesh_copy(const __grid_constant__ mesh_copy_params p) {
+    symm__copy_vec(p.d[blockIdx.y], p.s[blockIdx.y], p.n,
+                   (size_t)blockIdx.x * blockDim.x + threadIdx.x, (size_t)gridDim.x * blockDim.x);
 }
 
 /* barrier kernels: flags[0..] on each GPU; PE me writes epoch e into the
@@ -701,6 +731,273 @@ static void sec_copy() {
     }
 }
 
+/* ------------------------------------------------------------------- mesh */
+/* Every GPU sends to every other at the same time: the per-GPU link
+ * bandwidth a collective sees, where the copy section has GPU0 -> GPU1 with
+ * the other direction idle. For all-gather, reduce-scatter and all-reduce the
+ * bus bandwidth (NCCL's busbw) equals the per-GPU egress rate of an algorithm
+ * that moves the minimum data, so the best rate here bounds all three.
+ *
+ * GPU g's j-th peer is (g + 1 + j) % n. g's source holds n-1 chunks of
+ * `stride` bytes, chunk j (seed mesh_seed(g, j)) for its j-th peer; its
+ * receive buffer has n-1 slots, slot j for what its j-th peer sends. Each
+ * GPU's stream runs the gate kernel, the start event, its transfers and the
+ * end event; the host opens the gates once every GPU's work is enqueued. A
+ * GPU's time is its own start -> end; a run's time is the slowest GPU's. */
+struct MeshGpu {
+    Gpu g;                           /* stream, start/end events; buf: the source */
+    char *recv;                      /* n-1 slots of `stride` bytes */
+    cudaStream_t side[MESH_MAX - 1]; /* copy engines: one stream per peer */
+    cudaEvent_t fork, join[MESH_MAX - 1];
+    unsigned long long *bad;
+    volatile unsigned *gate; /* this GPU's view of the host-pinned gate */
+    int sms;
+};
+static unsigned mesh_seed(int g, int j) { return 0x5eed0000u ^ ((unsigned)g << 8) ^ (unsigned)j; }
+
+static void sec_mesh() {
+    int n = 0;
+    CK(cudaGetDeviceCount(&n));
+    n = std::min(n, MESH_MAX);
+    if (n < 2) return;
+    const size_t SRC = (size_t)256 << 20, GRAN = 65536;
+    const size_t stride = (SRC / (n - 1)) & ~(GRAN - 1);
+    auto peer = [n](int g, int j) { return (g + 1 + j) % n; }; /* g's j-th peer */
+    auto idx = [n](int g, int p) { return (p - g - 1 + n) % n; }; /* p's index at g */
+
+    /* peer access between every pair (main enabled 0 <-> 1 already) */
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) {
+            int ok = 1;
+            if (a != b) CK(cudaDeviceCanAccessPeer(&ok, a, b));
+            if (!ok) {
+                printf("   (mesh skipped: GPU %d cannot access GPU %d)\n", a, b);
+                return;
+            }
+        }
+    bool enabled[MESH_MAX][MESH_MAX] = {}; /* by this section, to undo at the end */
+    for (int a = 0; a < n; a++) {
+        CK(cudaSetDevice(a));
+        for (int b = 0; b < n; b++) {
+            if (a == b) continue;
+            cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+            if (e == cudaErrorPeerAccessAlreadyEnabled)
+                (void)cudaGetLastError();
+            else {
+                CK(e);
+                enabled[a][b] = true;
+            }
+        }
+    }
+
+    /* gate[0]: the epoch the gates wait for; gate[1]: set by a gate that timed out */
+    unsigned *gate;
+    CK(cudaHostAlloc(&gate, 64, cudaHostAllocMapped | cudaHostAllocPortable));
+    memset(gate, 0, 64);
+    std::vector<MeshGpu> M(n);
+    for (int d = 0; d < n; d++) {
+        MeshGpu &m = M[d];
+        CK(cudaSetDevice(d));
+        m.g.dev = d;
+        CK(cudaStreamCreateWithFlags(&m.g.s, cudaStreamNonBlocking));
+        CK(cudaEventCreate(&m.g.e0));
+        CK(cudaEventCreate(&m.g.e1));
+        CK(cudaEventCreateWithFlags(&m.fork, cudaEventDisableTiming));
+        for (int j = 0; j < n - 1; j++) {
+            CK(cudaStreamCreateWithFlags(&m.side[j], cudaStreamNonBlocking));
+            CK(cudaEventCreateWithFlags(&m.join[j], cudaEventDisableTiming));
+        }
+        CK(cudaMalloc(&m.g.buf, SRC));
+        CK(cudaMalloc(&m.recv, (n - 1) * stride));
+        CK(cudaMalloc(&m.bad, 8));
+        CK(cudaHostGetDevicePointer((void **)&m.gate, gate, 0));
+        CK(cudaDeviceGetAttribute(&m.sms, cudaDevAttrMultiProcessorCount, d));
+        for (int j = 0; j < n - 1; j++)
+            k_fill<<<264, 1024, 0, m.g.s>>>((unsigned *)(m.g.buf + j * stride), stride / 4,
+                                            mesh_seed(d, j));
+        CK(cudaStreamSynchronize(m.g.s));
+        CK(cudaGetLastError());
+    }
+
+    /* GPU g's transfer with its j-th peer q: push writes g's chunk for q into
+     * q's slot for g, pull reads q's chunk for g into g's slot for q */
+    auto pair = [&](int g, int j, bool pull, char *&dst, const char *&src) {
+        int q = peer(g, j);
+        if (pull) {
+            dst = M[g].recv + j * stride;
+            src = M[q].g.buf + idx(q, g) * stride;
+        } else {
+            dst = M[q].recv + idx(q, g) * stride;
+            src = M[g].g.buf + j * stride;
+        }
+    };
+    /* SM: one kernel, blockIdx.y = peer, floor(SMs / (n-1)) blocks per peer:
+     * one block of 1024 threads fits an SM, and rounding up would leave a
+     * block of one peer for a second wave */
+    const unsigned gx = (unsigned)std::max(1, M[0].sms / (n - 1));
+    auto sm_copy = [&](int g, size_t B, bool pull, int npeers) {
+        mesh_copy_params p = {};
+        for (int j = 0; j < npeers; j++) {
+            char *d;
+            const char *s;
+            pair(g, j, pull, d, s);
+            p.d[j] = (uint4 *)d;
+            p.s[j] = (const uint4 *)s;
+        }
+        p.n = B / 16;
+        k_mesh_copy<<<dim3(gx, npeers), 1024, 0, M[g].g.s>>>(p);
+    };
+    /* copy engines: fork one stream per peer off the GPU's stream, join back */
+    auto ce_copy = [&](int g, size_t B, bool pull) {
+        MeshGpu &m = M[g];
+        CK(cudaEventRecord(m.fork, m.g.s));
+        for (int j = 0; j < n - 1; j++) {
+            char *d;
+            const char *s;
+            pair(g, j, pull, d, s);
+            CK(cudaStreamWaitEvent(m.side[j], m.fork, 0));
+            CD(cuMemcpyAsync((CUdeviceptr)d, (CUdeviceptr)s, B, (CUstream)m.side[j]));
+            CK(cudaEventRecord(m.join[j], m.side[j]));
+            CK(cudaStreamWaitEvent(m.g.s, m.join[j], 0));
+        }
+    };
+
+    struct V {
+        std::string name;
+        std::function<void(int, size_t)> op; /* GPU g's transfers, B bytes a pair */
+        bool one_way;                        /* only GPU 0 sends (n == 2) */
+    };
+    const std::string grid = std::to_string(gx) + "x" + std::to_string(n - 1) + " blocks x1024";
+    std::vector<V> vs = {
+        {"SM push (uint4 loop, blockIdx.y = peer, " + grid + ")",
+         [&](int g, size_t B) { sm_copy(g, B, false, n - 1); }, false},
+        {"SM pull (uint4 loop, blockIdx.y = peer, " + grid + ")",
+         [&](int g, size_t B) { sm_copy(g, B, true, n - 1); }, false},
+        {"copy engine push (cuMemcpyAsync, one stream per peer)",
+         [&](int g, size_t B) { ce_copy(g, B, false); }, false},
+        {"copy engine pull (cuMemcpyAsync on the receiver, one stream per peer)",
+         [&](int g, size_t B) { ce_copy(g, B, true); }, false},
+    };
+    if (n == 2)
+        vs.push_back({"SM push one direction only (GPU 0 -> 1, 1 idle; " + grid + ")",
+                      [&](int g, size_t B) { sm_copy(g, B, false, 1); }, true});
+
+    /* one run of v with B bytes a pair; {slowest, fastest} sending GPU's ms */
+    unsigned epoch = 0;
+    auto run = [&](const V &v, size_t B) {
+        epoch++;
+        for (int g = 0; g < n; g++) {
+            MeshGpu &m = M[g];
+            CK(cudaSetDevice(g));
+            k_gate<<<1, 1, 0, m.g.s>>>(m.gate, epoch);
+            CK(cudaEventRecord(m.g.e0, m.g.s));
+            if (!v.one_way || g == 0) v.op(g, B);
+            CK(cudaEventRecord(m.g.e1, m.g.s));
+            CK(cudaGetLastError());
+        }
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        ((volatile unsigned *)gate)[0] = epoch; /* open every gate */
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        double slow = 0, fast = 1e30;
+        for (int g = 0; g < n; g++) {
+            CK(cudaEventSynchronize(M[g].g.e1));
+            if (v.one_way && g != 0) continue;
+            double ms = ev_ms(M[g].g);
+            slow = std::max(slow, ms);
+            fast = std::min(fast, ms);
+        }
+        return std::make_pair(slow, fast);
+    };
+    /* bad words in every slot that a run of v filled */
+    auto check = [&](const V &v, size_t B) {
+        unsigned long long total = 0;
+        for (int r = 0; r < n; r++) {
+            MeshGpu &m = M[r];
+            CK(cudaSetDevice(r));
+            CK(cudaMemsetAsync(m.bad, 0, 8, m.g.s));
+            for (int j = 0; j < n - 1; j++) {
+                int s = peer(r, j);
+                if (v.one_way && s != 0) continue;
+                k_check<<<264, 1024, 0, m.g.s>>>((const unsigned *)(m.recv + j * stride), B / 4,
+                                                 mesh_seed(s, idx(s, r)), m.bad);
+            }
+            unsigned long long hb = 0;
+            CK(cudaMemcpyAsync(&hb, m.bad, 8, cudaMemcpyDeviceToHost, m.g.s));
+            CK(cudaStreamSynchronize(m.g.s));
+            total += hb;
+        }
+        return total;
+    };
+
+    const size_t totals[] = {SRC, (size_t)16 << 20};
+    double best[2] = {0, 0};
+    std::string best_name[2];
+    for (int t = 0; t < 2; t++) {
+        const size_t B = (totals[t] / (n - 1)) & ~(GRAN - 1);
+        const std::string what =
+            ", " + std::to_string(n) + " GPUs, " + std::to_string(totals[t] >> 20) + " MiB per GPU";
+        for (auto &v : vs) {
+            for (int r = 0; r < n; r++) {
+                CK(cudaSetDevice(r));
+                CK(cudaMemset(M[r].recv, 0, (n - 1) * stride));
+            }
+            for (int r = 0; r < n; r++) {
+                CK(cudaSetDevice(r));
+                CK(cudaDeviceSynchronize());
+            }
+            run(v, B); /* warm-up, and the run we verify */
+            unsigned long long hb = check(v, B);
+            std::vector<double> slow, fast;
+            for (int r = 0; r < 7; r++) {
+                auto st = run(v, B);
+                slow.push_back(st.first);
+                fast.push_back(st.second);
+            }
+            double ms = median(slow);
+            size_t sent = v.one_way ? B : B * (n - 1); /* by one GPU */
+            double gbps = (double)sent / (ms * 1e-3) / 1e9;
+            bool late = ((volatile unsigned *)gate)[1] != 0;
+            ((volatile unsigned *)gate)[1] = 0;
+            char note[160];
+            snprintf(note, sizeof note, "%s%s, slowest GPU %.1f us (fastest %.1f us), %.2f MiB a pair",
+                     hb ? "BAD DATA" : "verified", late ? ", GATE TIMED OUT" : "", ms * 1000,
+                     median(fast) * 1000, (double)B / (1 << 20));
+            row("mesh", v.name + what, gbps, "GB/s", note);
+            if (hb) printf("   (%llu bad words)\n", hb);
+            if (!v.one_way && !hb && !late && gbps > best[t]) {
+                best[t] = gbps;
+                best_name[t] = v.name;
+            }
+        }
+    }
+    for (int t = 0; t < 2; t++)
+        row("mesh",
+            "bus-bandwidth bound of all-gather / reduce-scatter / all-reduce, " + std::to_string(n) +
+                " GPUs, " + std::to_string(totals[t] >> 20) + " MiB per GPU",
+            best[t], "GB/s", "best: " + (best_name[t].empty() ? std::string("none verified") : best_name[t]));
+
+    for (int d = 0; d < n; d++) {
+        MeshGpu &m = M[d];
+        CK(cudaSetDevice(d));
+        CK(cudaDeviceSynchronize());
+        CK(cudaFree(m.g.buf));
+        CK(cudaFree(m.recv));
+        CK(cudaFree(m.bad));
+        for (int j = 0; j < n - 1; j++) {
+            CK(cudaStreamDestroy(m.side[j]));
+            CK(cudaEventDestroy(m.join[j]));
+        }
+        CK(cudaEventDestroy(m.fork));
+        CK(cudaEventDestroy(m.g.e0));
+        CK(cudaEventDestroy(m.g.e1));
+        CK(cudaStreamDestroy(m.g.s));
+        for (int b = 0; b < n; b++)
+            if (enabled[d][b]) CK(cudaDeviceDisablePeerAccess(b));
+    }
+    CK(cudaFreeHost(gate));
+    CK(cudaSetDevice(0));
+}
+
 int main(int argc, char **argv) {
     int n = 0;
     CK(cudaGetDeviceCount(&n));
@@ -733,5 +1030,6 @@ int main(int argc, char **argv) {
     if (want(argc, argv, "latency")) sec_latency();
     if (want(argc, argv, "barrier")) sec_barrier();
     if (want(argc, argv, "copy")) sec_copy();
+    if (want(argc, argv, "mesh")) sec_mesh();
     return 0;
 }
