@@ -36,10 +36,14 @@ void symm__teams_fini(symm__ctx *ctx);
 
 /* In the barrier area: the dissemination rounds (at most 24: 2^24 PEs), then
  * the hierarchical barrier's words (sync.c): a host leader's arrival counter
- * and each member's release word. */
+ * and each member's release word. Its last word is the CUDA backend's grid
+ * ticket (kernels.cu symm__grid_last): a counter that only this PE's own
+ * collective kernels touch, 0 between kernels. */
 #define SYMM__SLOT_ARRIVE_OFF (24u * 8u)
 #define SYMM__SLOT_RELEASE_OFF (25u * 8u)
-_Static_assert(SYMM__SLOT_RELEASE_OFF + 8u <= SYMM__SLOT_BARRIER_BYTES, "host barrier words fit");
+#define SYMM__SLOT_TICKET_OFF (31u * 8u)
+_Static_assert(SYMM__SLOT_RELEASE_OFF + 8u <= SYMM__SLOT_TICKET_OFF, "host barrier words fit");
+_Static_assert(SYMM__SLOT_TICKET_OFF + 8u <= SYMM__SLOT_BARRIER_BYTES, "the ticket fits");
 _Static_assert(SYMM__SLOT_SCRATCH_OFF + SYMM__SLOT_SCRATCH_BYTES <= SYMM__SLOT_DEVICE_OFF,
                "scratch ends where the device barrier starts");
 _Static_assert(SYMM__SLOT_DEVICE_OFF + 64 * sizeof(uint64_t) <= SYMM__TEAM_SLOT_BYTES,

@@ -470,12 +470,14 @@ static void test_broadcast_root_ahead(symm_ctx ctx, symm_team t, cudaStream_t s)
     if (gpu_me == 0) printf("broadcast, root ahead of late receivers: %d calls checked\n", K);
 }
 
-/* A CUDA graph of an all-reduce, an all-gather and an in-place all-reduce,
- * replayed several times: each replay must advance the device-side epoch
- * (the in-place all-reduce's input is the previous replay's output). */
-static void test_graph(symm_ctx ctx, symm_team t, cudaStream_t s) {
+/* A CUDA graph of an all-reduce of ne elements, an all-gather of ng a PE
+ * and an in-place all-reduce, replayed several times: each replay must
+ * advance the device-side epoch (the in-place all-reduce's input is the
+ * previous replay's output). Small sizes take the LL algorithm; large ones
+ * the barrier algorithms, whose closing barrier is a kernel of its own in a
+ * graph (and fused into the data kernel outside one). */
+static void test_graph(symm_ctx ctx, symm_team t, cudaStream_t s, uint64_t ne, uint64_t ng) {
     const int n = symm_team_n_pes(t), me = symm_team_my_pe(t);
-    const uint64_t ne = 1001, ng = 77;
     symm_buf a = NULL, b = NULL, c = NULL;
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, ne, &a));
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, ne, &b));
@@ -520,7 +522,9 @@ static void test_graph(symm_ctx ctx, symm_team t, cudaStream_t s) {
     CHECK_OK(symm_buf_free(c));
     CHECK_OK(symm_buf_free(b));
     CHECK_OK(symm_buf_free(a));
-    if (gpu_me == 0) printf("graph: 6 replays checked\n");
+    if (gpu_me == 0)
+        printf("graph: 6 replays checked (%llu and %llu elements)\n", (unsigned long long)ne,
+               (unsigned long long)ng);
 }
 
 int main(void) {
@@ -535,14 +539,15 @@ int main(void) {
     test_sizes(ctx, world, s);
     test_back_to_back(ctx, world, s);
     test_broadcast_root_ahead(ctx, world, s);
-    test_graph(ctx, world, s);
+    test_graph(ctx, world, s, 1001, 77);
+    test_graph(ctx, world, s, 1u << 20, 1u << 18); /* 4 MiB, 1 MiB a PE: above LL */
     /* a split team (its own sync slot, zeroed at creation) */
     symm_team t = NULL;
     CHECK_OK(symm_team_split_strided(world, 0, 1, gpu_n, NULL, &t));
     ASSERT_TRUE(t != NULL);
     test_data_movement(ctx, t, s);
     test_back_to_back(ctx, t, s);
-    test_graph(ctx, t, s);
+    test_graph(ctx, t, s, 1001, 77);
     for (int i = 0; i < 50; i++) CHECK_OK(symm_barrier_on_stream(t, s));
     CUDA_OK(cudaStreamSynchronize(s));
     CHECK_OK(symm_barrier(t));

@@ -59,6 +59,8 @@ extern const size_t symm__cuda_fatbin_size;
  * SYMM_DEVICE_BARRIER_OFF); ctx->slot_bytes grows with the job. */
 #define CU_BARRIER_OFF SYMM__SLOT_DEVICE_OFF
 _Static_assert(SYMM__SLOT_DEVICE_OFF == 512, "symm_device.cuh: SYMM_DEVICE_BARRIER_OFF is 512");
+_Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
+               "kernel_params.h: the grid ticket lies CU_TICKET_BACK bytes before the flags");
 
 /* Teams of up to CU_PARAM_PES PEs carry their heap bases in the kernel's
  * parameter block; larger (strided) teams read them from the context's
@@ -89,19 +91,14 @@ _Static_assert(SYMM__SLOT_DEVICE_OFF == 512, "symm_device.cuh: SYMM_DEVICE_BARRI
 
 /* One-shot LL collectives (kernels.cu "LL"; choice in cuda_coll). The
  * scratch: CU_LL_SLOTS team slots (the predefined teams' four and the first
- * split teams'), each a 256-byte header (the grid's ticket word) and two
- * parities of (ll_pes - 1) sender regions of 2 * SYMM_CUDA_LL_BYTES (16-byte
- * lines of 8 data bytes). It lives at byte span of every heap reservation,
+ * split teams'), each two parities of (ll_pes - 1) sender regions of
+ * 2 * SYMM_CUDA_LL_BYTES (16-byte lines of 8 data bytes). It lives at byte span of every heap reservation,
  * beyond the heap (so the core's heap layout does not change), made and
  * shared once at setup (ll_setup): symmetric, never allocated in a call.
  * Teams of more than CU_LL_MAX_PES PEs, and teams of higher slots, use the
  * barrier algorithms. */
 #define CU_LL_SLOTS 16
 #define CU_LL_MAX_PES 8
-/* default SYMM_CUDA_LL_BYTES: 64 KiB (4 MiB of scratch a GPU with 2 PEs a
- * host, 28 MiB with 8). Larger payloads stalled ~0.5 ms now and then on
- * 2 x H200 (docs/DECISIONS.md "Collectives"). */
-#define CU_LL_BYTES_DEFAULT (64u << 10)
 #define CU_LL_RESERVE (1ull << 30) /* address space kept for the scratch per PE */
 enum { CU_ALGO_AUTO, CU_ALGO_LL, CU_ALGO_BASE };
 
@@ -818,6 +815,20 @@ typedef struct cu_ll_conf {
     uint64_t ll_max;
 } cu_ll_conf;
 
+/* Largest payload per pair of PEs (bytes PE i sends PE j) for which "auto"
+ * picks the one-shot LL algorithm (one kernel, no barrier, but twice the
+ * bytes on the link), by team size. On 2 and 4 x H200 LL beat the barrier
+ * algorithms in C-captured CUDA graphs up to 512 KiB a pair (2 PEs) and
+ * 128-256 KiB (4 PEs), but in graphs captured by PyTorch from 256 KiB a pair
+ * on an LL call took ~0.5 ms now and then (a 1 MiB all-gather on 4 ranks:
+ * 486-511 us a call against 9.95 with the barrier algorithm; not understood
+ * yet, docs/DECISIONS.md "Collectives"), so the threshold stays below that.
+ * Teams of 5-8 PEs: not measured, scaled down (each PE stores n - 1 copies
+ * and spins on n - 1 peers). */
+static uint64_t ll_threshold(int32_t n) {
+    return n <= 4 ? 128u << 10 : 32u << 10;
+}
+
 /* Called once by cuda_heap_init on every PE, after the reservations: read
  * the configuration, check that every PE has the same, then create, zero and
  * share the scratch like a heap chunk (kept in s->chunks, so heap_fini
@@ -863,15 +874,18 @@ static symm_status ll_setup(symm__ctx *ctx, cu_state *s) {
     free(all);
     if (st != SYMM_SUCCESS) return st;
     s->coll_algo = mine.algo;
-    if (!mine.ll_set) mine.ll_max = CU_LL_BYTES_DEFAULT;
-    s->ll_max = align_up(mine.ll_max, 8);
     s->ll_pes = max_local < CU_LL_MAX_PES ? max_local : CU_LL_MAX_PES;
+    /* default SYMM_CUDA_LL_BYTES: the LL threshold of a team of the host's
+     * PEs, so "auto" never lacks scratch: 8 MiB of it a GPU with 2 PEs a
+     * host, 24 MiB with 4, 14 MiB with 8 */
+    if (!mine.ll_set) mine.ll_max = ll_threshold(s->ll_pes < 2 ? 2 : s->ll_pes);
+    s->ll_max = align_up(mine.ll_max, 8);
     s->ll_span = 0;
     /* the same verdict on every PE from here on (shared inputs) */
     if (s->ll_pes < 2 || s->ll_max == 0 || s->coll_algo == CU_ALGO_BASE) return SYMM_SUCCESS;
     s->ll_region = align_up(2 * s->ll_max, 256);
     s->ll_parity = s->ll_region * (uint64_t)(s->ll_pes - 1);
-    s->ll_slot = 256 + 2 * s->ll_parity;
+    s->ll_slot = 2 * s->ll_parity;
     uint64_t span = align_up((uint64_t)CU_LL_SLOTS * s->ll_slot, s->gran);
     if (span > CU_LL_RESERVE)
         return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL_BYTES=%llu needs %llu bytes of "
@@ -1350,7 +1364,8 @@ static symm_status team_bases(const symm__ctx *ctx, const symm__team *team, char
         (p).bump = bump;          \
     } while (0)
 
-/* Barrier kernel: epoch = counter + bump. */
+/* Barrier kernel: epoch = counter + bump (1: a stream barrier; 2: the
+ * closing barrier of a collective whose data kernel does not close it). */
 static symm_status launch_barrier(cu_state *s, const symm__team *team, char *const *base,
                                   uint64_t bump, CUstream cs) {
     unsigned threads = team->n_pes <= 32 ? 32 : 64;
@@ -1375,8 +1390,7 @@ static symm_status launch_barrier(cu_state *s, const symm__team *team, char *con
 /* Barrier of a team larger than a parameter block holds: heap bases come
  * from the device peer table, so the team must be strided (split teams and
  * the world are; only the SHARED/NODE teams of irregular layouts are not). */
-static symm_status launch_barrier_wide(cu_state *s, const symm__team *team, uint64_t bump,
-                                       CUstream cs) {
+static symm_status launch_barrier_wide(cu_state *s, const symm__team *team, CUstream cs) {
     symm__kbarrier_wide_params p;
     memset(&p, 0, sizeof p);
     p.table = (char *const *)(uintptr_t)s->peer_table;
@@ -1390,7 +1404,7 @@ static symm_status launch_barrier_wide(cu_state *s, const symm__team *team, uint
     p.me = team->my_pe;
     p.n = team->n_pes;
     p.area_off = symm__team_sync_off(s->ctx, team->slot) + CU_BARRIER_OFF;
-    p.bump = bump;
+    p.bump = 1;
     p.timeout_ns = s->timeout_ns;
     p.err = s->err_word;
     void *args[] = {&p};
@@ -1403,7 +1417,7 @@ static symm_status cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, voi
     SYMM_TRY(team_reachable(ctx, team));
     SYMM_TRY(cu_enter(s));
     if (team->n_pes > CU_PARAM_PES) {
-        SYMM_TRY(launch_barrier_wide(s, team, 1, stream_of(s, stream)));
+        SYMM_TRY(launch_barrier_wide(s, team, stream_of(s, stream)));
     } else if (team->n_pes > 1) {
         char *base[CU_PARAM_PES];
         SYMM_TRY(team_bases(ctx, team, base));
@@ -1444,16 +1458,6 @@ static const char *coll_kind_name(uint32_t kind) {
     }
 }
 
-/* Largest payload per pair of PEs (bytes PE i sends PE j) for which "auto"
- * picks the one-shot LL algorithm, by team size. From the 2 and 4 x H200
- * measurements in docs/DECISIONS.md "Collectives" (teams of 5-8 PEs: not
- * measured, scaled down, as each PE stores n - 1 copies and spins on n - 1
- * peers). */
-static uint64_t ll_threshold(int32_t n) {
-    if (n <= 4) return 64u << 10;
-    return 16u << 10;
-}
-
 /* One-shot LL form of a collective (kernels.cu "LL"), or false with why not
  * (for the trace) when cuda_coll should run the barrier algorithm. */
 static bool ll_choose(const cu_state *s, const symm__coll *c, uint64_t pair_bytes,
@@ -1471,7 +1475,8 @@ static bool ll_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
     if (team->slot >= CU_LL_SLOTS) return *why = "team slot without LL scratch", false;
     if (pair_bytes > s->ll_max) return *why = "above SYMM_CUDA_LL_BYTES", false;
     if (s->coll_algo == CU_ALGO_LL) return *why = "SYMM_CUDA_COLL_ALGO=ll", true;
-    if (pair_bytes > ll_threshold(team->n_pes)) return *why = "auto, above the LL threshold", false;
+    if (pair_bytes > ll_threshold(team->n_pes))
+        return *why = "auto, above the LL threshold", false;
     return *why = "auto, at most the LL threshold", true;
 }
 
@@ -1537,9 +1542,23 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
         SYMM_TRY(coll_ll(s, c, base, cs, pair_bytes, why));
         return finish(s, stream);
     }
-    SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per pair on %d PEs: algorithm %s (%s)",
-               coll_kind_name(c->kind), (unsigned long long)pair_bytes, (int)n,
-               c->kind == SYMM__COLL_REDUCE ? "twoshot" : "pull", why);
+    /* The barrier algorithms start with the team's barrier, fused into their
+     * (first) data kernel, and end with it: fused into the last one too (its
+     * last block runs it; one launch, so half the host time), except while
+     * the stream is being captured into a CUDA graph, where host time is
+     * paid once and a barrier kernel of its own after the data kernel is
+     * 0.5-1.5 us faster on the GPU (the kernel boundary publishes the data
+     * sooner than every block's fence; docs/DECISIONS.md "Collectives"). */
+    bool fuse = n > 1;
+    if (fuse && stream) {
+        CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+        SYMM__CU(StreamIsCapturing(cs, &cap));
+        fuse = cap == CU_STREAM_CAPTURE_STATUS_NONE;
+    }
+    SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per pair on %d PEs: algorithm %s (%s), "
+               "closing barrier %s", coll_kind_name(c->kind), (unsigned long long)pair_bytes, (int)n,
+               c->kind == SYMM__COLL_REDUCE ? "twoshot" : "copy", why,
+               fuse ? "in the data kernel" : n > 1 ? "a kernel of its own (graph capture)" : "none");
 
     if (c->kind == SYMM__COLL_REDUCE || c->kind == SYMM__COLL_REDUCESCATTER) {
         CUfunction f = NULL;
@@ -1564,15 +1583,13 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
         }
         uint64_t steps = (p.hi - p.lo + (16 / es) - 1) / (16 / es);
         unsigned blocks = (unsigned)min_u64(max_u64((steps + CU_THREADS - 1) / CU_THREADS, 1), max_blocks);
-        p.leave = blocks == 1 && n > 1; /* one block: the closing barrier runs in it */
+        p.leave = fuse;
         void *args[] = {&p};
-        SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s kernel, %u block(s) x %d threads, elements [%llu, %llu)%s",
+        SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s kernel, %u block(s) x %d threads, elements [%llu, %llu)",
                    c->kind == SYMM__COLL_REDUCE ? "two-shot reduce (reduce a slice, push it to all)"
                                                 : "reduce-scatter (pull and reduce own block)",
-                   blocks, CU_THREADS, (unsigned long long)p.lo, (unsigned long long)p.hi,
-                   p.leave ? ", barrier inside" : "");
+                   blocks, CU_THREADS, (unsigned long long)p.lo, (unsigned long long)p.hi);
         SYMM_TRY(launch(s, f, "cuLaunchKernel(symm_k_reduce)", blocks, 1, CU_THREADS, cs, args));
-        if (p.leave) return finish(s, stream);
     } else {
         symm__kgather_params p;
         CU_FILL_TEAM_PARAMS(p);
@@ -1587,17 +1604,29 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
             p.only_j = c->root;
             pairs = 1;
             break;
+        /* Two PEs push (this PE writes into the peer), larger teams pull:
+         * docs/DECISIONS.md "Collectives" has the measurements. */
         case SYMM__COLL_FCOLLECT:
-            p.dst_j_stride = p.len;
-            if (c->src_off == c->dst_off + (uint64_t)me * p.len) {
-                /* in place: PE j's source is its own block j of dst */
-                p.src_off = c->dst_off;
-                p.src_j_stride = p.len;
+            if (n == 2) { /* my block to block me of every PE (in place too) */
+                p.push = 1;
+                p.dst_me_stride = p.len;
+            } else { /* block j of dst from PE j's source (in place: its block j of dst) */
+                p.dst_j_stride = p.len;
+                if (c->src_off == c->dst_off + (uint64_t)me * p.len) {
+                    p.src_off = c->dst_off;
+                    p.src_j_stride = p.len;
+                }
             }
             break;
         case SYMM__COLL_ALLTOALL:
-            p.src_me_stride = p.len;
-            p.dst_j_stride = p.len;
+            if (n == 2) { /* my block j to block me of PE j */
+                p.push = 1;
+                p.src_j_stride = p.len;
+                p.dst_me_stride = p.len;
+            } else { /* block j of dst from block me of PE j's source */
+                p.src_me_stride = p.len;
+                p.dst_j_stride = p.len;
+            }
             break;
         case SYMM__COLL_COLLECT:
             break;
@@ -1618,6 +1647,7 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
                 p.dst_j_stride = 0;
                 p.src_off = inplace ? at : c->src_off;
                 p.len = c->counts[j] * es;
+                p.leave = j == n - 1 && fuse; /* the last kernel closes */
                 at += p.len;
                 void *args[] = {&p};
                 SYMM_TRY(launch(s, s->f_gather, "cuLaunchKernel(symm_k_gather)",
@@ -1627,17 +1657,16 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
         } else {
             unsigned per_pair = max_blocks / pairs ? max_blocks / pairs : 1;
             unsigned bx = copy_blocks(s, p.len, per_pair);
-            p.leave = bx * pairs == 1 && n > 1; /* one block: the closing barrier runs in it */
-            SYMM_TRACE(SYMM_LOG_COLL, "cuda: gather kernel (pull), %u x %u block(s) x %d threads, "
-                       "%llu bytes per pair%s", bx, pairs, CU_THREADS, (unsigned long long)p.len,
-                       p.leave ? ", barrier inside" : "");
+            p.leave = fuse;
+            SYMM_TRACE(SYMM_LOG_COLL, "cuda: gather kernel (%s), %u x %u block(s) x %d threads, "
+                       "%llu bytes per pair", p.push ? "push" : "pull", bx, pairs, CU_THREADS,
+                       (unsigned long long)p.len);
             void *args[] = {&p};
             SYMM_TRY(launch(s, s->f_gather, "cuLaunchKernel(symm_k_gather)", bx, pairs, CU_THREADS,
                             cs, args));
-            if (p.leave) return finish(s, stream);
         }
     }
-    if (n > 1) SYMM_TRY(launch_barrier(s, team, base, 2, cs));
+    if (n > 1 && !fuse) SYMM_TRY(launch_barrier(s, team, base, 2, cs));
     return finish(s, stream);
 }
 

@@ -15,6 +15,11 @@
 #define CU_ERR_TIMEOUT 1     /* a runtime wait gave up after its timeout */
 #define CU_ERR_PEER_FAILED 2 /* the host learned that a peer PE died     */
 
+/* A team slot's grid ticket (teams.h SYMM__SLOT_TICKET_OFF) lies this many
+ * bytes before the slot's device barrier flags (area_off in the parameter
+ * blocks below); cuda.c checks the two layouts agree. */
+#define CU_TICKET_BACK 264u
+
 /* Bytes a put from pageable host memory (or p_on_stream) carries inline. */
 #define SYMM__INLINE_BYTES 64
 typedef struct symm__inline_data {
@@ -91,12 +96,12 @@ typedef struct symm__kgather_params {
     uint64_t area_off, timeout_ns;
     int *err;
     uint64_t src_off, src_me_stride, src_j_stride;
-    uint64_t dst_off, dst_j_stride;
+    uint64_t dst_off, dst_me_stride, dst_j_stride;
     uint64_t len;
-    int32_t only_j; /* -1: pair j = blockIdx.y                */
-    int32_t enter;  /* 1: start with the collective's barrier */
-    int32_t leave;  /* 1: end with it too (one-block grids)   */
-    int32_t pad;
+    int32_t only_j; /* -1: pair j = blockIdx.y                 */
+    int32_t push;   /* 1: this PE writes into PE j's heap      */
+    int32_t enter;  /* 1: start with the collective's barrier  */
+    int32_t leave;  /* 1: end with it (the last kernel of one) */
 } symm__kgather_params;
 
 /* symm_k_reduce_<dtype>_<op>: see kernels.cu. */
@@ -108,7 +113,7 @@ typedef struct symm__kreduce_params {
     uint64_t lo, hi;           /* element range this PE reduces      */
     int32_t push;              /* 1: write the result to every PE    */
     int32_t enter;             /* 1: start with the barrier          */
-    int32_t leave;             /* 1: end with it (one-block grids)   */
+    int32_t leave;             /* 1: end with it                     */
     int32_t pad;
 } symm__kreduce_params;
 
@@ -120,7 +125,7 @@ typedef struct symm__kll_params {
     symm__kteam8 team;
     uint64_t area_off, timeout_ns; /* the slot's barrier flags: PE me's entry is the epoch */
     int *err;
-    uint64_t ll_off;    /* the slot's LL area in every heap: ticket word, then 2 parities */
+    uint64_t ll_off;    /* the slot's LL area in every heap: 2 parities                   */
     uint64_t ll_region; /* bytes of one sender's lines in one parity                        */
     uint64_t ll_parity; /* bytes of one parity: (up to 7) sender regions                    */
     uint64_t src_off, src_j_stride; /* what goes to team PE j: src_off + j * src_j_stride   */

@@ -153,15 +153,53 @@ __device__ __forceinline__ bool symm__coll_enter(const symm__kteam<N> &t, uint64
     return ok;
 }
 
-/* End of a collective fused into a one-block data kernel: the closing barrier
- * (epoch counter + 2, advanced), as symm_k_barrier_* with bump 2 would do. */
+/* The grid's last block: every block calls this once (all its threads), and
+ * it returns 1 in the block that came last, -1 there instead if some block
+ * said !ok, 0 in the others. With release, each block first releases its
+ * earlier writes (to this GPU or to peers) at system scope, so that a
+ * system-scope release by the last block (the closing barrier's) publishes
+ * all of them. The counter is the slot's ticket word (CU_TICKET_BACK before
+ * area_off; 0 between kernels: the last block puts it back). A failed block
+ * adds CU_TICKET_FAILED as well. */
+#define CU_TICKET_FAILED (1u << 24)
+__device__ __forceinline__ int symm__grid_last(char *mine, uint64_t area_off, bool ok,
+                                               bool release) {
+    __shared__ int last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const unsigned total = gridDim.x * gridDim.y;
+        int r = ok ? 1 : -1;
+        if (total > 1) {
+            unsigned *ticket = (unsigned *)(mine + area_off - CU_TICKET_BACK);
+            /* acq_rel, not sc (__threadfence_system): 0.5-0.6 us less per
+             * collective on 2 and 4 x H200 */
+            if (release) symm__fence_acq_rel_sys();
+            const unsigned old = atomicAdd(ticket, ok ? 1u : CU_TICKET_FAILED + 1u);
+            if ((old & (CU_TICKET_FAILED - 1u)) != total - 1) {
+                r = 0;
+            } else {
+                *(volatile unsigned *)ticket = 0;
+                if (old >= CU_TICKET_FAILED) r = -1;
+            }
+        }
+        last = r;
+    }
+    __syncthreads();
+    return last;
+}
+
+/* End of a collective, fused into its (last) data kernel: once every block
+ * is done, the last one runs the closing barrier (epoch counter + 2,
+ * advanced), as symm_k_barrier_* with bump 2 would; skipped when a block
+ * failed (its wait already gave up). The other blocks end at once. The
+ * barrier's opening acq_rel fence is also the acquire of the ticket. */
 template <int N>
 __device__ __forceinline__ void symm__coll_leave(const symm__kteam<N> &t, uint64_t area_off,
-                                                 uint64_t timeout_ns, int *err) {
+                                                 bool ok, uint64_t timeout_ns, int *err) {
     symm__world_table<N> w = {&t};
     char *mine = t.base[t.me];
+    if (symm__grid_last(mine, area_off, ok, true) != 1) return;
     uint64_t e = symm__barrier_epoch(mine, area_off, t.me) + 2;
-    __syncthreads(); /* the block's data is written (fenced in arrive_wait) */
     symm__barrier_arrive_wait(mine, area_off, t.me, t.n, w, e, threadIdx.x, blockDim.x, timeout_ns,
                               err);
     __syncthreads();
@@ -171,21 +209,28 @@ __device__ __forceinline__ void symm__coll_leave(const symm__kteam<N> &t, uint64
 /* ------------------------------------------------------------------------ */
 /* Data movement of broadcast / fcollect / collect / alltoall                */
 /* ------------------------------------------------------------------------ */
-/* Pair j (blockIdx.y, or only_j): copy len bytes from team PE j's heap at
- * src_off + me * src_me_stride + j * src_j_stride into this PE's heap at
- * dst_off + j * dst_j_stride. Pairs whose source and destination coincide are
- * skipped. */
+/* Pair j (blockIdx.y, or only_j): copy len bytes from
+ *   src_off + me * src_me_stride + j * src_j_stride  of PE j's heap (pull) or
+ *                                                    of this PE's (push)
+ * to
+ *   dst_off + me * dst_me_stride + j * dst_j_stride  of this PE's heap (pull)
+ *                                                    or of PE j's (push).
+ * Pairs whose source and destination coincide are skipped. (cuda.c picks
+ * push or pull by team size: docs/DECISIONS.md "Collectives".) */
 extern "C" __global__ void symm_k_gather(const __grid_constant__ symm__kgather_params p) {
     symm__k_enter();
-    if (p.enter && !symm__coll_enter(p.team, p.area_off, p.timeout_ns, p.err)) return;
-    int j = p.only_j >= 0 ? p.only_j : (int)blockIdx.y;
-    const char *src = p.team.base[j] + p.src_off + (uint64_t)p.team.me * p.src_me_stride +
-                      (uint64_t)j * p.src_j_stride;
-    char *dst = p.team.base[p.team.me] + p.dst_off + (uint64_t)j * p.dst_j_stride;
-    if (j < p.team.n && src != dst && p.len != 0)
-        symm__copy(dst, src, p.len, (size_t)blockIdx.x * blockDim.x + threadIdx.x,
-                   (size_t)gridDim.x * blockDim.x);
-    if (p.leave) symm__coll_leave(p.team, p.area_off, p.timeout_ns, p.err);
+    const bool ok = !p.enter || symm__coll_enter(p.team, p.area_off, p.timeout_ns, p.err);
+    const int j = p.only_j >= 0 ? p.only_j : (int)blockIdx.y, me = p.team.me;
+    const uint64_t s_at = p.src_off + (uint64_t)me * p.src_me_stride + (uint64_t)j * p.src_j_stride;
+    const uint64_t d_at = p.dst_off + (uint64_t)me * p.dst_me_stride + (uint64_t)j * p.dst_j_stride;
+    if (ok && j < p.team.n && p.len != 0) {
+        const char *src = p.team.base[p.push ? me : j] + s_at;
+        char *dst = p.team.base[p.push ? j : me] + d_at;
+        if (src != dst)
+            symm__copy(dst, src, p.len, (size_t)blockIdx.x * blockDim.x + threadIdx.x,
+                       (size_t)gridDim.x * blockDim.x);
+    }
+    if (p.leave) symm__coll_leave(p.team, p.area_off, ok, p.timeout_ns, p.err);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -254,34 +299,42 @@ struct symm__op_xor {
     }
 };
 
+/* Up to SYMM__RED_BATCH PEs' 16-byte vectors are loaded before any is used,
+ * so a thread has that many loads (most of them from peers, over NVLink) in
+ * flight instead of one after another. */
+#define SYMM__RED_BATCH 8
+
 template <typename T, typename Op>
 __device__ __forceinline__ void symm__reduce(const symm__kreduce_params &p) {
     typedef typename symm__acc<T>::type A;
     symm__k_enter();
-    if (p.enter && !symm__coll_enter(p.team, p.area_off, p.timeout_ns, p.err)) return;
+    const bool ok = !p.enter || symm__coll_enter(p.team, p.area_off, p.timeout_ns, p.err);
     const int n = p.team.n;
     const Op op;
     const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     const size_t nthr = (size_t)gridDim.x * blockDim.x;
     constexpr int V = 16 / (int)sizeof(T);
-    uint64_t lo = p.lo, hi = p.hi;
+    uint64_t lo = p.lo, hi = ok ? p.hi : p.lo;
     /* vector body: V elements (16 bytes) per step when every address is 16-byte
      * aligned at lo (heap bases are), scalar otherwise and for the tail */
     bool vec = ((p.src_off + lo * sizeof(T)) % 16 == 0) && ((p.dst_off + lo * sizeof(T)) % 16 == 0);
     uint64_t vhi = vec ? lo + (hi - lo) / V * V : lo;
     for (uint64_t i = lo + tid * V; i < vhi; i += nthr * V) {
         A acc[V];
-        {
-            uint4 raw = *(const uint4 *)(p.team.base[0] + p.src_off + i * sizeof(T));
-            const T *v = (const T *)&raw;
+        for (int j0 = 0; j0 < n; j0 += SYMM__RED_BATCH) {
+            uint4 raw[SYMM__RED_BATCH];
 #pragma unroll
-            for (int k = 0; k < V; k++) acc[k] = symm__to_acc<T>(v[k]);
-        }
-        for (int j = 1; j < n; j++) {
-            uint4 raw = *(const uint4 *)(p.team.base[j] + p.src_off + i * sizeof(T));
-            const T *v = (const T *)&raw;
+            for (int b = 0; b < SYMM__RED_BATCH; b++)
+                if (j0 + b < n)
+                    raw[b] = *(const uint4 *)(p.team.base[j0 + b] + p.src_off + i * sizeof(T));
 #pragma unroll
-            for (int k = 0; k < V; k++) acc[k] = op(acc[k], symm__to_acc<T>(v[k]));
+            for (int b = 0; b < SYMM__RED_BATCH; b++) {
+                if (j0 + b >= n) break;
+                const T *v = (const T *)&raw[b];
+#pragma unroll
+                for (int k = 0; k < V; k++)
+                    acc[k] = j0 + b == 0 ? symm__to_acc<T>(v[k]) : op(acc[k], symm__to_acc<T>(v[k]));
+            }
         }
         uint4 out;
         T *o = (T *)&out;
@@ -305,7 +358,7 @@ __device__ __forceinline__ void symm__reduce(const symm__kreduce_params &p) {
             *(T *)(p.team.base[p.team.me] + p.dst_off + i * sizeof(T)) = r;
         }
     }
-    if (p.leave) symm__coll_leave(p.team, p.area_off, p.timeout_ns, p.err);
+    if (p.leave) symm__coll_leave(p.team, p.area_off, ok, p.timeout_ns, p.err);
 }
 
 /* Every (dtype, op) pair that has reduction kernels: X(tname, T, oname, Op).
@@ -358,7 +411,7 @@ SYMM__REDUCE_PAIRS(SYMM__K_REDUCE)
  * Epoch. E = the team's barrier epoch counter (PE me's own entry of the
  * slot's barrier flags, zeroed when the team is made, advanced in lockstep by
  * every barrier and collective of the team) + 1; the last block of the grid
- * stores E back (a ticket word in the LL area counts the blocks), so the
+ * stores E back (the slot's ticket word counts the blocks), so the
  * counter lives on the GPU and graph replays see it advance. The flag is
  * E's low 32 bits (1 in place of 0); the lines of parity E & 1 are used.
  *
@@ -464,7 +517,7 @@ struct symm__ll_call {
         mine = p.team.base[p.team.me];
         e = symm__barrier_epoch(mine, p.area_off, p.team.me) + 1;
         f = (uint32_t)e ? (uint32_t)e : 1u;
-        lines = p.ll_off + 256 + (e & 1) * p.ll_parity;
+        lines = p.ll_off + (e & 1) * p.ll_parity;
     }
     /* line of unit u from sender j, in receiver PE r's area (me: sender or receiver) */
     __device__ __forceinline__ uint64_t line_off(const symm__kll_params &p, int sender, int receiver,
@@ -472,16 +525,11 @@ struct symm__ll_call {
         int k = sender < receiver ? sender : sender - 1;
         return lines + (uint64_t)k * p.ll_region + 16 * u;
     }
-    /* The last block to get here advances the epoch counter to E. */
+    /* The last block to get here advances the epoch counter to E (no fence:
+     * nothing this grid wrote needs publishing, each line carries its flag). */
     __device__ __forceinline__ void finish(const symm__kll_params &p) const {
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            unsigned *ticket = (unsigned *)(mine + p.ll_off);
-            if (atomicAdd(ticket, 1u) == gridDim.x - 1) {
-                *(volatile unsigned *)ticket = 0;
-                symm__barrier_advance(mine, p.area_off, p.team.me, e);
-            }
-        }
+        if (symm__grid_last(mine, p.area_off, true, false) == 1 && threadIdx.x == 0)
+            symm__barrier_advance(mine, p.area_off, p.team.me, e);
     }
 };
 
