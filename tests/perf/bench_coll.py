@@ -245,6 +245,9 @@ for op in [o for o in args.ops.split(",") if o in OPS]:
                              "busbw_gbs": None if bad else busbw(op, nbytes, b2b), "error": bad}
             except Exception as e:  # noqa: BLE001 (reported, the run goes on)
                 results["notes"].append("%s %s %d B: %r" % (impl, op, nbytes, e))
+                if impl == "symm":  # symm must work: a failed row fails the run
+                    row[impl] = {"b2b_us": None, "graph_us": None, "busbw_gbs": None,
+                                 "error": repr(e)}
             del s, fn, check, first
             S.synchronize()
             dist.barrier()

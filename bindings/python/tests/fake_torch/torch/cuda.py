@@ -46,6 +46,9 @@ class Stream:
     def synchronize(self):
         pass
 
+    def wait_stream(self, other):
+        pass
+
 
 def current_stream(d=None):
     return Stream()
