@@ -232,14 +232,14 @@ static void test_data_movement(symm_ctx ctx, symm_team t, cudaStream_t s) {
     CHECK_OK(symm_buf_free(src));
 }
 
-/* Sizes around the one-shot LL algorithm's thresholds (64, 32 and 16 KiB per
- * pair for teams of 2, <= 4 and <= 8 PEs; capacity SYMM_CUDA_LL_BYTES,
- * 64 KiB by default) and far above them, odd ones included: every data kind,
- * blocking and on a stream, checked element by element. */
+/* Sizes around the one-shot LL algorithm's thresholds (128 KiB per pair for
+ * teams of up to 4 PEs, 32 KiB for 5-8; capacity SYMM_CUDA_LL_BYTES, the
+ * threshold by default) and far above them, odd ones included: every data
+ * kind, blocking and on a stream, checked element by element. */
 static void test_sizes(symm_ctx ctx, symm_team t, cudaStream_t s) {
     const int n = symm_team_n_pes(t), me = symm_team_my_pe(t);
     const uint64_t sizes[] = {1, 2, 3, 255, 1023, 4095, 4096, 4097, 8191, 8193, 16383, 16384,
-                              16385, 50001, 65535, 65536, 65537, 70001};
+                              16385, 32767, 32768, 32769, 50001, 65535, 65536, 65537, 70001};
     const uint64_t maxe = 70001;
     symm_buf src = NULL, dst = NULL;
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT32, maxe * (uint64_t)n, &src));

@@ -92,9 +92,10 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
 /* One-shot LL collectives (kernels.cu "LL"; choice in cuda_coll). The
  * scratch: CU_LL_SLOTS team slots (the predefined teams' four and the first
  * split teams'), each two parities of (ll_pes - 1) sender regions of
- * 2 * SYMM_CUDA_LL_BYTES (16-byte lines of 8 data bytes). It lives at byte span of every heap reservation,
- * beyond the heap (so the core's heap layout does not change), made and
- * shared once at setup (ll_setup): symmetric, never allocated in a call.
+ * 2 * SYMM_CUDA_LL_BYTES (16-byte lines of 8 data bytes). It lives at byte
+ * span of every heap reservation, beyond the heap (so the core's heap layout
+ * does not change), made and shared once at setup (ll_setup): symmetric,
+ * never allocated in a call.
  * Teams of more than CU_LL_MAX_PES PEs, and teams of higher slots, use the
  * barrier algorithms. */
 #define CU_LL_SLOTS 16
