@@ -570,6 +570,7 @@ static const var vars[] = {
     {"SYMM_CUDA_STREAM_MEMOPS", "1: EQ stream waits with cuStreamWaitValue64", false},
     {"SYMM_CUDA_COLL_ALGO", "collectives: auto, ll (one-shot), twoshot / pull (barrier)", false},
     {"SYMM_CUDA_LL_BYTES", "one-shot LL collectives: bytes per pair of PEs (0: none)", false},
+    {"SYMM_CUDA_COLL_COPY", "all-gather/all-to-all above LL: auto, push, pull", false},
     {"SYMM_CUDA_DISABLE_P2P", "1: no load/store between GPUs", false},
     {"SYMM_TRANSPORT", "transport to other hosts: auto, none, ibverbs, tcp", false},
     {"SYMM_TRANSPORT_PATH", "folders searched first for transport plugins", false},

@@ -102,6 +102,9 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
 #define CU_LL_MAX_PES 8
 #define CU_LL_RESERVE (1ull << 30) /* address space kept for the scratch per PE */
 enum { CU_ALGO_AUTO, CU_ALGO_LL, CU_ALGO_BASE };
+/* How the barrier algorithm's all-gather and all-to-all move data
+ * (SYMM_CUDA_COLL_COPY): auto = push on teams of 2, pull on larger ones. */
+enum { CU_COPY_AUTO, CU_COPY_PUSH, CU_COPY_PULL };
 
 typedef struct cu_map {
     uint64_t off, size;
@@ -161,6 +164,7 @@ typedef struct cu_state {
     uint64_t ll_max;   /* largest LL payload per pair of PEs (SYMM_CUDA_LL_BYTES) */
     int32_t ll_pes;    /* largest team the scratch serves (<= CU_LL_MAX_PES)     */
     int coll_algo;     /* CU_ALGO_* (SYMM_CUDA_COLL_ALGO)                         */
+    int coll_copy;     /* CU_COPY_* (SYMM_CUDA_COLL_COPY)                         */
     CUfunction f_ll_copy;
     _Atomic(CUfunction) f_llreduce[SYMM_DTYPE_COUNT][CU_N_OPS];
 } cu_state;
@@ -809,10 +813,13 @@ static symm_status cuda_heap_grow(symm__ctx *ctx, uint64_t new_mapped) {
 /* ------------------------------------------------------------------------ */
 
 /* The configuration every PE must share: SYMM_CUDA_COLL_ALGO (auto, ll, or
- * twoshot / pull: the barrier algorithms only) and SYMM_CUDA_LL_BYTES (the
- * largest LL payload per pair of PEs, 0: no LL, no scratch). */
+ * twoshot / pull: the barrier algorithms only), SYMM_CUDA_LL_BYTES (the
+ * largest LL payload per pair of PEs, 0: no LL, no scratch) and
+ * SYMM_CUDA_COLL_COPY (auto, push or pull: PEs that pushed and pulled in one
+ * all-gather would leave blocks unwritten). */
 typedef struct cu_ll_conf {
     int32_t status, algo, local_n, ll_set; /* ll_set: SYMM_CUDA_LL_BYTES given */
+    int32_t copy, pad;
     uint64_t ll_max;
 } cu_ll_conf;
 
@@ -853,6 +860,17 @@ static symm_status ll_setup(symm__ctx *ctx, cu_state *s) {
                                     "ll, twoshot or pull", a);
         }
     }
+    const char *cp = getenv("SYMM_CUDA_COLL_COPY");
+    mine.copy = CU_COPY_AUTO;
+    if (mine.status == SYMM_SUCCESS && cp && *cp && strcmp(cp, "auto") != 0) {
+        if (strcmp(cp, "push") == 0)
+            mine.copy = CU_COPY_PUSH;
+        else if (strcmp(cp, "pull") == 0)
+            mine.copy = CU_COPY_PULL;
+        else
+            mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_COPY=%s: expected auto, "
+                                    "push or pull", cp);
+    }
     mine.ll_set = getenv("SYMM_CUDA_LL_BYTES") && *getenv("SYMM_CUDA_LL_BYTES");
     if (mine.status == SYMM_SUCCESS)
         mine.status = env_size("SYMM_CUDA_LL_BYTES", 0, &mine.ll_max);
@@ -865,16 +883,17 @@ static symm_status ll_setup(symm__ctx *ctx, cu_state *s) {
                                   : symm__err(all[pe].status, "PE %d: bad CUDA collective "
                                               "settings (see its own error message)", (int)pe);
         else if (all[pe].algo != all[0].algo || all[pe].ll_max != all[0].ll_max ||
-                 all[pe].ll_set != all[0].ll_set)
-            st = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO / SYMM_CUDA_LL_BYTES differ "
-                           "between PE 0 and PE %d: every PE must choose the same collective "
-                           "algorithms", (int)pe);
+                 all[pe].ll_set != all[0].ll_set || all[pe].copy != all[0].copy)
+            st = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO / SYMM_CUDA_LL_BYTES / "
+                           "SYMM_CUDA_COLL_COPY differ between PE 0 and PE %d: every PE must "
+                           "choose the same collective algorithms", (int)pe);
         else if (all[pe].local_n > max_local)
             max_local = all[pe].local_n;
     }
     free(all);
     if (st != SYMM_SUCCESS) return st;
     s->coll_algo = mine.algo;
+    s->coll_copy = mine.copy;
     s->ll_pes = max_local < CU_LL_MAX_PES ? max_local : CU_LL_MAX_PES;
     /* default SYMM_CUDA_LL_BYTES: the LL threshold of a team of the host's
      * PEs, so "auto" never lacks scratch: 8 MiB of it a GPU with 2 PEs a
@@ -1592,6 +1611,10 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
                    blocks, CU_THREADS, (unsigned long long)p.lo, (unsigned long long)p.hi);
         SYMM_TRY(launch(s, f, "cuLaunchKernel(symm_k_reduce)", blocks, 1, CU_THREADS, cs, args));
     } else {
+        /* all-gather / all-to-all: teams of 2 push (this PE writes into the
+         * peer), larger teams pull, unless SYMM_CUDA_COLL_COPY says otherwise
+         * (docs/DECISIONS.md "Collectives" has the measurements) */
+        const bool push = s->coll_copy == CU_COPY_PUSH || (s->coll_copy == CU_COPY_AUTO && n == 2);
         symm__kgather_params p;
         CU_FILL_TEAM_PARAMS(p);
         p.enter = n > 1;
@@ -1605,10 +1628,8 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
             p.only_j = c->root;
             pairs = 1;
             break;
-        /* Two PEs push (this PE writes into the peer), larger teams pull:
-         * docs/DECISIONS.md "Collectives" has the measurements. */
         case SYMM__COLL_FCOLLECT:
-            if (n == 2) { /* my block to block me of every PE (in place too) */
+            if (push) { /* my block to block me of every PE (in place too) */
                 p.push = 1;
                 p.dst_me_stride = p.len;
             } else { /* block j of dst from PE j's source (in place: its block j of dst) */
@@ -1620,7 +1641,7 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
             }
             break;
         case SYMM__COLL_ALLTOALL:
-            if (n == 2) { /* my block j to block me of PE j */
+            if (push) { /* my block j to block me of PE j */
                 p.push = 1;
                 p.src_j_stride = p.len;
                 p.dst_me_stride = p.len;
