@@ -527,14 +527,39 @@ SYMM_DEV_FN uint64_t symm__barrier_epoch(char *my_base, uint64_t area_off, int m
 SYMM_DEV_FN void symm__barrier_advance(char *my_base, uint64_t area_off, int me, uint64_t e) {
     *(volatile uint64_t *)((uint64_t *)(my_base + area_off) + me) = e;
 }
-/* Threads tid of nthr announce epoch e to every other team PE and wait until
- * each announced e (or later). The k-th other PE (k = 0 .. n - 2) is served by
- * thread k % nthr, so with two PEs thread 0 does all of it. timeout_ns (0 =
+/* Spin until the flag *w (written by a peer) is at least want, then acquire
+ * it: one acquire load, which pairs with the writer's release fence before
+ * its flag store and is cheaper than a system-scope fence. timeout_ns (0 =
  * none): give up after that long and set *err (if err, and still 0) to 1;
  * returns false then. err (the runtime kernels' error word, or the device
  * context's fail_word): *err == SYMM_DEVICE_FAIL_PEER means the host learned
  * that a peer PE died: give up at once (checked every SYMM_DEVICE_FAIL_POLL
  * spins). */
+SYMM_DEV_FN bool symm__wait_ge_u64(const uint64_t *w, uint64_t want, uint64_t timeout_ns,
+                                   int *err) {
+    unsigned spins = 0;
+    uint64_t t0 = 0;
+    while (symm__ld_relaxed_u64(w) < want) {
+        if ((timeout_ns || err) && ((++spins % SYMM_DEVICE_FAIL_POLL) == 0)) {
+            if (err && *(volatile int *)err == SYMM_DEVICE_FAIL_PEER) return false;
+            if (!timeout_ns) continue;
+            uint64_t t = symm__globaltimer();
+            if (!t0) {
+                t0 = t;
+            } else if (t - t0 > timeout_ns) {
+                if (err) atomicCAS_system(err, 0, 1);
+                return false;
+            }
+        }
+    }
+    (void)symm__ld_acquire_u64(w);
+    return true;
+}
+
+/* Threads tid of nthr announce epoch e to every other team PE and wait until
+ * each announced e (or later). The k-th other PE (k = 0 .. n - 2) is served by
+ * thread k % nthr, so with two PEs thread 0 does all of it. Gives up (false)
+ * as symm__wait_ge_u64 does. */
 template <typename World>
 __device__ __forceinline__ bool symm__barrier_arrive_wait(char *my_base, uint64_t area_off,
                                                           int me, int n, World world, uint64_t e,
@@ -550,24 +575,7 @@ __device__ __forceinline__ bool symm__barrier_arrive_wait(char *my_base, uint64_
     }
     for (int k = (int)tid; k < n - 1; k += (int)nthr) {
         const int j = k < me ? k : k + 1;
-        unsigned spins = 0;
-        uint64_t t0 = 0;
-        while (symm__ld_relaxed_u64(&area[j]) < e) {
-            if ((timeout_ns || err) && ((++spins % SYMM_DEVICE_FAIL_POLL) == 0)) {
-                if (err && *(volatile int *)err == SYMM_DEVICE_FAIL_PEER) return false;
-                if (!timeout_ns) continue;
-                uint64_t t = symm__globaltimer();
-                if (!t0) {
-                    t0 = t;
-                } else if (t - t0 > timeout_ns) {
-                    if (err) atomicCAS_system(err, 0, 1);
-                    return false;
-                }
-            }
-        }
-        /* acquire: one acquire load per awaited flag (pairs with the peer's
-         * release fence before its flag store), cheaper than a sys fence */
-        (void)symm__ld_acquire_u64(&area[j]);
+        if (!symm__wait_ge_u64(&area[j], e, timeout_ns, err)) return false;
     }
     return true;
 }

@@ -94,14 +94,30 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * split teams'), each two parities of (ll_pes - 1) sender regions of
  * 2 * SYMM_CUDA_LL_BYTES (16-byte lines of 8 data bytes). It lives at byte
  * span of every heap reservation, beyond the heap (so the core's heap layout
- * does not change), made and shared once at setup (ll_setup): symmetric,
+ * does not change), made and shared once at setup (coll_setup): symmetric,
  * never allocated in a call.
  * Teams of more than CU_LL_MAX_PES PEs, and teams of higher slots, use the
  * barrier algorithms. */
 #define CU_LL_SLOTS 16
 #define CU_LL_MAX_PES 8
-#define CU_LL_RESERVE (1ull << 30) /* address space kept for the scratch per PE */
-enum { CU_ALGO_AUTO, CU_ALGO_LL, CU_ALGO_BASE };
+/* Staged reductions (kernels.cu "Staged"; choice in st_choose): the same
+ * scratch allocation holds, after the LL slots, CU_ST_SLOTS team slots (the
+ * predefined teams') of two parities of (ll_pes - 1) sender regions:
+ * SYMM__ST_HDR bytes of flags, then SYMM_CUDA_STAGED_BYTES of staging
+ * (default 4 MiB with up to 4 PEs a host, 2 MiB with more: 32, 96 and 112 MiB
+ * of scratch a GPU with 2, 4 and 8). Teams of higher slots reduce with the
+ * barrier algorithms. */
+#define CU_ST_SLOTS 4
+#define CU_ST_BYTES_MIN (64u << 10)
+/* A block moves at least this many bytes of a slice per step (fewer blocks
+ * for smaller slices); SYMM_CUDA_STAGED_CHUNK overrides it for experiments. */
+#define CU_ST_CHUNK_DEFAULT (8u << 10)
+/* Calls of up to blocks * chunk * CU_ST_STEPS bytes per slice take
+ * CU_ST_STEPS steps (pieces of chunk bytes or more, for fewer blocks), so
+ * that sending overlaps reducing; SYMM_CUDA_STAGED_STEPS overrides it. */
+#define CU_ST_STEPS 1
+#define CU_SCRATCH_RESERVE (1ull << 30) /* address space kept for the scratch per PE */
+enum { CU_ALGO_AUTO, CU_ALGO_LL, CU_ALGO_STAGED, CU_ALGO_BASE };
 /* How the barrier algorithm's all-gather and all-to-all move data
  * (SYMM_CUDA_COLL_COPY): auto = push on teams of 2, pull on larger ones. */
 enum { CU_COPY_AUTO, CU_COPY_PUSH, CU_COPY_PULL };
@@ -157,16 +173,22 @@ typedef struct cu_state {
     bool owns_peer_base;
     bool heap_live; /* heap_init succeeded and heap_fini has not run */
 
-    /* One-shot LL collectives (cuda_coll; ll_setup): symmetric scratch at
-     * byte span of every heap reservation (beyond the heap), CU_LL_SLOTS
-     * team slots of ll_slot bytes each; ll_span 0 when there is none. */
-    uint64_t ll_span, ll_slot, ll_region, ll_parity;
+    /* Collective scratch (cuda_coll; coll_setup): symmetric, at byte span
+     * of every heap reservation (beyond the heap), scratch_span bytes (0 when
+     * there is none): CU_LL_SLOTS team slots of ll_slot bytes for the
+     * one-shot LL collectives (ll_slot 0: none), then at st_base CU_ST_SLOTS
+     * slots of st_slot bytes for the staged reductions (st_slot 0: none). */
+    uint64_t scratch_span;
+    uint64_t ll_slot, ll_region, ll_parity;
+    uint64_t st_base, st_slot, st_region, st_parity;
+    uint64_t st_bytes, st_chunk, st_steps; /* SYMM_CUDA_STAGED_BYTES / _CHUNK / _STEPS */
     uint64_t ll_max;   /* largest LL payload per pair of PEs (SYMM_CUDA_LL_BYTES) */
     int32_t ll_pes;    /* largest team the scratch serves (<= CU_LL_MAX_PES)     */
     int coll_algo;     /* CU_ALGO_* (SYMM_CUDA_COLL_ALGO)                         */
     int coll_copy;     /* CU_COPY_* (SYMM_CUDA_COLL_COPY)                         */
     CUfunction f_ll_copy;
     _Atomic(CUfunction) f_llreduce[SYMM_DTYPE_COUNT][CU_N_OPS];
+    _Atomic(CUfunction) f_streduce[SYMM_DTYPE_COUNT][CU_N_OPS];
 } cu_state;
 
 static const char *const dtype_names[SYMM_DTYPE_COUNT] = {
@@ -478,7 +500,7 @@ static bool peer_reachable(const cu_state *s, const uint8_t uuid[16]) {
 }
 
 static void cuda_heap_fini(symm__ctx *ctx);
-static symm_status ll_setup(symm__ctx *ctx, cu_state *s);
+static symm_status coll_setup(symm__ctx *ctx, cu_state *s);
 
 static symm_status cuda_heap_init(symm__ctx *ctx) {
     cu_state *s = calloc(1, sizeof *s);
@@ -561,7 +583,7 @@ static symm_status cuda_heap_init(symm__ctx *ctx) {
         int32_t pe = s->local_pe[li];
         if (pe < 0) continue;
         if (li != s->local_me && (no_p2p || !peer_reachable(s, all[pe].uuid))) continue;
-        CUresult r = symm__cu.MemAddressReserve(&s->va[li], s->span + CU_LL_RESERVE, s->gran, 0, 0);
+        CUresult r = symm__cu.MemAddressReserve(&s->va[li], s->span + CU_SCRATCH_RESERVE, s->gran, 0, 0);
         if (r != CUDA_SUCCESS) {
             s->va[li] = 0;
             st = symm__cu_fail(r, "cuMemAddressReserve(heap span)");
@@ -587,7 +609,7 @@ static symm_status cuda_heap_init(symm__ctx *ctx) {
         }
     }
     /* LL scratch (collective: every PE gets here) */
-    st = ll_setup(ctx, s);
+    st = coll_setup(ctx, s);
     if (st != SYMM_SUCCESS) goto fail;
     ctx->backend = s;
     free(all);
@@ -623,7 +645,7 @@ static void cuda_heap_fini(symm__ctx *ctx) {
     s->n_chunks = 0;
     s->backed = 0;
     for (int32_t li = 0; li < s->local_n; li++) {
-        if (s->va[li]) symm__cu.MemAddressFree(s->va[li], s->span + CU_LL_RESERVE);
+        if (s->va[li]) symm__cu.MemAddressFree(s->va[li], s->span + CU_SCRATCH_RESERVE);
         s->va[li] = 0;
     }
     if (s->peer_table) symm__cu.MemFree(s->peer_table);
@@ -809,19 +831,20 @@ static symm_status cuda_heap_grow(symm__ctx *ctx, uint64_t new_mapped) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Scratch of the one-shot LL collectives (setup; used by cuda_coll)         */
+/* Collective scratch: LL and staged (setup; used by cuda_coll)             */
 /* ------------------------------------------------------------------------ */
 
-/* The configuration every PE must share: SYMM_CUDA_COLL_ALGO (auto, ll, or
- * twoshot / pull: the barrier algorithms only), SYMM_CUDA_LL_BYTES (the
- * largest LL payload per pair of PEs, 0: no LL, no scratch) and
- * SYMM_CUDA_COLL_COPY (auto, push or pull: PEs that pushed and pulled in one
- * all-gather would leave blocks unwritten). */
-typedef struct cu_ll_conf {
+/* The configuration every PE must share: SYMM_CUDA_COLL_ALGO (auto, ll,
+ * staged, or twoshot / pull: the barrier algorithms only), SYMM_CUDA_LL_BYTES
+ * (the largest LL payload per pair of PEs, 0: no LL), SYMM_CUDA_STAGED_BYTES
+ * and _CHUNK (staging per sender, 0: no staged reductions; the smallest piece
+ * a block moves) and SYMM_CUDA_COLL_COPY (auto, push or pull: PEs that pushed
+ * and pulled in one all-gather would leave blocks unwritten). */
+typedef struct cu_coll_conf {
     int32_t status, algo, local_n, ll_set; /* ll_set: SYMM_CUDA_LL_BYTES given */
-    int32_t copy, pad;
-    uint64_t ll_max;
-} cu_ll_conf;
+    int32_t copy, st_set; /* st_set: SYMM_CUDA_STAGED_BYTES given */
+    uint64_t ll_max, st_bytes, st_chunk, st_steps;
+} cu_coll_conf;
 
 /* Largest payload per pair of PEs (bytes PE i sends PE j) for which "auto"
  * picks the one-shot LL algorithm (one kernel, no barrier, but twice the
@@ -841,8 +864,8 @@ static uint64_t ll_threshold(int32_t n) {
  * the configuration, check that every PE has the same, then create, zero and
  * share the scratch like a heap chunk (kept in s->chunks, so heap_fini
  * releases it). Collective. */
-static symm_status ll_setup(symm__ctx *ctx, cu_state *s) {
-    cu_ll_conf mine, *all = calloc((size_t)ctx->n_pes, sizeof *all);
+static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
+    cu_coll_conf mine, *all = calloc((size_t)ctx->n_pes, sizeof *all);
     if (!all) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
     memset(&mine, 0, sizeof mine);
     mine.status = SYMM_SUCCESS;
@@ -853,11 +876,13 @@ static symm_status ll_setup(symm__ctx *ctx, cu_state *s) {
     if (a && *a && strcmp(a, "auto") != 0) {
         if (strcmp(a, "ll") == 0) {
             mine.algo = CU_ALGO_LL;
+        } else if (strcmp(a, "staged") == 0) {
+            mine.algo = CU_ALGO_STAGED;
         } else if (strcmp(a, "twoshot") == 0 || strcmp(a, "pull") == 0) {
             mine.algo = CU_ALGO_BASE;
         } else {
             mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO=%s: expected auto, "
-                                    "ll, twoshot or pull", a);
+                                    "ll, staged, twoshot or pull", a);
         }
     }
     const char *cp = getenv("SYMM_CUDA_COLL_COPY");
@@ -874,6 +899,25 @@ static symm_status ll_setup(symm__ctx *ctx, cu_state *s) {
     mine.ll_set = getenv("SYMM_CUDA_LL_BYTES") && *getenv("SYMM_CUDA_LL_BYTES");
     if (mine.status == SYMM_SUCCESS)
         mine.status = env_size("SYMM_CUDA_LL_BYTES", 0, &mine.ll_max);
+    if (mine.status == SYMM_SUCCESS)
+        mine.status = env_size("SYMM_CUDA_STAGED_BYTES", 4u << 20, &mine.st_bytes);
+    mine.st_set = getenv("SYMM_CUDA_STAGED_BYTES") && *getenv("SYMM_CUDA_STAGED_BYTES");
+    if (mine.status == SYMM_SUCCESS)
+        mine.status = env_size("SYMM_CUDA_STAGED_CHUNK", CU_ST_CHUNK_DEFAULT, &mine.st_chunk);
+    if (mine.status == SYMM_SUCCESS)
+        mine.status = env_size("SYMM_CUDA_STAGED_STEPS", CU_ST_STEPS, &mine.st_steps);
+    if (mine.status == SYMM_SUCCESS && (mine.st_steps < 1 || mine.st_steps > 64))
+        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_STAGED_STEPS=%llu: expected 1 "
+                                "to 64", (unsigned long long)mine.st_steps);
+    if (mine.status == SYMM_SUCCESS && mine.st_bytes && mine.st_bytes < CU_ST_BYTES_MIN)
+        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_STAGED_BYTES=%llu: expected 0 "
+                                "(no staged reductions) or at least %u",
+                                (unsigned long long)mine.st_bytes, CU_ST_BYTES_MIN);
+    if (mine.status == SYMM_SUCCESS && mine.st_bytes &&
+        (mine.st_chunk < 16 || mine.st_chunk > mine.st_bytes / 2))
+        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_STAGED_CHUNK=%llu: expected 16 "
+                                "up to half of SYMM_CUDA_STAGED_BYTES",
+                                (unsigned long long)mine.st_chunk);
     if (mine.status != SYMM_SUCCESS) snprintf(msg, sizeof msg, "%s", symm__last_error());
     symm_status st = symm__boot_allgather(ctx->boot, &mine, all, sizeof mine);
     int32_t max_local = 1;
@@ -883,10 +927,14 @@ static symm_status ll_setup(symm__ctx *ctx, cu_state *s) {
                                   : symm__err(all[pe].status, "PE %d: bad CUDA collective "
                                               "settings (see its own error message)", (int)pe);
         else if (all[pe].algo != all[0].algo || all[pe].ll_max != all[0].ll_max ||
-                 all[pe].ll_set != all[0].ll_set || all[pe].copy != all[0].copy)
+                 all[pe].ll_set != all[0].ll_set || all[pe].copy != all[0].copy ||
+                 all[pe].st_bytes != all[0].st_bytes || all[pe].st_set != all[0].st_set ||
+                 all[pe].st_chunk != all[0].st_chunk ||
+                 all[pe].st_steps != all[0].st_steps)
             st = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO / SYMM_CUDA_LL_BYTES / "
-                           "SYMM_CUDA_COLL_COPY differ between PE 0 and PE %d: every PE must "
-                           "choose the same collective algorithms", (int)pe);
+                           "SYMM_CUDA_STAGED_BYTES / _CHUNK / _STEPS / SYMM_CUDA_COLL_COPY "
+                           "differ between PE 0 and PE %d: every PE must choose the same "
+                           "collective algorithms", (int)pe);
         else if (all[pe].local_n > max_local)
             max_local = all[pe].local_n;
     }
@@ -900,23 +948,41 @@ static symm_status ll_setup(symm__ctx *ctx, cu_state *s) {
      * host, 24 MiB with 4, 14 MiB with 8 */
     if (!mine.ll_set) mine.ll_max = ll_threshold(s->ll_pes < 2 ? 2 : s->ll_pes);
     s->ll_max = align_up(mine.ll_max, 8);
-    s->ll_span = 0;
+    /* default staging: 4 MiB a sender with up to 4 PEs a host, 2 MiB with more */
+    if (!mine.st_set && s->ll_pes > 4) mine.st_bytes = 2u << 20;
+    s->st_bytes = align_up(mine.st_bytes, 256);
+    s->st_chunk = align_up(mine.st_chunk, 16);
+    s->st_steps = mine.st_steps;
+    s->scratch_span = s->ll_slot = s->st_slot = 0;
     /* the same verdict on every PE from here on (shared inputs) */
-    if (s->ll_pes < 2 || s->ll_max == 0 || s->coll_algo == CU_ALGO_BASE) return SYMM_SUCCESS;
-    s->ll_region = align_up(2 * s->ll_max, 256);
-    s->ll_parity = s->ll_region * (uint64_t)(s->ll_pes - 1);
-    s->ll_slot = 2 * s->ll_parity;
-    uint64_t span = align_up((uint64_t)CU_LL_SLOTS * s->ll_slot, s->gran);
-    if (span > CU_LL_RESERVE)
-        return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL_BYTES=%llu needs %llu bytes of "
-                         "collective scratch per GPU, more than %llu", (unsigned long long)s->ll_max,
-                         (unsigned long long)span, (unsigned long long)CU_LL_RESERVE);
+    if (s->ll_pes < 2 || s->coll_algo == CU_ALGO_BASE) return SYMM_SUCCESS;
+    uint64_t ll_area = 0, st_area = 0;
+    if (s->ll_max) {
+        s->ll_region = align_up(2 * s->ll_max, 256);
+        s->ll_parity = s->ll_region * (uint64_t)(s->ll_pes - 1);
+        s->ll_slot = 2 * s->ll_parity;
+        ll_area = (uint64_t)CU_LL_SLOTS * s->ll_slot;
+    }
+    if (s->st_bytes) {
+        s->st_region = SYMM__ST_HDR + s->st_bytes;
+        s->st_parity = s->st_region * (uint64_t)(s->ll_pes - 1);
+        s->st_slot = 2 * s->st_parity;
+        st_area = (uint64_t)CU_ST_SLOTS * s->st_slot;
+    }
+    s->st_base = s->span + ll_area;
+    if (!ll_area && !st_area) return SYMM_SUCCESS;
+    uint64_t span = align_up(ll_area + st_area, s->gran);
+    if (span > CU_SCRATCH_RESERVE)
+        return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL_BYTES=%llu and SYMM_CUDA_STAGED_BYTES="
+                         "%llu need %llu bytes of collective scratch per GPU, more than %llu",
+                         (unsigned long long)s->ll_max, (unsigned long long)s->st_bytes,
+                         (unsigned long long)span, (unsigned long long)CU_SCRATCH_RESERVE);
     cu_map m;
     m.off = s->span;
     m.size = span;
     m.h = calloc((size_t)s->local_n, sizeof *m.h);
     if (!m.h) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
-    st = get_fn(s, &s->f_ll_copy, "symm_k_ll_copy");
+    st = s->ll_slot ? get_fn(s, &s->f_ll_copy, "symm_k_ll_copy") : SYMM_SUCCESS;
     CUmemGenericAllocationHandle h = 0;
     CUresult r = st == SYMM_SUCCESS ? symm__cu.MemCreate(&h, span, &s->prop, 0) : CUDA_SUCCESS;
     if (r != CUDA_SUCCESS) {
@@ -939,27 +1005,37 @@ static symm_status ll_setup(symm__ctx *ctx, cu_state *s) {
     }
     if (st != SYMM_SUCCESS) {
         free(m.h);
-        s->ll_span = 0;
+        s->ll_slot = s->st_slot = 0;
         return st;
     }
-    s->ll_span = span;
-    SYMM_INFO(SYMM_LOG_BACKEND, "cuda: LL collective scratch %llu bytes (%d slots, teams of up to "
-              "%d PEs, %llu bytes per pair), algorithm choice %s", (unsigned long long)span,
-              CU_LL_SLOTS, (int)s->ll_pes, (unsigned long long)s->ll_max,
-              s->coll_algo == CU_ALGO_LL ? "ll (SYMM_CUDA_COLL_ALGO)" : "auto");
+    s->scratch_span = span;
+    SYMM_INFO(SYMM_LOG_BACKEND, "cuda: collective scratch %llu bytes for teams of up to %d PEs: "
+              "LL %llu bytes per pair (%d slots), staged %llu bytes per sender (%d slots, pieces "
+              "of %llu bytes or more); algorithm choice %s", (unsigned long long)span,
+              (int)s->ll_pes, (unsigned long long)(s->ll_slot ? s->ll_max : 0), CU_LL_SLOTS,
+              (unsigned long long)(s->st_slot ? s->st_bytes : 0), CU_ST_SLOTS,
+              (unsigned long long)s->st_chunk,
+              s->coll_algo == CU_ALGO_LL       ? "ll (SYMM_CUDA_COLL_ALGO)"
+              : s->coll_algo == CU_ALGO_STAGED ? "staged (SYMM_CUDA_COLL_ALGO)"
+                                               : "auto");
     return SYMM_SUCCESS;
 }
 
 /* A team slot's sync area is zeroed when a team takes the slot (teams.c) and
- * at init: zero its LL area with it (on the internal stream, before the
- * caller's finish), so a new team starts from clear lines. */
-static symm_status ll_zero_slots(symm__ctx *ctx, cu_state *s, uint64_t off, uint64_t n) {
-    if (!s->ll_span || off >= ctx->sys_bytes || !n) return SYMM_SUCCESS;
+ * at init: zero its LL and staged areas with it (on the internal stream,
+ * before the caller's finish), so a new team starts from clear lines and
+ * flags (its epochs start again from 0). */
+static symm_status scratch_zero_slots(symm__ctx *ctx, cu_state *s, uint64_t off, uint64_t n) {
+    if (!s->scratch_span || off >= ctx->sys_bytes || !n) return SYMM_SUCCESS;
     uint64_t end = min_u64(off + n, ctx->sys_bytes);
     uint64_t first = off / ctx->slot_bytes, last = (end - 1) / ctx->slot_bytes;
-    for (uint64_t slot = first; slot <= last && slot < CU_LL_SLOTS; slot++)
-        SYMM__CU(MemsetD8Async(s->va[s->local_me] + s->span + slot * s->ll_slot, 0, s->ll_slot,
-                               s->s_int));
+    const CUdeviceptr va = s->va[s->local_me];
+    for (uint64_t slot = first; slot <= last; slot++) {
+        if (s->ll_slot && slot < CU_LL_SLOTS)
+            SYMM__CU(MemsetD8Async(va + s->span + slot * s->ll_slot, 0, s->ll_slot, s->s_int));
+        if (s->st_slot && slot < CU_ST_SLOTS)
+            SYMM__CU(MemsetD8Async(va + s->st_base + slot * s->st_slot, 0, s->st_slot, s->s_int));
+    }
     return SYMM_SUCCESS;
 }
 
@@ -1160,7 +1236,7 @@ static symm_status cuda_memset0(symm__ctx *ctx, uint64_t off, uint64_t n) {
     if (!n) return SYMM_SUCCESS;
     SYMM_TRY(cu_enter(s));
     SYMM__CU(MemsetD8Async((CUdeviceptr)(uintptr_t)(ctx->heap_base + off), 0, n, s->s_int));
-    SYMM_TRY(ll_zero_slots(ctx, s, off, n));
+    SYMM_TRY(scratch_zero_slots(ctx, s, off, n));
     return finish(s, NULL);
 }
 
@@ -1446,15 +1522,19 @@ static symm_status cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, voi
     return finish(s, stream);
 }
 
-/* symm_k_reduce_<dtype>_<op> (ll false) or symm_k_llreduce_<dtype>_<op>. */
-static symm_status reduce_fn(cu_state *s, uint32_t dtype, uint32_t op, bool ll, CUfunction *f) {
+/* The reduction kernel of an algorithm: symm_k_<form>reduce_<dtype>_<op>. */
+enum { CU_RED_BARRIER, CU_RED_LL, CU_RED_STAGED };
+static symm_status reduce_fn(cu_state *s, uint32_t dtype, uint32_t op, int form, CUfunction *f) {
     if (dtype >= SYMM_DTYPE_COUNT || !dtype_names[dtype] || op >= CU_N_OPS)
         return symm__err(SYMM_ERR_INVALID_ARG, "no reduction kernel for dtype %u op %u", dtype, op);
-    _Atomic(CUfunction) *slot = ll ? &s->f_llreduce[dtype][op] : &s->f_reduce[dtype][op];
+    _Atomic(CUfunction) *slot = form == CU_RED_LL       ? &s->f_llreduce[dtype][op]
+                                : form == CU_RED_STAGED ? &s->f_streduce[dtype][op]
+                                                        : &s->f_reduce[dtype][op];
     CUfunction fn = atomic_load(slot);
     if (!fn) {
         char name[64];
-        snprintf(name, sizeof name, "symm_k_%sreduce_%s_%s", ll ? "ll" : "", dtype_names[dtype],
+        snprintf(name, sizeof name, "symm_k_%sreduce_%s_%s",
+                 form == CU_RED_LL ? "ll" : form == CU_RED_STAGED ? "st" : "", dtype_names[dtype],
                  op_names[op]);
         CUresult r = symm__cu.ModuleGetFunction(&fn, s->mod, name);
         if (r == CUDA_ERROR_NOT_FOUND)
@@ -1489,8 +1569,9 @@ static bool ll_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
      * it could run two calls ahead and overwrite lines not yet read. */
     if (c->kind == SYMM__COLL_BROADCAST) return *why = "broadcast (the root waits for nobody)", false;
     if (team->n_pes < 2) return *why = "one PE", false;
-    if (s->coll_algo == CU_ALGO_BASE) return *why = "SYMM_CUDA_COLL_ALGO", false;
-    if (!s->ll_span) return *why = "no LL scratch (SYMM_CUDA_LL_BYTES=0 or one GPU per host)", false;
+    if (s->coll_algo == CU_ALGO_BASE || s->coll_algo == CU_ALGO_STAGED)
+        return *why = "SYMM_CUDA_COLL_ALGO", false;
+    if (!s->ll_slot) return *why = "no LL scratch (SYMM_CUDA_LL_BYTES=0 or one GPU per host)", false;
     if (team->n_pes > s->ll_pes) return *why = "team larger than the LL scratch serves", false;
     if (team->slot >= CU_LL_SLOTS) return *why = "team slot without LL scratch", false;
     if (pair_bytes > s->ll_max) return *why = "above SYMM_CUDA_LL_BYTES", false;
@@ -1519,9 +1600,9 @@ static symm_status coll_ll(cu_state *s, const symm__coll *c, char *const *base, 
     p.nbytes = pair_bytes;
     CUfunction f = s->f_ll_copy;
     switch (c->kind) {
-    case SYMM__COLL_REDUCE: SYMM_TRY(reduce_fn(s, c->dtype, c->op, true, &f)); break;
+    case SYMM__COLL_REDUCE: SYMM_TRY(reduce_fn(s, c->dtype, c->op, CU_RED_LL, &f)); break;
     case SYMM__COLL_REDUCESCATTER:
-        SYMM_TRY(reduce_fn(s, c->dtype, c->op, true, &f));
+        SYMM_TRY(reduce_fn(s, c->dtype, c->op, CU_RED_LL, &f));
         p.src_j_stride = pair_bytes;
         break;
     case SYMM__COLL_FCOLLECT: p.dst_j_stride = pair_bytes; break;
@@ -1543,6 +1624,111 @@ static symm_status coll_ll(cu_state *s, const symm__coll *c, char *const *base, 
     return launch(s, f, "cuLaunchKernel(symm_k_ll*)", blocks, 1, CU_THREADS, cs, args);
 }
 
+/* Staged form of a reduction (kernels.cu "Staged"), or false with why not
+ * (for the trace) when cuda_coll should run the barrier algorithm. Called
+ * once LL was ruled out. "auto" takes it where it beat the two-shot / pull
+ * kernels on 2 and 4 x H200 (docs/DECISIONS.md "Collectives"): on 2 PEs up
+ * to 1 MiB a pair (all-reduce 1 MiB: 8.0-8.4 us in a graph against 9.1-9.5;
+ * reduce-scatter of 512 KiB a pair: 6.4-6.7 against 8.1), and for the
+ * all-reduce of larger teams from 64 MiB (4 PEs, 256 MiB: 336-340 GB/s bus
+ * bandwidth against 316). Elsewhere it was slower or even. */
+#define CU_ST_AUTO_PAIR_MAX (1u << 20)
+#define CU_ST_AUTO_WIDE_MIN (64ull << 20)
+static bool st_choose(const cu_state *s, const symm__coll *c, uint64_t pair_bytes,
+                      const char **why) {
+    const symm__team *team = c->team;
+    if (c->kind != SYMM__COLL_REDUCE && c->kind != SYMM__COLL_REDUCESCATTER)
+        return *why = "not a reduction", false;
+    if (s->coll_algo == CU_ALGO_BASE || s->coll_algo == CU_ALGO_LL)
+        return *why = "SYMM_CUDA_COLL_ALGO", false;
+    if (!s->st_slot) return *why = "no staged scratch (SYMM_CUDA_STAGED_BYTES=0 or one GPU per host)", false;
+    if (team->n_pes < 2) return *why = "one PE", false;
+    if (team->n_pes > s->ll_pes) return *why = "team larger than the staged scratch serves", false;
+    if (team->slot >= CU_ST_SLOTS) return *why = "team slot without staged scratch", false;
+    if (s->coll_algo == CU_ALGO_STAGED) return *why = "SYMM_CUDA_COLL_ALGO=staged", true;
+    if (team->n_pes == 2 && pair_bytes <= CU_ST_AUTO_PAIR_MAX)
+        return *why = "auto, 2 PEs, above LL and at most 1 MiB a pair", true;
+    if (team->n_pes > 2 && c->kind == SYMM__COLL_REDUCE && pair_bytes >= CU_ST_AUTO_WIDE_MIN)
+        return *why = "auto, all-reduce of 64 MiB or more on more than 2 PEs", true;
+    return *why = "auto, where the barrier algorithms were as fast or faster", false;
+}
+
+/* Launch the staged reduction: slices (all-reduce on 2 PEs: every PE reduces
+ * the whole vector, one shot; on more: slice j is PE j's share, gathered to
+ * every PE after; reduce-scatter: block j of the input), then the grid:
+ * blocks of at least st_chunk bytes per step, at most one per SM and
+ * SYMM__ST_MAX_BLOCKS, and at least two slots of the staging per region, so
+ * a block's next step overlaps its receiver's last one. false (nothing
+ * launched) when the steps would overflow the flags' 24 bits. */
+static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *base, CUstream cs,
+                               const char *why, bool *done) {
+    const symm__team *team = c->team;
+    const int32_t n = team->n_pes, me = team->my_pe;
+    const uint64_t es = c->elem_size, ne = c->nelems;
+    symm__kstaged_params p;
+    memset(&p, 0, sizeof p);
+    memcpy(p.team.base, base, (size_t)n * sizeof *base);
+    p.team.me = me;
+    p.team.n = n;
+    p.area_off = symm__team_sync_off(s->ctx, team->slot) + CU_BARRIER_OFF;
+    p.timeout_ns = s->timeout_ns;
+    p.err = s->err_word;
+    p.st_off = s->st_base + (uint64_t)team->slot * s->st_slot;
+    p.st_region = s->st_region;
+    p.st_parity = s->st_parity;
+    p.src_off = c->src_off;
+    p.dst_off = c->dst_off;
+    if (c->kind == SYMM__COLL_REDUCESCATTER) {
+        p.src_j_stride = ne * es;
+        for (int32_t j = 0; j < n; j++) p.cnt[j] = ne;
+    } else if (n == 2) {
+        for (int32_t j = 0; j < n; j++) p.cnt[j] = ne;
+    } else {
+        const uint64_t v = 16 / es;
+        const uint64_t per = ((ne + (uint64_t)n - 1) / (uint64_t)n + v - 1) / v * v;
+        p.src_j_stride = per * es;
+        for (int32_t j = 0; j < n; j++) {
+            const uint64_t lo = min_u64((uint64_t)j * per, ne);
+            p.cnt[j] = min_u64(per, ne - lo);
+        }
+        p.dst_off = c->dst_off + (uint64_t)me * per * es;
+        p.gather = 1;
+    }
+    p.vec = (p.src_off | p.src_j_stride | p.dst_off) % 16 == 0;
+    uint64_t len = 0; /* the longest slice, in bytes */
+    for (int32_t j = 0; j < n; j++) len = max_u64(len, p.cnt[j] * es);
+    /* st_steps steps or more where pieces of st_chunk bytes allow */
+    const uint64_t chunk_min = s->st_chunk, want = s->st_steps;
+    uint64_t cap = min_u64((uint64_t)(s->sms > 0 ? s->sms : 64), SYMM__ST_MAX_BLOCKS);
+    cap = min_u64(cap, max_u64(s->st_bytes / (2 * chunk_min), 1));
+    const uint64_t per_block = want * chunk_min;
+    const uint64_t blocks = min_u64(max_u64((len + per_block - 1) / per_block, 1), cap);
+    uint64_t chunk = align_up((len + want * blocks - 1) / (want * blocks), 16);
+    chunk = min_u64(max_u64(chunk, chunk_min), s->st_bytes / (2 * blocks) / 16 * 16);
+    const uint64_t steps = (len + blocks * chunk - 1) / (blocks * chunk);
+    if (steps >= (1u << 24)) {
+        *done = false;
+        return SYMM_SUCCESS;
+    }
+    p.chunk = chunk;
+    p.depth = (uint32_t)(s->st_bytes / (blocks * chunk));
+    p.steps = (uint32_t)steps;
+    CUfunction f = NULL;
+    SYMM_TRY(reduce_fn(s, c->dtype, c->op, CU_RED_STAGED, &f));
+    SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per pair on %d PEs: algorithm staged (%s), "
+               "%s, %llu block(s) x %u threads, %u step(s) of %llu bytes per block, depth %u",
+               coll_kind_name(c->kind), (unsigned long long)(ne * es), (int)n, why,
+               c->kind == SYMM__COLL_REDUCESCATTER ? "reduce-scatter"
+               : p.gather                          ? "reduce a slice, write it to every PE"
+                                                   : "every PE reduces the whole vector",
+               (unsigned long long)blocks, 2 * SYMM__ST_GROUP, p.steps, (unsigned long long)chunk,
+               p.depth);
+    void *args[] = {&p};
+    *done = true;
+    return launch(s, f, "cuLaunchKernel(symm_k_streduce)", (unsigned)blocks, 1, 2 * SYMM__ST_GROUP,
+                  cs, args);
+}
+
 static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) {
     cu_state *s = ctx->backend;
     const symm__team *team = c->team;
@@ -1561,6 +1747,12 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
     if (ll_choose(s, c, pair_bytes, &why)) {
         SYMM_TRY(coll_ll(s, c, base, cs, pair_bytes, why));
         return finish(s, stream);
+    }
+    if (st_choose(s, c, pair_bytes, &why)) {
+        bool done = false;
+        SYMM_TRY(coll_staged(s, c, base, cs, why, &done));
+        if (done) return finish(s, stream);
+        why = "staged: too many steps";
     }
     /* The barrier algorithms start with the team's barrier, fused into their
      * (first) data kernel, and end with it: fused into the last one too (its
@@ -1582,7 +1774,7 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
 
     if (c->kind == SYMM__COLL_REDUCE || c->kind == SYMM__COLL_REDUCESCATTER) {
         CUfunction f = NULL;
-        SYMM_TRY(reduce_fn(s, c->dtype, c->op, false, &f));
+        SYMM_TRY(reduce_fn(s, c->dtype, c->op, CU_RED_BARRIER, &f));
         symm__kreduce_params p;
         CU_FILL_TEAM_PARAMS(p);
         p.enter = n > 1;

@@ -133,4 +133,34 @@ typedef struct symm__kll_params {
     uint64_t nbytes;                /* payload per pair of PEs                              */
 } symm__kll_params;
 
+/* symm_k_streduce_<dtype>_<op>: the staged reductions of teams of up to 8 PEs
+ * (kernels.cu "Staged", cuda.c). PE me sends bytes [at, at + chunk) of its
+ * slice j (src_off + j * src_j_stride, cnt[j] elements) into PE j's scratch,
+ * block by block and step by step (at = (step * blocks + block) * chunk),
+ * each piece followed by a flag; PE j reduces its own slice from its input
+ * and the peers' pieces into dst_off (and, with gather, into dst_off of
+ * every team PE too). A sender region: SYMM__ST_HDR bytes of words (per
+ * block: flag, ack, done), then depth slots of blocks * chunk bytes. */
+#define SYMM__ST_MAX_BLOCKS 256u
+#define SYMM__ST_GROUP 256u /* threads of a sender or receiver group: 2 per block */
+#define SYMM__ST_FLAG 0u     /* u64[256]: the sender's pieces of block b, up to a step */
+#define SYMM__ST_ACK 2048u   /* u64[256]: the sender consumed mine, up to a step     */
+#define SYMM__ST_DONE 4096u  /* u64[256]: the sender's gathered results, up to a step */
+#define SYMM__ST_HDR 8192u
+typedef struct symm__kstaged_params {
+    symm__kteam8 team;
+    uint64_t area_off, timeout_ns; /* the slot's barrier flags: PE me's entry is the epoch */
+    int *err;
+    uint64_t st_off;    /* the slot's staged area in every heap: 2 parities              */
+    uint64_t st_region; /* bytes of one sender's region in one parity                      */
+    uint64_t st_parity; /* bytes of one parity: (up to 7) sender regions                   */
+    uint64_t src_off, src_j_stride; /* slice j of this PE's input                          */
+    uint64_t dst_off;               /* this PE's slice of the result, the same on every PE */
+    uint64_t cnt[8];                /* elements of slice j                                 */
+    uint64_t chunk;                 /* bytes per block per step (a multiple of 16)        */
+    uint32_t depth, steps;          /* slots per region; steps of the grid                */
+    int32_t gather;                 /* 1: write the result to every team PE               */
+    int32_t vec;                    /* 1: src_off, src_j_stride, dst_off 16-byte aligned  */
+} symm__kstaged_params;
+
 #endif /* SYMM_CUDA_KERNEL_PARAMS_H */

@@ -635,3 +635,216 @@ __device__ __forceinline__ void symm__ll_reduce(const symm__kll_params &p) {
         symm__ll_reduce<T, Op>(p);                                                          \
     }
 SYMM__REDUCE_PAIRS(SYMM__K_LLREDUCE)
+
+/* ------------------------------------------------------------------------ */
+/* Staged reductions                                                         */
+/* ------------------------------------------------------------------------ */
+/* All-reduce and reduce-scatter above the LL sizes, in one kernel with no
+ * barrier: every PE stores the part of its input that team PE j reduces
+ * (slice j) into j's scratch (the slot's staged area, beyond the heap:
+ * cuda.c) and raises a flag; j waits for the flags, reduces its slice from
+ * its own input and the staged pieces, and writes the result to its dst
+ * (with gather: to dst of every team PE as well, then raises a "done" flag,
+ * which every PE awaits before it ends). Every byte crosses NVLink once, and
+ * nobody reads another PE's memory.
+ *
+ * Pipeline. Block b of step s moves bytes [at, at + chunk) of every slice,
+ * at = (s * blocks + b) * chunk, through slot s % depth of the sender's
+ * region. A block is two groups of SYMM__ST_GROUP threads: the senders copy
+ * step after step, waiting only for the receiver's ack of step s - depth
+ * before reusing its slot; the receivers wait for the peers' flags of step s,
+ * reduce and ack. So the link stays busy while the other group waits. The
+ * same block index on every PE handles the same bytes, so each wait is
+ * between two blocks of one index; every block must be resident (cuda.c
+ * launches at most one per SM). Flags are 64-bit tags (E << 24) + s + 1 of
+ * the call's epoch E and the step: they only grow, so a waiter compares with
+ * >= and never clears anything. The receivers reduce step s only after their
+ * own senders have read step s of the input (a shared counter): in place,
+ * the result overwrites input that a peer may still need.
+ *
+ * Epoch and parity as in the LL collectives (above): E = the team's barrier
+ * epoch counter + 1, stored back by the grid's last block; a call uses
+ * parity E & 1 of the area, and the same argument shows that the other
+ * parity is never still being read: a PE finishes a call only after every
+ * peer has sent it all of its slice, which a peer does only after its
+ * previous call ended. The gathered results go straight into the peers'
+ * dst: PE j's dst is free once j has sent its first piece (j's kernel runs,
+ * so j's earlier work on its stream has completed), and a piece of j's dst
+ * that is also j's input (in place) was sent before its result comes back.
+ *
+ * Giving up: a wait that fails (symm__wait_ge_u64: timeout or a dead PE)
+ * ends its group's steps; every block still reaches the end. */
+
+/* Named barriers of one group (ids 1 and 2; __syncthreads is 0). */
+__device__ __forceinline__ void symm__group_sync(unsigned id) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(SYMM__ST_GROUP) : "memory");
+}
+__device__ __forceinline__ bool symm__group_and(unsigned id, bool v) {
+    unsigned r;
+    asm volatile("{\n\t.reg .pred p, q;\n\tsetp.ne.u32 p, %1, 0;\n\t"
+                 "bar.red.and.pred q, %2, %3, p;\n\tselp.u32 %0, 1, 0, q;\n\t}"
+                 : "=r"(r)
+                 : "r"((unsigned)v), "r"(id), "r"(SYMM__ST_GROUP)
+                 : "memory");
+    return r != 0;
+}
+
+/* Staged pieces are read around L1 (ld.global.cg): a block reads the same
+ * slot again, refilled by the peer, depth steps later. */
+template <typename T> __device__ __forceinline__ T symm__ldcg_elem(const char *a) {
+    if constexpr (sizeof(T) == 8)
+        return symm__bitcast<T>(__ldcg((const unsigned long long *)a));
+    else
+        return symm__bitcast<T>(__ldcg((const typename symm__uint<sizeof(T)>::type *)a));
+}
+
+template <typename T, typename Op>
+__device__ __forceinline__ void symm__st_reduce(const symm__kstaged_params &p) {
+    typedef typename symm__acc<T>::type A;
+    constexpr int V = 16 / (int)sizeof(T);
+    constexpr uint64_t es = sizeof(T);
+    __shared__ volatile uint32_t sent; /* steps whose input the senders have read */
+    if (threadIdx.x == 0) sent = 0;
+    __syncthreads();
+    symm__k_enter();
+    const int n = p.team.n, me = p.team.me;
+    char *const mine = p.team.base[me];
+    const uint64_t e = symm__barrier_epoch(mine, p.area_off, me) + 1;
+    const uint64_t par = p.st_off + (e & 1) * p.st_parity;
+    const unsigned G = gridDim.x, b = blockIdx.x;
+    const bool sender = threadIdx.x < SYMM__ST_GROUP;
+    const unsigned gt = sender ? threadIdx.x : threadIdx.x - SYMM__ST_GROUP;
+    const uint64_t K = p.chunk;
+    const Op op;
+    /* thread gt < n - 1 of a group looks after the flags of one peer: pj */
+    const bool server = (int)gt < n - 1;
+    const int pj = (int)gt < me ? (int)gt : (int)gt + 1;
+    /* sender s's region in receiver r's area (this parity) */
+#define ST_REG(s_, r_) (par + (uint64_t)((s_) < (r_) ? (s_) : (s_) - 1) * p.st_region)
+    const uint64_t e24 = e << 24;
+    if (sender) {
+        for (uint32_t s = 0; s < p.steps; s++) {
+            const uint64_t at = ((uint64_t)s * G + b) * K;
+            const uint64_t slot = SYMM__ST_HDR + ((uint64_t)(s % p.depth) * G + b) * K;
+            const uint64_t tag = e24 + s + 1;
+            if (s >= p.depth) { /* credit: every receiver consumed step s - depth */
+                bool w = !server || symm__wait_ge_u64((const uint64_t *)(mine + ST_REG(pj, me) +
+                                                                        SYMM__ST_ACK) + b,
+                                                      tag - p.depth, p.timeout_ns, p.err);
+                if (!symm__group_and(1, w)) break;
+            }
+            for (int j = 0; j < n; j++) {
+                const uint64_t bytes = p.cnt[j] * es;
+                if (j == me || at >= bytes) continue;
+                symm__copy(p.team.base[j] + ST_REG(me, j) + slot,
+                           mine + p.src_off + (uint64_t)j * p.src_j_stride + at,
+                           bytes - at < K ? bytes - at : K, gt, SYMM__ST_GROUP);
+            }
+            symm__group_sync(1);
+            if (gt == 0) sent = s + 1;
+            if (server) { /* release the group's pieces, then the flag */
+                symm__fence_acq_rel_sys();
+                symm__st_relaxed_u64(
+                    (uint64_t *)(p.team.base[pj] + ST_REG(me, pj) + SYMM__ST_FLAG) + b, tag);
+            }
+        }
+        if (gt == 0) sent = 0xffffffffu; /* done, or gave up: never hold the receivers */
+    } else {
+        const char *const my_src = mine + p.src_off + (uint64_t)me * p.src_j_stride;
+        const uint64_t my_bytes = p.cnt[me] * es;
+        bool ok = true;
+        for (uint32_t s = 0; s < p.steps; s++) {
+            const uint64_t at = ((uint64_t)s * G + b) * K;
+            const uint64_t slot = SYMM__ST_HDR + ((uint64_t)(s % p.depth) * G + b) * K;
+            const uint64_t tag = e24 + s + 1;
+            bool w = !server || symm__wait_ge_u64((const uint64_t *)(mine + ST_REG(pj, me) +
+                                                                    SYMM__ST_FLAG) + b,
+                                                  tag, p.timeout_ns, p.err);
+            if (gt == 0)
+                while (sent <= s) {
+                }
+            if (!symm__group_and(2, w)) {
+                ok = false;
+                break;
+            }
+            if (at < my_bytes) {
+                const uint64_t ne = (my_bytes - at < K ? my_bytes - at : K) / es;
+                const char *in[8];
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                    in[j] = j == me ? my_src + at : j < n ? mine + ST_REG(j, me) + slot : my_src;
+                const uint64_t out = p.dst_off + at;
+                const uint64_t nv = p.vec ? ne / V : 0;
+                for (uint64_t v = gt; v < nv; v += SYMM__ST_GROUP) {
+                    uint4 raw[8];
+#pragma unroll
+                    for (int j = 0; j < 8; j++)
+                        if (j < n) raw[j] = __ldcg((const uint4 *)(in[j] + v * 16));
+                    A acc[V];
+#pragma unroll
+                    for (int j = 0; j < 8; j++) {
+                        if (j >= n) break;
+                        const T *x = (const T *)&raw[j];
+#pragma unroll
+                        for (int k = 0; k < V; k++)
+                            acc[k] = j == 0 ? symm__to_acc<T>(x[k])
+                                            : op(acc[k], symm__to_acc<T>(x[k]));
+                    }
+                    uint4 r;
+                    T *o = (T *)&r;
+#pragma unroll
+                    for (int k = 0; k < V; k++) o[k] = symm__from_acc<T>(acc[k]);
+                    *(uint4 *)(mine + out + v * 16) = r;
+                    if (p.gather)
+#pragma unroll
+                        for (int j = 0; j < 8; j++)
+                            if (j < n && j != me) *(uint4 *)(p.team.base[j] + out + v * 16) = r;
+                }
+                for (uint64_t i = nv * V + gt; i < ne; i += SYMM__ST_GROUP) {
+                    A acc = symm__to_acc<T>(symm__ldcg_elem<T>(in[0] + i * es));
+#pragma unroll
+                    for (int j = 1; j < 8; j++)
+                        if (j < n)
+                            acc = op(acc, symm__to_acc<T>(symm__ldcg_elem<T>(in[j] + i * es)));
+                    const T r = symm__from_acc<T>(acc);
+                    *(T *)(mine + out + i * es) = r;
+                    if (p.gather)
+#pragma unroll
+                        for (int j = 0; j < 8; j++)
+                            if (j < n && j != me) *(T *)(p.team.base[j] + out + i * es) = r;
+                }
+            }
+            /* ack the pieces (only where a sender will reuse the slot in
+             * this call) and, with gather, announce the results written */
+            const bool ack = s + p.depth < p.steps;
+            if (ack || p.gather) {
+                symm__group_sync(2);
+                if (server) {
+                    symm__fence_acq_rel_sys();
+                    char *r = p.team.base[pj] + ST_REG(me, pj);
+                    if (ack) symm__st_relaxed_u64((uint64_t *)(r + SYMM__ST_ACK) + b, tag);
+                    if (p.gather) symm__st_relaxed_u64((uint64_t *)(r + SYMM__ST_DONE) + b, tag);
+                }
+            }
+        }
+        if (ok && p.gather && p.steps) { /* every peer's results for these bytes are in */
+            bool w = !server || symm__wait_ge_u64((const uint64_t *)(mine + ST_REG(pj, me) +
+                                                                    SYMM__ST_DONE) + b,
+                                                  e24 + p.steps, p.timeout_ns, p.err);
+            symm__group_and(2, w);
+        }
+    }
+#undef ST_REG
+    /* the last block advances the epoch counter to E (no fence: what peers
+     * must see was released with its flag) */
+    if (symm__grid_last(mine, p.area_off, true, false) == 1 && threadIdx.x == 0)
+        symm__barrier_advance(mine, p.area_off, me, e);
+}
+
+/* symm_k_streduce_<dtype>_<op>: names built by reduce_fn in cuda.c. */
+#define SYMM__K_STREDUCE(tname, T, oname, Op)                                               \
+    extern "C" __global__ void __launch_bounds__(2 * SYMM__ST_GROUP, 1)                     \
+        symm_k_streduce_##tname##_##oname(const __grid_constant__ symm__kstaged_params p) {  \
+        symm__st_reduce<T, Op>(p);                                                          \
+    }
+SYMM__REDUCE_PAIRS(SYMM__K_STREDUCE)
