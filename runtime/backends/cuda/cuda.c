@@ -778,6 +778,47 @@ static symm_status share_and_map(symm__ctx *ctx, cu_state *s, cu_map *m, symm_st
     return st;
 }
 
+/* Back [off, off + size) of every reachable heap reservation with new GPU
+ * memory: made and zeroed here before any peer can see it, then shared with
+ * the local peers and mapped at theirs (collective: st, this PE's outcome so
+ * far, takes part in the exchange either way). Kept in s->chunks, so
+ * heap_fini releases it. what names it in errors. */
+static symm_status map_new_chunk(symm__ctx *ctx, cu_state *s, uint64_t off, uint64_t size,
+                                 const char *what, symm_status st) {
+    cu_map m;
+    m.off = off;
+    m.size = size;
+    m.h = calloc((size_t)s->local_n, sizeof *m.h);
+    if (!m.h) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
+    if (st == SYMM_SUCCESS) {
+        char call[128];
+        CUmemGenericAllocationHandle h = 0;
+        CUresult r = symm__cu.MemCreate(&h, size, &s->prop, 0);
+        if (r != CUDA_SUCCESS) {
+            snprintf(call, sizeof call, "cuMemCreate(%llu bytes of %s)", (unsigned long long)size,
+                     what);
+            st = symm__cu_fail(r, call);
+        } else if ((st = map_at(s, s->va[s->local_me] + off, size, h)) != SYMM_SUCCESS) {
+            symm__cu.MemRelease(h);
+        } else {
+            m.h[s->local_me] = h;
+            r = symm__cu.MemsetD8Async(s->va[s->local_me] + off, 0, size, s->s_int);
+            if (r == CUDA_SUCCESS) r = symm__cu.StreamSynchronize(s->s_int);
+            if (r != CUDA_SUCCESS) {
+                snprintf(call, sizeof call, "cuMemsetD8Async(%s)", what);
+                st = symm__cu_fail(r, call);
+            }
+        }
+    }
+    st = share_and_map(ctx, s, &m, st); /* releases m on failure */
+    if (st == SYMM_SUCCESS) {
+        st = push_map(&s->chunks, &s->n_chunks, &s->cap_chunks, &m);
+        if (st != SYMM_SUCCESS) map_release(s, &m);
+    }
+    if (st != SYMM_SUCCESS) free(m.h);
+    return st;
+}
+
 static symm_status cuda_heap_grow(symm__ctx *ctx, uint64_t new_mapped) {
     cu_state *s = ctx->backend;
     uint64_t want = align_up(new_mapped, s->gran);
@@ -791,40 +832,7 @@ static symm_status cuda_heap_grow(symm__ctx *ctx, uint64_t new_mapped) {
                          "memory (cap %llu)", (unsigned long long)want,
                          (unsigned long long)s->reg_floor, (unsigned long long)s->span);
     SYMM_TRY(cu_enter(s));
-    cu_map m;
-    m.off = s->backed;
-    m.size = want - s->backed;
-    m.h = calloc((size_t)s->local_n, sizeof *m.h);
-    if (!m.h) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
-
-    CUmemGenericAllocationHandle h = 0;
-    symm_status st = SYMM_SUCCESS;
-    CUresult r = symm__cu.MemCreate(&h, m.size, &s->prop, 0);
-    if (r != CUDA_SUCCESS) {
-        char what[96];
-        snprintf(what, sizeof what, "cuMemCreate(%llu bytes of heap)", (unsigned long long)m.size);
-        st = symm__cu_fail(r, what);
-    } else {
-        st = map_at(s, s->va[s->local_me] + m.off, m.size, h);
-        if (st == SYMM_SUCCESS) {
-            m.h[s->local_me] = h;
-            /* zero before any peer can see it: contents start zeroed */
-            r = symm__cu.MemsetD8Async(s->va[s->local_me] + m.off, 0, m.size, s->s_int);
-            if (r == CUDA_SUCCESS) r = symm__cu.StreamSynchronize(s->s_int);
-            if (r != CUDA_SUCCESS) st = symm__cu_fail(r, "cuMemsetD8Async(new heap chunk)");
-        } else {
-            symm__cu.MemRelease(h);
-        }
-    }
-    st = share_and_map(ctx, s, &m, st); /* releases m on failure */
-    if (st == SYMM_SUCCESS) {
-        st = push_map(&s->chunks, &s->n_chunks, &s->cap_chunks, &m);
-        if (st != SYMM_SUCCESS) map_release(s, &m);
-    }
-    if (st != SYMM_SUCCESS) {
-        free(m.h);
-        return st;
-    }
+    SYMM_TRY(map_new_chunk(ctx, s, s->backed, want - s->backed, "heap", SYMM_SUCCESS));
     s->backed = want;
     ctx->heap_mapped = new_mapped;
     return SYMM_SUCCESS;
@@ -977,34 +985,9 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
                          "%llu need %llu bytes of collective scratch per GPU, more than %llu",
                          (unsigned long long)s->ll_max, (unsigned long long)s->st_bytes,
                          (unsigned long long)span, (unsigned long long)CU_SCRATCH_RESERVE);
-    cu_map m;
-    m.off = s->span;
-    m.size = span;
-    m.h = calloc((size_t)s->local_n, sizeof *m.h);
-    if (!m.h) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
     st = s->ll_slot ? get_fn(s, &s->f_ll_copy, "symm_k_ll_copy") : SYMM_SUCCESS;
-    CUmemGenericAllocationHandle h = 0;
-    CUresult r = st == SYMM_SUCCESS ? symm__cu.MemCreate(&h, span, &s->prop, 0) : CUDA_SUCCESS;
-    if (r != CUDA_SUCCESS) {
-        st = symm__cu_fail(r, "cuMemCreate(collective scratch)");
-    } else if (st == SYMM_SUCCESS) {
-        st = map_at(s, s->va[s->local_me] + m.off, span, h);
-        if (st == SYMM_SUCCESS) {
-            m.h[s->local_me] = h;
-            r = symm__cu.MemsetD8Async(s->va[s->local_me] + m.off, 0, span, s->s_int);
-            if (r == CUDA_SUCCESS) r = symm__cu.StreamSynchronize(s->s_int);
-            if (r != CUDA_SUCCESS) st = symm__cu_fail(r, "cuMemsetD8Async(collective scratch)");
-        } else {
-            symm__cu.MemRelease(h);
-        }
-    }
-    st = share_and_map(ctx, s, &m, st); /* releases m on failure */
-    if (st == SYMM_SUCCESS) {
-        st = push_map(&s->chunks, &s->n_chunks, &s->cap_chunks, &m);
-        if (st != SYMM_SUCCESS) map_release(s, &m);
-    }
+    st = map_new_chunk(ctx, s, s->span, span, "collective scratch", st);
     if (st != SYMM_SUCCESS) {
-        free(m.h);
         s->ll_slot = s->st_slot = 0;
         return st;
     }
