@@ -11,6 +11,10 @@
 #include "internal.h"
 #include "symm_test.h"
 #include "tp.h"
+#ifdef SYMM_HAVE_CUDA
+#include "coll_plan.h"
+#include "kernel_params.h"
+#endif
 
 /* The loader answers these in applications; the unit test links the runtime
  * objects directly, so it supplies them. */
@@ -644,6 +648,72 @@ static void test_route_gpu_staging(void) {
     free(fk_heap);
 }
 
+#ifdef SYMM_HAVE_CUDA
+/* The staged reductions' grid (coll_plan.c, used by cuda.c for every call):
+ * the cases docs/DECISIONS.md describes, then the invariants the kernel
+ * relies on over random inputs. A violated one would overrun the staging
+ * (blocks * chunk * depth > bytes), the flag arrays (blocks > 256), or
+ * leave bytes unreduced (blocks * chunk * steps < len). */
+static void check_plan(uint64_t len, uint64_t sms, uint64_t bytes, uint64_t cmin, uint64_t want) {
+    symm__st_plan p;
+    if (!symm__st_make_plan(len, sms, bytes, cmin, want, &p)) {
+        /* only when the steps would not fit the flags' 24 bits */
+        ASSERT_TRUE(len / 16 / 256 >= (1u << 22));
+        return;
+    }
+    const uint64_t per = p.blocks * p.chunk;
+    if (!(p.blocks >= 1 && p.blocks <= SYMM__ST_MAX_BLOCKS && p.blocks <= (sms ? sms : 64) &&
+          p.chunk >= 16 && p.chunk % 16 == 0 && p.depth >= 2 && per * p.depth <= bytes &&
+          (len ? per * p.steps >= len && per * (p.steps - 1) < len : p.steps == 0) &&
+          (p.chunk >= cmin || p.chunk == bytes / (2 * p.blocks) / 16 * 16) && p.steps < (1u << 24)))
+        TEST_FAIL_("plan(len %llu, sms %llu, bytes %llu, chunk %llu, steps %llu) = %llu blocks x "
+                   "%llu bytes, depth %llu, %llu steps", (unsigned long long)len,
+                   (unsigned long long)sms, (unsigned long long)bytes, (unsigned long long)cmin,
+                   (unsigned long long)want, (unsigned long long)p.blocks,
+                   (unsigned long long)p.chunk, (unsigned long long)p.depth,
+                   (unsigned long long)p.steps);
+}
+
+static void test_staged_plan(void) {
+    symm__st_plan p;
+    /* 2-PE all-reduce of 1 MiB, defaults on an H200 (132 SMs): one step of
+     * 128 blocks x 8 KiB */
+    ASSERT_TRUE(symm__st_make_plan(1 << 20, 132, 4 << 20, 8 << 10, 1, &p));
+    ASSERT_EQ(p.blocks, 128);
+    ASSERT_EQ(p.chunk, 8192);
+    ASSERT_EQ(p.steps, 1);
+    ASSERT_EQ(p.depth, 4);
+    /* 256 MiB: every SM, pieces grown to half the staging over the blocks */
+    ASSERT_TRUE(symm__st_make_plan(256u << 20, 132, 4 << 20, 8 << 10, 1, &p));
+    ASSERT_EQ(p.blocks, 132);
+    ASSERT_EQ(p.chunk, 15872);
+    ASSERT_EQ(p.depth, 2);
+    ASSERT_EQ(p.steps, 129);
+    /* gpu_coll_staged (64 KiB of staging, 1 KiB pieces), 70001 int32: many
+     * steps, every slot reused */
+    ASSERT_TRUE(symm__st_make_plan(70001 * 4, 132, 64 << 10, 1 << 10, 1, &p));
+    ASSERT_EQ(p.blocks, 32);
+    ASSERT_EQ(p.chunk, 1024);
+    ASSERT_EQ(p.depth, 2);
+    ASSERT_EQ(p.steps, 9);
+    /* nothing to do: no step */
+    ASSERT_TRUE(symm__st_make_plan(0, 132, 4 << 20, 8 << 10, 1, &p));
+    ASSERT_EQ(p.steps, 0);
+    /* more steps than the flags count */
+    ASSERT_TRUE(!symm__st_make_plan(1ull << 62, 1, 64 << 10, 16, 1, &p));
+    unsigned seed = 777;
+    for (int i = 0; i < 200000; i++) {
+        const uint64_t len = rand_r(&seed) % 4 == 0 ? (uint64_t)(rand_r(&seed) % 100000)
+                                                    : ((uint64_t)rand_r(&seed) << (rand_r(&seed) % 12));
+        const uint64_t sms = (uint64_t)(rand_r(&seed) % 300);
+        const uint64_t bytes = ((64u << 10) + (uint64_t)(rand_r(&seed) % (64 << 20))) / 256 * 256;
+        uint64_t cmin = ((uint64_t)(rand_r(&seed) % (1 << 16)) + 16) / 16 * 16;
+        if (cmin > bytes / 2) cmin = bytes / 2 / 16 * 16;
+        check_plan(len, sms, bytes, cmin, (uint64_t)(rand_r(&seed) % 64) + 1);
+    }
+}
+#endif
+
 int main(void) {
     test_alloc_random();
     test_handles();
@@ -654,6 +724,11 @@ int main(void) {
     test_async_record();
     test_bad_args();
     test_route_gpu_staging();
+#ifdef SYMM_HAVE_CUDA
+    test_staged_plan();
+#else
+    printf("unit: staged-plan test skipped (runtime built without the CUDA backend)\n");
+#endif
     printf("unit: all passed\n");
     return 0;
 }

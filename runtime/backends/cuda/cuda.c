@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "cuda_driver.h"
+#include "coll_plan.h"
 #include "kernel_params.h"
 #include "teams.h"
 
@@ -1680,22 +1681,16 @@ static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *ba
     p.vec = (p.src_off | p.src_j_stride | p.dst_off) % 16 == 0;
     uint64_t len = 0; /* the longest slice, in bytes */
     for (int32_t j = 0; j < n; j++) len = max_u64(len, p.cnt[j] * es);
-    /* st_steps steps or more where pieces of st_chunk bytes allow */
-    const uint64_t chunk_min = s->st_chunk, want = s->st_steps;
-    uint64_t cap = min_u64((uint64_t)(s->sms > 0 ? s->sms : 64), SYMM__ST_MAX_BLOCKS);
-    cap = min_u64(cap, max_u64(s->st_bytes / (2 * chunk_min), 1));
-    const uint64_t per_block = want * chunk_min;
-    const uint64_t blocks = min_u64(max_u64((len + per_block - 1) / per_block, 1), cap);
-    uint64_t chunk = align_up((len + want * blocks - 1) / (want * blocks), 16);
-    chunk = min_u64(max_u64(chunk, chunk_min), s->st_bytes / (2 * blocks) / 16 * 16);
-    const uint64_t steps = (len + blocks * chunk - 1) / (blocks * chunk);
-    if (steps >= (1u << 24)) {
+    symm__st_plan plan;
+    if (!symm__st_make_plan(len, s->sms > 0 ? (uint64_t)s->sms : 0, s->st_bytes, s->st_chunk,
+                            s->st_steps, &plan)) {
         *done = false;
         return SYMM_SUCCESS;
     }
+    const uint64_t blocks = plan.blocks, chunk = plan.chunk;
     p.chunk = chunk;
-    p.depth = (uint32_t)(s->st_bytes / (blocks * chunk));
-    p.steps = (uint32_t)steps;
+    p.depth = (uint32_t)plan.depth;
+    p.steps = (uint32_t)plan.steps;
     CUfunction f = NULL;
     SYMM_TRY(reduce_fn(s, c->dtype, c->op, CU_RED_STAGED, &f));
     SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per pair on %d PEs: algorithm staged (%s), "
