@@ -1569,13 +1569,7 @@ static symm_status coll_ll(cu_state *s, const symm__coll *c, char *const *base, 
                            uint64_t pair_bytes, const char *why) {
     const symm__team *team = c->team;
     symm__kll_params p;
-    memset(&p, 0, sizeof p);
-    memcpy(p.team.base, base, (size_t)team->n_pes * sizeof *base);
-    p.team.me = team->my_pe;
-    p.team.n = team->n_pes;
-    p.area_off = symm__team_sync_off(s->ctx, team->slot) + CU_BARRIER_OFF;
-    p.timeout_ns = s->timeout_ns;
-    p.err = s->err_word;
+    CU_FILL_TEAM_PARAMS(p);
     p.ll_off = s->span + (uint64_t)team->slot * s->ll_slot;
     p.ll_region = s->ll_region;
     p.ll_parity = s->ll_parity;
@@ -1650,13 +1644,7 @@ static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *ba
     const int32_t n = team->n_pes, me = team->my_pe;
     const uint64_t es = c->elem_size, ne = c->nelems;
     symm__kstaged_params p;
-    memset(&p, 0, sizeof p);
-    memcpy(p.team.base, base, (size_t)n * sizeof *base);
-    p.team.me = me;
-    p.team.n = n;
-    p.area_off = symm__team_sync_off(s->ctx, team->slot) + CU_BARRIER_OFF;
-    p.timeout_ns = s->timeout_ns;
-    p.err = s->err_word;
+    CU_FILL_TEAM_PARAMS(p);
     p.st_off = s->st_base + (uint64_t)team->slot * s->st_slot;
     p.st_region = s->st_region;
     p.st_parity = s->st_parity;
