@@ -22,7 +22,8 @@
 # (scripts/plot-bench.py plot OUT/bench_*.json -o OUT/plots: every figure), symm-info.json,
 # python.txt (+ python.log, bench_torch.txt, bench_torch_<ranks>.json),
 # bench_coll.txt (+ bench_coll_<ranks>.json), cstream.txt (bench_coll_stream
-# on 2 and on all GPUs, + cstream_<ranks>.json).
+# on 2 and on all GPUs, + cstream_<ranks>.json), cstream-algos.txt (its
+# all-reduce and reduce-scatter with SYMM_CUDA_COLL_ALGO=twoshot and =staged).
 #
 # Safety: NVLink multicast stays off. NVSHMEM_DISABLE_NVLS=1, NCCL_NVLS_ENABLE=0
 # and TORCH_SYMM_MEM_DISABLE_MULTICAST=1 are exported for every program; symm
@@ -212,6 +213,8 @@ fi
 
 # ---- stream collectives from C: host time per call, GPU time (bench_coll_stream) --
 : > "$OUT/cstream.txt"
+: > "$OUT/cstream-algos.txt"
+CSTREAM_AB_SIZES=262144,1048576,4194304,16777216,67108864,268435456
 if [ $BUILD_OK = 1 ] && phase cstream; then
   nps=2; [ "$NGPU" -gt 2 ] && nps="2 $NGPU"
   for np in $nps; do
@@ -221,6 +224,16 @@ if [ $BUILD_OK = 1 ] && phase cstream; then
     BENCH_JSON="$OUT/cstream_$np.json" timeout -k 5 "$(cap 120)" "$BUILD/runtime/symmrun" -n "$np" \
       --timeout 110 "$BUILD/tests/perf/bench_coll_stream" ${CSTREAM_ARGS:-} >> "$OUT/cstream.txt" 2>&1
     echo "exit status $?" >> "$OUT/cstream.txt"
+    # the reductions with each algorithm forced, so that "auto"'s choices
+    # (docs/DECISIONS.md "Collectives") are checked against both every run
+    for algo in twoshot staged; do
+      [ "$(left)" -gt 40 ] || { over "cstream algos($np PEs)"; break 2; }
+      echo "command: SYMM_CUDA_COLL_ALGO=$algo symmrun -n $np tests/perf/bench_coll_stream --ops all_reduce,reduce_scatter --sizes $CSTREAM_AB_SIZES" >> "$OUT/cstream-algos.txt"
+      SYMM_CUDA_COLL_ALGO=$algo timeout -k 5 "$(cap 60)" "$BUILD/runtime/symmrun" -n "$np" --timeout 50 \
+        "$BUILD/tests/perf/bench_coll_stream" --ops all_reduce,reduce_scatter \
+        --sizes "$CSTREAM_AB_SIZES" >> "$OUT/cstream-algos.txt" 2>&1
+      echo "exit status $?" >> "$OUT/cstream-algos.txt"
+    done
   done
 fi
 
@@ -273,6 +286,10 @@ fi
   if [ -s "$OUT/cstream.txt" ]; then
     echo; echo "### Stream collectives from C (tests/perf/bench_coll_stream.cu)"; echo
     grep -E '^(\||bench_coll_stream|floor|command:|exit status)' "$OUT/cstream.txt"
+  fi
+  if [ -s "$OUT/cstream-algos.txt" ]; then
+    echo; echo "### The reductions with each algorithm forced (bench_coll_stream)"; echo
+    grep -E '^(\||bench_coll_stream|command:|exit status)' "$OUT/cstream-algos.txt"
   fi
   if [ -s "$OUT/probe.txt" ]; then
     echo; echo "### Platform probe (tests/perf/probe_cuda.cu, no symm)"; echo
