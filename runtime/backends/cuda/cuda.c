@@ -113,9 +113,9 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
 /* A block moves at least this many bytes of a slice per step (fewer blocks
  * for smaller slices); SYMM_CUDA_STAGED_CHUNK overrides it for experiments. */
 #define CU_ST_CHUNK_DEFAULT (8u << 10)
-/* Calls of up to blocks * chunk * CU_ST_STEPS bytes per slice take
- * CU_ST_STEPS steps (pieces of chunk bytes or more, for fewer blocks), so
- * that sending overlaps reducing; SYMM_CUDA_STAGED_STEPS overrides it. */
+/* Steps a call aims for where pieces of the chunk allow (fewer blocks, more
+ * steps): 1, as every step costs a fence and flag round trip (2 and 4 were
+ * always slower on 2 and 4 x H200); SYMM_CUDA_STAGED_STEPS for experiments. */
 #define CU_ST_STEPS 1
 #define CU_SCRATCH_RESERVE (1ull << 30) /* address space kept for the scratch per PE */
 enum { CU_ALGO_AUTO, CU_ALGO_LL, CU_ALGO_STAGED, CU_ALGO_BASE };
@@ -1602,6 +1602,14 @@ static symm_status coll_ll(cu_state *s, const symm__coll *c, char *const *base, 
     return launch(s, f, "cuLaunchKernel(symm_k_ll*)", blocks, 1, CU_THREADS, cs, args);
 }
 
+/* Elements of the slice each of n PEs reduces in a two-shot all-reduce (the
+ * last slices may be shorter or empty): an n-th of ne, rounded up to whole
+ * 16-byte vectors (the staged and the barrier two-shot slice alike). */
+static uint64_t slice_elems(uint64_t ne, int32_t n, uint64_t es) {
+    const uint64_t v = 16 / es;
+    return ((ne + (uint64_t)n - 1) / (uint64_t)n + v - 1) / v * v;
+}
+
 /* Staged form of a reduction (kernels.cu "Staged"), or false with why not
  * (for the trace) when cuda_coll should run the barrier algorithm. Called
  * once LL was ruled out. "auto" takes it where it beat the two-shot / pull
@@ -1656,8 +1664,7 @@ static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *ba
     } else if (n == 2) {
         for (int32_t j = 0; j < n; j++) p.cnt[j] = ne;
     } else {
-        const uint64_t v = 16 / es;
-        const uint64_t per = ((ne + (uint64_t)n - 1) / (uint64_t)n + v - 1) / v * v;
+        const uint64_t per = slice_elems(ne, n, es);
         p.src_j_stride = per * es;
         for (int32_t j = 0; j < n; j++) {
             const uint64_t lo = min_u64((uint64_t)j * per, ne);
@@ -1747,8 +1754,7 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
         p.dst_off = c->dst_off;
         if (c->kind == SYMM__COLL_REDUCE) {
             /* two-shot: PE r reduces slice r and writes it to every PE (in-place safe) */
-            uint64_t v = 16 / es, per = (c->nelems + (uint64_t)n - 1) / (uint64_t)n;
-            per = (per + v - 1) / v * v;
+            const uint64_t per = slice_elems(c->nelems, n, es);
             p.src_off = c->src_off;
             p.lo = min_u64((uint64_t)me * per, c->nelems);
             p.hi = min_u64(p.lo + per, c->nelems);
