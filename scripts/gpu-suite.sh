@@ -14,7 +14,8 @@
 # SKIP_PY=1 (skip the Python/PyTorch tests and bench_torch), SKIP_COLL=1 (skip
 # tests/perf/bench_coll.py: symm vs NCCL vs SymmetricMemory collectives),
 # COLL_MAX_BYTES (default 1 GiB: bench_coll's largest size), CSTREAM_ARGS
-# (arguments of bench_coll_stream, default: its own sizes up to 256 MiB).
+# (arguments of bench_coll_stream, default: every op, the out-of-place
+# all-reduce too, its own sizes up to 256 MiB).
 #
 # Files in $OUT: summary.md (pass counts, figures, side-by-side table, platform
 # probe, GPUs, driver, date, command), env.txt, build.log, test.log,
@@ -23,7 +24,8 @@
 # python.txt (+ python.log, bench_torch.txt, bench_torch_<ranks>.json),
 # bench_coll.txt (+ bench_coll_<ranks>.json), cstream.txt (bench_coll_stream
 # on 2 and on all GPUs, + cstream_<ranks>.json), cstream-algos.txt (its
-# all-reduce and reduce-scatter with SYMM_CUDA_COLL_ALGO=twoshot and =staged).
+# all-reduce, in place and out of place, and reduce-scatter with
+# SYMM_CUDA_COLL_ALGO=twoshot and =staged).
 #
 # Safety: NVLink multicast stays off. NVSHMEM_DISABLE_NVLS=1, NCCL_NVLS_ENABLE=0
 # and TORCH_SYMM_MEM_DISABLE_MULTICAST=1 are exported for every program; symm
@@ -215,6 +217,8 @@ fi
 : > "$OUT/cstream.txt"
 : > "$OUT/cstream-algos.txt"
 CSTREAM_AB_SIZES=262144,1048576,4194304,16777216,67108864,268435456
+CSTREAM_AB_OPS=all_reduce,all_reduce_oop,reduce_scatter
+CSTREAM_ARGS=${CSTREAM_ARGS:---ops all_reduce,all_gather,reduce_scatter,all_to_all,all_reduce_oop}
 if [ $BUILD_OK = 1 ] && phase cstream; then
   nps=2; [ "$NGPU" -gt 2 ] && nps="2 $NGPU"
   for np in $nps; do
@@ -228,9 +232,9 @@ if [ $BUILD_OK = 1 ] && phase cstream; then
     # (docs/DECISIONS.md "Collectives") are checked against both every run
     for algo in twoshot staged; do
       [ "$(left)" -gt 40 ] || { over "cstream algos($np PEs)"; break 2; }
-      echo "command: SYMM_CUDA_COLL_ALGO=$algo symmrun -n $np tests/perf/bench_coll_stream --ops all_reduce,reduce_scatter --sizes $CSTREAM_AB_SIZES" >> "$OUT/cstream-algos.txt"
+      echo "command: SYMM_CUDA_COLL_ALGO=$algo symmrun -n $np tests/perf/bench_coll_stream --ops $CSTREAM_AB_OPS --sizes $CSTREAM_AB_SIZES" >> "$OUT/cstream-algos.txt"
       SYMM_CUDA_COLL_ALGO=$algo timeout -k 5 "$(cap 60)" "$BUILD/runtime/symmrun" -n "$np" --timeout 50 \
-        "$BUILD/tests/perf/bench_coll_stream" --ops all_reduce,reduce_scatter \
+        "$BUILD/tests/perf/bench_coll_stream" --ops "$CSTREAM_AB_OPS" \
         --sizes "$CSTREAM_AB_SIZES" >> "$OUT/cstream-algos.txt" 2>&1
       echo "exit status $?" >> "$OUT/cstream-algos.txt"
     done

@@ -6,6 +6,7 @@
  *   all_gather      symm_fcollect_on_stream
  *   reduce_scatter  symm_reducescatter_on_stream
  *   all_to_all      symm_alltoall_on_stream
+ *   all_reduce_oop  symm_reduce_on_stream, out of place (only when --ops names it)
  *
  * "bytes" is the largest buffer, as in bench_coll.py: the all-reduce buffer,
  * the all-gather output, the reduce-scatter input, the all-to-all buffer. For
@@ -52,9 +53,9 @@ __global__ void k_fill(float *x, uint64_t n, int pe) {
 
 /* Counts elements of x that differ from the expected value of op for element
  * i (i counted from first in the source pattern's numbering). */
-enum { OP_AR, OP_AG, OP_RS, OP_A2A, N_OPS };
+enum { OP_AR, OP_AG, OP_RS, OP_A2A, OP_ARO, N_OPS };
 static const char *const kOpName[N_OPS] = {"all_reduce", "all_gather", "reduce_scatter",
-                                           "all_to_all"};
+                                           "all_to_all", "all_reduce_oop"};
 __global__ void k_check(const float *x, uint64_t n, int op, int me, int npes, uint64_t per,
                         unsigned long long *bad) {
     unsigned long long mine = 0;
@@ -63,7 +64,8 @@ __global__ void k_check(const float *x, uint64_t n, int op, int me, int npes, ui
         float want;
         const float sum_pe = (float)(npes * (npes + 1) / 2);
         switch (op) {
-        case OP_AR: want = (float)npes * (float)(i % 251u) + sum_pe; break;
+        case OP_AR:
+        case OP_ARO: want = (float)npes * (float)(i % 251u) + sum_pe; break;
         /* block j of the output is PE j's source (element i % per of it) */
         case OP_AG: want = (float)((i % per) % 251u) + (float)(i / per + 1); break;
         /* own block me of every PE's input, summed */
@@ -78,7 +80,7 @@ __global__ void k_check(const float *x, uint64_t n, int op, int me, int npes, ui
 
 struct Args {
     std::vector<size_t> sizes;
-    bool ops[N_OPS] = {true, true, true, true};
+    bool ops[N_OPS] = {true, true, true, true, false};
     bool peer_access = false;
 };
 
@@ -88,8 +90,9 @@ static Args parse(int argc, char **argv) {
     const char *sizes = nullptr;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ops") && i + 1 < argc) {
-            const char *o = argv[++i];
-            for (int k = 0; k < N_OPS; k++) a.ops[k] = strstr(o, kOpName[k]) != nullptr;
+            std::string o = std::string(",") + argv[++i] + ",";
+            for (int k = 0; k < N_OPS; k++)
+                a.ops[k] = o.find(std::string(",") + kOpName[k] + ",") != std::string::npos;
         } else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
             sizes = argv[++i];
         } else if (!strcmp(argv[i], "--peer-access")) {
@@ -125,6 +128,7 @@ static void call(int op, symm_buf dst, symm_buf src, size_t bytes, cudaStream_t 
     case OP_AR: SK(symm_reduce_on_stream(g_world, src, 0, src, 0, n, SYMM_OP_SUM, s)); break;
     case OP_AG: SK(symm_fcollect_on_stream(g_world, dst, 0, src, 0, per, s)); break;
     case OP_RS: SK(symm_reducescatter_on_stream(g_world, dst, 0, src, 0, per, SYMM_OP_SUM, s)); break;
+    case OP_ARO: SK(symm_reduce_on_stream(g_world, dst, 0, src, 0, n, SYMM_OP_SUM, s)); break;
     default: SK(symm_alltoall_on_stream(g_world, dst, 0, src, 0, per, s)); break;
     }
 }
@@ -253,10 +257,11 @@ int main(int argc, char **argv) {
         if (!a.ops[op]) continue;
         for (size_t bytes : a.sizes) {
             const uint64_t n = bytes / 4, per = n / (uint64_t)g_n;
-            if (op != OP_AR && per == 0) continue;
+            const bool whole = op == OP_AR || op == OP_ARO; /* n elements, not per PE */
+            if (!whole && per == 0) continue;
             if (n == 0) continue;
             /* check one call on fresh data */
-            const uint64_t out_n = op == OP_RS ? per : op == OP_AR ? n : per * (uint64_t)g_n;
+            const uint64_t out_n = op == OP_RS ? per : whole ? n : per * (uint64_t)g_n;
             k_fill<<<264, 256, 0, s>>>(src, n, g_me);
             CK(cudaMemsetAsync(dst, 0xff, bytes, s));
             CK(cudaMemsetAsync(bad, 0, 16, s));
@@ -286,7 +291,7 @@ int main(int argc, char **argv) {
             const double h = host_us(k, s, fn);
             const double b = gpu_us(k, false, s, e0, e1, fn);
             const double g = gpu_us(k, true, s, e0, e1, fn);
-            const double f = op == OP_AR ? 2.0 * (g_n - 1) / g_n : (double)(g_n - 1) / g_n;
+            const double f = whole ? 2.0 * (g_n - 1) / g_n : (double)(g_n - 1) / g_n;
             const double bw = (double)bytes * f / (g * 1e-6) / 1e9;
             if (g_me == 0) {
                 printf("| %s | %s | %.2f | %.2f | %.2f | %.1f | ok |\n", kOpName[op],

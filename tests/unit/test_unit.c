@@ -656,7 +656,7 @@ static void test_route_gpu_staging(void) {
  * leave bytes unreduced (blocks * chunk * steps < len). */
 static void check_plan(uint64_t len, uint64_t sms, uint64_t bytes, uint64_t cmin, uint64_t want) {
     symm__st_plan p;
-    if (!symm__st_make_plan(len, sms, bytes, cmin, want, &p)) {
+    if (!symm__st_make_plan(len, sms, bytes, cmin, want, 0, &p)) {
         /* only when the steps would not fit the flags' 24 bits */
         ASSERT_TRUE(len / 16 / 256 >= (1u << 22));
         return;
@@ -674,33 +674,81 @@ static void check_plan(uint64_t len, uint64_t sms, uint64_t bytes, uint64_t cmin
                    (unsigned long long)p.steps);
 }
 
+/* The landing plan (2 PEs, out of place) must cover len exactly as well,
+ * stage no more than the staging holds (blocks * chunk * depth <= bytes) nor
+ * more steps than there are, and keep pieces within [16, land] (at least
+ * chunk_min where land allows). */
+static void check_land_plan(uint64_t len, uint64_t sms, uint64_t bytes, uint64_t cmin,
+                            uint64_t want, uint64_t land) {
+    symm__st_plan p;
+    if (!symm__st_make_plan(len, sms, bytes, cmin, want, land, &p)) {
+        ASSERT_TRUE(len / (land > 16 ? land / 16 * 16 : 16) / 256 >= (1u << 22) ||
+                    len / 16 / 256 >= (1u << 22));
+        return;
+    }
+    const uint64_t per = p.blocks * p.chunk;
+    const uint64_t lmax = land / 16 * 16 > 16 ? land / 16 * 16 : 16;
+    if (!(p.blocks >= 1 && p.blocks <= SYMM__ST_MAX_BLOCKS && p.blocks <= (sms ? sms : 64) &&
+          p.chunk >= 16 && p.chunk % 16 == 0 && p.chunk <= lmax &&
+          (p.chunk >= cmin || p.chunk == lmax) && per * p.depth <= bytes && p.depth <= p.steps &&
+          (len ? per * p.steps >= len && per * (p.steps - 1) < len : p.steps == 0) &&
+          p.steps < (1u << 24)))
+        TEST_FAIL_("land plan(len %llu, sms %llu, bytes %llu, chunk %llu, steps %llu, land %llu)"
+                   " = %llu blocks x %llu bytes, depth %llu, %llu steps", (unsigned long long)len,
+                   (unsigned long long)sms, (unsigned long long)bytes, (unsigned long long)cmin,
+                   (unsigned long long)want, (unsigned long long)land,
+                   (unsigned long long)p.blocks, (unsigned long long)p.chunk,
+                   (unsigned long long)p.depth, (unsigned long long)p.steps);
+}
+
 static void test_staged_plan(void) {
     symm__st_plan p;
     /* 2-PE all-reduce of 1 MiB, defaults on an H200 (132 SMs): one step of
      * 128 blocks x 8 KiB */
-    ASSERT_TRUE(symm__st_make_plan(1 << 20, 132, 4 << 20, 8 << 10, 1, &p));
+    ASSERT_TRUE(symm__st_make_plan(1 << 20, 132, 4 << 20, 8 << 10, 1, 0, &p));
     ASSERT_EQ(p.blocks, 128);
     ASSERT_EQ(p.chunk, 8192);
     ASSERT_EQ(p.steps, 1);
     ASSERT_EQ(p.depth, 4);
     /* 256 MiB: every SM, pieces grown to half the staging over the blocks */
-    ASSERT_TRUE(symm__st_make_plan(256u << 20, 132, 4 << 20, 8 << 10, 1, &p));
+    ASSERT_TRUE(symm__st_make_plan(256u << 20, 132, 4 << 20, 8 << 10, 1, 0, &p));
     ASSERT_EQ(p.blocks, 132);
     ASSERT_EQ(p.chunk, 15872);
     ASSERT_EQ(p.depth, 2);
     ASSERT_EQ(p.steps, 129);
     /* gpu_coll_staged (64 KiB of staging, 1 KiB pieces), 70001 int32: many
      * steps, every slot reused */
-    ASSERT_TRUE(symm__st_make_plan(70001 * 4, 132, 64 << 10, 1 << 10, 1, &p));
+    ASSERT_TRUE(symm__st_make_plan(70001 * 4, 132, 64 << 10, 1 << 10, 1, 0, &p));
     ASSERT_EQ(p.blocks, 32);
     ASSERT_EQ(p.chunk, 1024);
     ASSERT_EQ(p.depth, 2);
     ASSERT_EQ(p.steps, 9);
     /* nothing to do: no step */
-    ASSERT_TRUE(symm__st_make_plan(0, 132, 4 << 20, 8 << 10, 1, &p));
+    ASSERT_TRUE(symm__st_make_plan(0, 132, 4 << 20, 8 << 10, 1, 0, &p));
     ASSERT_EQ(p.steps, 0);
     /* more steps than the flags count */
-    ASSERT_TRUE(!symm__st_make_plan(1ull << 62, 1, 64 << 10, 16, 1, &p));
+    ASSERT_TRUE(!symm__st_make_plan(1ull << 62, 1, 64 << 10, 16, 1, 0, &p));
+    /* landing, 2-PE all-reduce of 16 MiB, defaults: every SM, 64 KiB
+     * pieces, none staged (4 MiB < 132 x 64 KiB) */
+    ASSERT_TRUE(symm__st_make_plan(16u << 20, 132, 4 << 20, 8 << 10, 1, 64 << 10, &p));
+    ASSERT_EQ(p.blocks, 132);
+    ASSERT_EQ(p.chunk, 65536);
+    ASSERT_EQ(p.steps, 2);
+    ASSERT_EQ(p.depth, 0);
+    /* 1 MiB: as without landing, all of it staged */
+    ASSERT_TRUE(symm__st_make_plan(1 << 20, 132, 4 << 20, 8 << 10, 1, 64 << 10, &p));
+    ASSERT_EQ(p.blocks, 128);
+    ASSERT_EQ(p.chunk, 8192);
+    ASSERT_EQ(p.steps, 1);
+    ASSERT_EQ(p.depth, 1);
+    /* gpu_coll_staged_land (64 KiB staging, 1 KiB pieces, land 2 KiB):
+     * 70001 int32 on 132 SMs: 133 blocks' worth, so 2 KiB pieces, 2 steps,
+     * the first staged (64 KiB / (132 x 2 KiB) = 0: none) */
+    ASSERT_TRUE(symm__st_make_plan(70001 * 4, 132, 64 << 10, 1 << 10, 1, 2 << 10, &p));
+    ASSERT_EQ(p.blocks, 132);
+    ASSERT_EQ(p.chunk, 2048);
+    ASSERT_EQ(p.steps, 2);
+    ASSERT_EQ(p.depth, 0);
     unsigned seed = 777;
     for (int i = 0; i < 200000; i++) {
         const uint64_t len = rand_r(&seed) % 4 == 0 ? (uint64_t)(rand_r(&seed) % 100000)
@@ -709,7 +757,9 @@ static void test_staged_plan(void) {
         const uint64_t bytes = ((64u << 10) + (uint64_t)(rand_r(&seed) % (64 << 20))) / 256 * 256;
         uint64_t cmin = ((uint64_t)(rand_r(&seed) % (1 << 16)) + 16) / 16 * 16;
         if (cmin > bytes / 2) cmin = bytes / 2 / 16 * 16;
-        check_plan(len, sms, bytes, cmin, (uint64_t)(rand_r(&seed) % 64) + 1);
+        const uint64_t want = (uint64_t)(rand_r(&seed) % 64) + 1;
+        check_plan(len, sms, bytes, cmin, want);
+        check_land_plan(len, sms, bytes, cmin, want, (uint64_t)(rand_r(&seed) % (1 << 18)) + 1);
     }
 }
 #endif

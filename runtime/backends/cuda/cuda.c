@@ -117,6 +117,13 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * steps): 1, as every step costs a fence and flag round trip (2 and 4 were
  * always slower on 2 and 4 x H200); SYMM_CUDA_STAGED_STEPS for experiments. */
 #define CU_ST_STEPS 1
+/* Landing (kernels.cu "Staged"): on 2 PEs, out of place, the steps beyond
+ * what the staging holds go straight into the peer's dst, pieces of up to
+ * this many bytes a block, with no credit to wait for. 64 KiB was best on
+ * 2 x H200 (all-reduce of 16 / 256 MiB: 54.8 / 750 us; 32 KiB 55.1 / 756,
+ * 16 KiB 56.9 / 769, 128 KiB 58.3 / 756); SYMM_CUDA_STAGED_LAND (0: never)
+ * for experiments. */
+#define CU_ST_LAND_DEFAULT (64u << 10)
 #define CU_SCRATCH_RESERVE (1ull << 30) /* address space kept for the scratch per PE */
 enum { CU_ALGO_AUTO, CU_ALGO_LL, CU_ALGO_STAGED, CU_ALGO_BASE };
 /* How the barrier algorithm's all-gather and all-to-all move data
@@ -183,6 +190,7 @@ typedef struct cu_state {
     uint64_t ll_slot, ll_region, ll_parity;
     uint64_t st_base, st_slot, st_region, st_parity;
     uint64_t st_bytes, st_chunk, st_steps; /* SYMM_CUDA_STAGED_BYTES / _CHUNK / _STEPS */
+    uint64_t st_land;                      /* SYMM_CUDA_STAGED_LAND (0: never)         */
     uint64_t ll_max;   /* largest LL payload per pair of PEs (SYMM_CUDA_LL_BYTES) */
     int32_t ll_pes;    /* largest team the scratch serves (<= CU_LL_MAX_PES)     */
     int coll_algo;     /* CU_ALGO_* (SYMM_CUDA_COLL_ALGO)                         */
@@ -852,7 +860,7 @@ static symm_status cuda_heap_grow(symm__ctx *ctx, uint64_t new_mapped) {
 typedef struct cu_coll_conf {
     int32_t status, algo, local_n, ll_set; /* ll_set: SYMM_CUDA_LL_BYTES given */
     int32_t copy, st_set; /* st_set: SYMM_CUDA_STAGED_BYTES given */
-    uint64_t ll_max, st_bytes, st_chunk, st_steps;
+    uint64_t ll_max, st_bytes, st_chunk, st_steps, st_land;
 } cu_coll_conf;
 
 /* Largest payload per pair of PEs (bytes PE i sends PE j) for which "auto"
@@ -915,6 +923,8 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
         mine.status = env_size("SYMM_CUDA_STAGED_CHUNK", CU_ST_CHUNK_DEFAULT, &mine.st_chunk);
     if (mine.status == SYMM_SUCCESS)
         mine.status = env_size("SYMM_CUDA_STAGED_STEPS", CU_ST_STEPS, &mine.st_steps);
+    if (mine.status == SYMM_SUCCESS)
+        mine.status = env_size("SYMM_CUDA_STAGED_LAND", CU_ST_LAND_DEFAULT, &mine.st_land);
     if (mine.status == SYMM_SUCCESS && (mine.st_steps < 1 || mine.st_steps > 64))
         mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_STAGED_STEPS=%llu: expected 1 "
                                 "to 64", (unsigned long long)mine.st_steps);
@@ -939,9 +949,9 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
                  all[pe].ll_set != all[0].ll_set || all[pe].copy != all[0].copy ||
                  all[pe].st_bytes != all[0].st_bytes || all[pe].st_set != all[0].st_set ||
                  all[pe].st_chunk != all[0].st_chunk ||
-                 all[pe].st_steps != all[0].st_steps)
+                 all[pe].st_steps != all[0].st_steps || all[pe].st_land != all[0].st_land)
             st = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO / SYMM_CUDA_LL_BYTES / "
-                           "SYMM_CUDA_STAGED_BYTES / _CHUNK / _STEPS / SYMM_CUDA_COLL_COPY "
+                           "SYMM_CUDA_STAGED_BYTES / _CHUNK / _STEPS / _LAND / SYMM_CUDA_COLL_COPY "
                            "differ between PE 0 and PE %d: every PE must choose the same "
                            "collective algorithms", (int)pe);
         else if (all[pe].local_n > max_local)
@@ -962,6 +972,7 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
     s->st_bytes = align_up(mine.st_bytes, 256);
     s->st_chunk = align_up(mine.st_chunk, 16);
     s->st_steps = mine.st_steps;
+    s->st_land = align_up(mine.st_land, 16);
     s->scratch_span = s->ll_slot = s->st_slot = 0;
     /* the same verdict on every PE from here on (shared inputs) */
     if (s->ll_pes < 2 || s->coll_algo == CU_ALGO_BASE) return SYMM_SUCCESS;
@@ -1610,15 +1621,31 @@ static uint64_t slice_elems(uint64_t ne, int32_t n, uint64_t es) {
     return ((ne + (uint64_t)n - 1) / (uint64_t)n + v - 1) / v * v;
 }
 
+/* Whether a staged reduction may land its pieces in the peer's dst
+ * (kernels.cu "Staged"): 2 PEs, landing on (SYMM_CUDA_STAGED_LAND), and a
+ * dst that does not overlap the input, which the peer's pieces would
+ * overwrite before this PE has sent it. */
+static bool st_can_land(const cu_state *s, const symm__coll *c) {
+    const uint64_t out = c->nelems * c->elem_size;
+    const uint64_t in = c->kind == SYMM__COLL_REDUCESCATTER ? 2 * out : out;
+    return c->team->n_pes == 2 && s->st_land &&
+           (c->dst_off + out <= c->src_off || c->src_off + in <= c->dst_off);
+}
+
 /* Staged form of a reduction (kernels.cu "Staged"), or false with why not
  * (for the trace) when cuda_coll should run the barrier algorithm. Called
  * once LL was ruled out. "auto" takes it where it beat the two-shot / pull
  * kernels on 2 and 4 x H200 (docs/DECISIONS.md "Collectives"): on 2 PEs up
  * to 1 MiB a pair (all-reduce 1 MiB: 8.0-8.4 us in a graph against 9.1-9.5;
- * reduce-scatter of 512 KiB a pair: 6.4-6.7 against 8.1), and for the
- * all-reduce of larger teams from 64 MiB (4 PEs, 256 MiB: 336-340 GB/s bus
- * bandwidth against 316). Elsewhere it was slower or even. */
+ * reduce-scatter of 512 KiB a pair: 6.4-6.7 against 8.1); on 2 PEs out of
+ * place, landing, for every reduce-scatter (128 MiB a pair: 383 us against
+ * 418) and the all-reduce from 16 MiB (256 MiB: 750-756 us against 817, 16
+ * MiB: 54.8-55.1 against 56.6; at 4 MiB two-shot was faster, 18.2 against
+ * 19.5-20.0); and for the all-reduce of larger teams from 64 MiB (4 PEs,
+ * 256 MiB: 336-340 GB/s bus bandwidth against 316). Elsewhere it was slower
+ * or even. */
 #define CU_ST_AUTO_PAIR_MAX (1u << 20)
+#define CU_ST_AUTO_LAND_MIN (16u << 20)
 #define CU_ST_AUTO_WIDE_MIN (64ull << 20)
 static bool st_choose(const cu_state *s, const symm__coll *c, uint64_t pair_bytes,
                       const char **why) {
@@ -1634,6 +1661,10 @@ static bool st_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
     if (s->coll_algo == CU_ALGO_STAGED) return *why = "SYMM_CUDA_COLL_ALGO=staged", true;
     if (team->n_pes == 2 && pair_bytes <= CU_ST_AUTO_PAIR_MAX)
         return *why = "auto, 2 PEs, above LL and at most 1 MiB a pair", true;
+    if (st_can_land(s, c) && c->kind == SYMM__COLL_REDUCESCATTER)
+        return *why = "auto, reduce-scatter on 2 PEs out of place (landing)", true;
+    if (st_can_land(s, c) && pair_bytes >= CU_ST_AUTO_LAND_MIN)
+        return *why = "auto, all-reduce on 2 PEs out of place from 16 MiB (landing)", true;
     if (team->n_pes > 2 && c->kind == SYMM__COLL_REDUCE && pair_bytes >= CU_ST_AUTO_WIDE_MIN)
         return *why = "auto, all-reduce of 64 MiB or more on more than 2 PEs", true;
     return *why = "auto, where the barrier algorithms were as fast or faster", false;
@@ -1676,9 +1707,10 @@ static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *ba
     p.vec = (p.src_off | p.src_j_stride | p.dst_off) % 16 == 0;
     uint64_t len = 0; /* the longest slice, in bytes */
     for (int32_t j = 0; j < n; j++) len = max_u64(len, p.cnt[j] * es);
+    const bool land = st_can_land(s, c);
     symm__st_plan plan;
     if (!symm__st_make_plan(len, s->sms > 0 ? (uint64_t)s->sms : 0, s->st_bytes, s->st_chunk,
-                            s->st_steps, &plan)) {
+                            s->st_steps, land ? s->st_land : 0, &plan)) {
         *done = false;
         return SYMM_SUCCESS;
     }
@@ -1686,16 +1718,17 @@ static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *ba
     p.chunk = chunk;
     p.depth = (uint32_t)plan.depth;
     p.steps = (uint32_t)plan.steps;
+    p.land = land && plan.steps > plan.depth;
     CUfunction f = NULL;
     SYMM_TRY(reduce_fn(s, c->dtype, c->op, CU_RED_STAGED, &f));
     SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per pair on %d PEs: algorithm staged (%s), "
-               "%s, %llu block(s) x %u threads, %u step(s) of %llu bytes per block, depth %u",
+               "%s, %llu block(s) x %u threads, %u step(s) of %llu bytes per block, %s %u",
                coll_kind_name(c->kind), (unsigned long long)(ne * es), (int)n, why,
                c->kind == SYMM__COLL_REDUCESCATTER ? "reduce-scatter"
                : p.gather                          ? "reduce a slice, write it to every PE"
                                                    : "every PE reduces the whole vector",
                (unsigned long long)blocks, 2 * SYMM__ST_GROUP, p.steps, (unsigned long long)chunk,
-               p.depth);
+               p.land ? "landing in the peer's dst after staged steps:" : "depth", p.depth);
     void *args[] = {&p};
     *done = true;
     return launch(s, f, "cuLaunchKernel(symm_k_streduce)", (unsigned)blocks, 1, 2 * SYMM__ST_GROUP,

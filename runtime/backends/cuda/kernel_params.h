@@ -145,7 +145,8 @@ typedef struct symm__kll_params {
 #define SYMM__ST_GROUP 256u /* threads of a sender or receiver group: 2 per block */
 #define SYMM__ST_FLAG 0u     /* u64[256]: the sender's pieces of block b, up to a step */
 #define SYMM__ST_ACK 2048u   /* u64[256]: the sender consumed mine, up to a step     */
-#define SYMM__ST_DONE 4096u  /* u64[256]: the sender's gathered results, up to a step */
+#define SYMM__ST_DONE 4096u  /* u64[256]: the sender's gathered results, up to a step;
+                              * landing: the sender runs (its epoch << 24)          */
 #define SYMM__ST_HDR 8192u
 typedef struct symm__kstaged_params {
     symm__kteam8 team;
@@ -161,6 +162,8 @@ typedef struct symm__kstaged_params {
     uint32_t depth, steps;          /* slots per region; steps of the grid                */
     int32_t gather;                 /* 1: write the result to every team PE               */
     int32_t vec;                    /* 1: src_off, src_j_stride, dst_off 16-byte aligned  */
+    int32_t land;                   /* 1: steps >= depth land in the peer's dst (2 PEs)   */
+    int32_t pad;
 } symm__kstaged_params;
 
 #endif /* SYMM_CUDA_KERNEL_PARAMS_H */

@@ -672,6 +672,15 @@ SYMM__REDUCE_PAIRS(SYMM__K_LLREDUCE)
  * so j's earlier work on its stream has completed), and a piece of j's dst
  * that is also j's input (in place) was sent before its result comes back.
  *
+ * Landing (land: 2 PEs, dst not overlapping the input, cuda.c): steps from
+ * depth on do not go through the staging but straight into the peer's dst
+ * at the same offset, where the peer reads its piece and writes the result
+ * over it. No slot is reused, so there is no credit to wait for; the peer's
+ * dst is free once the peer runs (as above), which each sender group learns
+ * from a "hello" the peer's block raises first thing (the DONE word, unused
+ * without gather: E << 24, above every earlier call's value there). The
+ * first depth steps stay staged, so small calls never wait for the hello.
+ *
  * Giving up: a wait that fails (symm__wait_ge_u64: timeout or a dead PE)
  * ends its group's steps; every block still reaches the end. */
 
@@ -698,11 +707,35 @@ template <typename T> __device__ __forceinline__ T symm__ldcg_elem(const char *a
         return symm__bitcast<T>(__ldcg((const typename symm__uint<sizeof(T)>::type *)a));
 }
 
+/* One 16-byte vector of the result: op over the n inputs raw[0..n) in team
+ * order, accumulated as in every reduction here (symm__acc). */
+template <typename T, typename Op>
+__device__ __forceinline__ uint4 symm__st_combine(const uint4 *raw, int n) {
+    typedef typename symm__acc<T>::type A;
+    constexpr int V = 16 / (int)sizeof(T);
+    const Op op;
+    A acc[V];
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        if (j >= n) break;
+        const T *x = (const T *)&raw[j];
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            acc[k] = j == 0 ? symm__to_acc<T>(x[k]) : op(acc[k], symm__to_acc<T>(x[k]));
+    }
+    uint4 r;
+    T *o = (T *)&r;
+#pragma unroll
+    for (int k = 0; k < V; k++) o[k] = symm__from_acc<T>(acc[k]);
+    return r;
+}
+
 template <typename T, typename Op>
 __device__ __forceinline__ void symm__st_reduce(const symm__kstaged_params &p) {
     typedef typename symm__acc<T>::type A;
     constexpr int V = 16 / (int)sizeof(T);
     constexpr uint64_t es = sizeof(T);
+    constexpr uint64_t GR = SYMM__ST_GROUP;
     __shared__ volatile uint32_t sent; /* steps whose input the senders have read */
     if (threadIdx.x == 0) sent = 0;
     __syncthreads();
@@ -723,20 +756,30 @@ __device__ __forceinline__ void symm__st_reduce(const symm__kstaged_params &p) {
 #define ST_REG(s_, r_) (par + (uint64_t)((s_) < (r_) ? (s_) : (s_) - 1) * p.st_region)
     const uint64_t e24 = e << 24;
     if (sender) {
+        if (p.land && server) /* landing: tell the peer this PE runs */
+            symm__st_relaxed_u64((uint64_t *)(p.team.base[pj] + ST_REG(me, pj) + SYMM__ST_DONE) + b,
+                                 e24);
         for (uint32_t s = 0; s < p.steps; s++) {
             const uint64_t at = ((uint64_t)s * G + b) * K;
-            const uint64_t slot = SYMM__ST_HDR + ((uint64_t)(s % p.depth) * G + b) * K;
+            const bool landed = p.land && s >= p.depth;
+            const uint64_t slot = landed ? 0 : SYMM__ST_HDR + ((uint64_t)(s % p.depth) * G + b) * K;
             const uint64_t tag = e24 + s + 1;
-            if (s >= p.depth) { /* credit: every receiver consumed step s - depth */
-                bool w = !server || symm__wait_ge_u64((const uint64_t *)(mine + ST_REG(pj, me) +
+            if (s >= p.depth && (!p.land || s == p.depth)) {
+                /* staging: credit, every receiver consumed step s - depth;
+                 * landing: the peer runs, so its dst is free */
+                bool w = !server ||
+                         (p.land ? symm__wait_ge_u64((const uint64_t *)(mine + ST_REG(pj, me) +
+                                                                        SYMM__ST_DONE) + b,
+                                                     e24, p.timeout_ns, p.err)
+                                 : symm__wait_ge_u64((const uint64_t *)(mine + ST_REG(pj, me) +
                                                                         SYMM__ST_ACK) + b,
-                                                      tag - p.depth, p.timeout_ns, p.err);
+                                                     tag - p.depth, p.timeout_ns, p.err));
                 if (!symm__group_and(1, w)) break;
             }
             for (int j = 0; j < n; j++) {
                 const uint64_t bytes = p.cnt[j] * es;
                 if (j == me || at >= bytes) continue;
-                symm__copy(p.team.base[j] + ST_REG(me, j) + slot,
+                symm__copy(p.team.base[j] + (landed ? p.dst_off + at : ST_REG(me, j) + slot),
                            mine + p.src_off + (uint64_t)j * p.src_j_stride + at,
                            bytes - at < K ? bytes - at : K, gt, SYMM__ST_GROUP);
             }
@@ -755,7 +798,8 @@ __device__ __forceinline__ void symm__st_reduce(const symm__kstaged_params &p) {
         bool ok = true;
         for (uint32_t s = 0; s < p.steps; s++) {
             const uint64_t at = ((uint64_t)s * G + b) * K;
-            const uint64_t slot = SYMM__ST_HDR + ((uint64_t)(s % p.depth) * G + b) * K;
+            const bool landed = p.land && s >= p.depth;
+            const uint64_t slot = landed ? 0 : SYMM__ST_HDR + ((uint64_t)(s % p.depth) * G + b) * K;
             const uint64_t tag = e24 + s + 1;
             bool w = !server || symm__wait_ge_u64((const uint64_t *)(mine + ST_REG(pj, me) +
                                                                     SYMM__ST_FLAG) + b,
@@ -769,38 +813,46 @@ __device__ __forceinline__ void symm__st_reduce(const symm__kstaged_params &p) {
             }
             if (at < my_bytes) {
                 const uint64_t ne = (my_bytes - at < K ? my_bytes - at : K) / es;
+                const uint64_t out = p.dst_off + at;
                 const char *in[8];
 #pragma unroll
                 for (int j = 0; j < 8; j++)
-                    in[j] = j == me ? my_src + at : j < n ? mine + ST_REG(j, me) + slot : my_src;
-                const uint64_t out = p.dst_off + at;
+                    in[j] = j == me  ? my_src + at
+                            : j >= n ? my_src
+                            : landed ? mine + out /* the peer's piece, where the result goes */
+                                     : mine + ST_REG(j, me) + slot;
                 const uint64_t nv = p.vec ? ne / V : 0;
-                for (uint64_t v = gt; v < nv; v += SYMM__ST_GROUP) {
+                uint64_t v = gt;
+                /* 2 PEs: U vectors of each input in flight (U = 2 for the
+                 * 8- and 16-bit types, whose widened vectors need the
+                 * registers: U = 4 spilled) */
+                constexpr int U = sizeof(T) >= 4 ? 4 : 2;
+                if (n == 2 && !p.gather)
+                    for (; v + (U - 1) * GR < nv; v += U * GR) {
+                        uint4 raw[U][2];
+#pragma unroll
+                        for (int u = 0; u < U; u++) {
+                            raw[u][0] = __ldcg((const uint4 *)(in[0] + (v + u * GR) * 16));
+                            raw[u][1] = __ldcg((const uint4 *)(in[1] + (v + u * GR) * 16));
+                        }
+#pragma unroll
+                        for (int u = 0; u < U; u++)
+                            *(uint4 *)(mine + out + (v + u * GR) * 16) =
+                                symm__st_combine<T, Op>(raw[u], 2);
+                    }
+                for (; v < nv; v += GR) {
                     uint4 raw[8];
 #pragma unroll
                     for (int j = 0; j < 8; j++)
                         if (j < n) raw[j] = __ldcg((const uint4 *)(in[j] + v * 16));
-                    A acc[V];
-#pragma unroll
-                    for (int j = 0; j < 8; j++) {
-                        if (j >= n) break;
-                        const T *x = (const T *)&raw[j];
-#pragma unroll
-                        for (int k = 0; k < V; k++)
-                            acc[k] = j == 0 ? symm__to_acc<T>(x[k])
-                                            : op(acc[k], symm__to_acc<T>(x[k]));
-                    }
-                    uint4 r;
-                    T *o = (T *)&r;
-#pragma unroll
-                    for (int k = 0; k < V; k++) o[k] = symm__from_acc<T>(acc[k]);
+                    const uint4 r = symm__st_combine<T, Op>(raw, n);
                     *(uint4 *)(mine + out + v * 16) = r;
                     if (p.gather)
 #pragma unroll
                         for (int j = 0; j < 8; j++)
                             if (j < n && j != me) *(uint4 *)(p.team.base[j] + out + v * 16) = r;
                 }
-                for (uint64_t i = nv * V + gt; i < ne; i += SYMM__ST_GROUP) {
+                for (uint64_t i = nv * V + gt; i < ne; i += GR) {
                     A acc = symm__to_acc<T>(symm__ldcg_elem<T>(in[0] + i * es));
 #pragma unroll
                     for (int j = 1; j < 8; j++)
@@ -816,7 +868,7 @@ __device__ __forceinline__ void symm__st_reduce(const symm__kstaged_params &p) {
             }
             /* ack the pieces (only where a sender will reuse the slot in
              * this call) and, with gather, announce the results written */
-            const bool ack = s + p.depth < p.steps;
+            const bool ack = !p.land && s + p.depth < p.steps;
             if (ack || p.gather) {
                 symm__group_sync(2);
                 if (server) {
