@@ -574,6 +574,8 @@ static const var vars[] = {
     {"SYMM_CUDA_STAGED_BYTES", "staged reductions: staging per sender (0: none)", false},
     {"SYMM_CUDA_STAGED_CHUNK", "staged reductions: smallest piece per block (bytes)", false},
     {"SYMM_CUDA_STAGED_STEPS", "staged reductions: steps a call aims for (1-64)", false},
+    {"SYMM_CUDA_STAGED_SWAP",
+     "staged all-reduce on 2 PEs in place: largest piece held in shared memory (0: never)", false},
     {"SYMM_CUDA_STAGED_LAND",
      "staged reductions on 2 PEs, out of place: largest piece sent into the peer's dst (0: never)",
      false},

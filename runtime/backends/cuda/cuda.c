@@ -124,6 +124,12 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * 16 KiB 56.9 / 769, 128 KiB 58.3 / 756); SYMM_CUDA_STAGED_LAND (0: never)
  * for experiments. */
 #define CU_ST_LAND_DEFAULT (64u << 10)
+/* The in-place form of 2 PEs (kernels.cu "Swap") keeps two pieces of a block
+ * in shared memory: pieces of up to this many bytes (and half what a block
+ * may opt in to, less 2 KiB). 96 KiB was best on 2 x H200 (all-reduce of
+ * 256 MiB: 767 us; 64 KiB 776, 32 KiB 847, 16 KiB 1040); SYMM_CUDA_STAGED_SWAP
+ * (0: never) for experiments. */
+#define CU_ST_SWAP_DEFAULT (96u << 10)
 #define CU_SCRATCH_RESERVE (1ull << 30) /* address space kept for the scratch per PE */
 enum { CU_ALGO_AUTO, CU_ALGO_LL, CU_ALGO_STAGED, CU_ALGO_BASE };
 /* How the barrier algorithm's all-gather and all-to-all move data
@@ -143,6 +149,7 @@ typedef struct cu_state {
     CUcontext cuctx;
     bool retained;
     int sms;
+    int smem_optin; /* shared memory a block may opt in to (0: unknown) */
     CUmodule mod;
     CUfunction f_copy, f_store, f_signal, f_wait, f_amo, f_barrier2, f_barrier8, f_barrier64, f_gather;
     CUfunction f_barrier_wide;
@@ -191,6 +198,7 @@ typedef struct cu_state {
     uint64_t st_base, st_slot, st_region, st_parity;
     uint64_t st_bytes, st_chunk, st_steps; /* SYMM_CUDA_STAGED_BYTES / _CHUNK / _STEPS */
     uint64_t st_land;                      /* SYMM_CUDA_STAGED_LAND (0: never)         */
+    uint64_t st_swap_max; /* SYMM_CUDA_STAGED_SWAP within the shared memory (0: none)  */
     uint64_t ll_max;   /* largest LL payload per pair of PEs (SYMM_CUDA_LL_BYTES) */
     int32_t ll_pes;    /* largest team the scratch serves (<= CU_LL_MAX_PES)     */
     int coll_algo;     /* CU_ALGO_* (SYMM_CUDA_COLL_ALGO)                         */
@@ -268,8 +276,8 @@ static symm_status unreachable(const symm__ctx *ctx, int32_t pe) {
 /* Launch one of our kernels (every one starts with symm__k_enter, so PDL is
  * always safe). A PDL launch the driver refuses is retried plainly; if that
  * works, PDL stays off for this context. */
-static symm_status launch(cu_state *s, CUfunction f, const char *name, unsigned gx, unsigned gy,
-                          unsigned bx, CUstream cs, void **args) {
+static symm_status launch_smem(cu_state *s, CUfunction f, const char *name, unsigned gx,
+                               unsigned gy, unsigned bx, unsigned smem, CUstream cs, void **args) {
     const bool pdl = atomic_load_explicit(&s->pdl, memory_order_relaxed);
     if (pdl) {
         CUlaunchAttribute a;
@@ -284,17 +292,22 @@ static symm_status launch(cu_state *s, CUfunction f, const char *name, unsigned 
         c.blockDimX = bx;
         c.blockDimY = 1;
         c.blockDimZ = 1;
+        c.sharedMemBytes = smem;
         c.hStream = cs;
         c.attrs = &a;
         c.numAttrs = 1;
         if (symm__cu.LaunchKernelEx(&c, f, args, NULL) == CUDA_SUCCESS) return SYMM_SUCCESS;
     }
-    CUresult r = symm__cu.LaunchKernel(f, gx, gy, 1, bx, 1, 1, 0, cs, args, NULL);
+    CUresult r = symm__cu.LaunchKernel(f, gx, gy, 1, bx, 1, 1, smem, cs, args, NULL);
     if (r != CUDA_SUCCESS) return symm__cu_fail(r, name);
     if (pdl && atomic_exchange(&s->pdl, false)) /* refused with PDL, fine without */
         SYMM_WARN(SYMM_LOG_BACKEND, "cuda: the driver refused a PDL launch of %s; kernels launch "
                   "without programmatic dependent launch from now on", name);
     return SYMM_SUCCESS;
+}
+static symm_status launch(cu_state *s, CUfunction f, const char *name, unsigned gx, unsigned gy,
+                          unsigned bx, CUstream cs, void **args) {
+    return launch_smem(s, f, name, gx, gy, bx, 0, cs, args);
 }
 
 /* NULL stream = blocking: the work went to the internal stream; wait for it,
@@ -417,6 +430,10 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
     SYMM__CU(DeviceGetAttribute(&fdh, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
                                 s->dev));
     SYMM__CU(DeviceGetAttribute(&s->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, s->dev));
+    if (symm__cu.DeviceGetAttribute(&s->smem_optin,
+                                    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                    s->dev) != CUDA_SUCCESS)
+        s->smem_optin = 0;
     symm__cu.DeviceGetAttribute(&rdma, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
                                 s->dev);
     symm__cu.DeviceGetAttribute(&memops, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, s->dev);
@@ -860,7 +877,8 @@ static symm_status cuda_heap_grow(symm__ctx *ctx, uint64_t new_mapped) {
 typedef struct cu_coll_conf {
     int32_t status, algo, local_n, ll_set; /* ll_set: SYMM_CUDA_LL_BYTES given */
     int32_t copy, st_set; /* st_set: SYMM_CUDA_STAGED_BYTES given */
-    uint64_t ll_max, st_bytes, st_chunk, st_steps, st_land;
+    int32_t smem_optin, pad;
+    uint64_t ll_max, st_bytes, st_chunk, st_steps, st_land, st_swap;
 } cu_coll_conf;
 
 /* Largest payload per pair of PEs (bytes PE i sends PE j) for which "auto"
@@ -888,6 +906,7 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
     mine.status = SYMM_SUCCESS;
     mine.algo = CU_ALGO_AUTO;
     mine.local_n = s->local_n;
+    mine.smem_optin = symm__cu.FuncSetAttribute ? s->smem_optin : 0; /* 0: no in-place 2-PE form */
     char msg[512] = "";
     const char *a = getenv("SYMM_CUDA_COLL_ALGO");
     if (a && *a && strcmp(a, "auto") != 0) {
@@ -925,6 +944,8 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
         mine.status = env_size("SYMM_CUDA_STAGED_STEPS", CU_ST_STEPS, &mine.st_steps);
     if (mine.status == SYMM_SUCCESS)
         mine.status = env_size("SYMM_CUDA_STAGED_LAND", CU_ST_LAND_DEFAULT, &mine.st_land);
+    if (mine.status == SYMM_SUCCESS)
+        mine.status = env_size("SYMM_CUDA_STAGED_SWAP", CU_ST_SWAP_DEFAULT, &mine.st_swap);
     if (mine.status == SYMM_SUCCESS && (mine.st_steps < 1 || mine.st_steps > 64))
         mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_STAGED_STEPS=%llu: expected 1 "
                                 "to 64", (unsigned long long)mine.st_steps);
@@ -939,7 +960,7 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
                                 (unsigned long long)mine.st_chunk);
     if (mine.status != SYMM_SUCCESS) snprintf(msg, sizeof msg, "%s", symm__last_error());
     symm_status st = symm__boot_allgather(ctx->boot, &mine, all, sizeof mine);
-    int32_t max_local = 1;
+    int32_t max_local = 1, smem = INT32_MAX;
     for (int32_t pe = 0; pe < ctx->n_pes && st == SYMM_SUCCESS; pe++) {
         if (all[pe].status != SYMM_SUCCESS)
             st = pe == ctx->my_pe ? symm__err(all[pe].status, "%s", msg)
@@ -949,13 +970,15 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
                  all[pe].ll_set != all[0].ll_set || all[pe].copy != all[0].copy ||
                  all[pe].st_bytes != all[0].st_bytes || all[pe].st_set != all[0].st_set ||
                  all[pe].st_chunk != all[0].st_chunk ||
-                 all[pe].st_steps != all[0].st_steps || all[pe].st_land != all[0].st_land)
+                 all[pe].st_steps != all[0].st_steps || all[pe].st_land != all[0].st_land ||
+                 all[pe].st_swap != all[0].st_swap)
             st = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO / SYMM_CUDA_LL_BYTES / "
-                           "SYMM_CUDA_STAGED_BYTES / _CHUNK / _STEPS / _LAND / SYMM_CUDA_COLL_COPY "
+                           "SYMM_CUDA_STAGED_BYTES / _CHUNK / _STEPS / _LAND / _SWAP / SYMM_CUDA_COLL_COPY "
                            "differ between PE 0 and PE %d: every PE must choose the same "
                            "collective algorithms", (int)pe);
         else if (all[pe].local_n > max_local)
             max_local = all[pe].local_n;
+        if (st == SYMM_SUCCESS && all[pe].smem_optin < smem) smem = all[pe].smem_optin;
     }
     free(all);
     if (st != SYMM_SUCCESS) return st;
@@ -973,6 +996,11 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
     s->st_chunk = align_up(mine.st_chunk, 16);
     s->st_steps = mine.st_steps;
     s->st_land = align_up(mine.st_land, 16);
+    /* the in-place 2-PE form keeps two pieces of a block in shared memory:
+     * pieces of up to half what every PE's GPU lets a block opt in to */
+    s->st_swap_max = 0;
+    if (mine.st_swap && smem > 4096)
+        s->st_swap_max = min_u64(align_up(mine.st_swap, 16), (uint64_t)(smem - 2048) / 2 / 16 * 16);
     s->scratch_span = s->ll_slot = s->st_slot = 0;
     /* the same verdict on every PE from here on (shared inputs) */
     if (s->ll_pes < 2 || s->coll_algo == CU_ALGO_BASE) return SYMM_SUCCESS;
@@ -1536,6 +1564,12 @@ static symm_status reduce_fn(cu_state *s, uint32_t dtype, uint32_t op, int form,
             return symm__err(SYMM_ERR_INVALID_ARG, "reduction op %s is not defined for %s",
                              op_names[op], dtype_names[dtype]);
         if (r != CUDA_SUCCESS) return symm__cu_fail(r, name);
+        /* the staged kernel's in-place 2-PE form: two pieces in shared memory */
+        if (form == CU_RED_STAGED && s->st_swap_max) {
+            r = symm__cu.FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                          (int)(2 * s->st_swap_max));
+            if (r != CUDA_SUCCESS) return symm__cu_fail(r, "cuFuncSetAttribute(max dynamic shared memory)");
+        }
         atomic_store(slot, fn);
     }
     *f = fn;
@@ -1632,6 +1666,14 @@ static bool st_can_land(const cu_state *s, const symm__coll *c) {
            (c->dst_off + out <= c->src_off || c->src_off + in <= c->dst_off);
 }
 
+/* Whether a staged reduction may run the in-place form of 2 PEs (kernels.cu
+ * "Swap"): an all-reduce in place, with the shared memory for it
+ * (SYMM_CUDA_STAGED_SWAP). */
+static bool st_can_swap(const cu_state *s, const symm__coll *c) {
+    return c->team->n_pes == 2 && s->st_swap_max && c->kind == SYMM__COLL_REDUCE &&
+           c->dst_off == c->src_off;
+}
+
 /* Staged form of a reduction (kernels.cu "Staged"), or false with why not
  * (for the trace) when cuda_coll should run the barrier algorithm. Called
  * once LL was ruled out. "auto" takes it where it beat the two-shot / pull
@@ -1641,11 +1683,14 @@ static bool st_can_land(const cu_state *s, const symm__coll *c) {
  * place, landing, for every reduce-scatter (128 MiB a pair: 383 us against
  * 418) and the all-reduce from 16 MiB (256 MiB: 750-756 us against 817, 16
  * MiB: 54.8-55.1 against 56.6; at 4 MiB two-shot was faster, 18.2 against
- * 19.5-20.0); and for the all-reduce of larger teams from 64 MiB (4 PEs,
+ * 19.5-20.0); on 2 PEs in place (swap) for the all-reduce from 64 MiB (256
+ * MiB: 767 us against 814, 64 MiB: 205-210 against 212; 16 MiB even, 1-4
+ * MiB slower); and for the all-reduce of larger teams from 64 MiB (4 PEs,
  * 256 MiB: 336-340 GB/s bus bandwidth against 316). Elsewhere it was slower
  * or even. */
 #define CU_ST_AUTO_PAIR_MAX (1u << 20)
 #define CU_ST_AUTO_LAND_MIN (16u << 20)
+#define CU_ST_AUTO_SWAP_MIN (64u << 20)
 #define CU_ST_AUTO_WIDE_MIN (64ull << 20)
 static bool st_choose(const cu_state *s, const symm__coll *c, uint64_t pair_bytes,
                       const char **why) {
@@ -1665,6 +1710,8 @@ static bool st_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
         return *why = "auto, reduce-scatter on 2 PEs out of place (landing)", true;
     if (st_can_land(s, c) && pair_bytes >= CU_ST_AUTO_LAND_MIN)
         return *why = "auto, all-reduce on 2 PEs out of place from 16 MiB (landing)", true;
+    if (st_can_swap(s, c) && pair_bytes >= CU_ST_AUTO_SWAP_MIN)
+        return *why = "auto, all-reduce on 2 PEs in place from 64 MiB (swap)", true;
     if (team->n_pes > 2 && c->kind == SYMM__COLL_REDUCE && pair_bytes >= CU_ST_AUTO_WIDE_MIN)
         return *why = "auto, all-reduce of 64 MiB or more on more than 2 PEs", true;
     return *why = "auto, where the barrier algorithms were as fast or faster", false;
@@ -1707,32 +1754,35 @@ static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *ba
     p.vec = (p.src_off | p.src_j_stride | p.dst_off) % 16 == 0;
     uint64_t len = 0; /* the longest slice, in bytes */
     for (int32_t j = 0; j < n; j++) len = max_u64(len, p.cnt[j] * es);
-    const bool land = st_can_land(s, c);
+    const bool land = st_can_land(s, c), swap = !land && st_can_swap(s, c);
     symm__st_plan plan;
     if (!symm__st_make_plan(len, s->sms > 0 ? (uint64_t)s->sms : 0, s->st_bytes, s->st_chunk,
-                            s->st_steps, land ? s->st_land : 0, &plan)) {
+                            s->st_steps, land ? s->st_land : swap ? s->st_swap_max : 0, &plan)) {
         *done = false;
         return SYMM_SUCCESS;
     }
     const uint64_t blocks = plan.blocks, chunk = plan.chunk;
     p.chunk = chunk;
-    p.depth = (uint32_t)plan.depth;
+    p.depth = swap ? 0 : (uint32_t)plan.depth;
     p.steps = (uint32_t)plan.steps;
     p.land = land && plan.steps > plan.depth;
+    p.swap = swap;
     CUfunction f = NULL;
     SYMM_TRY(reduce_fn(s, c->dtype, c->op, CU_RED_STAGED, &f));
     SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per pair on %d PEs: algorithm staged (%s), "
-               "%s, %llu block(s) x %u threads, %u step(s) of %llu bytes per block, %s %u",
+               "%s, %llu block(s) x %u threads, %u step(s) of %llu bytes per block, %s%u",
                coll_kind_name(c->kind), (unsigned long long)(ne * es), (int)n, why,
                c->kind == SYMM__COLL_REDUCESCATTER ? "reduce-scatter"
                : p.gather                          ? "reduce a slice, write it to every PE"
                                                    : "every PE reduces the whole vector",
                (unsigned long long)blocks, 2 * SYMM__ST_GROUP, p.steps, (unsigned long long)chunk,
-               p.land ? "landing in the peer's dst after staged steps:" : "depth", p.depth);
+               p.swap   ? "in place through shared memory, depth "
+               : p.land ? "landing in the peer's dst after staged steps: "
+                        : "depth ", p.depth);
     void *args[] = {&p};
     *done = true;
-    return launch(s, f, "cuLaunchKernel(symm_k_streduce)", (unsigned)blocks, 1, 2 * SYMM__ST_GROUP,
-                  cs, args);
+    return launch_smem(s, f, "cuLaunchKernel(symm_k_streduce)", (unsigned)blocks, 1,
+                       2 * SYMM__ST_GROUP, swap ? (unsigned)(2 * chunk) : 0, cs, args);
 }
 
 static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) {

@@ -79,6 +79,7 @@
     X(ModuleUnload, (CUmodule module), 1) \
     X(ModuleGetFunction, (CUfunction *func, CUmodule module, const char *name), 1) \
     X(FuncLoad, (CUfunction func), 0) \
+    X(FuncSetAttribute, (CUfunction func, CUfunction_attribute attrib, int value), 0) \
     X(LaunchKernel, (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, \
                      unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem, \
                      CUstream stream, void **params, void **extra), 1) \

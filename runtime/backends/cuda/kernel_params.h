@@ -163,7 +163,7 @@ typedef struct symm__kstaged_params {
     int32_t gather;                 /* 1: write the result to every team PE               */
     int32_t vec;                    /* 1: src_off, src_j_stride, dst_off 16-byte aligned  */
     int32_t land;                   /* 1: steps >= depth land in the peer's dst (2 PEs)   */
-    int32_t pad;
+    int32_t swap;                   /* 1: in place on 2 PEs, through shared memory       */
 } symm__kstaged_params;
 
 #endif /* SYMM_CUDA_KERNEL_PARAMS_H */

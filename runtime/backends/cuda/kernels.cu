@@ -730,6 +730,119 @@ __device__ __forceinline__ uint4 symm__st_combine(const uint4 *raw, int n) {
     return r;
 }
 
+/* Swap: the in-place all-reduce of 2 PEs (swap: cuda.c) without staging.
+ * A block's receiver group first saves its own input of step s (bytes
+ * [at, at + chunk)) into shared memory (two slots, by step parity) and tells
+ * the peer (the ACK word: E << 24 + s + 1, "my bytes of step s are saved");
+ * the peer's senders then push their input of step s, from their own saved
+ * copy, straight into this PE's buffer over the saved bytes, and raise the
+ * flag; the receivers reduce the saved copy and the landed piece, in team
+ * order, into the buffer. The receivers save step s + 1 before they wait for
+ * step s, so a peer's push never waits for a reduction; a slot is saved
+ * again only after the senders pushed what it held (the "sent" counter).
+ * Both groups give up on a failed wait and tell the other (DEAD), so no
+ * spin outlives the call. */
+#define SYMM__ST_DEAD 0xffffffffu
+template <typename T, typename Op>
+__device__ __forceinline__ void symm__st_swap(const symm__kstaged_params &p, bool sender,
+                                              unsigned gt, bool server, uint64_t e24,
+                                              char *mine, char *peer, uint64_t reg,
+                                              volatile uint32_t &sent) {
+    typedef typename symm__acc<T>::type A;
+    constexpr int V = 16 / (int)sizeof(T);
+    constexpr uint64_t es = sizeof(T);
+    constexpr uint64_t GR = SYMM__ST_GROUP;
+    extern __shared__ uint4 symm__st_smem[];
+    __shared__ volatile uint32_t saved; /* steps the receivers saved */
+    if (gt == 0 && !sender) saved = 0;
+    __syncthreads();
+    const unsigned G = gridDim.x, b = blockIdx.x;
+    const uint64_t K = p.chunk, bytes = p.cnt[0] * es;
+    const Op op;
+    const int me = p.team.me;
+    char *const slots = (char *)symm__st_smem;
+    if (sender) {
+        for (uint32_t s = 0; s < p.steps; s++) {
+            const uint64_t at = ((uint64_t)s * G + b) * K;
+            const uint64_t tag = e24 + s + 1;
+            if (gt == 0) {
+                while (saved <= s) {
+                }
+                __threadfence_block(); /* the saved bytes before the flag */
+            }
+            bool w = saved != SYMM__ST_DEAD &&
+                     (!server || symm__wait_ge_u64((const uint64_t *)(mine + reg + SYMM__ST_ACK) + b,
+                                                   tag, p.timeout_ns, p.err));
+            if (!symm__group_and(1, w)) break;
+            if (at < bytes)
+                symm__copy(peer + p.dst_off + at, slots + (s & 1) * K,
+                           bytes - at < K ? bytes - at : K, gt, GR);
+            symm__group_sync(1);
+            if (gt == 0) sent = s + 1;
+            if (server) {
+                symm__fence_acq_rel_sys();
+                symm__st_relaxed_u64((uint64_t *)(peer + reg + SYMM__ST_FLAG) + b, tag);
+            }
+        }
+        if (gt == 0) sent = SYMM__ST_DEAD;
+        return;
+    }
+    /* receivers: save step t's input (once the senders pushed step t - 2's) */
+    auto save = [&](uint32_t t) -> bool {
+        const uint64_t at = ((uint64_t)t * G + b) * K;
+        if (gt == 0) {
+            while (sent != SYMM__ST_DEAD && sent + 1 < t) { /* sent >= t - 1 */
+            }
+            __threadfence_block();
+        }
+        if (!symm__group_and(2, sent != SYMM__ST_DEAD)) return false;
+        if (at < bytes)
+            symm__copy(slots + (t & 1) * K, mine + p.src_off + at, bytes - at < K ? bytes - at : K,
+                       gt, GR);
+        symm__group_sync(2);
+        if (server) {
+            symm__fence_acq_rel_sys();
+            symm__st_relaxed_u64((uint64_t *)(peer + reg + SYMM__ST_ACK) + b, e24 + t + 1);
+        }
+        if (gt == 0) {
+            __threadfence_block();
+            saved = t + 1;
+        }
+        return true;
+    };
+    bool ok = p.steps == 0 || save(0);
+    for (uint32_t s = 0; ok && s < p.steps; s++) {
+        const uint64_t at = ((uint64_t)s * G + b) * K;
+        if (s + 1 < p.steps && !save(s + 1)) {
+            ok = false;
+            break;
+        }
+        bool w = !server || symm__wait_ge_u64((const uint64_t *)(mine + reg + SYMM__ST_FLAG) + b,
+                                              e24 + s + 1, p.timeout_ns, p.err);
+        if (!symm__group_and(2, w)) {
+            ok = false;
+            break;
+        }
+        if (at >= bytes) continue;
+        const uint64_t ne = (bytes - at < K ? bytes - at : K) / es;
+        const char *const own = slots + (s & 1) * K;
+        char *const buf = mine + p.dst_off + at; /* the peer's piece, then the result */
+        const uint64_t nv = p.vec ? ne / V : 0;
+        for (uint64_t v = gt; v < nv; v += GR) {
+            const uint4 x = *(const uint4 *)(own + v * 16);
+            const uint4 y = __ldcg((const uint4 *)(buf + v * 16));
+            const uint4 raw[2] = {me == 0 ? x : y, me == 0 ? y : x};
+            *(uint4 *)(buf + v * 16) = symm__st_combine<T, Op>(raw, 2);
+        }
+        for (uint64_t i = nv * V + gt; i < ne; i += GR) {
+            const A x = symm__to_acc<T>(*(const T *)(own + i * es));
+            const A y = symm__to_acc<T>(symm__ldcg_elem<T>(buf + i * es));
+            *(T *)(buf + i * es) = symm__from_acc<T>(me == 0 ? op(x, y) : op(y, x));
+        }
+    }
+    if (!ok && gt == 0) saved = SYMM__ST_DEAD;
+}
+
 template <typename T, typename Op>
 __device__ __forceinline__ void symm__st_reduce(const symm__kstaged_params &p) {
     typedef typename symm__acc<T>::type A;
@@ -755,7 +868,9 @@ __device__ __forceinline__ void symm__st_reduce(const symm__kstaged_params &p) {
     /* sender s's region in receiver r's area (this parity) */
 #define ST_REG(s_, r_) (par + (uint64_t)((s_) < (r_) ? (s_) : (s_) - 1) * p.st_region)
     const uint64_t e24 = e << 24;
-    if (sender) {
+    if (p.swap) {
+        symm__st_swap<T, Op>(p, sender, gt, server, e24, mine, p.team.base[1 - me], par, sent);
+    } else if (sender) {
         if (p.land && server) /* landing: tell the peer this PE runs */
             symm__st_relaxed_u64((uint64_t *)(p.team.base[pj] + ST_REG(me, pj) + SYMM__ST_DONE) + b,
                                  e24);
@@ -823,10 +938,10 @@ __device__ __forceinline__ void symm__st_reduce(const symm__kstaged_params &p) {
                                      : mine + ST_REG(j, me) + slot;
                 const uint64_t nv = p.vec ? ne / V : 0;
                 uint64_t v = gt;
-                /* 2 PEs: U vectors of each input in flight (U = 2 for the
-                 * 8- and 16-bit types, whose widened vectors need the
-                 * registers: U = 4 spilled) */
-                constexpr int U = sizeof(T) >= 4 ? 4 : 2;
+                /* 2 PEs: U vectors of each input in flight (U = 2 but for
+                 * 32-bit types: with 4, the 16-bit types' widened vectors
+                 * and the 64-bit min / max spilled registers) */
+                constexpr int U = sizeof(T) == 4 ? 4 : 2;
                 if (n == 2 && !p.gather)
                     for (; v + (U - 1) * GR < nv; v += U * GR) {
                         uint4 raw[U][2];
