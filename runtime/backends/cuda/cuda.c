@@ -1754,7 +1754,10 @@ static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *ba
     p.vec = (p.src_off | p.src_j_stride | p.dst_off) % 16 == 0;
     uint64_t len = 0; /* the longest slice, in bytes */
     for (int32_t j = 0; j < n; j++) len = max_u64(len, p.cnt[j] * es);
-    const bool land = st_can_land(s, c), swap = !land && st_can_swap(s, c);
+    /* swap only where the staging would be reused: what fits it is faster
+     * staged (no save, no round trip: 2 PEs, 1 MiB in place 8.6 us against
+     * 10.3) */
+    const bool land = st_can_land(s, c), swap = !land && st_can_swap(s, c) && len > s->st_bytes;
     symm__st_plan plan;
     if (!symm__st_make_plan(len, s->sms > 0 ? (uint64_t)s->sms : 0, s->st_bytes, s->st_chunk,
                             s->st_steps, land ? s->st_land : swap ? s->st_swap_max : 0, &plan)) {
