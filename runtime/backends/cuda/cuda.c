@@ -1722,8 +1722,10 @@ static bool st_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
  * every PE after; reduce-scatter: block j of the input), then the grid:
  * blocks of at least st_chunk bytes per step, at most one per SM and
  * SYMM__ST_MAX_BLOCKS, and at least two slots of the staging per region, so
- * a block's next step overlaps its receiver's last one. false (nothing
- * launched) when the steps would overflow the flags' 24 bits. */
+ * a block's next step overlaps its receiver's last one. On 2 PEs, where the
+ * staging would not hold the call: landing out of place (pieces of up to
+ * st_land), swap in place (up to st_swap_max, two of them in shared memory).
+ * false (nothing launched) when the steps would overflow the flags' 24 bits. */
 static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *base, CUstream cs,
                                const char *why, bool *done) {
     const symm__team *team = c->team;
