@@ -19,6 +19,9 @@
  *            SM push/pull and copy-engine push/pull for 256 MiB and 16 MiB
  *            per GPU, which bounds the bus bandwidth of all-gather,
  *            reduce-scatter and all-reduce; every variant is verified
+ *   lines    whether a 128-byte line one warp instruction stores reaches the
+ *            peer whole (what a flag-in-every-line protocol such as NCCL's
+ *            LL128 needs): torn lines seen by a reader on the peer GPU
  *
  *   probe_cuda [sections...]     (default: all; PROBE_SPIN=1 makes the
  *                                 contexts spin-wait instead of the default)
@@ -998,6 +1001,133 @@ static void sec_mesh() {
     CK(cudaSetDevice(0));
 }
 
+/* ------------------------------------------------------------------ lines */
+/* Whether a 128-byte line stored by one warp instruction reaches a peer GPU
+ * whole, as a protocol with a flag in every line (NCCL's LL128) needs: GPU0
+ * rewrites L lines of GPU1's memory, round after round, each line 15 data
+ * words and a flag word (the round), every word stored in the same warp
+ * instruction (W bytes a thread: 16, or 8); GPU1 reads the lines the same
+ * way while that goes on and counts the lines whose flag is set but whose
+ * data words belong to another round (torn). */
+__device__ __forceinline__ uint64_t line_word(uint64_t r, uint64_t line, unsigned w) {
+    return (r << 32) | ((line & 0xfffffffull) << 4) | w;
+}
+struct lines_ctl {
+    unsigned long long checked, torn, rounds_seen, pad;
+    unsigned done, finished;
+};
+template <int W>
+__global__ void k_lines_write(uint64_t *lines, uint64_t nlines, unsigned rounds, lines_ctl *ctl) {
+    constexpr unsigned per = 128 / W; /* threads of a line */
+    const unsigned lane = threadIdx.x & 31u, part = lane % per;
+    const uint64_t warps = (uint64_t)gridDim.x * blockDim.x / 32;
+    const uint64_t warp = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    for (unsigned r = 1; r <= rounds; r++)
+        for (uint64_t base = warp * (32 / per); base < nlines; base += warps * (32 / per)) {
+            const uint64_t line = base + lane / per;
+            if (line >= nlines) continue;
+            uint64_t *p = lines + line * 16 + part * (W / 8);
+            if (W == 16) {
+                const unsigned w = part * 2;
+                const uint64_t a = line_word(r, line, w);
+                const uint64_t b = w + 1 == 15 ? (uint64_t)r : line_word(r, line, w + 1);
+                asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b)
+                             : "memory");
+            } else {
+                const uint64_t a = part == 15 ? (uint64_t)r : line_word(r, line, part);
+                asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(a) : "memory");
+            }
+        }
+    __threadfence_system();
+    __syncthreads();
+    if (threadIdx.x == 0 && atomicAdd(&ctl->finished, 1u) + 1 == gridDim.x)
+        atomicExch_system(&ctl->done, 1u);
+}
+template <int W>
+__global__ void k_lines_read(const uint64_t *lines, uint64_t nlines, lines_ctl *ctl) {
+    constexpr unsigned per = 128 / W;
+    const unsigned lane = threadIdx.x & 31u, part = lane % per;
+    const uint64_t warps = (uint64_t)gridDim.x * blockDim.x / 32;
+    const uint64_t warp = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const unsigned group = ((1u << per) - 1u) << (lane / per * per); /* the line's lanes */
+    unsigned long long checked = 0, torn = 0;
+    unsigned last = 0;
+    const uint64_t t0 = symm__globaltimer();
+    for (bool stop = false; !stop;) {
+        stop = *(volatile unsigned *)&ctl->done != 0 || symm__globaltimer() - t0 > 5000000000ull;
+        for (uint64_t base = warp * (32 / per); base < nlines; base += warps * (32 / per)) {
+            const uint64_t line = base + lane / per;
+            const bool have = line < nlines;
+            const uint64_t *p = lines + (have ? line : 0) * 16 + part * (W / 8);
+            uint64_t a = 0, b = 0;
+            if (W == 16)
+                asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p)
+                             : "memory");
+            else
+                asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(a) : "l"(p) : "memory");
+            /* the flag: word 15, held by the line's last thread */
+            const uint64_t f = __shfl_sync(0xffffffffu, W == 16 ? b : a,
+                                           (lane / per) * per + per - 1);
+            bool bad = false;
+            if (W == 16) {
+                const unsigned w = part * 2;
+                bad = a != line_word(f, line, w) || (w + 1 < 15 && b != line_word(f, line, w + 1));
+            } else {
+                bad = part < 15 && a != line_word(f, line, part);
+            }
+            bad = bad && have && f != 0;
+            const unsigned any = __ballot_sync(0xffffffffu, bad) & group;
+            if (have && f != 0 && part == 0) {
+                checked++;
+                if (any) torn++;
+                if ((unsigned)f > last) last = (unsigned)f;
+            }
+        }
+    }
+    atomicAdd(&ctl->checked, checked);
+    atomicAdd(&ctl->torn, torn);
+    atomicMax(&ctl->rounds_seen, (unsigned long long)last);
+}
+
+static void sec_lines() {
+    const uint64_t nlines = 1u << 16; /* 8 MiB of lines */
+    const unsigned rounds = 4000;     /* ~32 GB through the link per variant */
+    CK(cudaSetDevice(1));
+    uint64_t *lines = (uint64_t *)G[1].buf;
+    lines_ctl *ctl;
+    CK(cudaMalloc(&ctl, sizeof(lines_ctl)));
+    int sms = 0;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 1));
+    for (int W : {16, 8}) {
+        CK(cudaSetDevice(1));
+        CK(cudaMemset(lines, 0, nlines * 128));
+        CK(cudaMemset(ctl, 0, sizeof(lines_ctl)));
+        CK(cudaDeviceSynchronize());
+        /* the reader first (it spins until the writer is done), then the writer */
+        if (W == 16) k_lines_read<16><<<sms / 2, 512, 0, G[1].s>>>(lines, nlines, ctl);
+        else k_lines_read<8><<<sms / 2, 512, 0, G[1].s>>>(lines, nlines, ctl);
+        CK(cudaSetDevice(0));
+        CK(cudaEventRecord(G[0].e0, G[0].s));
+        if (W == 16) k_lines_write<16><<<sms, 512, 0, G[0].s>>>(lines, nlines, rounds, ctl);
+        else k_lines_write<8><<<sms, 512, 0, G[0].s>>>(lines, nlines, rounds, ctl);
+        CK(cudaEventRecord(G[0].e1, G[0].s));
+        CK(cudaStreamSynchronize(G[0].s));
+        CK(cudaSetDevice(1));
+        CK(cudaStreamSynchronize(G[1].s));
+        lines_ctl h;
+        CK(cudaMemcpy(&h, ctl, sizeof h, cudaMemcpyDeviceToHost));
+        const double gbps = (double)nlines * 128 * rounds / (ev_ms(G[0]) * 1e-3) / 1e9;
+        char note[192];
+        snprintf(note, sizeof note, "%llu torn of %llu lines read with their flag set (rounds "
+                 "seen up to %llu of %u); writer %.1f GB/s", h.torn, h.checked, h.rounds_seen,
+                 rounds, gbps);
+        row("lines", std::to_string(W) + "-byte stores and loads a thread, GPU0 -> GPU1",
+            (double)h.torn, "torn", note);
+    }
+    CK(cudaFree(ctl));
+    CK(cudaSetDevice(0));
+}
+
 int main(int argc, char **argv) {
     int n = 0;
     CK(cudaGetDeviceCount(&n));
@@ -1031,5 +1161,6 @@ int main(int argc, char **argv) {
     if (want(argc, argv, "barrier")) sec_barrier();
     if (want(argc, argv, "copy")) sec_copy();
     if (want(argc, argv, "mesh")) sec_mesh();
+    if (want(argc, argv, "lines")) sec_lines();
     return 0;
 }
