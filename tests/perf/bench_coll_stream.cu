@@ -113,7 +113,8 @@ static Args parse(int argc, char **argv) {
         }
     } else {
         for (size_t b = 8; b <= maxb; b *= 4) a.sizes.push_back(b);
-        for (size_t b : {(size_t)1 << 20, (size_t)16 << 20, (size_t)256 << 20})
+        /* and the issue's target sizes that the powers of 4 miss */
+        for (size_t b : {(size_t)64 << 10, (size_t)1 << 20, (size_t)16 << 20, (size_t)256 << 20})
             if (b <= maxb && std::find(a.sizes.begin(), a.sizes.end(), b) == a.sizes.end())
                 a.sizes.push_back(b);
         std::sort(a.sizes.begin(), a.sizes.end());
