@@ -527,6 +527,25 @@ SYMM_DEV_FN uint64_t symm__barrier_epoch(char *my_base, uint64_t area_off, int m
 SYMM_DEV_FN void symm__barrier_advance(char *my_base, uint64_t area_off, int me, uint64_t e) {
     *(volatile uint64_t *)((uint64_t *)(my_base + area_off) + me) = e;
 }
+/* One round of a spin that may give up (spins and t0 start at 0): every
+ * SYMM_DEVICE_FAIL_POLL rounds, true when *err says a peer PE died, or when
+ * timeout_ns (0 = none) has passed since the first such check; then *err,
+ * if still 0, becomes 1. */
+SYMM_DEV_FN bool symm__spin_give_up(unsigned &spins, uint64_t &t0, uint64_t timeout_ns,
+                                    int *err) {
+    if ((++spins % SYMM_DEVICE_FAIL_POLL) != 0) return false;
+    if (err && *(volatile int *)err == SYMM_DEVICE_FAIL_PEER) return true;
+    if (!timeout_ns) return false;
+    const uint64_t t = symm__globaltimer();
+    if (!t0) {
+        t0 = t;
+        return false;
+    }
+    if (t - t0 <= timeout_ns) return false;
+    if (err) atomicCAS_system(err, 0, 1);
+    return true;
+}
+
 /* Spin until the flag *w (written by a peer) is at least want, then acquire
  * it: one acquire load, which pairs with the writer's release fence before
  * its flag store and is cheaper than a system-scope fence. timeout_ns (0 =
@@ -539,19 +558,8 @@ SYMM_DEV_FN bool symm__wait_ge_u64(const uint64_t *w, uint64_t want, uint64_t ti
                                    int *err) {
     unsigned spins = 0;
     uint64_t t0 = 0;
-    while (symm__ld_relaxed_u64(w) < want) {
-        if ((timeout_ns || err) && ((++spins % SYMM_DEVICE_FAIL_POLL) == 0)) {
-            if (err && *(volatile int *)err == SYMM_DEVICE_FAIL_PEER) return false;
-            if (!timeout_ns) continue;
-            uint64_t t = symm__globaltimer();
-            if (!t0) {
-                t0 = t;
-            } else if (t - t0 > timeout_ns) {
-                if (err) atomicCAS_system(err, 0, 1);
-                return false;
-            }
-        }
-    }
+    while (symm__ld_relaxed_u64(w) < want)
+        if ((timeout_ns || err) && symm__spin_give_up(spins, t0, timeout_ns, err)) return false;
     (void)symm__ld_acquire_u64(w);
     return true;
 }

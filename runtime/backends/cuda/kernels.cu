@@ -59,19 +59,9 @@ extern "C" __global__ void symm_k_wait(const uint64_t *sig, uint32_t cmp, uint64
     symm__k_enter();
     unsigned spins = 0;
     uint64_t t0 = 0;
-    while (!symm_dev_compare(symm__ld_acquire_u64(sig), (int)cmp, value)) {
-        if ((++spins % SYMM_DEVICE_FAIL_POLL) == 0) {
-            if (err && *(volatile int *)err == CU_ERR_PEER_FAILED) break; /* the host saw a PE die */
-            if (!timeout_ns) continue;
-            uint64_t t = symm__globaltimer();
-            if (!t0) {
-                t0 = t;
-            } else if (t - t0 > timeout_ns) {
-                if (err) atomicCAS_system(err, 0, 1);
-                break;
-            }
-        }
-    }
+    /* gives up when the host saw a PE die (CU_ERR_PEER_FAILED) or on timeout */
+    while (!symm_dev_compare(symm__ld_acquire_u64(sig), (int)cmp, value))
+        if (symm__spin_give_up(spins, t0, timeout_ns, err)) break;
     __threadfence_system();
 }
 
