@@ -870,9 +870,11 @@ static symm_status cuda_heap_grow(symm__ctx *ctx, uint64_t new_mapped) {
 
 /* The configuration every PE must share: SYMM_CUDA_COLL_ALGO (auto, ll,
  * staged, or twoshot / pull: the barrier algorithms only), SYMM_CUDA_LL_BYTES
- * (the largest LL payload per pair of PEs, 0: no LL), SYMM_CUDA_STAGED_BYTES
- * and _CHUNK (staging per sender, 0: no staged reductions; the smallest piece
- * a block moves) and SYMM_CUDA_COLL_COPY (auto, push or pull: PEs that pushed
+ * (the largest LL payload per pair of PEs, 0: no LL), SYMM_CUDA_STAGED_BYTES,
+ * _CHUNK, _STEPS, _LAND and _SWAP (staging per sender, 0: no staged
+ * reductions; the smallest piece a block moves; steps aimed for; the largest
+ * landed and swapped pieces), the shared memory every GPU lets a block opt
+ * in to (the swap pieces depend on it), and SYMM_CUDA_COLL_COPY (auto, push or pull: PEs that pushed
  * and pulled in one all-gather would leave blocks unwritten). */
 typedef struct cu_coll_conf {
     int32_t status, algo, local_n, ll_set; /* ll_set: SYMM_CUDA_LL_BYTES given */
