@@ -130,8 +130,20 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * 256 MiB: 767 us; 64 KiB 776, 32 KiB 847, 16 KiB 1040); SYMM_CUDA_STAGED_SWAP
  * (0: never) for experiments. */
 #define CU_ST_SWAP_DEFAULT (96u << 10)
+/* LL128 reductions (kernels.cu "LL128"; choice in l8_choose): each staged
+ * sender region holds, after its staging, the lines of SYMM_CUDA_LL128_BYTES
+ * of payload (default 2 MiB with up to 4 PEs a host, 1 MiB with more; 0:
+ * none): 17, 51 and 60 MiB more scratch a GPU with 2, 4 and 8 PEs. */
+#define CU_L8_BYTES_DEFAULT (2u << 20)
+#define CU_L8_THREADS 512u
+/* All-reduce on more than 2 PEs up to this many bytes: one shot (every PE
+ * sends its whole vector to every peer and reduces all of it), above it a
+ * slice each, reduced and stored to every PE. 4 x H200, graph: 256 KiB 6.2
+ * us one-shot against 7.0 sliced, 512 KiB 8.7 against 7.8.
+ * SYMM_CUDA_LL128_ONESHOT. */
+#define CU_L8_ONESHOT_DEFAULT (256u << 10)
 #define CU_SCRATCH_RESERVE (1ull << 30) /* address space kept for the scratch per PE */
-enum { CU_ALGO_AUTO, CU_ALGO_LL, CU_ALGO_STAGED, CU_ALGO_BASE };
+enum { CU_ALGO_AUTO, CU_ALGO_LL, CU_ALGO_LL128, CU_ALGO_STAGED, CU_ALGO_BASE };
 /* How the barrier algorithm's all-gather and all-to-all move data
  * (SYMM_CUDA_COLL_COPY): auto = push on teams of 2, pull on larger ones. */
 enum { CU_COPY_AUTO, CU_COPY_PUSH, CU_COPY_PULL };
@@ -199,6 +211,8 @@ typedef struct cu_state {
     uint64_t st_bytes, st_chunk, st_steps; /* SYMM_CUDA_STAGED_BYTES / _CHUNK / _STEPS */
     uint64_t st_land;                      /* SYMM_CUDA_STAGED_LAND (0: never)         */
     uint64_t st_swap_max; /* SYMM_CUDA_STAGED_SWAP within the shared memory (0: none)  */
+    uint64_t l8_lines;    /* bytes of LL128 lines in a staged sender region (0: none)  */
+    uint64_t l8_oneshot;  /* SYMM_CUDA_LL128_ONESHOT: largest one-shot all-reduce, > 2 PEs */
     uint64_t ll_max;   /* largest LL payload per pair of PEs (SYMM_CUDA_LL_BYTES) */
     int32_t ll_pes;    /* largest team the scratch serves (<= CU_LL_MAX_PES)     */
     int coll_algo;     /* CU_ALGO_* (SYMM_CUDA_COLL_ALGO)                         */
@@ -206,6 +220,7 @@ typedef struct cu_state {
     CUfunction f_ll_copy;
     _Atomic(CUfunction) f_llreduce[SYMM_DTYPE_COUNT][CU_N_OPS];
     _Atomic(CUfunction) f_streduce[SYMM_DTYPE_COUNT][CU_N_OPS];
+    _Atomic(CUfunction) f_l8reduce[SYMM_DTYPE_COUNT][CU_N_OPS];
 } cu_state;
 
 static const char *const dtype_names[SYMM_DTYPE_COUNT] = {
@@ -879,8 +894,8 @@ static symm_status cuda_heap_grow(symm__ctx *ctx, uint64_t new_mapped) {
 typedef struct cu_coll_conf {
     int32_t status, algo, local_n, ll_set; /* ll_set: SYMM_CUDA_LL_BYTES given */
     int32_t copy, st_set; /* st_set: SYMM_CUDA_STAGED_BYTES given */
-    int32_t smem_optin, pad;
-    uint64_t ll_max, st_bytes, st_chunk, st_steps, st_land, st_swap;
+    int32_t smem_optin, l8_set; /* l8_set: SYMM_CUDA_LL128_BYTES given */
+    uint64_t ll_max, st_bytes, st_chunk, st_steps, st_land, st_swap, l8_bytes, l8_oneshot;
 } cu_coll_conf;
 
 /* Largest payload per pair of PEs (bytes PE i sends PE j) for which "auto"
@@ -914,13 +929,15 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
     if (a && *a && strcmp(a, "auto") != 0) {
         if (strcmp(a, "ll") == 0) {
             mine.algo = CU_ALGO_LL;
+        } else if (strcmp(a, "ll128") == 0) {
+            mine.algo = CU_ALGO_LL128;
         } else if (strcmp(a, "staged") == 0) {
             mine.algo = CU_ALGO_STAGED;
         } else if (strcmp(a, "twoshot") == 0 || strcmp(a, "pull") == 0) {
             mine.algo = CU_ALGO_BASE;
         } else {
             mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO=%s: expected auto, "
-                                    "ll, staged, twoshot or pull", a);
+                                    "ll, ll128, staged, twoshot or pull", a);
         }
     }
     const char *cp = getenv("SYMM_CUDA_COLL_COPY");
@@ -948,6 +965,14 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
         mine.status = env_size("SYMM_CUDA_STAGED_LAND", CU_ST_LAND_DEFAULT, &mine.st_land);
     if (mine.status == SYMM_SUCCESS)
         mine.status = env_size("SYMM_CUDA_STAGED_SWAP", CU_ST_SWAP_DEFAULT, &mine.st_swap);
+    mine.l8_set = getenv("SYMM_CUDA_LL128_BYTES") && *getenv("SYMM_CUDA_LL128_BYTES");
+    if (mine.status == SYMM_SUCCESS)
+        mine.status = env_size("SYMM_CUDA_LL128_BYTES", CU_L8_BYTES_DEFAULT, &mine.l8_bytes);
+    if (mine.status == SYMM_SUCCESS)
+        mine.status = env_size("SYMM_CUDA_LL128_ONESHOT", CU_L8_ONESHOT_DEFAULT, &mine.l8_oneshot);
+    if (mine.status == SYMM_SUCCESS && mine.l8_bytes > (256u << 20))
+        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL128_BYTES=%llu: expected at "
+                                "most 256 MiB", (unsigned long long)mine.l8_bytes);
     if (mine.status == SYMM_SUCCESS && (mine.st_steps < 1 || mine.st_steps > 64))
         mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_STAGED_STEPS=%llu: expected 1 "
                                 "to 64", (unsigned long long)mine.st_steps);
@@ -973,9 +998,11 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
                  all[pe].st_bytes != all[0].st_bytes || all[pe].st_set != all[0].st_set ||
                  all[pe].st_chunk != all[0].st_chunk ||
                  all[pe].st_steps != all[0].st_steps || all[pe].st_land != all[0].st_land ||
-                 all[pe].st_swap != all[0].st_swap)
+                 all[pe].st_swap != all[0].st_swap || all[pe].l8_bytes != all[0].l8_bytes ||
+                 all[pe].l8_set != all[0].l8_set || all[pe].l8_oneshot != all[0].l8_oneshot)
             st = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO / SYMM_CUDA_LL_BYTES / "
-                           "SYMM_CUDA_STAGED_BYTES / _CHUNK / _STEPS / _LAND / _SWAP / SYMM_CUDA_COLL_COPY "
+                           "SYMM_CUDA_STAGED_BYTES / _CHUNK / _STEPS / _LAND / _SWAP / SYMM_CUDA_LL128_BYTES / _ONESHOT / "
+                           "SYMM_CUDA_COLL_COPY "
                            "differ between PE 0 and PE %d: every PE must choose the same "
                            "collective algorithms", (int)pe);
         else if (all[pe].local_n > max_local)
@@ -995,6 +1022,10 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
     /* default staging: 4 MiB a sender with up to 4 PEs a host, 2 MiB with more */
     if (!mine.st_set && s->ll_pes > 4) mine.st_bytes = 2u << 20;
     s->st_bytes = align_up(mine.st_bytes, 256);
+    /* default LL128 lines: 2 MiB of payload a sender with up to 4 PEs a host, 1 MiB with more */
+    if (!mine.l8_set && s->ll_pes > 4) mine.l8_bytes = 1u << 20;
+    s->l8_oneshot = mine.l8_oneshot;
+    s->l8_lines = align_up((mine.l8_bytes + SYMM__L8_DATA - 1) / SYMM__L8_DATA * SYMM__L8_LINE, 256);
     s->st_chunk = align_up(mine.st_chunk, 16);
     s->st_steps = mine.st_steps;
     s->st_land = align_up(mine.st_land, 16);
@@ -1013,8 +1044,8 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
         s->ll_slot = 2 * s->ll_parity;
         ll_area = (uint64_t)CU_LL_SLOTS * s->ll_slot;
     }
-    if (s->st_bytes) {
-        s->st_region = SYMM__ST_HDR + s->st_bytes;
+    if (s->st_bytes || s->l8_lines) {
+        s->st_region = SYMM__ST_HDR + s->st_bytes + s->l8_lines;
         s->st_parity = s->st_region * (uint64_t)(s->ll_pes - 1);
         s->st_slot = 2 * s->st_parity;
         st_area = (uint64_t)CU_ST_SLOTS * s->st_slot;
@@ -1023,9 +1054,10 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
     if (!ll_area && !st_area) return SYMM_SUCCESS;
     uint64_t span = align_up(ll_area + st_area, s->gran);
     if (span > CU_SCRATCH_RESERVE)
-        return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL_BYTES=%llu and SYMM_CUDA_STAGED_BYTES="
-                         "%llu need %llu bytes of collective scratch per GPU, more than %llu",
-                         (unsigned long long)s->ll_max, (unsigned long long)s->st_bytes,
+        return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL_BYTES=%llu, SYMM_CUDA_STAGED_BYTES=%llu and "
+                         "SYMM_CUDA_LL128_BYTES=%llu need %llu bytes of collective scratch per GPU, "
+                         "more than %llu", (unsigned long long)s->ll_max, (unsigned long long)s->st_bytes,
+                         (unsigned long long)mine.l8_bytes,
                          (unsigned long long)span, (unsigned long long)CU_SCRATCH_RESERVE);
     st = s->ll_slot ? get_fn(s, &s->f_ll_copy, "symm_k_ll_copy") : SYMM_SUCCESS;
     st = map_new_chunk(ctx, s, s->span, span, "collective scratch", st);
@@ -1036,11 +1068,13 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
     s->scratch_span = span;
     SYMM_INFO(SYMM_LOG_BACKEND, "cuda: collective scratch %llu bytes for teams of up to %d PEs: "
               "LL %llu bytes per pair (%d slots), staged %llu bytes per sender (%d slots, pieces "
-              "of %llu bytes or more); algorithm choice %s", (unsigned long long)span,
+              "of %llu bytes or more), LL128 lines of %llu bytes per sender (the same slots); "
+              "algorithm choice %s", (unsigned long long)span,
               (int)s->ll_pes, (unsigned long long)(s->ll_slot ? s->ll_max : 0), CU_LL_SLOTS,
               (unsigned long long)(s->st_slot ? s->st_bytes : 0), CU_ST_SLOTS,
-              (unsigned long long)s->st_chunk,
+              (unsigned long long)s->st_chunk, (unsigned long long)(s->st_slot ? s->l8_lines : 0),
               s->coll_algo == CU_ALGO_LL       ? "ll (SYMM_CUDA_COLL_ALGO)"
+              : s->coll_algo == CU_ALGO_LL128  ? "ll128 (SYMM_CUDA_COLL_ALGO)"
               : s->coll_algo == CU_ALGO_STAGED ? "staged (SYMM_CUDA_COLL_ALGO)"
                                                : "auto");
     return SYMM_SUCCESS;
@@ -1548,18 +1582,20 @@ static symm_status cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, voi
 }
 
 /* The reduction kernel of an algorithm: symm_k_<form>reduce_<dtype>_<op>. */
-enum { CU_RED_BARRIER, CU_RED_LL, CU_RED_STAGED };
+enum { CU_RED_BARRIER, CU_RED_LL, CU_RED_STAGED, CU_RED_L8 };
 static symm_status reduce_fn(cu_state *s, uint32_t dtype, uint32_t op, int form, CUfunction *f) {
     if (dtype >= SYMM_DTYPE_COUNT || !dtype_names[dtype] || op >= CU_N_OPS)
         return symm__err(SYMM_ERR_INVALID_ARG, "no reduction kernel for dtype %u op %u", dtype, op);
     _Atomic(CUfunction) *slot = form == CU_RED_LL       ? &s->f_llreduce[dtype][op]
                                 : form == CU_RED_STAGED ? &s->f_streduce[dtype][op]
+                                : form == CU_RED_L8     ? &s->f_l8reduce[dtype][op]
                                                         : &s->f_reduce[dtype][op];
     CUfunction fn = atomic_load(slot);
     if (!fn) {
         char name[64];
         snprintf(name, sizeof name, "symm_k_%sreduce_%s_%s",
-                 form == CU_RED_LL ? "ll" : form == CU_RED_STAGED ? "st" : "", dtype_names[dtype],
+                 form == CU_RED_LL ? "ll" : form == CU_RED_STAGED ? "st" : form == CU_RED_L8 ? "l8" : "",
+                 dtype_names[dtype],
                  op_names[op]);
         CUresult r = symm__cu.ModuleGetFunction(&fn, s->mod, name);
         if (r == CUDA_ERROR_NOT_FOUND)
@@ -1600,7 +1636,8 @@ static bool ll_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
      * it could run two calls ahead and overwrite lines not yet read. */
     if (c->kind == SYMM__COLL_BROADCAST) return *why = "broadcast (the root waits for nobody)", false;
     if (team->n_pes < 2) return *why = "one PE", false;
-    if (s->coll_algo == CU_ALGO_BASE || s->coll_algo == CU_ALGO_STAGED)
+    if (s->coll_algo == CU_ALGO_BASE || s->coll_algo == CU_ALGO_STAGED ||
+        s->coll_algo == CU_ALGO_LL128)
         return *why = "SYMM_CUDA_COLL_ALGO", false;
     if (!s->ll_slot) return *why = "no LL scratch (SYMM_CUDA_LL_BYTES=0 or one GPU per host)", false;
     if (team->n_pes > s->ll_pes) return *why = "team larger than the LL scratch serves", false;
@@ -1657,6 +1694,94 @@ static uint64_t slice_elems(uint64_t ne, int32_t n, uint64_t es) {
     return ((ne + (uint64_t)n - 1) / (uint64_t)n + v - 1) / v * v;
 }
 
+/* LL128 form of a reduction (kernels.cu "LL128"): the shape of the call
+ * (2-PE all-reduce: every PE reduces the whole vector; reduce-scatter: slice
+ * j of the input goes to PE j; all-reduce of more PEs: PE j reduces slice j
+ * and stores it into every peer's result lines), or false when it does not
+ * fit the lines. */
+static bool l8_shape(const cu_state *s, const symm__coll *c, symm__kl8_params *p) {
+    const int32_t n = c->team->n_pes;
+    const uint64_t es = c->elem_size, ne = c->nelems, line_bytes = SYMM__L8_LINE;
+    uint64_t room = s->l8_lines, most = 0;
+    p->src_off = c->src_off;
+    p->dst_off = c->dst_off;
+    if (c->kind == SYMM__COLL_REDUCESCATTER) {
+        p->src_j_stride = ne * es;
+        for (int32_t j = 0; j < n; j++) p->len[j] = ne * es;
+    } else if (n == 2 || ne * es <= s->l8_oneshot) {
+        for (int32_t j = 0; j < n; j++) p->len[j] = ne * es;
+    } else {
+        const uint64_t per = slice_elems(ne, n, es);
+        p->src_j_stride = per * es;
+        for (int32_t j = 0; j < n; j++) {
+            const uint64_t lo = min_u64((uint64_t)j * per, ne);
+            p->len[j] = min_u64(per, ne - lo) * es;
+        }
+        p->gather = 1;
+        room = s->l8_lines / 2 / line_bytes * line_bytes;
+        p->l8_half = room;
+    }
+    for (int32_t j = 0; j < n; j++) most = max_u64(most, p->len[j]);
+    return (most + SYMM__L8_DATA - 1) / SYMM__L8_DATA * line_bytes <= room;
+}
+
+/* LL128 for a reduction that LL did not take, or false with why not (for
+ * the trace). "auto" takes it wherever the call fits the lines: on 2 and 4 x
+ * H200 it beat the staged and barrier algorithms there (2 PEs, all-reduce 1
+ * MiB: 6.9 us in a graph against 8.5 staged and 9.3 two-shot; 4 PEs: 9.7-9.8
+ * against 11.1 two-shot; docs/DECISIONS.md "Collectives"), except the 4-PE
+ * all-reduce of 4 MiB, where it was even with two-shot (28.1 against 28.2). */
+static bool l8_choose(const cu_state *s, const symm__coll *c, const char **why) {
+    const symm__team *team = c->team;
+    if (c->kind != SYMM__COLL_REDUCE && c->kind != SYMM__COLL_REDUCESCATTER)
+        return *why = "not a reduction", false;
+    if (s->coll_algo == CU_ALGO_BASE || s->coll_algo == CU_ALGO_LL ||
+        s->coll_algo == CU_ALGO_STAGED)
+        return *why = "SYMM_CUDA_COLL_ALGO", false;
+    if (!s->st_slot || !s->l8_lines)
+        return *why = "no LL128 lines (SYMM_CUDA_LL128_BYTES=0 or one GPU per host)", false;
+    if (team->n_pes < 2) return *why = "one PE", false;
+    if (team->n_pes > s->ll_pes) return *why = "team larger than the LL128 lines serve", false;
+    if (team->slot >= CU_ST_SLOTS) return *why = "team slot without LL128 lines", false;
+    symm__kl8_params p;
+    memset(&p, 0, sizeof p);
+    if (!l8_shape(s, c, &p)) return *why = "above SYMM_CUDA_LL128_BYTES", false;
+    if (s->coll_algo == CU_ALGO_LL128) return *why = "SYMM_CUDA_COLL_ALGO=ll128", true;
+    return *why = "auto, above LL and within the LL128 lines", true;
+}
+
+static symm_status coll_l8(cu_state *s, const symm__coll *c, char *const *base, CUstream cs,
+                           const char *why) {
+    const symm__team *team = c->team;
+    symm__kl8_params p;
+    CU_FILL_TEAM_PARAMS(p);
+    l8_shape(s, c, &p);
+    p.ll_off = s->st_base + (uint64_t)team->slot * s->st_slot + SYMM__ST_HDR + s->st_bytes;
+    p.ll_region = s->st_region;
+    p.ll_parity = s->st_parity;
+    CUfunction f = NULL;
+    SYMM_TRY(reduce_fn(s, c->dtype, c->op, CU_RED_L8, &f));
+    uint64_t most = 0;
+    for (int32_t j = 0; j < team->n_pes; j++) most = max_u64(most, p.len[j]);
+    /* a warp moves 4 lines at a time; at most one block per SM, as for LL,
+     * and on as many SMs as there are quads of lines (each SM's own link
+     * bandwidth is a fraction of the GPU's): blocks of 2 to 16 warps */
+    const uint64_t quads = ((most + SYMM__L8_DATA - 1) / SYMM__L8_DATA + 3) / 4;
+    const unsigned cap = (unsigned)(s->sms > 0 ? s->sms : 64);
+    const uint64_t warps = min_u64(max_u64((quads + cap - 1) / cap, 2), CU_L8_THREADS / 32);
+    const unsigned threads = (unsigned)(32 * warps);
+    const unsigned blocks = (unsigned)min_u64(max_u64((quads + warps - 1) / warps, 1), cap);
+    SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per pair on %d PEs: algorithm ll128 (%s), "
+               "%s, %u block(s) x %u threads", coll_kind_name(c->kind),
+               (unsigned long long)(c->nelems * c->elem_size), (int)team->n_pes, why,
+               c->kind == SYMM__COLL_REDUCESCATTER ? "reduce-scatter"
+               : p.gather                          ? "reduce a slice, store it to every PE"
+                                                   : "one shot: every PE reduces the whole vector",
+               blocks, threads);
+    void *args[] = {&p};
+    return launch(s, f, "cuLaunchKernel(symm_k_l8reduce)", blocks, 1, threads, cs, args);
+}
+
 /* Whether a staged reduction may land its pieces in the peer's dst
  * (kernels.cu "Staged"): 2 PEs, landing on (SYMM_CUDA_STAGED_LAND), and a
  * dst that does not overlap the input, which the peer's pieces would
@@ -1699,9 +1824,10 @@ static bool st_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
     const symm__team *team = c->team;
     if (c->kind != SYMM__COLL_REDUCE && c->kind != SYMM__COLL_REDUCESCATTER)
         return *why = "not a reduction", false;
-    if (s->coll_algo == CU_ALGO_BASE || s->coll_algo == CU_ALGO_LL)
+    if (s->coll_algo == CU_ALGO_BASE || s->coll_algo == CU_ALGO_LL ||
+        s->coll_algo == CU_ALGO_LL128)
         return *why = "SYMM_CUDA_COLL_ALGO", false;
-    if (!s->st_slot) return *why = "no staged scratch (SYMM_CUDA_STAGED_BYTES=0 or one GPU per host)", false;
+    if (!s->st_slot || !s->st_bytes) return *why = "no staged scratch (SYMM_CUDA_STAGED_BYTES=0 or one GPU per host)", false;
     if (team->n_pes < 2) return *why = "one PE", false;
     if (team->n_pes > s->ll_pes) return *why = "team larger than the staged scratch serves", false;
     if (team->slot >= CU_ST_SLOTS) return *why = "team slot without staged scratch", false;
@@ -1809,6 +1935,10 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
     const uint64_t pair_bytes = c->nelems * es;
     if (ll_choose(s, c, pair_bytes, &why)) {
         SYMM_TRY(coll_ll(s, c, base, cs, pair_bytes, why));
+        return finish(s, stream);
+    }
+    if (l8_choose(s, c, &why)) {
+        SYMM_TRY(coll_l8(s, c, base, cs, why));
         return finish(s, stream);
     }
     if (st_choose(s, c, pair_bytes, &why)) {

@@ -133,6 +133,32 @@ typedef struct symm__kll_params {
     uint64_t nbytes;                /* payload per pair of PEs                              */
 } symm__kll_params;
 
+/* symm_k_l8reduce_<dtype>_<op>: the LL128 reductions of teams of up to 8 PEs
+ * (kernels.cu "LL128", cuda.c l8_choose). PE me stores what goes to PE j as
+ * 128-byte lines, 120 data bytes and the call's 64-bit epoch as the last
+ * word, each line one warp instruction (8 threads x 16 bytes), into j's
+ * lines (in j's staged sender region for me, after the staging). Slice j of
+ * the input (src_off + j * src_j_stride, len[j] bytes) goes to PE j, which
+ * reduces it with its own slice; with gather, PE j then stores the result as
+ * lines into every peer's second half of the lines (l8_half), and each PE
+ * copies slice j of the result to dst_off + j * src_j_stride. */
+#define SYMM__L8_LINE 128u /* bytes of a line                        */
+#define SYMM__L8_DATA 120u /* data bytes of a line (the rest: flag)  */
+typedef struct symm__kl8_params {
+    symm__kteam8 team;
+    uint64_t area_off, timeout_ns; /* the slot's barrier flags: PE me's entry is the epoch */
+    int *err;
+    uint64_t ll_off;    /* sender 0's lines of parity 0 in every heap                        */
+    uint64_t ll_region; /* from one sender's lines to the next's                             */
+    uint64_t ll_parity; /* from parity 0 to parity 1                                         */
+    uint64_t l8_half;   /* gather: offset of the result lines within a sender's lines       */
+    uint64_t src_off, src_j_stride; /* slice j of this PE's input (stride 0: the whole input) */
+    uint64_t dst_off;               /* slice 0 of the result (gather) or this PE's result     */
+    uint64_t len[8];                /* bytes of slice j                                       */
+    int32_t gather;                 /* 1: the result's slices go to every team PE             */
+    int32_t pad;
+} symm__kl8_params;
+
 /* symm_k_streduce_<dtype>_<op>: the staged reductions of teams of up to 8 PEs
  * (kernels.cu "Staged", cuda.c). PE me sends bytes [at, at + chunk) of its
  * slice j (src_off + j * src_j_stride, cnt[j] elements) into PE j's scratch,
