@@ -1726,12 +1726,19 @@ static bool l8_shape(const cu_state *s, const symm__coll *c, symm__kl8_params *p
 }
 
 /* LL128 for a reduction that LL did not take, or false with why not (for
- * the trace). "auto" takes it wherever the call fits the lines: on 2 and 4 x
- * H200 it beat the staged and barrier algorithms there (2 PEs, all-reduce 1
- * MiB: 6.9 us in a graph against 8.5 staged and 9.3 two-shot; 4 PEs: 9.7-9.8
- * against 11.1 two-shot; docs/DECISIONS.md "Collectives"), except the 4-PE
- * all-reduce of 4 MiB, where it was even with two-shot (28.1 against 28.2). */
-static bool l8_choose(const cu_state *s, const symm__coll *c, const char **why) {
+ * the trace). "auto" takes it wherever the call fits the lines, except while
+ * the stream is being captured into a CUDA graph. On 2 and 4 x H200 it beat
+ * the staged and barrier algorithms at every size it holds, back to back and
+ * in graphs captured from C (2 PEs, all-reduce 1 MiB: 6.9 us in a graph
+ * against 8.5 staged and 9.3 two-shot, 7.8 back to back against 9.2; 4 PEs:
+ * 9.7-9.8 against 11.1 two-shot in a graph, 10.9 against 14.0 back to back),
+ * but in graphs captured by PyTorch a call took 0.54-1.16 ms now and then
+ * (2 ranks: 512 KiB in all three runs, 1 and 2 MiB in one each; the
+ * results right), as LL's did from 256 KiB a pair. Not understood yet
+ * (docs/DECISIONS.md "Collectives"): until it is, graphs keep the staged and
+ * barrier algorithms. */
+static bool l8_choose(const cu_state *s, const symm__coll *c, CUstream user_stream,
+                      const char **why) {
     const symm__team *team = c->team;
     if (c->kind != SYMM__COLL_REDUCE && c->kind != SYMM__COLL_REDUCESCATTER)
         return *why = "not a reduction", false;
@@ -1747,6 +1754,11 @@ static bool l8_choose(const cu_state *s, const symm__coll *c, const char **why) 
     memset(&p, 0, sizeof p);
     if (!l8_shape(s, c, &p)) return *why = "above SYMM_CUDA_LL128_BYTES", false;
     if (s->coll_algo == CU_ALGO_LL128) return *why = "SYMM_CUDA_COLL_ALGO=ll128", true;
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (user_stream && symm__cu.StreamIsCapturing(user_stream, &cap) != CUDA_SUCCESS)
+        return *why = "auto, capture status unknown", false;
+    if (cap != CU_STREAM_CAPTURE_STATUS_NONE)
+        return *why = "auto, stream being captured into a CUDA graph", false;
     return *why = "auto, above LL and within the LL128 lines", true;
 }
 
@@ -1937,7 +1949,7 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
         SYMM_TRY(coll_ll(s, c, base, cs, pair_bytes, why));
         return finish(s, stream);
     }
-    if (l8_choose(s, c, &why)) {
+    if (l8_choose(s, c, stream ? cs : NULL, &why)) { /* blocking calls: never captured */
         SYMM_TRY(coll_l8(s, c, base, cs, why));
         return finish(s, stream);
     }
