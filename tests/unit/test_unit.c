@@ -701,6 +701,91 @@ static void check_land_plan(uint64_t len, uint64_t sms, uint64_t bytes, uint64_t
                    (unsigned long long)p.depth, (unsigned long long)p.steps);
 }
 
+/* The LL128 shape (coll_plan.c): slices within the input, of whole
+ * elements, the whole vector in the one-shot forms, the split slices
+ * covering it exactly, and "fits" exactly when every slice's lines fit the
+ * room (a sender's lines, or half of them, 128-byte aligned, for the split
+ * all-reduce, whose second half the results use). */
+static void check_l8_shape(bool rs, int32_t n, uint64_t ne, uint64_t es, uint64_t lines,
+                           uint64_t oneshot) {
+    symm__l8_shape sh;
+    const bool fits = symm__l8_make_shape(rs, n, ne, es, lines, oneshot, &sh);
+    const uint64_t total = ne * es, in = rs ? (uint64_t)n * total : total;
+    const bool whole = !rs && (n == 2 || total <= oneshot);
+    const uint64_t room = sh.gather ? sh.half : lines;
+    bool ok = sh.gather == (!rs && !whole) &&
+              (sh.gather ? sh.half % 128 == 0 && 2 * sh.half <= lines : sh.half == 0);
+    ok = ok && sh.src_j_stride == (rs ? total : whole ? 0 : sh.src_j_stride);
+    uint64_t sum = 0, most = 0;
+    for (int32_t j = 0; j < 8; j++) {
+        if (j >= n) {
+            ok = ok && sh.len[j] == 0;
+            continue;
+        }
+        ok = ok && sh.len[j] % es == 0 &&
+             (!sh.len[j] || (uint64_t)j * sh.src_j_stride + sh.len[j] <= in);
+        if (rs || whole) ok = ok && sh.len[j] == total;
+        if (sh.gather) ok = ok && (sh.len[j] == 0 || (uint64_t)j * sh.src_j_stride == sum);
+        sum += sh.len[j];
+        if (sh.len[j] > most) most = sh.len[j];
+    }
+    if (sh.gather) ok = ok && sum == total && sh.src_j_stride % 16 == 0;
+    const uint64_t need = (most + SYMM__L8_DATA - 1) / SYMM__L8_DATA * SYMM__L8_LINE;
+    ok = ok && fits == (need <= room);
+    if (!ok)
+        TEST_FAIL_("l8 shape(rs %d, n %d, ne %llu, es %llu, lines %llu, oneshot %llu): fits %d, "
+                   "gather %d, half %llu, stride %llu, len[0] %llu", (int)rs, (int)n,
+                   (unsigned long long)ne, (unsigned long long)es, (unsigned long long)lines,
+                   (unsigned long long)oneshot, (int)fits, (int)sh.gather,
+                   (unsigned long long)sh.half, (unsigned long long)sh.src_j_stride,
+                   (unsigned long long)sh.len[0]);
+}
+
+static void test_l8_shape(void) {
+    symm__l8_shape sh;
+    /* default lines (2 MiB of payload: 17477 lines, rounded up to 256 bytes:
+     * 17478, 2097360 bytes of payload): a 2-PE all-reduce of 2 MiB fits, and
+     * of 2097360 bytes, one byte more does not */
+    const uint64_t lines = (((2u << 20) + 119) / 120 * 128 + 255) / 256 * 256;
+    ASSERT_EQ(lines, 17478 * 128);
+    ASSERT_TRUE(symm__l8_make_shape(false, 2, 2u << 20, 1, lines, 256 << 10, &sh));
+    ASSERT_EQ(sh.gather, 0);
+    ASSERT_EQ(sh.src_j_stride, 0);
+    ASSERT_EQ(sh.len[1], 2u << 20);
+    ASSERT_TRUE(symm__l8_make_shape(false, 2, 2097360, 1, lines, 256 << 10, &sh));
+    ASSERT_TRUE(!symm__l8_make_shape(false, 2, 2097361, 1, lines, 256 << 10, &sh));
+    /* 4 PEs, 1 MiB of f32: split, 256 KiB a slice, results from half */
+    ASSERT_TRUE(symm__l8_make_shape(false, 4, 1 << 18, 4, lines, 256 << 10, &sh));
+    ASSERT_EQ(sh.gather, 1);
+    ASSERT_EQ(sh.src_j_stride, 256 << 10);
+    ASSERT_EQ(sh.half, lines / 2 / 128 * 128);
+    ASSERT_EQ(sh.len[3], 256 << 10);
+    /* 256 KiB on 4 PEs: one shot */
+    ASSERT_TRUE(symm__l8_make_shape(false, 4, 1 << 16, 4, lines, 256 << 10, &sh));
+    ASSERT_EQ(sh.gather, 0);
+    ASSERT_EQ(sh.len[2], 256 << 10);
+    /* gpu_coll_ll128_edge_n4: lines for 4092 bytes (4608), split at every
+     * size: 1023 int32 fit (9 lines a slice of 18), 4095 do not (35);
+     * reduce-scatter of 1023 fits (35 of 36 lines), 1080 fills them, 1081
+     * does not */
+    ASSERT_TRUE(symm__l8_make_shape(false, 4, 1023, 4, 4608, 0, &sh));
+    ASSERT_TRUE(!symm__l8_make_shape(false, 4, 4095, 4, 4608, 0, &sh));
+    ASSERT_TRUE(symm__l8_make_shape(true, 4, 1023, 4, 4608, 0, &sh));
+    ASSERT_TRUE(symm__l8_make_shape(true, 4, 1080, 4, 4608, 0, &sh));
+    ASSERT_TRUE(!symm__l8_make_shape(true, 4, 1081, 4, 4608, 0, &sh));
+    unsigned seed = 4242;
+    static const uint64_t sizes[] = {1, 2, 4, 8, 16};
+    for (int i = 0; i < 200000; i++) {
+        const int32_t n = 2 + rand_r(&seed) % 7;
+        const uint64_t es = sizes[rand_r(&seed) % 5];
+        const uint64_t ne = rand_r(&seed) % 3 == 0 ? (uint64_t)(rand_r(&seed) % 5000)
+                                                   : (uint64_t)rand_r(&seed) % (1u << 20);
+        const uint64_t room = ((uint64_t)(rand_r(&seed) % (8 << 20)) + 256) / 256 * 256;
+        const uint64_t oneshot = rand_r(&seed) % 2 ? 0 : (uint64_t)(rand_r(&seed) % (1 << 20));
+        check_l8_shape(rand_r(&seed) % 3 == 0, n, ne, es, room, oneshot);
+    }
+}
+
 static void test_staged_plan(void) {
     symm__st_plan p;
     /* 2-PE all-reduce of 1 MiB, defaults on an H200 (132 SMs): one step of
@@ -776,6 +861,7 @@ int main(void) {
     test_route_gpu_staging();
 #ifdef SYMM_HAVE_CUDA
     test_staged_plan();
+    test_l8_shape();
 #else
     printf("unit: staged-plan test skipped (runtime built without the CUDA backend)\n");
 #endif

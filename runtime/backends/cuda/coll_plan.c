@@ -1,4 +1,4 @@
-/* Grid of a staged reduction: see coll_plan.h. */
+/* Grid of a staged reduction, shape of an LL128 one: see coll_plan.h. */
 #include "coll_plan.h"
 
 #include "kernel_params.h"
@@ -26,4 +26,35 @@ bool symm__st_make_plan(uint64_t len, uint64_t sms, uint64_t st_bytes, uint64_t 
     if (land_max) out->depth = min64(out->depth, steps);
     out->steps = steps;
     return true;
+}
+
+uint64_t symm__slice_elems(uint64_t ne, int32_t n, uint64_t es) {
+    const uint64_t v = 16 / es;
+    return ((ne + (uint64_t)n - 1) / (uint64_t)n + v - 1) / v * v;
+}
+
+bool symm__l8_make_shape(bool reduce_scatter, int32_t n, uint64_t ne, uint64_t es, uint64_t lines,
+                         uint64_t oneshot, symm__l8_shape *out) {
+    uint64_t room = lines, most = 0;
+    for (int32_t j = 0; j < 8; j++) out->len[j] = 0;
+    out->src_j_stride = out->half = 0;
+    out->gather = 0;
+    if (reduce_scatter) {
+        out->src_j_stride = ne * es;
+        for (int32_t j = 0; j < n; j++) out->len[j] = ne * es;
+    } else if (n == 2 || ne * es <= oneshot) {
+        for (int32_t j = 0; j < n; j++) out->len[j] = ne * es;
+    } else {
+        const uint64_t per = symm__slice_elems(ne, n, es);
+        out->src_j_stride = per * es;
+        for (int32_t j = 0; j < n; j++) {
+            const uint64_t lo = min64((uint64_t)j * per, ne);
+            out->len[j] = min64(per, ne - lo) * es;
+        }
+        out->gather = 1;
+        room = lines / 2 / SYMM__L8_LINE * SYMM__L8_LINE;
+        out->half = room;
+    }
+    for (int32_t j = 0; j < n; j++) most = max64(most, out->len[j]);
+    return (most + SYMM__L8_DATA - 1) / SYMM__L8_DATA * SYMM__L8_LINE <= room;
 }

@@ -1,7 +1,8 @@
 /*
- * Grid of a staged reduction (kernels.cu "Staged"), computed on the host by
- * cuda.c for each call. Plain C with no CUDA type, so the unit test checks
- * its invariants on machines without a GPU.
+ * Grid of a staged reduction (kernels.cu "Staged") and shape of an LL128
+ * one (kernels.cu "LL128"), computed on the host by cuda.c for each call.
+ * Plain C with no CUDA type, so the unit test checks their invariants on
+ * machines without a GPU.
  */
 #ifndef SYMM_CUDA_COLL_PLAN_H
 #define SYMM_CUDA_COLL_PLAN_H
@@ -32,5 +33,27 @@ typedef struct symm__st_plan {
  * steps (as many as the staging holds, at most all) go through it. */
 bool symm__st_make_plan(uint64_t len, uint64_t sms, uint64_t st_bytes, uint64_t chunk_min,
                         uint64_t want_steps, uint64_t land_max, symm__st_plan *out);
+
+/* Elements of the slice each of n PEs reduces when an all-reduce is split
+ * (the last slices may be shorter or empty): an n-th of ne, rounded up to
+ * whole 16-byte vectors (es: element size, 1 to 16). The staged, LL128 and
+ * barrier two-shot slices alike. */
+uint64_t symm__slice_elems(uint64_t ne, int32_t n, uint64_t es);
+
+/* The shape of an LL128 reduction (kernels.cu "LL128"): slice j of the
+ * input (at j * src_j_stride, len[j] bytes) goes to PE j. Reduce-scatter:
+ * block j of the input; all-reduce on 2 PEs or of at most oneshot bytes:
+ * the whole vector to every peer (stride 0); otherwise a slice each, whose
+ * results travel as lines in the second half of a sender's lines (from
+ * half, a multiple of 128). false when a slice's lines (120 data bytes a
+ * line) would not fit the room: lines bytes a sender, or half of them. */
+typedef struct symm__l8_shape {
+    uint64_t len[8];
+    uint64_t src_j_stride;
+    uint64_t half;
+    int32_t gather;
+} symm__l8_shape;
+bool symm__l8_make_shape(bool reduce_scatter, int32_t n, uint64_t ne, uint64_t es, uint64_t lines,
+                         uint64_t oneshot, symm__l8_shape *out);
 
 #endif /* SYMM_CUDA_COLL_PLAN_H */

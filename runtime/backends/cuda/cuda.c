@@ -1689,43 +1689,19 @@ static symm_status coll_ll(cu_state *s, const symm__coll *c, char *const *base, 
     return launch(s, f, "cuLaunchKernel(symm_k_ll*)", blocks, 1, CU_THREADS, cs, args);
 }
 
-/* Elements of the slice each of n PEs reduces in a two-shot all-reduce (the
- * last slices may be shorter or empty): an n-th of ne, rounded up to whole
- * 16-byte vectors (the staged and the barrier two-shot slice alike). */
-static uint64_t slice_elems(uint64_t ne, int32_t n, uint64_t es) {
-    const uint64_t v = 16 / es;
-    return ((ne + (uint64_t)n - 1) / (uint64_t)n + v - 1) / v * v;
-}
-
-/* LL128 form of a reduction (kernels.cu "LL128"): the shape of the call
- * (2-PE all-reduce: every PE reduces the whole vector; reduce-scatter: slice
- * j of the input goes to PE j; all-reduce of more PEs: PE j reduces slice j
- * and stores it into every peer's result lines), or false when it does not
- * fit the lines. */
+/* The LL128 shape of a reduction (coll_plan.c) into its parameter block;
+ * false when it does not fit the lines. */
 static bool l8_shape(const cu_state *s, const symm__coll *c, symm__kl8_params *p) {
-    const int32_t n = c->team->n_pes;
-    const uint64_t es = c->elem_size, ne = c->nelems, line_bytes = SYMM__L8_LINE;
-    uint64_t room = s->l8_lines, most = 0;
+    symm__l8_shape sh;
+    const bool fits = symm__l8_make_shape(c->kind == SYMM__COLL_REDUCESCATTER, c->team->n_pes,
+                                          c->nelems, c->elem_size, s->l8_lines, s->l8_oneshot, &sh);
     p->src_off = c->src_off;
     p->dst_off = c->dst_off;
-    if (c->kind == SYMM__COLL_REDUCESCATTER) {
-        p->src_j_stride = ne * es;
-        for (int32_t j = 0; j < n; j++) p->len[j] = ne * es;
-    } else if (n == 2 || ne * es <= s->l8_oneshot) {
-        for (int32_t j = 0; j < n; j++) p->len[j] = ne * es;
-    } else {
-        const uint64_t per = slice_elems(ne, n, es);
-        p->src_j_stride = per * es;
-        for (int32_t j = 0; j < n; j++) {
-            const uint64_t lo = min_u64((uint64_t)j * per, ne);
-            p->len[j] = min_u64(per, ne - lo) * es;
-        }
-        p->gather = 1;
-        room = s->l8_lines / 2 / line_bytes * line_bytes;
-        p->l8_half = room;
-    }
-    for (int32_t j = 0; j < n; j++) most = max_u64(most, p->len[j]);
-    return (most + SYMM__L8_DATA - 1) / SYMM__L8_DATA * line_bytes <= room;
+    memcpy(p->len, sh.len, sizeof p->len);
+    p->src_j_stride = sh.src_j_stride;
+    p->l8_half = sh.half;
+    p->gather = sh.gather;
+    return fits;
 }
 
 /* LL128 for a reduction, or false with why not (for the trace): only when
@@ -1879,7 +1855,7 @@ static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *ba
     } else if (n == 2) {
         for (int32_t j = 0; j < n; j++) p.cnt[j] = ne;
     } else {
-        const uint64_t per = slice_elems(ne, n, es);
+        const uint64_t per = symm__slice_elems(ne, n, es);
         p.src_j_stride = per * es;
         for (int32_t j = 0; j < n; j++) {
             const uint64_t lo = min_u64((uint64_t)j * per, ne);
@@ -1981,7 +1957,7 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
         p.dst_off = c->dst_off;
         if (c->kind == SYMM__COLL_REDUCE) {
             /* two-shot: PE r reduces slice r and writes it to every PE (in-place safe) */
-            const uint64_t per = slice_elems(c->nelems, n, es);
+            const uint64_t per = symm__slice_elems(c->nelems, n, es);
             p.src_off = c->src_off;
             p.lo = min_u64((uint64_t)me * per, c->nelems);
             p.hi = min_u64(p.lo + per, c->nelems);
