@@ -378,11 +378,15 @@ __device__ __forceinline__ void symm__reduce(const symm__kreduce_params &p) {
     SYMM__REDUCE_ARITH(X, float64, double)
 
 /* symm_k_reduce_<dtype>_<op>: names built by reduce_fn in cuda.c. */
-#define SYMM__K_REDUCE(tname, T, oname, Op)                                                 \
-    extern "C" __global__ void symm_k_reduce_##tname##_##oname(                               \
-        const __grid_constant__ symm__kreduce_params p) {                                   \
-        symm__reduce<T, Op>(p);                                                             \
+/* One kernel of a reduction form per dtype and op: symm_k_<form>_<dtype>_<op>
+ * (form: reduce, llreduce, l8reduce), running body<T, Op> on its parameter
+ * block P. */
+#define SYMM__K_REDUCE_FORM(form, P, body, tname, T, oname, Op)                             \
+    extern "C" __global__ void symm_k_##form##_##tname##_##oname(const __grid_constant__ P p) { \
+        body<T, Op>(p);                                                                     \
     }
+#define SYMM__K_REDUCE(tname, T, oname, Op) \
+    SYMM__K_REDUCE_FORM(reduce, symm__kreduce_params, symm__reduce, tname, T, oname, Op)
 SYMM__REDUCE_PAIRS(SYMM__K_REDUCE)
 
 /* ------------------------------------------------------------------------ */
@@ -630,11 +634,8 @@ __device__ __forceinline__ void symm__ll_reduce(const symm__kll_params &p) {
 }
 
 /* symm_k_llreduce_<dtype>_<op>: names built by reduce_fn in cuda.c. */
-#define SYMM__K_LLREDUCE(tname, T, oname, Op)                                               \
-    extern "C" __global__ void symm_k_llreduce_##tname##_##oname(                             \
-        const __grid_constant__ symm__kll_params p) {                                       \
-        symm__ll_reduce<T, Op>(p);                                                          \
-    }
+#define SYMM__K_LLREDUCE(tname, T, oname, Op) \
+    SYMM__K_REDUCE_FORM(llreduce, symm__kll_params, symm__ll_reduce, tname, T, oname, Op)
 SYMM__REDUCE_PAIRS(SYMM__K_LLREDUCE)
 
 /* ------------------------------------------------------------------------ */
@@ -772,7 +773,8 @@ __device__ __forceinline__ void symm__l8_reduce(const symm__kl8_params &p) {
                 const T *v = (const T *)&x[h];
 #pragma unroll
                 for (int k = 0; k < V; k++)
-                    acc[h][k] = j == 0 ? symm__to_acc<T>(v[k]) : op(acc[h][k], symm__to_acc<T>(v[k]));
+                    acc[h][k] = j == 0 ? symm__to_acc<T>(v[k])
+                                       : op(acc[h][k], symm__to_acc<T>(v[k]));
             }
         }
         if (wt.dead) break;
@@ -815,11 +817,8 @@ __device__ __forceinline__ void symm__l8_reduce(const symm__kl8_params &p) {
 }
 
 /* symm_k_l8reduce_<dtype>_<op>: names built by reduce_fn in cuda.c. */
-#define SYMM__K_L8REDUCE(tname, T, oname, Op)                                               \
-    extern "C" __global__ void symm_k_l8reduce_##tname##_##oname(                             \
-        const __grid_constant__ symm__kl8_params p) {                                       \
-        symm__l8_reduce<T, Op>(p);                                                          \
-    }
+#define SYMM__K_L8REDUCE(tname, T, oname, Op) \
+    SYMM__K_REDUCE_FORM(l8reduce, symm__kl8_params, symm__l8_reduce, tname, T, oname, Op)
 SYMM__REDUCE_PAIRS(SYMM__K_L8REDUCE)
 
 /* ------------------------------------------------------------------------ */
