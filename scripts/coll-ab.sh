@@ -8,8 +8,9 @@
 #
 # C (default): tests/perf/bench_coll_stream --ops AB_OPS --sizes AB_SIZES on
 # AB_NP PEs. AB_TORCH=1: tests/perf/bench_coll.py through torch.distributed.run
-# (AB_NP ranks, --ops AB_OPS, --max-bytes AB_MAX_BYTES; it runs NCCL and
-# SymmetricMemory beside symm). Rows go to AB_OUT (default $OUT/ab.txt) and
+# (AB_NP ranks, --ops AB_OPS, --max-bytes AB_MAX_BYTES, then AB_TORCH_ARGS,
+# e.g. "--impls symm": it runs NCCL and SymmetricMemory beside symm unless
+# told otherwise). Rows go to AB_OUT (default $OUT/ab.txt) and
 # stdout; a configuration starts only while AB_LIMIT seconds (300) are left.
 # NVLink multicast stays off.
 set -u
@@ -34,7 +35,8 @@ run() { # label env...
     env "$@" PYTHONPATH="$ROOT/bindings/python" SYMM_LOADER="$B/loader/libsymm.so.1" \
       SYMM_RUNTIME="$B/runtime/libsymm_runtime.so.1" timeout 150 python3 -m torch.distributed.run \
       --standalone --nproc_per_node="$NP" "$ROOT/tests/perf/bench_coll.py" --ops "$OPS" \
-      --max-bytes "${AB_MAX_BYTES:-2097152}" 2>&1 | grep -E '^\| [a-z_]+ \| [0-9]|rror' >> "$O"
+      --max-bytes "${AB_MAX_BYTES:-2097152}" ${AB_TORCH_ARGS:-} 2>&1 |
+      grep -E '^\| [a-z_]+ \| [0-9]|rror' >> "$O"
   else
     env "$@" timeout 100 "$B/runtime/symmrun" -n "$NP" --timeout 95 "$B/tests/perf/bench_coll_stream" \
       --ops "$OPS" --sizes "$SIZES" 2>&1 | grep -E '^\| [a-z_]+ \| [0-9]|rror' >> "$O"

@@ -4,6 +4,7 @@ SymmetricMemory one-shot / two-shot all-reduce, in one job.
 
     python3 -m torch.distributed.run --standalone --nproc_per_node=N \\
         tests/perf/bench_coll.py [--json FILE] [--max-bytes B] [--ops a,b]
+        [--impls symm,nccl,symm-mem]
 
 Ops: barrier, all_reduce, all_gather, reduce_scatter, all_to_all (barrier: symm's
 stream barrier, SymmetricMemory's barrier on channel 0, and NCCL's nearest
@@ -22,7 +23,12 @@ NVLink multicast stays off (TORCH_SYMM_MEM_DISABLE_MULTICAST=1,
 NCCL_NVLS_ENABLE=0). The comparison needs one GPU per rank (NCCL refuses two
 ranks on one GPU): with fewer GPUs than ranks only symm runs, on sizes up to
 1 MiB, and its times are processes time-slicing a GPU (they show that the
-harness works, not performance)."""
+harness works, not performance).
+
+--impls leaves implementations out, and with them their setup: without nccl
+the process group is gloo (no NCCL communicator at all), without symm-mem
+nothing of SymmetricMemory is initialised; to find out whether one of them
+disturbs symm's timings."""
 import argparse
 import json
 import os
@@ -41,7 +47,10 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--json")
 ap.add_argument("--max-bytes", type=int, default=1 << 30)
 ap.add_argument("--ops", default=",".join(OPS))
+ap.add_argument("--impls", default="symm,nccl,symm-mem",
+                help="which to run beside symm (always run): nccl, symm-mem")
 args = ap.parse_args()
+want = set(args.impls.split(","))
 
 rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 local = int(os.environ.get("LOCAL_RANK", rank))
@@ -52,8 +61,9 @@ if ngpu == 0:
 dev = local % ngpu
 shared = world > ngpu
 torch.cuda.set_device(dev)
-dist.init_process_group("gloo" if shared else "nccl",
-                        device_id=None if shared else torch.device("cuda", dev))
+use_nccl = not shared and "nccl" in want
+dist.init_process_group("nccl" if use_nccl else "gloo",
+                        device_id=torch.device("cuda", dev) if use_nccl else None)
 ctx = st.init_from_process_group()
 if ctx is None:
     print("symm is not usable: %s" % st.why_fallback())
@@ -80,7 +90,7 @@ if shared:
         "performance)." % (world, ngpu))
 
 symm_mem = None
-if not shared:
+if not shared and "symm-mem" in want:
     try:
         import torch.distributed._symmetric_memory as symm_mem
     except ImportError:
@@ -211,7 +221,8 @@ def setup(op, impl, nbytes):
 
 
 made = []  # symm heap tensors of the implementation being timed
-IMPLS = ["symm"] + ([] if shared else ["nccl", "symm-mem one-shot", "symm-mem two-shot"])
+IMPLS = ["symm"] + (["nccl"] if use_nccl else []) + \
+    (["symm-mem one-shot", "symm-mem two-shot"] if symm_mem is not None else [])
 results = {"machine": torch.cuda.get_device_name(dev), "gpus": ngpu, "ranks": world,
            "shared_gpu": shared, "torch": torch.__version__, "rows": [], "notes": []}
 for op in [o for o in args.ops.split(",") if o in OPS]:
