@@ -1689,22 +1689,8 @@ static symm_status coll_ll(cu_state *s, const symm__coll *c, char *const *base, 
     return launch(s, f, "cuLaunchKernel(symm_k_ll*)", blocks, 1, CU_THREADS, cs, args);
 }
 
-/* The LL128 shape of a reduction (coll_plan.c) into its parameter block;
- * false when it does not fit the lines. */
-static bool l8_shape(const cu_state *s, const symm__coll *c, symm__kl8_params *p) {
-    symm__l8_shape sh;
-    const bool fits = symm__l8_make_shape(c->kind == SYMM__COLL_REDUCESCATTER, c->team->n_pes,
-                                          c->nelems, c->elem_size, s->l8_lines, s->l8_oneshot, &sh);
-    p->src_off = c->src_off;
-    p->dst_off = c->dst_off;
-    memcpy(p->len, sh.len, sizeof p->len);
-    p->src_j_stride = sh.src_j_stride;
-    p->l8_half = sh.half;
-    p->gather = sh.gather;
-    return fits;
-}
-
-/* LL128 for a reduction, or false with why not (for the trace): only when
+/* LL128 for a reduction, with its shape (coll_plan.c) in *sh, or false
+ * with why not (for the trace): only when
  * SYMM_CUDA_COLL_ALGO=ll128 asks for it, wherever the call fits the lines.
  * On 2 and 4 x H200 it beat the staged and barrier algorithms at every size
  * it holds, back to back and in graphs captured from C (2 PEs, all-reduce 1
@@ -1716,7 +1702,8 @@ static bool l8_shape(const cu_state *s, const symm__coll *c, symm__kl8_params *p
  * that is understood "auto" does not take it (docs/DECISIONS.md
  * "Collectives"). Leaving it out of captured calls only would not do: the
  * choice must be the same on every PE, and whether a PE captures is its own. */
-static bool l8_choose(const cu_state *s, const symm__coll *c, const char **why) {
+static bool l8_choose(const cu_state *s, const symm__coll *c, symm__l8_shape *sh,
+                      const char **why) {
     const symm__team *team = c->team;
     if (c->kind != SYMM__COLL_REDUCE && c->kind != SYMM__COLL_REDUCESCATTER)
         return *why = "not a reduction", false;
@@ -1727,18 +1714,23 @@ static bool l8_choose(const cu_state *s, const symm__coll *c, const char **why) 
     if (team->n_pes < 2) return *why = "one PE", false;
     if (team->n_pes > s->ll_pes) return *why = "team larger than the LL128 lines serve", false;
     if (team->slot >= CU_ST_SLOTS) return *why = "team slot without LL128 lines", false;
-    symm__kl8_params p;
-    memset(&p, 0, sizeof p);
-    if (!l8_shape(s, c, &p)) return *why = "above SYMM_CUDA_LL128_BYTES", false;
+    if (!symm__l8_make_shape(c->kind == SYMM__COLL_REDUCESCATTER, team->n_pes, c->nelems,
+                             c->elem_size, s->l8_lines, s->l8_oneshot, sh))
+        return *why = "above SYMM_CUDA_LL128_BYTES", false;
     return *why = "SYMM_CUDA_COLL_ALGO=ll128", true;
 }
 
 static symm_status coll_l8(cu_state *s, const symm__coll *c, char *const *base, CUstream cs,
-                           const char *why) {
+                           const symm__l8_shape *sh, const char *why) {
     const symm__team *team = c->team;
     symm__kl8_params p;
     CU_FILL_TEAM_PARAMS(p);
-    l8_shape(s, c, &p);
+    p.src_off = c->src_off;
+    p.dst_off = c->dst_off;
+    memcpy(p.len, sh->len, sizeof p.len);
+    p.src_j_stride = sh->src_j_stride;
+    p.l8_half = sh->half;
+    p.gather = sh->gather;
     p.ll_off = s->st_base + (uint64_t)team->slot * s->st_slot + SYMM__ST_HDR + s->st_bytes;
     p.ll_region = s->st_region;
     p.ll_parity = s->st_parity;
@@ -1920,8 +1912,9 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
         SYMM_TRY(coll_ll(s, c, base, cs, pair_bytes, why));
         return finish(s, stream);
     }
-    if (l8_choose(s, c, &why)) {
-        SYMM_TRY(coll_l8(s, c, base, cs, why));
+    symm__l8_shape l8;
+    if (l8_choose(s, c, &l8, &why)) {
+        SYMM_TRY(coll_l8(s, c, base, cs, &l8, why));
         return finish(s, stream);
     }
     if (st_choose(s, c, pair_bytes, &why)) {
