@@ -24,10 +24,16 @@
  * is reported, and the program exits 1.
  *
  *   symmrun -n N bench_coll_stream [--ops all_reduce,...] [--sizes 8,1048576,...]
- *                                  [--max-bytes B] [--peer-access]
+ *                                  [--max-bytes B] [--peer-access] [--calls K]
+ *                                  [--no-align] [--skew-us N]
  *
  * --peer-access enables CUDA peer access to every other GPU first, as NCCL
- * and PyTorch do in their processes.
+ * and PyTorch do in their processes. K (--calls) is 50 up to 1 MiB, 10 up
+ * to 16 MiB, else 2. Every sample of b2b and graph starts after a host
+ * barrier unless --no-align (PEs then start samples as they come, as in
+ * PyTorch's loops); --skew-us N makes PE 1 start each sample N us late, the
+ * late peer under which LL waits without naps once fed a polling storm
+ * (docs/DECISIONS.md "Collectives").
  *
  * PE 0 prints one markdown table (and RESULT lines, $BENCH_JSON: see
  * bench_common.h). The runtime's choices (SYMM_CUDA_COLL_ALGO, ...) apply as
@@ -36,6 +42,7 @@
 #include "bench_common.h"
 
 #include <cuda.h>
+#include <unistd.h>
 #include <symm/symm.h>
 
 static symm_ctx g_ctx;
@@ -82,7 +89,10 @@ struct Args {
     std::vector<size_t> sizes;
     bool ops[N_OPS] = {true, true, true, true, false};
     bool peer_access = false;
+    int calls = 0; /* --calls K: calls per timing (0: by size) */
 };
+static bool g_align = true; /* --no-align: no host barrier before each timing */
+static int g_skew_us = 0;   /* --skew-us N: PE 1 sleeps N us before each timing */
 
 static Args parse(int argc, char **argv) {
     Args a;
@@ -99,8 +109,15 @@ static Args parse(int argc, char **argv) {
             a.peer_access = true;
         } else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) {
             maxb = strtoull(argv[++i], nullptr, 0);
+        } else if (!strcmp(argv[i], "--calls") && i + 1 < argc) {
+            a.calls = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--no-align")) {
+            g_align = false;
+        } else if (!strcmp(argv[i], "--skew-us") && i + 1 < argc) {
+            g_skew_us = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: bench_coll_stream [--ops a,b] [--sizes s1,s2] [--max-bytes B] [--peer-access]\n");
+            fprintf(stderr, "usage: bench_coll_stream [--ops a,b] [--sizes s1,s2] [--max-bytes B] "
+                            "[--peer-access] [--calls K] [--no-align] [--skew-us N]\n");
             exit(2);
         }
     }
@@ -163,7 +180,8 @@ static double gpu_us(int k, bool graph, cudaStream_t s, cudaEvent_t e0, cudaEven
     }
     std::vector<double> t;
     for (int r = 0; r < 7; r++) {
-        SK(symm_barrier_all(g_ctx));
+        if (g_align) SK(symm_barrier_all(g_ctx));
+        if (g_skew_us > 0 && g_me == 1) usleep((useconds_t)g_skew_us);
         CK(cudaEventRecord(e0, s));
         if (graph) {
             CK(cudaGraphLaunch(ge, s));
@@ -287,7 +305,7 @@ int main(int argc, char **argv) {
                 }
                 continue;
             }
-            const int k = bytes <= (1u << 20) ? 50 : bytes <= (16u << 20) ? 10 : 2;
+            const int k = a.calls > 0 ? a.calls : bytes <= (1u << 20) ? 50 : bytes <= (16u << 20) ? 10 : 2;
             auto fn = [&]() { call(op, bdst, bsrc, bytes, s); };
             const double h = host_us(k, s, fn);
             const double b = gpu_us(k, false, s, e0, e1, fn);
