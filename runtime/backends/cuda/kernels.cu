@@ -446,10 +446,22 @@ __device__ __forceinline__ void symm__ll_clear(char *line) {
  * nothing to wait for passes ok = true) and lane 0 alone looks at *err and
  * the clock each 1024 rounds, for the warp: with one unit of 8 bytes per
  * thread, tens of thousands of threads each reading the host-memory error
- * word would flood PCIe (on 2 x H200 such reads stalled graph replays at
- * 256 KiB-1 MiB per pair by ~0.5 ms a call). Once the warp gives up, every
- * later wait fails at once. Called by all lanes of a full warp (blockDim is
- * a multiple of 32, loops are warp-uniform). */
+ * word would flood PCIe. Once the warp gives up, every later wait fails at
+ * once. Called by all lanes of a full warp (blockDim is a multiple of 32,
+ * loops are warp-uniform).
+ *
+ * Polite polling. Every lane of every waiting warp rereads its lines each
+ * round: with warps over every SM that is terabytes a second of reads of
+ * the very L2 lines the peer's NVLink writes must land in, and it can starve
+ * them. Once one PE waits long (a late peer: ranks that start a graph replay
+ * milliseconds apart), its peer's lines arrive late, so the peer's next call
+ * waits long too, and the storm feeds itself: on 2 x H200 whole graph
+ * replays ran at ~1.2 ms a call instead of 7 us (bench_coll_stream
+ * --skew-us reproduces it; docs/DECISIONS.md "Collectives"). So after
+ * SYMM__POLL_EAGER rounds a warp naps between reads, 32 ns doubling to
+ * 512 ns: short waits are untouched, long ones read a few times less
+ * often, and the storm does not start. */
+#define SYMM__POLL_EAGER 8u
 struct symm__ll_waiter {
     uint64_t timeout_ns;
     int *err;
@@ -475,11 +487,18 @@ struct symm__ll_waiter {
         dead = __shfl_sync(0xffffffffu, give, 0) != 0;
         return dead;
     }
+    /* before round spins + 1 of a wait (above: polite polling) */
+    __device__ __forceinline__ static void nap(unsigned spins) {
+        if (spins < SYMM__POLL_EAGER) return;
+        const unsigned k = spins - SYMM__POLL_EAGER;
+        __nanosleep(k >= 4 ? 512u : 32u << k);
+    }
     __device__ __forceinline__ bool get(bool want, const char *line, uint32_t f, uint64_t &d) {
         if (dead) return false;
         bool ok = !want || symm__ll_try(line, f, d);
         unsigned spins = 0;
         while (!__all_sync(0xffffffffu, ok)) {
+            nap(spins);
             if (!ok) ok = symm__ll_try(line, f, d);
             if (give_up(++spins)) return false;
         }
@@ -686,6 +705,7 @@ __device__ __forceinline__ bool symm__ll_waiter::get8(bool want, const char *par
     ok = __shfl_sync(0xffffffffu, ok, flagger);
     unsigned spins = 0;
     while (!__all_sync(0xffffffffu, ok)) {
+        nap(spins);
         if (!ok) { /* the line's 8 lanes together: one warp instruction reads it */
             symm__l8_get(part, a, b);
             ok = b == f;
