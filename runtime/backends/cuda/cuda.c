@@ -132,9 +132,8 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
 #define CU_ST_SWAP_DEFAULT (96u << 10)
 /* LL128 reductions (kernels.cu "LL128"; choice in l8_choose): each staged
  * sender region holds, after its staging, the lines of SYMM_CUDA_LL128_BYTES
- * of payload (default with SYMM_CUDA_COLL_ALGO=ll128: 2 MiB with up to 4 PEs
- * a host, 1 MiB with more, 17, 51 and 60 MiB more scratch a GPU with 2, 4
- * and 8 PEs; otherwise 0: none). */
+ * of payload (default 2 MiB with up to 4 PEs a host, 1 MiB with more: 17,
+ * 51 and 60 MiB more scratch a GPU with 2, 4 and 8 PEs; 0: none). */
 #define CU_L8_BYTES_DEFAULT (2u << 20)
 #define CU_L8_THREADS 512u
 /* All-reduce on more than 2 PEs up to this many bytes: one shot (every PE
@@ -1023,10 +1022,8 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
     /* default staging: 4 MiB a sender with up to 4 PEs a host, 2 MiB with more */
     if (!mine.st_set && s->ll_pes > 4) mine.st_bytes = 2u << 20;
     s->st_bytes = align_up(mine.st_bytes, 256);
-    /* default LL128 lines: 2 MiB of payload a sender with up to 4 PEs a host, 1 MiB with more,
-     * and none unless SYMM_CUDA_COLL_ALGO=ll128 (the only way to use them, l8_choose) */
+    /* default LL128 lines: 2 MiB of payload a sender with up to 4 PEs a host, 1 MiB with more */
     if (!mine.l8_set && s->ll_pes > 4) mine.l8_bytes = 1u << 20;
-    if (!mine.l8_set && mine.algo != CU_ALGO_LL128) mine.l8_bytes = 0;
     s->l8_oneshot = mine.l8_oneshot;
     s->l8_lines = align_up((mine.l8_bytes + SYMM__L8_DATA - 1) / SYMM__L8_DATA * SYMM__L8_LINE, 256);
     s->st_chunk = align_up(mine.st_chunk, 16);
@@ -1690,25 +1687,22 @@ static symm_status coll_ll(cu_state *s, const symm__coll *c, char *const *base, 
 }
 
 /* LL128 for a reduction, with its shape (coll_plan.c) in *sh, or false
- * with why not (for the trace): only when
- * SYMM_CUDA_COLL_ALGO=ll128 asks for it, wherever the call fits the lines.
- * On 2 and 4 x H200 it beat the staged and barrier algorithms at every size
- * it holds, back to back and in graphs captured from C (2 PEs, all-reduce 1
- * MiB: 6.9 us in a graph against 8.5 staged and 9.3 two-shot, 7.8 back to
- * back against 9.2; 4 PEs: 9.7-9.8 against 11.1 two-shot in a graph, 10.9
- * against 14.0 back to back), but in graphs captured by PyTorch a call took
- * 0.54-1.16 ms now and then (2 ranks: 512 KiB in all three runs, 1 and 2 MiB
- * in one each; the results right), as LL's did from 256 KiB a pair. Until
- * that is understood "auto" does not take it (docs/DECISIONS.md
- * "Collectives"). Leaving it out of captured calls only would not do: the
- * choice must be the same on every PE, and whether a PE captures is its own. */
+ * with why not (for the trace). "auto" takes it for every reduction above
+ * LL's sizes that fits the lines. On 2 and 4 x H200 it beat the staged and
+ * barrier algorithms at every size it holds, back to back and in graphs
+ * (2 PEs, all-reduce 1 MiB: 6.9 us in a graph against 8.5 staged and 9.3
+ * two-shot, 7.8 back to back against 9.2; 4 PEs: 9.7-9.8 against 11.1
+ * two-shot in a graph, 10.9 against 14.0 back to back). The PyTorch-graph
+ * stall that kept it opt-in for a while was a polling storm, now avoided
+ * by the waiters' naps (kernels.cu "polite polling"). */
 static bool l8_choose(const cu_state *s, const symm__coll *c, symm__l8_shape *sh,
                       const char **why) {
     const symm__team *team = c->team;
     if (c->kind != SYMM__COLL_REDUCE && c->kind != SYMM__COLL_REDUCESCATTER)
         return *why = "not a reduction", false;
-    if (s->coll_algo != CU_ALGO_LL128)
-        return *why = "LL128 only when SYMM_CUDA_COLL_ALGO=ll128", false;
+    if (s->coll_algo == CU_ALGO_BASE || s->coll_algo == CU_ALGO_LL ||
+        s->coll_algo == CU_ALGO_STAGED)
+        return *why = "SYMM_CUDA_COLL_ALGO", false;
     if (!s->st_slot || !s->l8_lines)
         return *why = "no LL128 lines (SYMM_CUDA_LL128_BYTES=0 or one GPU per host)", false;
     if (team->n_pes < 2) return *why = "one PE", false;
@@ -1717,7 +1711,8 @@ static bool l8_choose(const cu_state *s, const symm__coll *c, symm__l8_shape *sh
     if (!symm__l8_make_shape(c->kind == SYMM__COLL_REDUCESCATTER, team->n_pes, c->nelems,
                              c->elem_size, s->l8_lines, s->l8_oneshot, sh))
         return *why = "above SYMM_CUDA_LL128_BYTES", false;
-    return *why = "SYMM_CUDA_COLL_ALGO=ll128", true;
+    if (s->coll_algo == CU_ALGO_LL128) return *why = "SYMM_CUDA_COLL_ALGO=ll128", true;
+    return *why = "auto, above LL and within the LL128 lines", true;
 }
 
 static symm_status coll_l8(cu_state *s, const symm__coll *c, char *const *base, CUstream cs,
