@@ -25,7 +25,8 @@
 # bench_coll.txt (+ bench_coll_<ranks>.json), cstream.txt (bench_coll_stream
 # on 2 and on all GPUs, + cstream_<ranks>.json), cstream-algos.txt (its
 # all-reduce, in place and out of place, and reduce-scatter with
-# SYMM_CUDA_COLL_ALGO=twoshot and =staged).
+# SYMM_CUDA_COLL_ALGO=twoshot, =staged and =ll128), cstream-late.txt (its
+# all-reduce graphs with a late peer: --skew-us).
 #
 # Safety: NVLink multicast stays off. NVSHMEM_DISABLE_NVLS=1, NCCL_NVLS_ENABLE=0
 # and TORCH_SYMM_MEM_DISABLE_MULTICAST=1 are exported for every program; symm
@@ -216,6 +217,7 @@ fi
 # ---- stream collectives from C: host time per call, GPU time (bench_coll_stream) --
 : > "$OUT/cstream.txt"
 : > "$OUT/cstream-algos.txt"
+: > "$OUT/cstream-late.txt"
 CSTREAM_AB_SIZES=262144,1048576,4194304,16777216,67108864,268435456
 CSTREAM_AB_OPS=all_reduce,all_reduce_oop,reduce_scatter
 CSTREAM_L8_SIZES=262144,1048576,2097152
@@ -240,6 +242,20 @@ if [ $BUILD_OK = 1 ] && phase cstream; then
         "$BUILD/tests/perf/bench_coll_stream" --ops "$CSTREAM_AB_OPS" \
         --sizes "$sizes" >> "$OUT/cstream-algos.txt" 2>&1
       echo "exit status $?" >> "$OUT/cstream-algos.txt"
+    done
+    # a late peer: PE 1 starts each graph replay 3 ms after PE 0 (no host
+    # barrier between replays, as in PyTorch's loops). Without the LL/LL128
+    # waiters' naps this started a polling storm that held whole replays at
+    # ~1.2 ms a call (docs/DECISIONS.md "Collectives"); 15 us a call here is
+    # the skew itself (3 ms over 200 calls)
+    for cfg in "auto" "ll SYMM_CUDA_COLL_ALGO=ll SYMM_CUDA_LL_BYTES=2M"; do
+      [ "$(left)" -gt 30 ] || { over "cstream late peer($np PEs)"; break 2; }
+      read -ra w <<< "$cfg"
+      echo "command: ${w[*]:1} symmrun -n $np tests/perf/bench_coll_stream --ops all_reduce --sizes $CSTREAM_L8_SIZES --calls 200 --no-align --skew-us 3000 ($w)" >> "$OUT/cstream-late.txt"
+      env "${w[@]:1}" timeout -k 5 "$(cap 40)" "$BUILD/runtime/symmrun" -n "$np" --timeout 35 \
+        "$BUILD/tests/perf/bench_coll_stream" --ops all_reduce --sizes "$CSTREAM_L8_SIZES" \
+        --calls 200 --no-align --skew-us 3000 >> "$OUT/cstream-late.txt" 2>&1
+      echo "exit status $?" >> "$OUT/cstream-late.txt"
     done
   done
 fi
@@ -297,6 +313,10 @@ fi
   if [ -s "$OUT/cstream-algos.txt" ]; then
     echo; echo "### The reductions with each algorithm forced (bench_coll_stream)"; echo
     grep -E '^(\||bench_coll_stream|command:|exit status)' "$OUT/cstream-algos.txt"
+  fi
+  if [ -s "$OUT/cstream-late.txt" ]; then
+    echo; echo "### All-reduce graphs with a late peer (bench_coll_stream --skew-us)"; echo
+    grep -E '^(\||bench_coll_stream|command:|exit status)' "$OUT/cstream-late.txt"
   fi
   if [ -s "$OUT/probe.txt" ]; then
     echo; echo "### Platform probe (tests/perf/probe_cuda.cu, no symm)"; echo
