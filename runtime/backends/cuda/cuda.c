@@ -1900,7 +1900,9 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
     const unsigned max_blocks = (unsigned)(s->sms > 0 ? 2 * s->sms : 128);
 
     /* Algorithm by size (docs/DECISIONS.md "Collectives"): one-shot LL for
-     * small payloads, else the barrier algorithms below. */
+     * small payloads, then for reductions LL128 within its lines and the
+     * staged kernels where they measured faster, else the barrier
+     * algorithms below. */
     const char *why = "";
     const uint64_t pair_bytes = c->nelems * es;
     if (ll_choose(s, c, pair_bytes, &why)) {
