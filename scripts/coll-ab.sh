@@ -7,7 +7,8 @@
 #     AB_NP=4 AB_SIZES=262144,1048576 bash scripts/coll-ab.sh
 #
 # C (default): tests/perf/bench_coll_stream --ops AB_OPS --sizes AB_SIZES on
-# AB_NP PEs. AB_TORCH=1: tests/perf/bench_coll.py through torch.distributed.run
+# AB_NP PEs, then AB_ARGS (e.g. "--calls 200 --no-align --skew-us 3000": a
+# late peer, the polling-storm check). AB_TORCH=1: tests/perf/bench_coll.py through torch.distributed.run
 # (AB_NP ranks, --ops AB_OPS, --max-bytes AB_MAX_BYTES, then AB_TORCH_ARGS,
 # e.g. "--impls symm": it runs NCCL and SymmetricMemory beside symm unless
 # told otherwise). Rows go to AB_OUT (default $OUT/ab.txt) and
@@ -24,7 +25,7 @@ SIZES=${AB_SIZES:-262144,1048576,4194304,16777216,268435456}
 OPS=${AB_OPS:-all_reduce,all_reduce_oop,reduce_scatter}
 NP=${AB_NP:-2}
 if [ "${AB_TORCH:-0}" = 1 ]; then what="bench_coll.py, $NP ranks, ops $OPS, up to ${AB_MAX_BYTES:-2097152} bytes"
-else what="bench_coll_stream, $NP PEs, f32 sum, ops $OPS, sizes $SIZES"; fi
+else what="bench_coll_stream, $NP PEs, f32 sum, ops $OPS, sizes $SIZES ${AB_ARGS:-}"; fi
 echo "# $what; $(date -u); $(nvidia-smi -L 2>/dev/null | head -1)" > "$O"
 run() { # label env...
   local label=$1; shift
@@ -39,7 +40,7 @@ run() { # label env...
       grep -E '^\| [a-z_]+ \| [0-9]|rror' >> "$O"
   else
     env "$@" timeout 100 "$B/runtime/symmrun" -n "$NP" --timeout 95 "$B/tests/perf/bench_coll_stream" \
-      --ops "$OPS" --sizes "$SIZES" 2>&1 | grep -E '^\| [a-z_]+ \| [0-9]|rror' >> "$O"
+      --ops "$OPS" --sizes "$SIZES" ${AB_ARGS:-} 2>&1 | grep -E '^\| [a-z_]+ \| [0-9]|rror' >> "$O"
   fi
   echo "(rc ${PIPESTATUS[0]} in $((SECONDS - t)) s)" >> "$O"
 }
