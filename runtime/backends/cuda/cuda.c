@@ -1625,6 +1625,11 @@ static const char *coll_kind_name(uint32_t kind) {
     }
 }
 
+/* SYMM_CUDA_COLL_ALGO forces an algorithm other than `algo` (auto forces none) */
+static bool forced_other(const cu_state *s, int algo) {
+    return s->coll_algo != CU_ALGO_AUTO && s->coll_algo != algo;
+}
+
 /* One-shot LL form of a collective (kernels.cu "LL"), or false with why not
  * (for the trace) when cuda_coll should run the barrier algorithm. */
 static bool ll_choose(const cu_state *s, const symm__coll *c, uint64_t pair_bytes,
@@ -1636,8 +1641,7 @@ static bool ll_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
      * it could run two calls ahead and overwrite lines not yet read. */
     if (c->kind == SYMM__COLL_BROADCAST) return *why = "broadcast (the root waits for nobody)", false;
     if (team->n_pes < 2) return *why = "one PE", false;
-    if (s->coll_algo == CU_ALGO_BASE || s->coll_algo == CU_ALGO_STAGED ||
-        s->coll_algo == CU_ALGO_LL128)
+    if (forced_other(s, CU_ALGO_LL))
         return *why = "SYMM_CUDA_COLL_ALGO", false;
     if (!s->ll_slot) return *why = "no LL scratch (SYMM_CUDA_LL_BYTES=0 or one GPU per host)", false;
     if (team->n_pes > s->ll_pes) return *why = "team larger than the LL scratch serves", false;
@@ -1700,8 +1704,7 @@ static bool l8_choose(const cu_state *s, const symm__coll *c, symm__l8_shape *sh
     const symm__team *team = c->team;
     if (c->kind != SYMM__COLL_REDUCE && c->kind != SYMM__COLL_REDUCESCATTER)
         return *why = "not a reduction", false;
-    if (s->coll_algo == CU_ALGO_BASE || s->coll_algo == CU_ALGO_LL ||
-        s->coll_algo == CU_ALGO_STAGED)
+    if (forced_other(s, CU_ALGO_LL128))
         return *why = "SYMM_CUDA_COLL_ALGO", false;
     if (!s->st_slot || !s->l8_lines)
         return *why = "no LL128 lines (SYMM_CUDA_LL128_BYTES=0 or one GPU per host)", false;
@@ -1794,8 +1797,7 @@ static bool st_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
     const symm__team *team = c->team;
     if (c->kind != SYMM__COLL_REDUCE && c->kind != SYMM__COLL_REDUCESCATTER)
         return *why = "not a reduction", false;
-    if (s->coll_algo == CU_ALGO_BASE || s->coll_algo == CU_ALGO_LL ||
-        s->coll_algo == CU_ALGO_LL128)
+    if (forced_other(s, CU_ALGO_STAGED))
         return *why = "SYMM_CUDA_COLL_ALGO", false;
     if (!s->st_slot || !s->st_bytes) return *why = "no staged scratch (SYMM_CUDA_STAGED_BYTES=0 or one GPU per host)", false;
     if (team->n_pes < 2) return *why = "one PE", false;
