@@ -19,6 +19,12 @@
  *            SM push/pull and copy-engine push/pull for 256 MiB and 16 MiB
  *            per GPU, which bounds the bus bandwidth of all-gather,
  *            reduce-scatter and all-reduce; every variant is verified
+ *   floor    the least a 2-PE all-reduce of S bytes can take: both GPUs send
+ *            S to the other (what such an all-reduce moves each way, however
+ *            it is split) and meet in one barrier, per call in CUDA graphs of
+ *            20 calls as bench_coll_stream times a call; several ways to move
+ *            the bytes (SM loops of several shapes, copy engine, both at
+ *            once, TMA bulk copies), S = 4, 16 and 64 MiB; every copy verified
  *   lines    whether a 128-byte line one warp instruction stores reaches the
  *            peer whole (what a flag-in-every-line protocol such as NCCL's
  *            LL128 needs): torn lines seen by a reader on the peer GPU
@@ -311,6 +317,26 @@ __global__ void k_bar_regs(const __grid_constant__ symm__kbarrier_params<N> p) {
 }
 __global__ void k_bar_late8(const __grid_constant__ symm__kbarrier_params<8> p) {
     symm__kbarrier(p);
+}
+
+/* floor section: the runtime's copy loop, then the grid's last block meets
+ * the peer as k_bar<BAR_CUR> does (one launch a call: the eager form) */
+__global__ void k_copy_bar(uint4 *d, const uint4 *s, size_t n, unsigned *ticket, uint64_t *mine,
+                           uint64_t *theirs, int me, int peer) {
+    symm__copy_vec(d, s, n, (size_t)blockIdx.x * blockDim.x + threadIdx.x,
+                   (size_t)gridDim.x * blockDim.x);
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    fence_sys(); /* this block's stores, before its ticket */
+    if (atomicAdd(ticket, 1u) != gridDim.x - 1) return;
+    *ticket = 0;
+    fence_sys();
+    uint64_t ep = *(volatile uint64_t *)&mine[me] + 1;
+    st_relaxed(&theirs[me], ep);
+    while (ld_relaxed(&mine[peer]) < ep) {
+    }
+    (void)ld_acquire(&mine[peer]);
+    *(volatile uint64_t *)&mine[me] = ep;
 }
 
 /* ------------------------------------------------------------------ setup */
@@ -732,6 +758,175 @@ static void sec_copy() {
             if (hb) printf("   (%llu bad words)\n", hb);
         }
     }
+}
+
+/* ------------------------------------------------------------------ floor */
+/* What no 2-PE all-reduce of S bytes can beat, however it reduces: each PE
+ * must receive S bytes (the peer's half to reduce and its half of the
+ * results, or the peer's whole vector) and the call must end on both PEs
+ * together (one barrier). Here each GPU pushes S bytes of its buffer into
+ * the other's and then meets it: per call in a CUDA graph of R calls, the
+ * graphs of both GPUs released together by the mesh section's host gate,
+ * the slower GPU's time (as bench_coll_stream's graph figure). Variants move
+ * the bytes in different ways; "barrier only" is the fixed cost. */
+static void sec_floor() {
+    const int R = 20;
+    const size_t DST = (size_t)512 << 20; /* the peer's bytes land at buf + DST */
+    unsigned *gate;
+    CK(cudaHostAlloc(&gate, 64, cudaHostAllocMapped | cudaHostAllocPortable));
+    memset(gate, 0, 64);
+    volatile unsigned *dgate[2];
+    unsigned long long *bad[2];
+    unsigned *ticket[2];
+    cudaStream_t side[2];
+    cudaEvent_t fork[2], join[2];
+    int sms[2];
+    for (int d = 0; d < 2; d++) {
+        CK(cudaSetDevice(d));
+        CK(cudaHostGetDevicePointer((void **)&dgate[d], gate, 0));
+        CK(cudaMalloc(&bad[d], 8));
+        CK(cudaMalloc(&ticket[d], 64));
+        CK(cudaMemset(ticket[d], 0, 64));
+        CK(cudaStreamCreateWithFlags(&side[d], cudaStreamNonBlocking));
+        CK(cudaEventCreateWithFlags(&fork[d], cudaEventDisableTiming));
+        CK(cudaEventCreateWithFlags(&join[d], cudaEventDisableTiming));
+        CK(cudaDeviceGetAttribute(&sms[d], cudaDevAttrMultiProcessorCount, d));
+        CK(cudaFuncSetAttribute(k_tma_copy, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536));
+        k_fill<<<264, 1024, 0, G[d].s>>>((unsigned *)G[d].buf, ((size_t)64 << 20) / 4,
+                                         0x5eed7700u + d);
+        CK(cudaStreamSynchronize(G[d].s));
+    }
+    struct V {
+        std::string name;
+        int kind; /* 0 barrier only, 1 SM + barrier, 2 fused, 3 CE, 4 CE + SM, 5 TMA */
+        unsigned per_sm, bx, ce_pct; /* SM grid: blocks a SM of bx threads; CE share in % */
+    };
+    const std::vector<V> vs = {
+        {"barrier only (k_bar, one thread; no bytes)", 0, 0, 0, 0},
+        {"SM push, runtime copy loop, 1 block of 1024 a SM, + barrier kernel", 1, 1, 1024, 0},
+        {"SM push, runtime copy loop, 2 blocks of 512 a SM, + barrier kernel", 1, 2, 512, 0},
+        {"SM push, runtime copy loop, 1 block of 512 a SM, + barrier kernel", 1, 1, 512, 0},
+        {"SM push, runtime copy loop, 1 block of 1024 a SM, barrier in the same kernel", 2, 1, 1024, 0},
+        {"copy engine push (cudaMemcpyAsync) + barrier kernel", 3, 0, 0, 100},
+        {"copy engine 30 % + SM push 70 % at once + barrier kernel", 4, 1, 1024, 30},
+        {"copy engine 50 % + SM push 50 % at once + barrier kernel", 4, 1, 1024, 50},
+        {"TMA bulk copy (16 KiB x 4 stages, 1 block a SM) + barrier kernel", 5, 1, 32, 0},
+    };
+    unsigned epoch = 0;
+    for (size_t S : {(size_t)4 << 20, (size_t)16 << 20, (size_t)64 << 20}) {
+        for (size_t v = 0; v < vs.size(); v++) {
+            const V &x = vs[v];
+            if (x.kind == 0 && S != ((size_t)16 << 20)) continue;
+            cudaGraphExec_t ge[2];
+            for (int me = 0; me < 2; me++) {
+                const int peer = 1 - me;
+                CK(cudaSetDevice(me));
+                cudaStream_t s = G[me].s;
+                /* flags of this variant and size: a counter and the peer's flag */
+                uint64_t *mine = G[me].flags + 64 * (16 + v), *theirs = G[peer].flags + 64 * (16 + v);
+                char *dst = G[peer].buf + DST;
+                const char *src = G[me].buf;
+                const unsigned gx = x.per_sm * (unsigned)sms[me];
+                auto sm = [&](char *d, const char *sr, size_t n, cudaStream_t st) {
+                    k_copy<false><<<gx, x.bx, 0, st>>>((uint4 *)d, (const uint4 *)sr, n / 16);
+                };
+                auto bar = [&]() {
+                    k_bar<BAR_CUR, false><<<1, 32, 0, s>>>(mine, theirs, me, peer, 0);
+                };
+                cudaGraph_t g;
+                CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+                for (int r = 0; r < R; r++) {
+                    if (x.kind == 1) sm(dst, src, S, s);
+                    if (x.kind == 2)
+                        k_copy_bar<<<gx, x.bx, 0, s>>>((uint4 *)dst, (const uint4 *)src, S / 16,
+                                                       ticket[me], mine, theirs, me, peer);
+                    if (x.kind == 3) CK(cudaMemcpyAsync(dst, src, S, cudaMemcpyDefault, s));
+                    if (x.kind == 4) {
+                        const size_t c = (S * x.ce_pct / 100) & ~(size_t)65535;
+                        CK(cudaEventRecord(fork[me], s));
+                        CK(cudaStreamWaitEvent(side[me], fork[me], 0));
+                        CK(cudaMemcpyAsync(dst, src, c, cudaMemcpyDefault, side[me]));
+                        CK(cudaEventRecord(join[me], side[me]));
+                        sm(dst + c, src + c, S - c, s);
+                        CK(cudaStreamWaitEvent(s, join[me], 0));
+                    }
+                    if (x.kind == 5)
+                        k_tma_copy<<<gx, 32, 65536, s>>>(dst, src, S, 16384u, 4u);
+                    if (x.kind != 2) bar();
+                }
+                CK(cudaStreamEndCapture(s, &g));
+                CK(cudaGraphInstantiate(&ge[me], g, 0));
+                CK(cudaGraphDestroy(g));
+            }
+            /* one graph launch on both GPUs released together; slowest GPU's us a call */
+            auto run = [&]() {
+                epoch++;
+                for (int me = 0; me < 2; me++) {
+                    CK(cudaSetDevice(me));
+                    k_gate<<<1, 1, 0, G[me].s>>>(dgate[me], epoch);
+                    CK(cudaEventRecord(G[me].e0, G[me].s));
+                    CK(cudaGraphLaunch(ge[me], G[me].s));
+                    CK(cudaEventRecord(G[me].e1, G[me].s));
+                }
+                std::atomic_thread_fence(std::memory_order_seq_cst);
+                ((volatile unsigned *)gate)[0] = epoch;
+                std::atomic_thread_fence(std::memory_order_seq_cst);
+                double slow = 0;
+                for (int me = 0; me < 2; me++) {
+                    CK(cudaEventSynchronize(G[me].e1));
+                    slow = std::max(slow, (double)ev_ms(G[me]) * 1000.0 / R);
+                }
+                return slow;
+            };
+            unsigned long long hb = 0;
+            if (x.kind != 0) {
+                for (int me = 0; me < 2; me++) {
+                    CK(cudaSetDevice(me));
+                    CK(cudaMemset(G[me].buf + DST, 0, S));
+                    CK(cudaDeviceSynchronize());
+                }
+            }
+            run(); /* warm-up, and the copies we verify */
+            if (x.kind != 0)
+                for (int me = 0; me < 2; me++) {
+                    CK(cudaSetDevice(me));
+                    CK(cudaMemsetAsync(bad[me], 0, 8, G[me].s));
+                    k_check<<<264, 1024, 0, G[me].s>>>((const unsigned *)(G[me].buf + DST), S / 4,
+                                                       0x5eed7700u + (1 - me), bad[me]);
+                    unsigned long long h = 0;
+                    CK(cudaMemcpyAsync(&h, bad[me], 8, cudaMemcpyDeviceToHost, G[me].s));
+                    CK(cudaStreamSynchronize(G[me].s));
+                    hb += h;
+                }
+            std::vector<double> t;
+            for (int i = 0; i < 7; i++) t.push_back(run());
+            const bool late = ((volatile unsigned *)gate)[1] != 0;
+            ((volatile unsigned *)gate)[1] = 0;
+            for (int me = 0; me < 2; me++) {
+                CK(cudaSetDevice(me));
+                CK(cudaGraphExecDestroy(ge[me]));
+            }
+            const double us = median(t);
+            char note[160];
+            snprintf(note, sizeof note, "%s%s; %.1f GB/s each way; min %.2f max %.2f us over 7 graphs",
+                     x.kind == 0 ? "no data" : hb ? "BAD DATA" : "verified",
+                     late ? ", GATE TIMED OUT" : "", x.kind == 0 ? 0.0 : (double)S / (us * 1e-6) / 1e9,
+                     *std::min_element(t.begin(), t.end()), *std::max_element(t.begin(), t.end()));
+            row("floor", x.name + ", " + std::to_string(S >> 20) + " MiB each way", us, "us/call", note);
+            if (hb) printf("   (%llu bad words)\n", hb);
+        }
+    }
+    for (int d = 0; d < 2; d++) {
+        CK(cudaSetDevice(d));
+        CK(cudaDeviceSynchronize());
+        CK(cudaFree(bad[d]));
+        CK(cudaFree(ticket[d]));
+        CK(cudaStreamDestroy(side[d]));
+        CK(cudaEventDestroy(fork[d]));
+        CK(cudaEventDestroy(join[d]));
+    }
+    CK(cudaFreeHost(gate));
+    CK(cudaSetDevice(0));
 }
 
 /* ------------------------------------------------------------------- mesh */
@@ -1161,6 +1356,7 @@ int main(int argc, char **argv) {
     if (want(argc, argv, "barrier")) sec_barrier();
     if (want(argc, argv, "copy")) sec_copy();
     if (want(argc, argv, "mesh")) sec_mesh();
+    if (want(argc, argv, "floor")) sec_floor();
     if (want(argc, argv, "lines")) sec_lines();
     return 0;
 }
