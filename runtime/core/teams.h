@@ -37,8 +37,8 @@ void symm__teams_fini(symm__ctx *ctx);
 /* In the barrier area: the dissemination rounds (at most 24: 2^24 PEs), then
  * the hierarchical barrier's words (sync.c): a host leader's arrival counter
  * and each member's release word. Its last word is the CUDA backend's grid
- * ticket (kernels.cu symm__grid_last): a counter that only this PE's own
- * collective kernels touch, 0 between kernels. */
+ * ticket (kernels_common.cuh symm__grid_last): a counter that only this
+ * PE's own collective kernels touch, 0 between kernels. */
 #define SYMM__SLOT_ARRIVE_OFF (24u * 8u)
 #define SYMM__SLOT_RELEASE_OFF (25u * 8u)
 #define SYMM__SLOT_TICKET_OFF (31u * 8u)

@@ -1,6 +1,6 @@
 /*
- * Grid of a staged reduction (kernels.cu "Staged") and shape of an LL128
- * one (kernels.cu "LL128"), computed on the host by cuda.c for each call.
+ * Grid of a staged reduction (kernels_staged.cuh) and shape of an LL128 one
+ * (kernels_ll128.cu), computed on the host by cuda.c for each call.
  * Plain C with no CUDA type, so the unit test checks their invariants on
  * machines without a GPU.
  */
@@ -26,11 +26,12 @@ typedef struct symm__st_plan {
  * cuda.c's setup guarantees. false when the steps would overflow the flags'
  * 24 step bits.
  *
- * land_max > 0: the pieces may land in the receiver's dst (kernels.cu
- * "Landing"), so the staging bounds neither the blocks nor the pieces: up
- * to one block per SM, pieces of chunk_min grown towards want_steps steps
- * but at most land_max (rounded down to 16, at least 16); the first depth
- * steps (as many as the staging holds, at most all) go through it. */
+ * land_max > 0: the pieces may land in the receiver's dst
+ * (kernels_staged.cuh "Landing"), so the staging bounds neither the blocks
+ * nor the pieces: up to one block per SM, pieces of chunk_min grown towards
+ * want_steps steps but at most land_max (rounded down to 16, at least 16);
+ * the first depth steps (as many as the staging holds, at most all) go
+ * through it. */
 bool symm__st_make_plan(uint64_t len, uint64_t sms, uint64_t st_bytes, uint64_t chunk_min,
                         uint64_t want_steps, uint64_t land_max, symm__st_plan *out);
 
@@ -40,7 +41,7 @@ bool symm__st_make_plan(uint64_t len, uint64_t sms, uint64_t st_bytes, uint64_t 
  * barrier two-shot slices alike. */
 uint64_t symm__slice_elems(uint64_t ne, int32_t n, uint64_t es);
 
-/* The shape of an LL128 reduction (kernels.cu "LL128"): slice j of the
+/* The shape of an LL128 reduction (kernels_ll128.cu): slice j of the
  * input (at j * src_j_stride, len[j] bytes) goes to PE j. Reduce-scatter:
  * block j of the input; all-reduce on 2 PEs or of at most oneshot bytes:
  * the whole vector to every peer (stride 0); otherwise a slice each, whose

@@ -49,10 +49,8 @@
 #include "cuda_driver.h"
 #include "coll_plan.h"
 #include "kernel_params.h"
+#include "symm_cuda_fatbins.h" /* generated: symm__cuda_fatbins[], one per kernel file */
 #include "teams.h"
-
-extern const unsigned char symm__cuda_fatbin[];
-extern const size_t symm__cuda_fatbin_size;
 
 /* Team slot layout (teams.h): [0, 256) host barrier flags, [256, 512) the
  * teams' scratch record, [512, slot_bytes) device/stream barrier flags, one
@@ -90,18 +88,18 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * default. */
 #define CU_N_OPS 7
 
-/* One-shot LL collectives (kernels.cu "LL"; choice in cuda_coll). The
- * scratch: CU_LL_SLOTS team slots (the predefined teams' four and the first
- * split teams'), each two parities of (ll_pes - 1) sender regions of
- * 2 * SYMM_CUDA_LL_BYTES (16-byte lines of 8 data bytes). It lives at byte
- * span of every heap reservation, beyond the heap (so the core's heap layout
- * does not change), made and shared once at setup (coll_setup): symmetric,
- * never allocated in a call.
+/* One-shot LL collectives (kernels_ll.cu, kernels_common.cuh "LL"; choice
+ * in cuda_coll). The scratch: CU_LL_SLOTS team slots (the predefined teams'
+ * four and the first split teams'), each two parities of (ll_pes - 1)
+ * sender regions of 2 * SYMM_CUDA_LL_BYTES (16-byte lines of 8 data bytes).
+ * It lives at byte span of every heap reservation, beyond the heap (so the
+ * core's heap layout does not change), made and shared once at setup
+ * (coll_setup): symmetric, never allocated in a call.
  * Teams of more than CU_LL_MAX_PES PEs, and teams of higher slots, use the
  * barrier algorithms. */
 #define CU_LL_SLOTS 16
 #define CU_LL_MAX_PES 8
-/* Staged reductions (kernels.cu "Staged"; choice in st_choose): the same
+/* Staged reductions (kernels_staged.cuh; choice in st_choose): the same
  * scratch allocation holds, after the LL slots, CU_ST_SLOTS team slots (the
  * predefined teams') of two parities of (ll_pes - 1) sender regions:
  * SYMM__ST_HDR bytes of flags, then SYMM_CUDA_STAGED_BYTES of staging
@@ -117,20 +115,20 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * steps): 1, as every step costs a fence and flag round trip (2 and 4 were
  * always slower on 2 and 4 x H200); SYMM_CUDA_STAGED_STEPS for experiments. */
 #define CU_ST_STEPS 1
-/* Landing (kernels.cu "Staged"): on 2 PEs, out of place, the steps beyond
- * what the staging holds go straight into the peer's dst, pieces of up to
- * this many bytes a block, with no credit to wait for. 64 KiB was best on
+/* Landing (kernels_staged.cuh "Landing"): on 2 PEs, out of place, the steps
+ * beyond what the staging holds go straight into the peer's dst, pieces of up
+ * to this many bytes a block, with no credit to wait for. 64 KiB was best on
  * 2 x H200 (all-reduce of 16 / 256 MiB: 54.8 / 750 us; 32 KiB 55.1 / 756,
  * 16 KiB 56.9 / 769, 128 KiB 58.3 / 756); SYMM_CUDA_STAGED_LAND (0: never)
  * for experiments. */
 #define CU_ST_LAND_DEFAULT (64u << 10)
-/* The in-place form of 2 PEs (kernels.cu "Swap") keeps two pieces of a block
- * in shared memory: pieces of up to this many bytes (and half what a block
- * may opt in to, less 2 KiB). 96 KiB was best on 2 x H200 (all-reduce of
+/* The in-place form of 2 PEs (kernels_staged.cuh "Swap") keeps two pieces of a
+ * block in shared memory: pieces of up to this many bytes (and half what a
+ * block may opt in to, less 2 KiB). 96 KiB was best on 2 x H200 (all-reduce of
  * 256 MiB: 767 us; 64 KiB 776, 32 KiB 847, 16 KiB 1040); SYMM_CUDA_STAGED_SWAP
  * (0: never) for experiments. */
 #define CU_ST_SWAP_DEFAULT (96u << 10)
-/* LL128 reductions (kernels.cu "LL128"; choice in l8_choose): each staged
+/* LL128 reductions (kernels_ll128.cu; choice in l8_choose): each staged
  * sender region holds, after its staging, the lines of SYMM_CUDA_LL128_BYTES
  * of payload (default 2 MiB with up to 4 PEs a host, 1 MiB with more: 17,
  * 51 and 60 MiB more scratch a GPU with 2, 4 and 8 PEs; 0: none). */
@@ -162,7 +160,7 @@ typedef struct cu_state {
     bool retained;
     int sms;
     int smem_optin; /* shared memory a block may opt in to (0: unknown) */
-    CUmodule mod;
+    CUmodule mod[SYMM__CUDA_FATBINS_N]; /* symm__cuda_fatbins[i], loaded in order */
     CUfunction f_copy, f_store, f_signal, f_wait, f_amo, f_barrier2, f_barrier8, f_barrier64, f_gather;
     CUfunction f_barrier_wide;
     CUdeviceptr peer_table; /* device copy of ctx->peer_base (n_pes entries) */
@@ -399,7 +397,8 @@ static void state_free(cu_state *s) {
     if (s->s_int) symm__cu.StreamDestroy(s->s_int);
     if (s->ev_int) symm__cu.EventDestroy(s->ev_int);
     if (s->pinned) symm__cu.MemFreeHost(s->pinned);
-    if (s->mod) symm__cu.ModuleUnload(s->mod);
+    for (int i = 0; i < SYMM__CUDA_FATBINS_N; i++)
+        if (s->mod[i]) symm__cu.ModuleUnload(s->mod[i]); /* those loaded, if setup stopped */
     if (s->retained) symm__cu.DevicePrimaryCtxRelease(s->dev);
     if (s->amo_lock_init) pthread_mutex_destroy(&s->amo_lock);
     if (s->reg_lock_init) pthread_mutex_destroy(&s->reg_lock);
@@ -410,8 +409,17 @@ static void state_free(cu_state *s) {
     free(s);
 }
 
+/* Kernel name from the first module that has it; CUDA_ERROR_NOT_FOUND when
+ * none does, the first other error of a module as it is. */
+static CUresult module_fn(cu_state *s, CUfunction *f, const char *name) {
+    CUresult r = CUDA_ERROR_NOT_FOUND;
+    for (int i = 0; i < SYMM__CUDA_FATBINS_N && r == CUDA_ERROR_NOT_FOUND; i++)
+        r = symm__cu.ModuleGetFunction(f, s->mod[i], name);
+    return r;
+}
+
 static symm_status get_fn(cu_state *s, CUfunction *f, const char *name) {
-    CUresult r = symm__cu.ModuleGetFunction(f, s->mod, name);
+    CUresult r = module_fn(s, f, name);
     if (r != CUDA_SUCCESS) return symm__cu_fail(r, name);
     /* load it now: loading lazily inside a stream capture would be slower */
     if (symm__cu.FuncLoad) symm__cu.FuncLoad(*f);
@@ -471,7 +479,14 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
     SYMM__CU(MemGetAllocationGranularity(&g, &s->prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     s->gran = g ? g : (2u << 20);
 
-    SYMM__CU(ModuleLoadData(&s->mod, symm__cuda_fatbin));
+    for (int i = 0; i < SYMM__CUDA_FATBINS_N; i++) {
+        CUresult r = symm__cu.ModuleLoadData(&s->mod[i], symm__cuda_fatbins[i].data);
+        if (r != CUDA_SUCCESS) {
+            char what[96];
+            snprintf(what, sizeof what, "cuModuleLoadData(%s)", symm__cuda_fatbins[i].name);
+            return symm__cu_fail(r, what);
+        }
+    }
     SYMM_TRY(get_fn(s, &s->f_copy, "symm_k_copy"));
     SYMM_TRY(get_fn(s, &s->f_store, "symm_k_store"));
     SYMM_TRY(get_fn(s, &s->f_signal, "symm_k_signal"));
@@ -1597,7 +1612,7 @@ static symm_status reduce_fn(cu_state *s, uint32_t dtype, uint32_t op, int form,
                  form == CU_RED_LL ? "ll" : form == CU_RED_STAGED ? "st" : form == CU_RED_L8 ? "l8" : "",
                  dtype_names[dtype],
                  op_names[op]);
-        CUresult r = symm__cu.ModuleGetFunction(&fn, s->mod, name);
+        CUresult r = module_fn(s, &fn, name);
         if (r == CUDA_ERROR_NOT_FOUND)
             return symm__err(SYMM_ERR_INVALID_ARG, "reduction op %s is not defined for %s",
                              op_names[op], dtype_names[dtype]);
@@ -1630,14 +1645,14 @@ static bool forced_other(const cu_state *s, int algo) {
     return s->coll_algo != CU_ALGO_AUTO && s->coll_algo != algo;
 }
 
-/* One-shot LL form of a collective (kernels.cu "LL"), or false with why not
+/* One-shot LL form of a collective (kernels_ll.cu), or false with why not
  * (for the trace) when cuda_coll should run the barrier algorithm. */
 static bool ll_choose(const cu_state *s, const symm__coll *c, uint64_t pair_bytes,
                       const char **why) {
     const symm__team *team = c->team;
     if (c->kind == SYMM__COLL_COLLECT) return *why = "collect has per-PE sizes", false;
     /* The two parities are safe only when every PE needs a line from every
-     * peer to finish a call (kernels.cu): a broadcast's root needs none, so
+     * peer to finish a call (kernels_common.cuh "LL"): a broadcast's root needs none, so
      * it could run two calls ahead and overwrite lines not yet read. */
     if (c->kind == SYMM__COLL_BROADCAST) return *why = "broadcast (the root waits for nobody)", false;
     if (team->n_pes < 2) return *why = "one PE", false;
@@ -1698,7 +1713,7 @@ static symm_status coll_ll(cu_state *s, const symm__coll *c, char *const *base, 
  * two-shot, 7.8 back to back against 9.2; 4 PEs: 9.7-9.8 against 11.1
  * two-shot in a graph, 10.9 against 14.0 back to back). The PyTorch-graph
  * stall that kept it opt-in for a while was a polling storm, now avoided
- * by the waiters' naps (kernels.cu "polite polling"). */
+ * by the waiters' naps (kernels_common.cuh "polite polling"). */
 static bool l8_choose(const cu_state *s, const symm__coll *c, symm__l8_shape *sh,
                       const char **why) {
     const symm__team *team = c->team;
@@ -1756,8 +1771,8 @@ static symm_status coll_l8(cu_state *s, const symm__coll *c, char *const *base, 
 }
 
 /* Whether a staged reduction may land its pieces in the peer's dst
- * (kernels.cu "Staged"): 2 PEs, landing on (SYMM_CUDA_STAGED_LAND), and a
- * dst that does not overlap the input, which the peer's pieces would
+ * (kernels_staged.cuh "Landing"): 2 PEs, landing on (SYMM_CUDA_STAGED_LAND),
+ * and a dst that does not overlap the input, which the peer's pieces would
  * overwrite before this PE has sent it. */
 static bool st_can_land(const cu_state *s, const symm__coll *c) {
     const uint64_t out = c->nelems * c->elem_size;
@@ -1766,15 +1781,15 @@ static bool st_can_land(const cu_state *s, const symm__coll *c) {
            (c->dst_off + out <= c->src_off || c->src_off + in <= c->dst_off);
 }
 
-/* Whether a staged reduction may run the in-place form of 2 PEs (kernels.cu
- * "Swap"): an all-reduce in place, with the shared memory for it
- * (SYMM_CUDA_STAGED_SWAP). */
+/* Whether a staged reduction may run the in-place form of 2 PEs
+ * (kernels_staged.cuh "Swap"): an all-reduce in place, with the shared memory
+ * for it (SYMM_CUDA_STAGED_SWAP). */
 static bool st_can_swap(const cu_state *s, const symm__coll *c) {
     return c->team->n_pes == 2 && s->st_swap_max && c->kind == SYMM__COLL_REDUCE &&
            c->dst_off == c->src_off;
 }
 
-/* Staged form of a reduction (kernels.cu "Staged"), or false with why not
+/* Staged form of a reduction (kernels_staged.cuh), or false with why not
  * (for the trace) when cuda_coll should run the barrier algorithm. Called
  * once LL was ruled out. "auto" takes it where it beat the two-shot / pull
  * kernels on 2 and 4 x H200 (docs/DECISIONS.md "Collectives"): on 2 PEs up

@@ -1,5 +1,6 @@
 /*
- * The CUDA backend's kernel entry and team barrier, shared by kernels.cu and
+ * The CUDA backend's kernel entry and team barrier, shared by its kernel
+ * files (kernels*.cu, through kernels_common.cuh) and
  * tests/perf/probe_cuda.cu (which measures these very functions). Internal:
  * not installed.
  */

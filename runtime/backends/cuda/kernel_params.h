@@ -1,7 +1,8 @@
 /*
- * Parameter blocks of the backend's kernels, shared by kernels.cu (C++) and
- * cuda.c (C): one definition, so the layouts cannot drift apart. Each block is
- * passed by value as the kernel's single parameter.
+ * Parameter blocks of the backend's kernels, shared by the kernel files
+ * (kernels*.cu, C++) and cuda.c (C): one definition, so the layouts cannot
+ * drift apart. Each block is passed by value as the kernel's single
+ * parameter.
  */
 #ifndef SYMM_CUDA_KERNEL_PARAMS_H
 #define SYMM_CUDA_KERNEL_PARAMS_H
@@ -10,8 +11,8 @@
 
 /* Values of the pinned error word (cu_state.err_word) that the waiting kernels
  * read and set; the device context hands the same word to user kernels as
- * symm_device_ctx.fail_word (kernels.cu checks that CU_ERR_PEER_FAILED is
- * symm_device.cuh's SYMM_DEVICE_FAIL_PEER). */
+ * symm_device_ctx.fail_word (kernels_common.cuh checks that
+ * CU_ERR_PEER_FAILED is symm_device.cuh's SYMM_DEVICE_FAIL_PEER). */
 #define CU_ERR_TIMEOUT 1     /* a runtime wait gave up after its timeout */
 #define CU_ERR_PEER_FAILED 2 /* the host learned that a peer PE died     */
 
@@ -104,7 +105,7 @@ typedef struct symm__kgather_params {
     int32_t leave;  /* 1: end with it (the last kernel of one) */
 } symm__kgather_params;
 
-/* symm_k_reduce_<dtype>_<op>: see kernels.cu. */
+/* symm_k_reduce_<dtype>_<op>: see kernels_reduce.cu. */
 typedef struct symm__kreduce_params {
     symm__kteam64 team;
     uint64_t area_off, timeout_ns;
@@ -118,7 +119,7 @@ typedef struct symm__kreduce_params {
 } symm__kreduce_params;
 
 /* symm_k_ll_copy and symm_k_llreduce_<dtype>_<op>: the one-shot low-latency
- * (LL) collectives of teams of up to 8 PEs (kernels.cu, cuda.c "LL"). Every
+ * (LL) collectives of teams of up to 8 PEs (kernels_ll.cu, cuda.c "LL"). Every
  * PE stores what it sends to team PE j as 16-byte lines (8 data bytes, each
  * 4 beside a 32-bit flag) into j's scratch; receivers spin on the lines. */
 typedef struct symm__kll_params {
@@ -134,7 +135,7 @@ typedef struct symm__kll_params {
 } symm__kll_params;
 
 /* symm_k_l8reduce_<dtype>_<op>: the LL128 reductions of teams of up to 8 PEs
- * (kernels.cu "LL128", cuda.c l8_choose). PE me stores what goes to PE j as
+ * (kernels_ll128.cu, cuda.c l8_choose). PE me stores what goes to PE j as
  * 128-byte lines, 120 data bytes and the call's 64-bit epoch as the last
  * word, each line one warp instruction (8 threads x 16 bytes), into j's
  * lines (in j's staged sender region for me, after the staging). Slice j of
@@ -160,7 +161,7 @@ typedef struct symm__kl8_params {
 } symm__kl8_params;
 
 /* symm_k_streduce_<dtype>_<op>: the staged reductions of teams of up to 8 PEs
- * (kernels.cu "Staged", cuda.c). PE me sends bytes [at, at + chunk) of its
+ * (kernels_staged.cuh, cuda.c). PE me sends bytes [at, at + chunk) of its
  * slice j (src_off + j * src_j_stride, cnt[j] elements) into PE j's scratch,
  * block by block and step by step (at = (step * blocks + block) * chunk),
  * each piece followed by a flag; PE j reduces its own slice from its input
