@@ -24,7 +24,10 @@
  *            it is split) and meet in one barrier, per call in CUDA graphs of
  *            20 calls as bench_coll_stream times a call; several ways to move
  *            the bytes (SM loops of several shapes, copy engine, both at
- *            once, TMA bulk copies), S = 4, 16 and 64 MiB; every copy verified
+ *            once, TMA bulk copies), then what an all-reduce adds without
+ *            its arithmetic (a hello before writing into the peer; results
+ *            that wait for the peer's input), S = 4, 16 and 64 MiB; every
+ *            copy verified
  *   lines    whether a 128-byte line one warp instruction stores reaches the
  *            peer whole (what a flag-in-every-line protocol such as NCCL's
  *            LL128 needs): torn lines seen by a reader on the peer GPU
@@ -337,6 +340,80 @@ __global__ void k_copy_bar(uint4 *d, const uint4 *s, size_t n, unsigned *ticket,
     }
     (void)ld_acquire(&mine[peer]);
     *(volatile uint64_t *)&mine[me] = ep;
+}
+
+/* floor section: the dependency of an all-reduce without its arithmetic.
+ * Each block sends its pieces of the first half of S (P steps, a flag after
+ * each, as the runtime's staged kernel does), then for each step waits for
+ * the peer block's flag of that step and sends its piece of the second half
+ * (the "results", which in an all-reduce exist only once the peer's piece
+ * came in). GROUPS == 1: the whole block sends every input piece first, then
+ * the results in step order; GROUPS == 2: as the runtime's staged kernel, one
+ * half of the block sends the inputs while the other waits and sends results
+ * at once, so both share the link. Flags: fl[b] on the receiver, tags
+ * (call - 1) * P + step + 1 with the block's call count in cnt[b]. */
+__device__ __forceinline__ void group_bar(unsigned id, unsigned n) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+template <int GROUPS>
+__global__ void k_two_phase(char *d, const char *s, size_t S, unsigned P, uint64_t *fl_mine,
+                            uint64_t *fl_theirs, unsigned *cnt) {
+    const unsigned G = gridDim.x, b = blockIdx.x;
+    const unsigned gsize = blockDim.x / GROUPS;
+    const unsigned grp = GROUPS == 2 ? threadIdx.x / gsize : 0, gt = threadIdx.x % gsize;
+    const size_t half = S / 2;
+    const size_t K = ((half + (size_t)G * P - 1) / ((size_t)G * P) + 15) / 16 * 16;
+    const uint64_t base = (uint64_t)cnt[b] * P;
+    auto piece = [&](size_t at, size_t from) {
+        if (at >= half) return;
+        const size_t n = half - at < K ? half - at : K;
+        symm__copy_vec((uint4 *)(d + from + at), (const uint4 *)(s + from + at), n / 16, gt, gsize);
+    };
+    auto sync = [&]() {
+        if (GROUPS == 1) __syncthreads();
+        else group_bar(1 + grp, gsize);
+    };
+    if (grp == 0 || GROUPS == 1)
+        for (unsigned st = 0; st < P; st++) {
+            piece(((size_t)st * G + b) * K, 0);
+            sync();
+            if (gt == 0) {
+                fence_sys();
+                st_relaxed(&fl_theirs[b], base + st + 1);
+            }
+        }
+    if (grp == 1 || GROUPS == 1)
+        for (unsigned st = 0; st < P; st++) {
+            if (gt == 0) {
+                while (ld_relaxed(&fl_mine[b]) < base + st + 1) {
+                }
+                (void)ld_acquire(&fl_mine[b]);
+            }
+            sync();
+            piece(((size_t)st * G + b) * K, half);
+        }
+    __syncthreads();
+    if (threadIdx.x == 0) cnt[b] += 1;
+}
+
+/* floor section: what a landing all-reduce must do before it writes into the
+ * peer's buffer (the runtime's staged kernel, "Landing"): learn that the
+ * peer's kernel runs, so that nothing earlier on the peer's stream still uses
+ * its dst. Thread 0 of each block tells the peer block (hello fl[b], the
+ * block's call count in cnt[b]) and waits for its hello; then the copy. */
+__global__ void k_hello_copy(uint4 *d, const uint4 *s, size_t n, uint64_t *fl_mine,
+                             uint64_t *fl_theirs, unsigned *cnt) {
+    const unsigned b = blockIdx.x;
+    if (threadIdx.x == 0) {
+        const uint64_t e = (uint64_t)cnt[b] + 1;
+        st_relaxed(&fl_theirs[b], e);
+        while (ld_relaxed(&fl_mine[b]) < e) {
+        }
+        cnt[b] = (unsigned)e;
+    }
+    __syncthreads();
+    symm__copy_vec(d, s, n, (size_t)blockIdx.x * blockDim.x + threadIdx.x,
+                   (size_t)gridDim.x * blockDim.x);
 }
 
 /* ------------------------------------------------------------------ setup */
@@ -781,12 +858,18 @@ static void sec_floor() {
     cudaStream_t side[2];
     cudaEvent_t fork[2], join[2];
     int sms[2];
+    uint64_t *fl[2]; /* k_two_phase's flags: 512 a variant */
+    unsigned *cnt[2];
     for (int d = 0; d < 2; d++) {
         CK(cudaSetDevice(d));
         CK(cudaHostGetDevicePointer((void **)&dgate[d], gate, 0));
         CK(cudaMalloc(&bad[d], 8));
         CK(cudaMalloc(&ticket[d], 64));
         CK(cudaMemset(ticket[d], 0, 64));
+        CK(cudaMalloc(&fl[d], 64 * 512 * sizeof(uint64_t)));
+        CK(cudaMemset(fl[d], 0, 64 * 512 * sizeof(uint64_t)));
+        CK(cudaMalloc(&cnt[d], 64 * 512 * sizeof(unsigned)));
+        CK(cudaMemset(cnt[d], 0, 64 * 512 * sizeof(unsigned)));
         CK(cudaStreamCreateWithFlags(&side[d], cudaStreamNonBlocking));
         CK(cudaEventCreateWithFlags(&fork[d], cudaEventDisableTiming));
         CK(cudaEventCreateWithFlags(&join[d], cudaEventDisableTiming));
@@ -798,8 +881,10 @@ static void sec_floor() {
     }
     struct V {
         std::string name;
-        int kind; /* 0 barrier only, 1 SM + barrier, 2 fused, 3 CE, 4 CE + SM, 5 TMA */
+        int kind; /* 0 barrier only, 1 SM + barrier, 2 fused, 3 CE, 4 CE + SM, 5 TMA,
+                   * 6 / 7 k_two_phase with 1 / 2 groups + barrier, 8 hello + SM + barrier */
         unsigned per_sm, bx, ce_pct; /* SM grid: blocks a SM of bx threads; CE share in % */
+        unsigned steps;              /* k_two_phase's P */
     };
     const std::vector<V> vs = {
         {"barrier only (k_bar, one thread; no bytes)", 0, 0, 0, 0},
@@ -811,6 +896,13 @@ static void sec_floor() {
         {"copy engine 30 % + SM push 70 % at once + barrier kernel", 4, 1, 1024, 30},
         {"copy engine 50 % + SM push 50 % at once + barrier kernel", 4, 1, 1024, 50},
         {"TMA bulk copy (16 KiB x 4 stages, 1 block a SM) + barrier kernel", 5, 1, 32, 0},
+        {"SM push as above after a hello from the peer block (a landing all-reduce's start) + barrier kernel", 8, 1, 1024, 0},
+        {"two phases, 1 step: first half, flag, wait for the peer's, second half (+ barrier kernel)", 6, 1, 1024, 0, 1},
+        {"two phases, 2 steps, inputs first then results in step order", 6, 1, 1024, 0, 2},
+        {"two phases, 4 steps, inputs first then results in step order", 6, 1, 1024, 0, 4},
+        {"two phases, 8 steps, inputs first then results in step order", 6, 1, 1024, 0, 8},
+        {"two phases, 2 steps, inputs and results at once (2 groups of 512, as the staged kernel)", 7, 1, 1024, 0, 2},
+        {"two phases, 4 steps, inputs and results at once (2 groups of 512)", 7, 1, 1024, 0, 4},
     };
     unsigned epoch = 0;
     for (size_t S : {(size_t)4 << 20, (size_t)16 << 20, (size_t)64 << 20}) {
@@ -852,6 +944,17 @@ static void sec_floor() {
                     }
                     if (x.kind == 5)
                         k_tma_copy<<<gx, 32, 65536, s>>>(dst, src, S, 16384u, 4u);
+                    if (x.kind == 8)
+                        k_hello_copy<<<gx, x.bx, 0, s>>>((uint4 *)dst, (const uint4 *)src, S / 16,
+                                                         fl[me] + 512 * v, fl[peer] + 512 * v,
+                                                         cnt[me] + 512 * v);
+                    if (x.kind == 6 || x.kind == 7) {
+                        uint64_t *fm = fl[me] + 512 * v, *ft = fl[peer] + 512 * v;
+                        if (x.kind == 6)
+                            k_two_phase<1><<<gx, x.bx, 0, s>>>(dst, src, S, x.steps, fm, ft, cnt[me] + 512 * v);
+                        else
+                            k_two_phase<2><<<gx, x.bx, 0, s>>>(dst, src, S, x.steps, fm, ft, cnt[me] + 512 * v);
+                    }
                     if (x.kind != 2) bar();
                 }
                 CK(cudaStreamEndCapture(s, &g));
@@ -921,6 +1024,8 @@ static void sec_floor() {
         CK(cudaDeviceSynchronize());
         CK(cudaFree(bad[d]));
         CK(cudaFree(ticket[d]));
+        CK(cudaFree(fl[d]));
+        CK(cudaFree(cnt[d]));
         CK(cudaStreamDestroy(side[d]));
         CK(cudaEventDestroy(fork[d]));
         CK(cudaEventDestroy(join[d]));
