@@ -915,15 +915,18 @@ typedef struct cu_coll_conf {
 
 /* Largest payload per pair of PEs (bytes PE i sends PE j) for which "auto"
  * picks the one-shot LL algorithm (one kernel, no barrier, but twice the
- * bytes on the link), by team size. On 2 and 4 x H200 LL beat the barrier
- * algorithms in C-captured CUDA graphs up to 512 KiB a pair (2 PEs) and
- * 128-256 KiB (4 PEs), but in graphs captured by PyTorch from 256 KiB a pair
- * on an LL call took ~0.5 ms now and then (a 1 MiB all-gather on 4 ranks:
- * 486-511 us a call against 9.95 with the barrier algorithm; not understood
- * yet, docs/DECISIONS.md "Collectives"), so the threshold stays below that.
- * Teams of 5-8 PEs: not measured, scaled down (each PE stores n - 1 copies
- * and spins on n - 1 peers). */
-static uint64_t ll_threshold(int32_t n) {
+ * bytes on the link), by team size and kind (copy: all-gather, all-to-all).
+ * Reductions: 128 KiB up to 4 PEs, where LL128 takes over (faster from
+ * there: 2 PEs, 512 KiB all-reduce 4.6-5.0 us against LL's 6.0). Copies on
+ * 2 PEs: 512 KiB (2 x H200, C graphs, 2026-11-27 seventh round: all-gather
+ * of 512 KiB a pair 6.1 us against 7.9 with push, 256 KiB 4.3 against 7.2;
+ * at 1 MiB a pair LL was slower, 9.6 against 9.2); copies on 3-4 PEs: 128
+ * KiB, not remeasured since the polling storm was fixed. Teams of 5-8 PEs:
+ * not measured, scaled down (each PE stores n - 1 copies and spins on n - 1
+ * peers). The default scratch (SYMM_CUDA_LL_BYTES) holds the largest
+ * threshold of a team of the host's PEs: 512 KiB on 2-GPU hosts. */
+static uint64_t ll_threshold(int32_t n, bool copy) {
+    if (copy && n == 2) return 512u << 10;
     return n <= 4 ? 128u << 10 : 32u << 10;
 }
 
@@ -1032,7 +1035,7 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
     /* default SYMM_CUDA_LL_BYTES: the LL threshold of a team of the host's
      * PEs, so "auto" never lacks scratch: 8 MiB of it a GPU with 2 PEs a
      * host, 24 MiB with 4, 14 MiB with 8 */
-    if (!mine.ll_set) mine.ll_max = ll_threshold(s->ll_pes < 2 ? 2 : s->ll_pes);
+    if (!mine.ll_set) mine.ll_max = ll_threshold(s->ll_pes < 2 ? 2 : s->ll_pes, true);
     s->ll_max = align_up(mine.ll_max, 8);
     /* default staging: 4 MiB a sender with up to 4 PEs a host, 2 MiB with more */
     if (!mine.st_set && s->ll_pes > 4) mine.st_bytes = 2u << 20;
@@ -1663,7 +1666,8 @@ static bool ll_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
     if (team->slot >= CU_LL_SLOTS) return *why = "team slot without LL scratch", false;
     if (pair_bytes > s->ll_max) return *why = "above SYMM_CUDA_LL_BYTES", false;
     if (s->coll_algo == CU_ALGO_LL) return *why = "SYMM_CUDA_COLL_ALGO=ll", true;
-    if (pair_bytes > ll_threshold(team->n_pes))
+    if (pair_bytes > ll_threshold(team->n_pes, c->kind == SYMM__COLL_FCOLLECT ||
+                                                   c->kind == SYMM__COLL_ALLTOALL))
         return *why = "auto, above the LL threshold", false;
     return *why = "auto, at most the LL threshold", true;
 }
