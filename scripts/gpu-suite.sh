@@ -26,7 +26,7 @@
 # on 2 and on all GPUs, + cstream_<ranks>.json), cstream-algos.txt (its
 # all-reduce, in place and out of place, and reduce-scatter with
 # SYMM_CUDA_COLL_ALGO=twoshot, =staged and =ll128), cstream-late.txt (its
-# all-reduce graphs with a late peer: --skew-us).
+# all-reduce and all-gather graphs with a late peer: --skew-us).
 #
 # Safety: NVLink multicast stays off. NVSHMEM_DISABLE_NVLS=1, NCCL_NVLS_ENABLE=0
 # and TORCH_SYMM_MEM_DISABLE_MULTICAST=1 are exported for every program; symm
@@ -252,13 +252,14 @@ if [ $BUILD_OK = 1 ] && phase cstream; then
     # barrier between replays, as in PyTorch's loops). Without the LL/LL128
     # waiters' naps this started a polling storm that held whole replays at
     # ~1.2 ms a call (docs/DECISIONS.md "Collectives"); 15 us a call here is
-    # the skew itself (3 ms over 200 calls)
+    # the skew itself (3 ms over 200 calls). All-gather too: on 2 PEs it
+    # takes LL up to 512 KiB a pair (the 1 MiB row)
     for cfg in "auto" "ll SYMM_CUDA_COLL_ALGO=ll SYMM_CUDA_LL_BYTES=2M"; do
       [ "$(left)" -gt 30 ] || { over "cstream late peer($np PEs)"; break 2; }
       read -ra w <<< "$cfg"
-      echo "command: ${w[*]:1} symmrun -n $np tests/perf/bench_coll_stream --ops all_reduce --sizes $CSTREAM_L8_SIZES --calls 200 --no-align --skew-us 3000 (${w[0]})" >> "$OUT/cstream-late.txt"
+      echo "command: ${w[*]:1} symmrun -n $np tests/perf/bench_coll_stream --ops all_reduce,all_gather --sizes $CSTREAM_L8_SIZES --calls 200 --no-align --skew-us 3000 (${w[0]})" >> "$OUT/cstream-late.txt"
       env "${w[@]:1}" timeout -k 5 "$(cap 40)" "$BUILD/runtime/symmrun" -n "$np" --timeout 35 \
-        "$BUILD/tests/perf/bench_coll_stream" --ops all_reduce --sizes "$CSTREAM_L8_SIZES" \
+        "$BUILD/tests/perf/bench_coll_stream" --ops all_reduce,all_gather --sizes "$CSTREAM_L8_SIZES" \
         --calls 200 --no-align --skew-us 3000 >> "$OUT/cstream-late.txt" 2>&1
       echo "exit status $?" >> "$OUT/cstream-late.txt"
     done

@@ -19,15 +19,15 @@
  *            SM push/pull and copy-engine push/pull for 256 MiB and 16 MiB
  *            per GPU, which bounds the bus bandwidth of all-gather,
  *            reduce-scatter and all-reduce; every variant is verified
- *   floor    the least a 2-PE all-reduce of S bytes can take: both GPUs send
- *            S to the other (what such an all-reduce moves each way, however
- *            it is split) and meet in one barrier, per call in CUDA graphs of
- *            20 calls as bench_coll_stream times a call; several ways to move
- *            the bytes (SM loops of several shapes, copy engine, both at
- *            once, TMA bulk copies), then what an all-reduce adds without
- *            its arithmetic (a hello before writing into the peer; results
- *            that wait for the peer's input), S = 4, 16 and 64 MiB; every
- *            copy verified
+ *   floor    the least an all-reduce of S bytes can take on all the GPUs (up
+ *            to 8): each sends 2 S / n to every peer (what any all-reduce
+ *            must move, however it is split) and all meet in one barrier,
+ *            per call in CUDA graphs of 20 calls as bench_coll_stream times
+ *            a call; several ways to move the bytes (SM loops, copy engine,
+ *            both at once), then what an all-reduce adds without its
+ *            arithmetic (a hello before writing into a peer; results that
+ *            wait for the peer's input), S = 4, 16 and 64 MiB; every copy
+ *            verified
  *   lines    whether a 128-byte line one warp instruction stores reaches the
  *            peer whole (what a flag-in-every-line protocol such as NCCL's
  *            LL128 needs): torn lines seen by a reader on the peer GPU
@@ -322,52 +322,85 @@ __global__ void k_bar_late8(const __grid_constant__ symm__kbarrier_params<8> p) 
     symm__kbarrier(p);
 }
 
-/* floor section: the runtime's copy loop, then the grid's last block meets
- * the peer as k_bar<BAR_CUR> does (one launch a call: the eager form) */
-__global__ void k_copy_bar(uint4 *d, const uint4 *s, size_t n, unsigned *ticket, uint64_t *mine,
-                           uint64_t *theirs, int me, int peer) {
-    symm__copy_vec(d, s, n, (size_t)blockIdx.x * blockDim.x + threadIdx.x,
-                   (size_t)gridDim.x * blockDim.x);
+/* floor section kernels. Grid (blocks a peer, n - 1): row y of blocks moves
+ * this GPU's bytes for its y-th peer, as k_mesh_copy does. Barrier words on
+ * each GPU: bar[0] its counter, bar[1 + p] the word from PE p. Block words
+ * (a region per variant, so that no variant sees another's): blk[x * 8 + p]
+ * is block x's word for what PE p sent it; a block's calls so far in
+ * cnt[x * 8 + y]. */
+struct floor_params {
+    uint4 *d[MESH_MAX - 1];       /* y-th peer's receive slot for this GPU */
+    const uint4 *s[MESH_MAX - 1]; /* this GPU's bytes for its y-th peer */
+    uint64_t *bar[MESH_MAX - 1];  /* y-th peer's barrier words */
+    uint64_t *blk[MESH_MAX - 1];  /* y-th peer's block words */
+    int peer[MESH_MAX - 1];       /* y-th peer's PE */
+    uint64_t *my_bar, *my_blk;    /* this GPU's */
+    unsigned *cnt;
+    size_t n;   /* uint4 a pair */
+    int me, np; /* this PE, PEs */
+    unsigned steps;
+};
+static const int FLOOR_BLK = 8 * 512; /* block words a variant (at most 512 blocks a peer) */
+
+/* all PEs meet (one block of 32: thread t looks after the t-th peer) */
+__global__ void k_floor_bar(const __grid_constant__ floor_params p) {
+    const uint64_t e = *(volatile uint64_t *)&p.my_bar[0] + 1;
+    if (threadIdx.x == 0) fence_sys(); /* this stream's earlier stores, before the flags */
     __syncthreads();
-    if (threadIdx.x != 0) return;
-    fence_sys(); /* this block's stores, before its ticket */
-    if (atomicAdd(ticket, 1u) != gridDim.x - 1) return;
-    *ticket = 0;
-    fence_sys();
-    uint64_t ep = *(volatile uint64_t *)&mine[me] + 1;
-    st_relaxed(&theirs[me], ep);
-    while (ld_relaxed(&mine[peer]) < ep) {
+    const int t = threadIdx.x;
+    if (t < p.np - 1) {
+        st_relaxed(&p.bar[t][1 + p.me], e);
+        while (ld_relaxed(&p.my_bar[1 + p.peer[t]]) < e) {
+        }
+        (void)ld_acquire(&p.my_bar[1 + p.peer[t]]);
     }
-    (void)ld_acquire(&mine[peer]);
-    *(volatile uint64_t *)&mine[me] = ep;
+    __syncthreads();
+    if (threadIdx.x == 0) *(volatile uint64_t *)&p.my_bar[0] = e;
 }
 
-/* floor section: the dependency of an all-reduce without its arithmetic.
- * Each block sends its pieces of the first half of S (P steps, a flag after
- * each, as the runtime's staged kernel does), then for each step waits for
- * the peer block's flag of that step and sends its piece of the second half
+/* HELLO: thread 0 of block (x, y) first tells the same block of the y-th
+ * peer that this PE runs and waits for its word (what a landing all-reduce
+ * does before writing into a peer's buffer); then the copy */
+template <bool HELLO>
+__global__ void k_floor_copy(const __grid_constant__ floor_params p) {
+    const unsigned x = blockIdx.x, y = blockIdx.y;
+    if (HELLO) {
+        if (threadIdx.x == 0) {
+            const uint64_t e = (uint64_t)p.cnt[x * 8 + y] + 1;
+            st_relaxed(&p.blk[y][x * 8 + p.me], e);
+            while (ld_relaxed(&p.my_blk[x * 8 + p.peer[y]]) < e) {
+            }
+            p.cnt[x * 8 + y] = (unsigned)e;
+        }
+        __syncthreads();
+    }
+    symm__copy_vec(p.d[y], p.s[y], p.n, (size_t)x * blockDim.x + threadIdx.x,
+                   (size_t)gridDim.x * blockDim.x);
+}
+
+/* The dependency of an all-reduce without its arithmetic: block (x, y) sends
+ * its pieces of the first half of the pair's bytes (steps pieces, a flag
+ * after each, as the runtime's staged kernel), then for each step waits for
+ * the y-th peer's flag of that step and sends its piece of the second half
  * (the "results", which in an all-reduce exist only once the peer's piece
  * came in). GROUPS == 1: the whole block sends every input piece first, then
- * the results in step order; GROUPS == 2: as the runtime's staged kernel, one
- * half of the block sends the inputs while the other waits and sends results
- * at once, so both share the link. Flags: fl[b] on the receiver, tags
- * (call - 1) * P + step + 1 with the block's call count in cnt[b]. */
+ * the results in step order; GROUPS == 2: as the staged kernel, one half of
+ * the block sends inputs while the other waits and sends results at once. */
 __device__ __forceinline__ void group_bar(unsigned id, unsigned n) {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
 }
 template <int GROUPS>
-__global__ void k_two_phase(char *d, const char *s, size_t S, unsigned P, uint64_t *fl_mine,
-                            uint64_t *fl_theirs, unsigned *cnt) {
-    const unsigned G = gridDim.x, b = blockIdx.x;
+__global__ void k_floor_two_phase(const __grid_constant__ floor_params p) {
+    const unsigned G = gridDim.x, x = blockIdx.x, y = blockIdx.y, P = p.steps;
     const unsigned gsize = blockDim.x / GROUPS;
     const unsigned grp = GROUPS == 2 ? threadIdx.x / gsize : 0, gt = threadIdx.x % gsize;
-    const size_t half = S / 2;
-    const size_t K = ((half + (size_t)G * P - 1) / ((size_t)G * P) + 15) / 16 * 16;
-    const uint64_t base = (uint64_t)cnt[b] * P;
+    const size_t half = p.n / 2; /* uint4 */
+    const size_t K = (half + (size_t)G * P - 1) / ((size_t)G * P);
+    const uint64_t base = (uint64_t)p.cnt[x * 8 + y] * P;
     auto piece = [&](size_t at, size_t from) {
         if (at >= half) return;
-        const size_t n = half - at < K ? half - at : K;
-        symm__copy_vec((uint4 *)(d + from + at), (const uint4 *)(s + from + at), n / 16, gt, gsize);
+        const size_t k = half - at < K ? half - at : K;
+        symm__copy_vec(p.d[y] + from + at, p.s[y] + from + at, k, gt, gsize);
     };
     auto sync = [&]() {
         if (GROUPS == 1) __syncthreads();
@@ -375,45 +408,26 @@ __global__ void k_two_phase(char *d, const char *s, size_t S, unsigned P, uint64
     };
     if (grp == 0 || GROUPS == 1)
         for (unsigned st = 0; st < P; st++) {
-            piece(((size_t)st * G + b) * K, 0);
+            piece(((size_t)st * G + x) * K, 0);
             sync();
             if (gt == 0) {
                 fence_sys();
-                st_relaxed(&fl_theirs[b], base + st + 1);
+                st_relaxed(&p.blk[y][x * 8 + p.me], base + st + 1);
             }
         }
     if (grp == 1 || GROUPS == 1)
         for (unsigned st = 0; st < P; st++) {
             if (gt == 0) {
-                while (ld_relaxed(&fl_mine[b]) < base + st + 1) {
+                uint64_t *w = &p.my_blk[x * 8 + p.peer[y]];
+                while (ld_relaxed(w) < base + st + 1) {
                 }
-                (void)ld_acquire(&fl_mine[b]);
+                (void)ld_acquire(w);
             }
             sync();
-            piece(((size_t)st * G + b) * K, half);
+            piece(((size_t)st * G + x) * K, half);
         }
     __syncthreads();
-    if (threadIdx.x == 0) cnt[b] += 1;
-}
-
-/* floor section: what a landing all-reduce must do before it writes into the
- * peer's buffer (the runtime's staged kernel, "Landing"): learn that the
- * peer's kernel runs, so that nothing earlier on the peer's stream still uses
- * its dst. Thread 0 of each block tells the peer block (hello fl[b], the
- * block's call count in cnt[b]) and waits for its hello; then the copy. */
-__global__ void k_hello_copy(uint4 *d, const uint4 *s, size_t n, uint64_t *fl_mine,
-                             uint64_t *fl_theirs, unsigned *cnt) {
-    const unsigned b = blockIdx.x;
-    if (threadIdx.x == 0) {
-        const uint64_t e = (uint64_t)cnt[b] + 1;
-        st_relaxed(&fl_theirs[b], e);
-        while (ld_relaxed(&fl_mine[b]) < e) {
-        }
-        cnt[b] = (unsigned)e;
-    }
-    __syncthreads();
-    symm__copy_vec(d, s, n, (size_t)blockIdx.x * blockDim.x + threadIdx.x,
-                   (size_t)gridDim.x * blockDim.x);
+    if (threadIdx.x == 0) p.cnt[x * 8 + y] += 1;
 }
 
 /* ------------------------------------------------------------------ setup */
@@ -837,203 +851,6 @@ static void sec_copy() {
     }
 }
 
-/* ------------------------------------------------------------------ floor */
-/* What no 2-PE all-reduce of S bytes can beat, however it reduces: each PE
- * must receive S bytes (the peer's half to reduce and its half of the
- * results, or the peer's whole vector) and the call must end on both PEs
- * together (one barrier). Here each GPU pushes S bytes of its buffer into
- * the other's and then meets it: per call in a CUDA graph of R calls, the
- * graphs of both GPUs released together by the mesh section's host gate,
- * the slower GPU's time (as bench_coll_stream's graph figure). Variants move
- * the bytes in different ways; "barrier only" is the fixed cost. */
-static void sec_floor() {
-    const int R = 20;
-    const size_t DST = (size_t)512 << 20; /* the peer's bytes land at buf + DST */
-    unsigned *gate;
-    CK(cudaHostAlloc(&gate, 64, cudaHostAllocMapped | cudaHostAllocPortable));
-    memset(gate, 0, 64);
-    volatile unsigned *dgate[2];
-    unsigned long long *bad[2];
-    unsigned *ticket[2];
-    cudaStream_t side[2];
-    cudaEvent_t fork[2], join[2];
-    int sms[2];
-    uint64_t *fl[2]; /* k_two_phase's flags: 512 a variant */
-    unsigned *cnt[2];
-    for (int d = 0; d < 2; d++) {
-        CK(cudaSetDevice(d));
-        CK(cudaHostGetDevicePointer((void **)&dgate[d], gate, 0));
-        CK(cudaMalloc(&bad[d], 8));
-        CK(cudaMalloc(&ticket[d], 64));
-        CK(cudaMemset(ticket[d], 0, 64));
-        CK(cudaMalloc(&fl[d], 64 * 512 * sizeof(uint64_t)));
-        CK(cudaMemset(fl[d], 0, 64 * 512 * sizeof(uint64_t)));
-        CK(cudaMalloc(&cnt[d], 64 * 512 * sizeof(unsigned)));
-        CK(cudaMemset(cnt[d], 0, 64 * 512 * sizeof(unsigned)));
-        CK(cudaStreamCreateWithFlags(&side[d], cudaStreamNonBlocking));
-        CK(cudaEventCreateWithFlags(&fork[d], cudaEventDisableTiming));
-        CK(cudaEventCreateWithFlags(&join[d], cudaEventDisableTiming));
-        CK(cudaDeviceGetAttribute(&sms[d], cudaDevAttrMultiProcessorCount, d));
-        CK(cudaFuncSetAttribute(k_tma_copy, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536));
-        k_fill<<<264, 1024, 0, G[d].s>>>((unsigned *)G[d].buf, ((size_t)64 << 20) / 4,
-                                         0x5eed7700u + d);
-        CK(cudaStreamSynchronize(G[d].s));
-    }
-    struct V {
-        std::string name;
-        int kind; /* 0 barrier only, 1 SM + barrier, 2 fused, 3 CE, 4 CE + SM, 5 TMA,
-                   * 6 / 7 k_two_phase with 1 / 2 groups + barrier, 8 hello + SM + barrier */
-        unsigned per_sm, bx, ce_pct; /* SM grid: blocks a SM of bx threads; CE share in % */
-        unsigned steps;              /* k_two_phase's P */
-    };
-    const std::vector<V> vs = {
-        {"barrier only (k_bar, one thread; no bytes)", 0, 0, 0, 0},
-        {"SM push, runtime copy loop, 1 block of 1024 a SM, + barrier kernel", 1, 1, 1024, 0},
-        {"SM push, runtime copy loop, 2 blocks of 512 a SM, + barrier kernel", 1, 2, 512, 0},
-        {"SM push, runtime copy loop, 1 block of 512 a SM, + barrier kernel", 1, 1, 512, 0},
-        {"SM push, runtime copy loop, 1 block of 1024 a SM, barrier in the same kernel", 2, 1, 1024, 0},
-        {"copy engine push (cudaMemcpyAsync) + barrier kernel", 3, 0, 0, 100},
-        {"copy engine 30 % + SM push 70 % at once + barrier kernel", 4, 1, 1024, 30},
-        {"copy engine 50 % + SM push 50 % at once + barrier kernel", 4, 1, 1024, 50},
-        {"TMA bulk copy (16 KiB x 4 stages, 1 block a SM) + barrier kernel", 5, 1, 32, 0},
-        {"SM push as above after a hello from the peer block (a landing all-reduce's start) + barrier kernel", 8, 1, 1024, 0},
-        {"two phases, 1 step: first half, flag, wait for the peer's, second half (+ barrier kernel)", 6, 1, 1024, 0, 1},
-        {"two phases, 2 steps, inputs first then results in step order", 6, 1, 1024, 0, 2},
-        {"two phases, 4 steps, inputs first then results in step order", 6, 1, 1024, 0, 4},
-        {"two phases, 8 steps, inputs first then results in step order", 6, 1, 1024, 0, 8},
-        {"two phases, 2 steps, inputs and results at once (2 groups of 512, as the staged kernel)", 7, 1, 1024, 0, 2},
-        {"two phases, 4 steps, inputs and results at once (2 groups of 512)", 7, 1, 1024, 0, 4},
-    };
-    unsigned epoch = 0;
-    for (size_t S : {(size_t)4 << 20, (size_t)16 << 20, (size_t)64 << 20}) {
-        for (size_t v = 0; v < vs.size(); v++) {
-            const V &x = vs[v];
-            if (x.kind == 0 && S != ((size_t)16 << 20)) continue;
-            cudaGraphExec_t ge[2];
-            for (int me = 0; me < 2; me++) {
-                const int peer = 1 - me;
-                CK(cudaSetDevice(me));
-                cudaStream_t s = G[me].s;
-                /* flags of this variant and size: a counter and the peer's flag */
-                uint64_t *mine = G[me].flags + 64 * (16 + v), *theirs = G[peer].flags + 64 * (16 + v);
-                char *dst = G[peer].buf + DST;
-                const char *src = G[me].buf;
-                const unsigned gx = x.per_sm * (unsigned)sms[me];
-                auto sm = [&](char *d, const char *sr, size_t n, cudaStream_t st) {
-                    k_copy<false><<<gx, x.bx, 0, st>>>((uint4 *)d, (const uint4 *)sr, n / 16);
-                };
-                auto bar = [&]() {
-                    k_bar<BAR_CUR, false><<<1, 32, 0, s>>>(mine, theirs, me, peer, 0);
-                };
-                cudaGraph_t g;
-                CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
-                for (int r = 0; r < R; r++) {
-                    if (x.kind == 1) sm(dst, src, S, s);
-                    if (x.kind == 2)
-                        k_copy_bar<<<gx, x.bx, 0, s>>>((uint4 *)dst, (const uint4 *)src, S / 16,
-                                                       ticket[me], mine, theirs, me, peer);
-                    if (x.kind == 3) CK(cudaMemcpyAsync(dst, src, S, cudaMemcpyDefault, s));
-                    if (x.kind == 4) {
-                        const size_t c = (S * x.ce_pct / 100) & ~(size_t)65535;
-                        CK(cudaEventRecord(fork[me], s));
-                        CK(cudaStreamWaitEvent(side[me], fork[me], 0));
-                        CK(cudaMemcpyAsync(dst, src, c, cudaMemcpyDefault, side[me]));
-                        CK(cudaEventRecord(join[me], side[me]));
-                        sm(dst + c, src + c, S - c, s);
-                        CK(cudaStreamWaitEvent(s, join[me], 0));
-                    }
-                    if (x.kind == 5)
-                        k_tma_copy<<<gx, 32, 65536, s>>>(dst, src, S, 16384u, 4u);
-                    if (x.kind == 8)
-                        k_hello_copy<<<gx, x.bx, 0, s>>>((uint4 *)dst, (const uint4 *)src, S / 16,
-                                                         fl[me] + 512 * v, fl[peer] + 512 * v,
-                                                         cnt[me] + 512 * v);
-                    if (x.kind == 6 || x.kind == 7) {
-                        uint64_t *fm = fl[me] + 512 * v, *ft = fl[peer] + 512 * v;
-                        if (x.kind == 6)
-                            k_two_phase<1><<<gx, x.bx, 0, s>>>(dst, src, S, x.steps, fm, ft, cnt[me] + 512 * v);
-                        else
-                            k_two_phase<2><<<gx, x.bx, 0, s>>>(dst, src, S, x.steps, fm, ft, cnt[me] + 512 * v);
-                    }
-                    if (x.kind != 2) bar();
-                }
-                CK(cudaStreamEndCapture(s, &g));
-                CK(cudaGraphInstantiate(&ge[me], g, 0));
-                CK(cudaGraphDestroy(g));
-            }
-            /* one graph launch on both GPUs released together; slowest GPU's us a call */
-            auto run = [&]() {
-                epoch++;
-                for (int me = 0; me < 2; me++) {
-                    CK(cudaSetDevice(me));
-                    k_gate<<<1, 1, 0, G[me].s>>>(dgate[me], epoch);
-                    CK(cudaEventRecord(G[me].e0, G[me].s));
-                    CK(cudaGraphLaunch(ge[me], G[me].s));
-                    CK(cudaEventRecord(G[me].e1, G[me].s));
-                }
-                std::atomic_thread_fence(std::memory_order_seq_cst);
-                ((volatile unsigned *)gate)[0] = epoch;
-                std::atomic_thread_fence(std::memory_order_seq_cst);
-                double slow = 0;
-                for (int me = 0; me < 2; me++) {
-                    CK(cudaEventSynchronize(G[me].e1));
-                    slow = std::max(slow, (double)ev_ms(G[me]) * 1000.0 / R);
-                }
-                return slow;
-            };
-            unsigned long long hb = 0;
-            if (x.kind != 0) {
-                for (int me = 0; me < 2; me++) {
-                    CK(cudaSetDevice(me));
-                    CK(cudaMemset(G[me].buf + DST, 0, S));
-                    CK(cudaDeviceSynchronize());
-                }
-            }
-            run(); /* warm-up, and the copies we verify */
-            if (x.kind != 0)
-                for (int me = 0; me < 2; me++) {
-                    CK(cudaSetDevice(me));
-                    CK(cudaMemsetAsync(bad[me], 0, 8, G[me].s));
-                    k_check<<<264, 1024, 0, G[me].s>>>((const unsigned *)(G[me].buf + DST), S / 4,
-                                                       0x5eed7700u + (1 - me), bad[me]);
-                    unsigned long long h = 0;
-                    CK(cudaMemcpyAsync(&h, bad[me], 8, cudaMemcpyDeviceToHost, G[me].s));
-                    CK(cudaStreamSynchronize(G[me].s));
-                    hb += h;
-                }
-            std::vector<double> t;
-            for (int i = 0; i < 7; i++) t.push_back(run());
-            const bool late = ((volatile unsigned *)gate)[1] != 0;
-            ((volatile unsigned *)gate)[1] = 0;
-            for (int me = 0; me < 2; me++) {
-                CK(cudaSetDevice(me));
-                CK(cudaGraphExecDestroy(ge[me]));
-            }
-            const double us = median(t);
-            char note[160];
-            snprintf(note, sizeof note, "%s%s; %.1f GB/s each way; min %.2f max %.2f us over 7 graphs",
-                     x.kind == 0 ? "no data" : hb ? "BAD DATA" : "verified",
-                     late ? ", GATE TIMED OUT" : "", x.kind == 0 ? 0.0 : (double)S / (us * 1e-6) / 1e9,
-                     *std::min_element(t.begin(), t.end()), *std::max_element(t.begin(), t.end()));
-            row("floor", x.name + ", " + std::to_string(S >> 20) + " MiB each way", us, "us/call", note);
-            if (hb) printf("   (%llu bad words)\n", hb);
-        }
-    }
-    for (int d = 0; d < 2; d++) {
-        CK(cudaSetDevice(d));
-        CK(cudaDeviceSynchronize());
-        CK(cudaFree(bad[d]));
-        CK(cudaFree(ticket[d]));
-        CK(cudaFree(fl[d]));
-        CK(cudaFree(cnt[d]));
-        CK(cudaStreamDestroy(side[d]));
-        CK(cudaEventDestroy(fork[d]));
-        CK(cudaEventDestroy(join[d]));
-    }
-    CK(cudaFreeHost(gate));
-    CK(cudaSetDevice(0));
-}
-
 /* ------------------------------------------------------------------- mesh */
 /* Every GPU sends to every other at the same time: the per-GPU link
  * bandwidth a collective sees, where the copy section has GPU0 -> GPU1 with
@@ -1294,6 +1111,259 @@ static void sec_mesh() {
         CK(cudaEventDestroy(m.g.e0));
         CK(cudaEventDestroy(m.g.e1));
         CK(cudaStreamDestroy(m.g.s));
+        for (int b = 0; b < n; b++)
+            if (enabled[d][b]) CK(cudaDeviceDisablePeerAccess(b));
+    }
+    CK(cudaFreeHost(gate));
+    CK(cudaSetDevice(0));
+}
+
+/* ------------------------------------------------------------------ floor */
+/* What no all-reduce of S bytes on the n GPUs can beat, however it reduces:
+ * each GPU must send 2 S (n - 1) / n bytes (its inputs for the others'
+ * slices and its slice's results; on 2 GPUs the whole vector, either way),
+ * evenly 2 S / n to each peer, and the call must end on every GPU together.
+ * Here each GPU pushes 2 S / n bytes to every peer at once and all meet in
+ * one barrier kernel: per call in a CUDA graph of R calls, the graphs of all
+ * GPUs released together by a host gate (as in the mesh section), the
+ * slowest GPU's time (as bench_coll_stream's graph figure). Variants move the
+ * bytes in different ways, then add what a correct all-reduce needs besides
+ * the bytes: a hello before writing into a peer, results that wait for the
+ * peer's input. "barrier only" is the fixed cost. Every copy is verified. */
+struct FloorGpu {
+    cudaStream_t s, side[MESH_MAX - 1];
+    cudaEvent_t e0, e1, fork, join[MESH_MAX - 1];
+    char *src, *recv; /* n - 1 chunks / slots of C bytes */
+    uint64_t *bar, *blk; /* barrier words; block words, FLOOR_BLK a variant */
+    unsigned *cnt;       /* FLOOR_BLK a variant */
+    unsigned long long *bad;
+    volatile unsigned *gate;
+    int sms;
+};
+static void sec_floor() {
+    int n = 0;
+    CK(cudaGetDeviceCount(&n));
+    n = std::min(n, MESH_MAX);
+    if (n < 2) return;
+    const int R = 20;
+    const size_t SMAX = (size_t)64 << 20, C = 2 * SMAX / n / 65536 * 65536;
+    auto peer = [n](int g, int j) { return (g + 1 + j) % n; };    /* g's j-th peer */
+    auto idx = [n](int g, int q) { return (q - g - 1 + n) % n; }; /* q's index at g */
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) {
+            int ok = 1;
+            if (a != b) CK(cudaDeviceCanAccessPeer(&ok, a, b));
+            if (!ok) {
+                printf("   (floor skipped: GPU %d cannot access GPU %d)\n", a, b);
+                return;
+            }
+        }
+    bool enabled[MESH_MAX][MESH_MAX] = {};
+    for (int a = 0; a < n; a++) {
+        CK(cudaSetDevice(a));
+        for (int b = 0; b < n; b++) {
+            if (a == b) continue;
+            cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+            if (e == cudaErrorPeerAccessAlreadyEnabled)
+                (void)cudaGetLastError();
+            else {
+                CK(e);
+                enabled[a][b] = true;
+            }
+        }
+    }
+    unsigned *gate;
+    CK(cudaHostAlloc(&gate, 64, cudaHostAllocMapped | cudaHostAllocPortable));
+    memset(gate, 0, 64);
+    const int NV = 16; /* variants at most */
+    std::vector<FloorGpu> F(n);
+    for (int d = 0; d < n; d++) {
+        FloorGpu &f = F[d];
+        CK(cudaSetDevice(d));
+        CK(cudaStreamCreateWithFlags(&f.s, cudaStreamNonBlocking));
+        CK(cudaEventCreate(&f.e0));
+        CK(cudaEventCreate(&f.e1));
+        CK(cudaEventCreateWithFlags(&f.fork, cudaEventDisableTiming));
+        for (int j = 0; j < n - 1; j++) {
+            CK(cudaStreamCreateWithFlags(&f.side[j], cudaStreamNonBlocking));
+            CK(cudaEventCreateWithFlags(&f.join[j], cudaEventDisableTiming));
+        }
+        CK(cudaMalloc(&f.src, (n - 1) * C));
+        CK(cudaMalloc(&f.recv, (n - 1) * C));
+        CK(cudaMalloc(&f.bar, 64 * sizeof(uint64_t)));
+        CK(cudaMemset(f.bar, 0, 64 * sizeof(uint64_t)));
+        CK(cudaMalloc(&f.blk, NV * FLOOR_BLK * sizeof(uint64_t)));
+        CK(cudaMemset(f.blk, 0, NV * FLOOR_BLK * sizeof(uint64_t)));
+        CK(cudaMalloc(&f.cnt, NV * FLOOR_BLK * sizeof(unsigned)));
+        CK(cudaMemset(f.cnt, 0, NV * FLOOR_BLK * sizeof(unsigned)));
+        CK(cudaMalloc(&f.bad, 8));
+        CK(cudaHostGetDevicePointer((void **)&f.gate, gate, 0));
+        CK(cudaDeviceGetAttribute(&f.sms, cudaDevAttrMultiProcessorCount, d));
+        for (int j = 0; j < n - 1; j++)
+            k_fill<<<264, 1024, 0, f.s>>>((unsigned *)(f.src + j * C), C / 4, mesh_seed(d, j) ^ 0xf100u);
+        CK(cudaStreamSynchronize(f.s));
+    }
+    struct V {
+        std::string name;
+        int kind;                    /* 0 barrier only, 1 SM, 2 CE, 3 CE + SM, 4 hello + SM, 5 two phases */
+        unsigned per_sm, bx, ce_pct; /* blocks a SM of bx threads (split over the peers); CE share % */
+        unsigned steps, groups;      /* two phases */
+    };
+    const std::vector<V> vs = {
+        {"barrier only (no bytes)", 0, 0, 0, 0, 0, 0},
+        {"SM push, runtime copy loop, 1 block of 1024 a SM", 1, 1, 1024, 0, 0, 0},
+        {"SM push, runtime copy loop, 2 blocks of 512 a SM", 1, 2, 512, 0, 0, 0},
+        {"copy engine push (cudaMemcpyAsync, one stream per peer)", 2, 0, 0, 100, 0, 0},
+        {"copy engine 50 % + SM push 50 % at once", 3, 1, 1024, 50, 0, 0},
+        {"SM push after a hello from the peer's block (a landing all-reduce's start)", 4, 1, 1024, 0, 0, 0},
+        {"two phases, 1 step: first half, flag, wait for the peer's, second half", 5, 1, 1024, 0, 1, 1},
+        {"two phases, 2 steps, inputs first then results in step order", 5, 1, 1024, 0, 2, 1},
+        {"two phases, 4 steps, inputs first then results in step order", 5, 1, 1024, 0, 4, 1},
+        {"two phases, 2 steps, inputs and results at once (2 groups of 512, as the staged kernel)", 5, 1, 1024, 0, 2, 2},
+    };
+    if ((int)vs.size() > NV) return;
+    unsigned epoch = 0;
+    for (size_t S : {(size_t)4 << 20, (size_t)16 << 20, SMAX}) {
+        const size_t B = std::min(C, 2 * S / n / 65536 * 65536); /* bytes a pair */
+        for (size_t v = 0; v < vs.size(); v++) {
+            const V &x = vs[v];
+            if (x.kind == 0 && S != ((size_t)16 << 20)) continue;
+            std::vector<cudaGraphExec_t> ge(n);
+            for (int me = 0; me < n; me++) {
+                FloorGpu &f = F[me];
+                CK(cudaSetDevice(me));
+                floor_params p = {};
+                for (int j = 0; j < n - 1; j++) {
+                    const int q = peer(me, j);
+                    p.d[j] = (uint4 *)(F[q].recv + idx(q, me) * C);
+                    p.s[j] = (const uint4 *)(f.src + j * C);
+                    p.bar[j] = F[q].bar;
+                    p.blk[j] = F[q].blk + v * FLOOR_BLK;
+                    p.peer[j] = q;
+                }
+                p.my_bar = f.bar;
+                p.my_blk = f.blk + v * FLOOR_BLK;
+                p.cnt = f.cnt + v * FLOOR_BLK;
+                p.n = B / 16;
+                p.me = me;
+                p.np = n;
+                p.steps = x.steps;
+                const dim3 grid(std::max(1u, x.per_sm * (unsigned)f.sms / (unsigned)(n - 1)), n - 1);
+                cudaGraph_t g;
+                CK(cudaStreamBeginCapture(f.s, cudaStreamCaptureModeRelaxed));
+                for (int r = 0; r < R; r++) {
+                    if (x.kind == 1) k_floor_copy<false><<<grid, x.bx, 0, f.s>>>(p);
+                    if (x.kind == 4) k_floor_copy<true><<<grid, x.bx, 0, f.s>>>(p);
+                    if (x.kind == 5 && x.groups == 1) k_floor_two_phase<1><<<grid, x.bx, 0, f.s>>>(p);
+                    if (x.kind == 5 && x.groups == 2) k_floor_two_phase<2><<<grid, x.bx, 0, f.s>>>(p);
+                    if (x.kind == 2 || x.kind == 3) {
+                        const size_t c = x.kind == 2 ? B : (B * x.ce_pct / 100) & ~(size_t)65535;
+                        CK(cudaEventRecord(f.fork, f.s));
+                        for (int j = 0; j < n - 1; j++) {
+                            CK(cudaStreamWaitEvent(f.side[j], f.fork, 0));
+                            CK(cudaMemcpyAsync(p.d[j], p.s[j], c, cudaMemcpyDefault, f.side[j]));
+                            CK(cudaEventRecord(f.join[j], f.side[j]));
+                        }
+                        if (x.kind == 3) {
+                            floor_params q = p;
+                            for (int j = 0; j < n - 1; j++) {
+                                q.d[j] += c / 16;
+                                q.s[j] += c / 16;
+                            }
+                            q.n = (B - c) / 16;
+                            k_floor_copy<false><<<grid, x.bx, 0, f.s>>>(q);
+                        }
+                        for (int j = 0; j < n - 1; j++) CK(cudaStreamWaitEvent(f.s, f.join[j], 0));
+                    }
+                    k_floor_bar<<<1, 32, 0, f.s>>>(p);
+                }
+                CK(cudaStreamEndCapture(f.s, &g));
+                CK(cudaGraphInstantiate(&ge[me], g, 0));
+                CK(cudaGraphDestroy(g));
+            }
+            /* one graph launch on every GPU, released together; slowest GPU's us a call */
+            auto run = [&]() {
+                epoch++;
+                for (int me = 0; me < n; me++) {
+                    CK(cudaSetDevice(me));
+                    k_gate<<<1, 1, 0, F[me].s>>>(F[me].gate, epoch);
+                    CK(cudaEventRecord(F[me].e0, F[me].s));
+                    CK(cudaGraphLaunch(ge[me], F[me].s));
+                    CK(cudaEventRecord(F[me].e1, F[me].s));
+                }
+                std::atomic_thread_fence(std::memory_order_seq_cst);
+                ((volatile unsigned *)gate)[0] = epoch;
+                std::atomic_thread_fence(std::memory_order_seq_cst);
+                double slow = 0;
+                for (int me = 0; me < n; me++) {
+                    CK(cudaEventSynchronize(F[me].e1));
+                    float ms;
+                    CK(cudaEventElapsedTime(&ms, F[me].e0, F[me].e1));
+                    slow = std::max(slow, (double)ms * 1000.0 / R);
+                }
+                return slow;
+            };
+            unsigned long long hb = 0;
+            if (x.kind != 0)
+                for (int me = 0; me < n; me++) {
+                    CK(cudaSetDevice(me));
+                    CK(cudaMemset(F[me].recv, 0, (n - 1) * C));
+                    CK(cudaDeviceSynchronize());
+                }
+            run(); /* warm-up, and the copies we verify */
+            if (x.kind != 0)
+                for (int r = 0; r < n; r++) {
+                    FloorGpu &f = F[r];
+                    CK(cudaSetDevice(r));
+                    CK(cudaMemsetAsync(f.bad, 0, 8, f.s));
+                    for (int j = 0; j < n - 1; j++) {
+                        const int q = peer(r, j); /* slot j holds what q sent r */
+                        k_check<<<264, 1024, 0, f.s>>>((const unsigned *)(f.recv + j * C), B / 4,
+                                                       mesh_seed(q, idx(q, r)) ^ 0xf100u, f.bad);
+                    }
+                    unsigned long long h = 0;
+                    CK(cudaMemcpyAsync(&h, f.bad, 8, cudaMemcpyDeviceToHost, f.s));
+                    CK(cudaStreamSynchronize(f.s));
+                    hb += h;
+                }
+            std::vector<double> t;
+            for (int i = 0; i < 7; i++) t.push_back(run());
+            const bool late = ((volatile unsigned *)gate)[1] != 0;
+            ((volatile unsigned *)gate)[1] = 0;
+            for (int me = 0; me < n; me++) {
+                CK(cudaSetDevice(me));
+                CK(cudaGraphExecDestroy(ge[me]));
+            }
+            const double us = median(t);
+            char note[192];
+            snprintf(note, sizeof note,
+                     "%s%s; %.2f MiB to each peer, %.1f GB/s out of a GPU; min %.2f max %.2f us over 7 graphs",
+                     x.kind == 0 ? "no data" : hb ? "BAD DATA" : "verified", late ? ", GATE TIMED OUT" : "",
+                     (double)B / (1 << 20), x.kind == 0 ? 0.0 : (double)B * (n - 1) / (us * 1e-6) / 1e9,
+                     *std::min_element(t.begin(), t.end()), *std::max_element(t.begin(), t.end()));
+            row("floor", x.name + " + barrier, all-reduce of " + std::to_string(S >> 20) + " MiB on " +
+                             std::to_string(n) + " GPUs", us, "us/call", note);
+            if (hb) printf("   (%llu bad words)\n", hb);
+        }
+    }
+    for (int d = 0; d < n; d++) {
+        FloorGpu &f = F[d];
+        CK(cudaSetDevice(d));
+        CK(cudaDeviceSynchronize());
+        CK(cudaFree(f.src));
+        CK(cudaFree(f.recv));
+        CK(cudaFree(f.bar));
+        CK(cudaFree(f.blk));
+        CK(cudaFree(f.cnt));
+        CK(cudaFree(f.bad));
+        for (int j = 0; j < n - 1; j++) {
+            CK(cudaStreamDestroy(f.side[j]));
+            CK(cudaEventDestroy(f.join[j]));
+        }
+        CK(cudaEventDestroy(f.fork));
+        CK(cudaEventDestroy(f.e0));
+        CK(cudaEventDestroy(f.e1));
+        CK(cudaStreamDestroy(f.s));
         for (int b = 0; b < n; b++)
             if (enabled[d][b]) CK(cudaDeviceDisablePeerAccess(b));
     }
