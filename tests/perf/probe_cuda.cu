@@ -875,27 +875,19 @@ struct MeshGpu {
 };
 static unsigned mesh_seed(int g, int j) { return 0x5eed0000u ^ ((unsigned)g << 8) ^ (unsigned)j; }
 
-static void sec_mesh() {
-    int n = 0;
-    CK(cudaGetDeviceCount(&n));
-    n = std::min(n, MESH_MAX);
-    if (n < 2) return;
-    const size_t SRC = (size_t)256 << 20, GRAN = 65536;
-    const size_t stride = (SRC / (n - 1)) & ~(GRAN - 1);
-    auto peer = [n](int g, int j) { return (g + 1 + j) % n; }; /* g's j-th peer */
-    auto idx = [n](int g, int p) { return (p - g - 1 + n) % n; }; /* p's index at g */
-
-    /* peer access between every pair (main enabled 0 <-> 1 already) */
+/* Peer access between every pair of the first n GPUs (main enabled 0 <-> 1
+ * already); enabled[a][b]: what this call turned on, for the section to undo.
+ * false (and a line saying so) when a pair cannot have it. */
+static bool all_peers(int n, const char *sec, bool enabled[MESH_MAX][MESH_MAX]) {
     for (int a = 0; a < n; a++)
         for (int b = 0; b < n; b++) {
             int ok = 1;
             if (a != b) CK(cudaDeviceCanAccessPeer(&ok, a, b));
             if (!ok) {
-                printf("   (mesh skipped: GPU %d cannot access GPU %d)\n", a, b);
-                return;
+                printf("   (%s skipped: GPU %d cannot access GPU %d)\n", sec, a, b);
+                return false;
             }
         }
-    bool enabled[MESH_MAX][MESH_MAX] = {}; /* by this section, to undo at the end */
     for (int a = 0; a < n; a++) {
         CK(cudaSetDevice(a));
         for (int b = 0; b < n; b++) {
@@ -909,6 +901,21 @@ static void sec_mesh() {
             }
         }
     }
+    return true;
+}
+
+static void sec_mesh() {
+    int n = 0;
+    CK(cudaGetDeviceCount(&n));
+    n = std::min(n, MESH_MAX);
+    if (n < 2) return;
+    const size_t SRC = (size_t)256 << 20, GRAN = 65536;
+    const size_t stride = (SRC / (n - 1)) & ~(GRAN - 1);
+    auto peer = [n](int g, int j) { return (g + 1 + j) % n; }; /* g's j-th peer */
+    auto idx = [n](int g, int p) { return (p - g - 1 + n) % n; }; /* p's index at g */
+
+    bool enabled[MESH_MAX][MESH_MAX] = {}; /* by this section, to undo at the end */
+    if (!all_peers(n, "mesh", enabled)) return;
 
     /* gate[0]: the epoch the gates wait for; gate[1]: set by a gate that timed out */
     unsigned *gate;
@@ -1149,29 +1156,8 @@ static void sec_floor() {
     const size_t SMAX = (size_t)64 << 20, C = 2 * SMAX / n / 65536 * 65536;
     auto peer = [n](int g, int j) { return (g + 1 + j) % n; };    /* g's j-th peer */
     auto idx = [n](int g, int q) { return (q - g - 1 + n) % n; }; /* q's index at g */
-    for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++) {
-            int ok = 1;
-            if (a != b) CK(cudaDeviceCanAccessPeer(&ok, a, b));
-            if (!ok) {
-                printf("   (floor skipped: GPU %d cannot access GPU %d)\n", a, b);
-                return;
-            }
-        }
-    bool enabled[MESH_MAX][MESH_MAX] = {};
-    for (int a = 0; a < n; a++) {
-        CK(cudaSetDevice(a));
-        for (int b = 0; b < n; b++) {
-            if (a == b) continue;
-            cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
-            if (e == cudaErrorPeerAccessAlreadyEnabled)
-                (void)cudaGetLastError();
-            else {
-                CK(e);
-                enabled[a][b] = true;
-            }
-        }
-    }
+    bool enabled[MESH_MAX][MESH_MAX] = {}; /* by this section, to undo at the end */
+    if (!all_peers(n, "floor", enabled)) return;
     unsigned *gate;
     CK(cudaHostAlloc(&gate, 64, cudaHostAllocMapped | cudaHostAllocPortable));
     memset(gate, 0, 64);
@@ -1210,7 +1196,7 @@ static void sec_floor() {
         unsigned steps, groups;      /* two phases */
     };
     const std::vector<V> vs = {
-        {"barrier only (no bytes)", 0, 0, 0, 0, 0, 0},
+        {"barrier kernel only (no bytes)", 0, 0, 0, 0, 0, 0},
         {"SM push, runtime copy loop, 1 block of 1024 a SM", 1, 1, 1024, 0, 0, 0},
         {"SM push, runtime copy loop, 2 blocks of 512 a SM", 1, 2, 512, 0, 0, 0},
         {"copy engine push (cudaMemcpyAsync, one stream per peer)", 2, 0, 0, 100, 0, 0},
@@ -1341,8 +1327,9 @@ static void sec_floor() {
                      x.kind == 0 ? "no data" : hb ? "BAD DATA" : "verified", late ? ", GATE TIMED OUT" : "",
                      (double)B / (1 << 20), x.kind == 0 ? 0.0 : (double)B * (n - 1) / (us * 1e-6) / 1e9,
                      *std::min_element(t.begin(), t.end()), *std::max_element(t.begin(), t.end()));
-            row("floor", x.name + " + barrier, all-reduce of " + std::to_string(S >> 20) + " MiB on " +
-                             std::to_string(n) + " GPUs", us, "us/call", note);
+            row("floor", x.name + (x.kind ? " + barrier" : "") + ", all-reduce of " +
+                             std::to_string(S >> 20) + " MiB on " + std::to_string(n) + " GPUs",
+                us, "us/call", note);
             if (hb) printf("   (%llu bad words)\n", hb);
         }
     }
