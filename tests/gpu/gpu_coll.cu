@@ -13,6 +13,7 @@
 #include <cuda_fp16.h>
 #include <math.h>
 
+#include <chrono>
 #include <vector>
 
 static const uint32_t all_dtypes[] = {
@@ -472,6 +473,60 @@ static void test_broadcast_root_ahead(symm_ctx ctx, symm_team t, cudaStream_t s)
     if (gpu_me == 0) printf("broadcast, root ahead of late receivers: %d calls checked\n", K);
 }
 
+/* A collective of 0 elements still synchronises the team (core/coll.c), on a
+ * stream too: PE 0 calls at once, the others 100 ms late, and PE 0's call
+ * must not complete before they arrive. (The LL and LL128 kernels once ran
+ * a 0-byte call without hearing from anyone: with a slow peer, a PE then ran
+ * two calls ahead of it, overwrote the lines of the parity it was still
+ * reading, and both waited for ever.) Each kind, then a call with data. */
+static void test_zero_elements(symm_ctx ctx, symm_team t, cudaStream_t s) {
+    const int me = symm_team_my_pe(t), n = symm_team_n_pes(t);
+    const uint64_t R = 64;
+    symm_buf src = NULL, dst = NULL;
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT32, R * (uint64_t)n, &src));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT32, R * (uint64_t)n, &dst));
+    const char *kinds[] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all", "broadcast"};
+    for (int k = 0; k < 5; k++) {
+        CHECK_OK(symm_barrier_all(ctx));
+        if (me != 0) usleep(100000);
+        const auto t0 = std::chrono::steady_clock::now();
+        switch (k) {
+        case 0: CHECK_OK(symm_reduce_on_stream(t, dst, 0, src, 0, 0, SYMM_OP_SUM, s)); break;
+        case 1: CHECK_OK(symm_reducescatter_on_stream(t, dst, 0, src, 0, 0, SYMM_OP_SUM, s)); break;
+        case 2: CHECK_OK(symm_fcollect_on_stream(t, dst, 0, src, 0, 0, s)); break;
+        case 3: CHECK_OK(symm_alltoall_on_stream(t, dst, 0, src, 0, 0, s)); break;
+        default: CHECK_OK(symm_broadcast_on_stream(t, dst, 0, src, 0, 0, 0, s)); break;
+        }
+        CUDA_OK(cudaStreamSynchronize(s));
+        const double ms = std::chrono::duration<double, std::milli>(
+                              std::chrono::steady_clock::now() - t0).count();
+        if (me == 0 && ms < 50)
+            TEST_FAIL_("%s of 0 elements on %d PEs completed on PE 0 after %.1f ms, before the "
+                       "peers (100 ms late) took part", kinds[k], n, ms);
+    }
+    /* and calls with data after them still agree */
+    std::vector<int32_t> h(R), got(R);
+    for (uint64_t i = 0; i < R; i++) h[i] = pv(me, 5, i);
+    gpu_write(src, 0, h.data(), R * 4);
+    CUDA_OK(cudaDeviceSynchronize());
+    CHECK_OK(symm_barrier_all(ctx));
+    CHECK_OK(symm_reduce_on_stream(t, dst, 0, src, 0, 0, SYMM_OP_SUM, s));
+    CHECK_OK(symm_reduce_on_stream(t, dst, 0, src, 0, R, SYMM_OP_SUM, s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    gpu_read(got.data(), dst, 0, R * 4);
+    for (uint64_t i = 0; i < R; i++) {
+        int64_t want = 0;
+        for (int pe = 0; pe < n; pe++) want += pv(pe, 5, i);
+        if (got[i] != (int32_t)want)
+            TEST_FAIL_("all-reduce after one of 0 elements: [%llu] = %d, expected %lld",
+                       (unsigned long long)i, got[i], (long long)want);
+    }
+    CHECK_OK(symm_barrier_all(ctx));
+    CHECK_OK(symm_buf_free(dst));
+    CHECK_OK(symm_buf_free(src));
+    if (gpu_me == 0) printf("collectives of 0 elements synchronise the team: 5 kinds checked\n");
+}
+
 /* A CUDA graph of an all-reduce of ne elements, an all-gather of ng a PE
  * and an in-place all-reduce, replayed several times: each replay must
  * advance the device-side epoch (the in-place all-reduce's input is the
@@ -541,6 +596,7 @@ int main(void) {
     test_sizes(ctx, world, s);
     test_back_to_back(ctx, world, s);
     test_broadcast_root_ahead(ctx, world, s);
+    test_zero_elements(ctx, world, s);
     test_graph(ctx, world, s, 1001, 77);
     test_graph(ctx, world, s, 1u << 20, 1u << 18); /* 4 MiB, 1 MiB a PE: above LL */
     /* a split team (its own sync slot, zeroed at creation) */

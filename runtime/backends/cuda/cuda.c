@@ -1926,16 +1926,23 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
      * algorithms below. */
     const char *why = "";
     const uint64_t pair_bytes = c->nelems * es;
-    if (ll_choose(s, c, pair_bytes, &why)) {
+    /* A call of 0 elements still synchronises the team (core/coll.c), which
+     * only the barrier algorithms do without data: LL, LL128 and the staged
+     * kernels hear from a peer through its data, and a PE that heard from
+     * nobody could run two calls ahead of a slow peer and overwrite lines of
+     * the parity that peer still reads (gpu_coll "0 elements"). */
+    const bool data = pair_bytes > 0;
+    if (!data) why = "no data: the barrier algorithm synchronises the team";
+    if (data && ll_choose(s, c, pair_bytes, &why)) {
         SYMM_TRY(coll_ll(s, c, base, cs, pair_bytes, why));
         return finish(s, stream);
     }
     symm__l8_shape l8;
-    if (l8_choose(s, c, &l8, &why)) {
+    if (data && l8_choose(s, c, &l8, &why)) {
         SYMM_TRY(coll_l8(s, c, base, cs, &l8, why));
         return finish(s, stream);
     }
-    if (st_choose(s, c, pair_bytes, &why)) {
+    if (data && st_choose(s, c, pair_bytes, &why)) {
         bool done = false;
         SYMM_TRY(coll_staged(s, c, base, cs, why, &done));
         if (done) return finish(s, stream);
