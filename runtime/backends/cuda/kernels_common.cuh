@@ -238,6 +238,9 @@ struct symm__op_xor {
  * needs each peer's lines to finish a call, is at most one call ahead of any
  * peer, and writes the other parity. One collective at a time per team, in
  * the same order on every PE: the rule every team operation already has.
+ * This needs every call to hear from every peer: a call of 0 bytes would
+ * hear from nobody, so cuda.c gives it to the barrier algorithms (LL128 and
+ * the staged kernels too).
  *
  * Giving up: every wait checks *err (2: a PE died -> stop) and the timeout
  * (-> *err = 1) each 1024 spins, as symm__barrier_arrive_wait does, one lane
