@@ -904,26 +904,26 @@ static bool all_peers(int n, const char *sec, bool enabled[MESH_MAX][MESH_MAX]) 
     return true;
 }
 
-static void sec_mesh() {
+/* The GPUs of the mesh and floor sections: peer access between every pair,
+ * the host gate (gate[0]: the epoch the gates wait for; gate[1]: set by a
+ * gate that timed out), and per GPU a stream with start / end events, a
+ * side stream per peer (copy engines), n - 1 chunks of `chunk` bytes to send
+ * (g.buf; chunk j, for the j-th peer, filled as mesh_seed(d, j) ^ salt) and
+ * n - 1 receive slots (recv). false (a line says why) without peer access. */
+struct MeshSet {
     int n = 0;
-    CK(cudaGetDeviceCount(&n));
-    n = std::min(n, MESH_MAX);
-    if (n < 2) return;
-    const size_t SRC = (size_t)256 << 20, GRAN = 65536;
-    const size_t stride = (SRC / (n - 1)) & ~(GRAN - 1);
-    auto peer = [n](int g, int j) { return (g + 1 + j) % n; }; /* g's j-th peer */
-    auto idx = [n](int g, int p) { return (p - g - 1 + n) % n; }; /* p's index at g */
-
-    bool enabled[MESH_MAX][MESH_MAX] = {}; /* by this section, to undo at the end */
-    if (!all_peers(n, "mesh", enabled)) return;
-
-    /* gate[0]: the epoch the gates wait for; gate[1]: set by a gate that timed out */
-    unsigned *gate;
-    CK(cudaHostAlloc(&gate, 64, cudaHostAllocMapped | cudaHostAllocPortable));
-    memset(gate, 0, 64);
-    std::vector<MeshGpu> M(n);
+    std::vector<MeshGpu> M;
+    unsigned *gate = nullptr;
+    bool enabled[MESH_MAX][MESH_MAX] = {}; /* peer access turned on here, undone at close */
+};
+static bool mesh_open(MeshSet &ms, int n, size_t chunk, unsigned salt, const char *sec) {
+    ms.n = n;
+    if (!all_peers(n, sec, ms.enabled)) return false;
+    CK(cudaHostAlloc(&ms.gate, 64, cudaHostAllocMapped | cudaHostAllocPortable));
+    memset(ms.gate, 0, 64);
+    ms.M.assign(n, MeshGpu{});
     for (int d = 0; d < n; d++) {
-        MeshGpu &m = M[d];
+        MeshGpu &m = ms.M[d];
         CK(cudaSetDevice(d));
         m.g.dev = d;
         CK(cudaStreamCreateWithFlags(&m.g.s, cudaStreamNonBlocking));
@@ -934,17 +934,59 @@ static void sec_mesh() {
             CK(cudaStreamCreateWithFlags(&m.side[j], cudaStreamNonBlocking));
             CK(cudaEventCreateWithFlags(&m.join[j], cudaEventDisableTiming));
         }
-        CK(cudaMalloc(&m.g.buf, SRC));
-        CK(cudaMalloc(&m.recv, (n - 1) * stride));
+        CK(cudaMalloc(&m.g.buf, (n - 1) * chunk));
+        CK(cudaMalloc(&m.recv, (n - 1) * chunk));
         CK(cudaMalloc(&m.bad, 8));
-        CK(cudaHostGetDevicePointer((void **)&m.gate, gate, 0));
+        CK(cudaHostGetDevicePointer((void **)&m.gate, ms.gate, 0));
         CK(cudaDeviceGetAttribute(&m.sms, cudaDevAttrMultiProcessorCount, d));
         for (int j = 0; j < n - 1; j++)
-            k_fill<<<264, 1024, 0, m.g.s>>>((unsigned *)(m.g.buf + j * stride), stride / 4,
-                                            mesh_seed(d, j));
+            k_fill<<<264, 1024, 0, m.g.s>>>((unsigned *)(m.g.buf + j * chunk), chunk / 4,
+                                            mesh_seed(d, j) ^ salt);
         CK(cudaStreamSynchronize(m.g.s));
         CK(cudaGetLastError());
     }
+    return true;
+}
+static void mesh_close(MeshSet &ms) {
+    for (int d = 0; d < (int)ms.M.size(); d++) {
+        MeshGpu &m = ms.M[d];
+        CK(cudaSetDevice(d));
+        CK(cudaDeviceSynchronize());
+        CK(cudaFree(m.g.buf));
+        CK(cudaFree(m.recv));
+        CK(cudaFree(m.bad));
+        for (int j = 0; j < ms.n - 1; j++) {
+            CK(cudaStreamDestroy(m.side[j]));
+            CK(cudaEventDestroy(m.join[j]));
+        }
+        CK(cudaEventDestroy(m.fork));
+        CK(cudaEventDestroy(m.g.e0));
+        CK(cudaEventDestroy(m.g.e1));
+        CK(cudaStreamDestroy(m.g.s));
+    }
+    for (int d = 0; d < ms.n; d++) {
+        CK(cudaSetDevice(d));
+        for (int b = 0; b < ms.n; b++)
+            if (ms.enabled[d][b]) CK(cudaDeviceDisablePeerAccess(b));
+    }
+    if (ms.gate) CK(cudaFreeHost(ms.gate));
+    CK(cudaSetDevice(0));
+}
+
+static void sec_mesh() {
+    int n = 0;
+    CK(cudaGetDeviceCount(&n));
+    n = std::min(n, MESH_MAX);
+    if (n < 2) return;
+    const size_t SRC = (size_t)256 << 20, GRAN = 65536;
+    const size_t stride = (SRC / (n - 1)) & ~(GRAN - 1);
+    auto peer = [n](int g, int j) { return (g + 1 + j) % n; }; /* g's j-th peer */
+    auto idx = [n](int g, int p) { return (p - g - 1 + n) % n; }; /* p's index at g */
+
+    MeshSet ms;
+    if (!mesh_open(ms, n, stride, 0, "mesh")) return;
+    std::vector<MeshGpu> &M = ms.M;
+    unsigned *gate = ms.gate;
 
     /* GPU g's transfer with its j-th peer q: push writes g's chunk for q into
      * q's slot for g, pull reads q's chunk for g into g's slot for q */
@@ -1103,26 +1145,7 @@ static void sec_mesh() {
                 " GPUs, " + std::to_string(totals[t] >> 20) + " MiB per GPU",
             best[t], "GB/s", "best: " + (best_name[t].empty() ? std::string("none verified") : best_name[t]));
 
-    for (int d = 0; d < n; d++) {
-        MeshGpu &m = M[d];
-        CK(cudaSetDevice(d));
-        CK(cudaDeviceSynchronize());
-        CK(cudaFree(m.g.buf));
-        CK(cudaFree(m.recv));
-        CK(cudaFree(m.bad));
-        for (int j = 0; j < n - 1; j++) {
-            CK(cudaStreamDestroy(m.side[j]));
-            CK(cudaEventDestroy(m.join[j]));
-        }
-        CK(cudaEventDestroy(m.fork));
-        CK(cudaEventDestroy(m.g.e0));
-        CK(cudaEventDestroy(m.g.e1));
-        CK(cudaStreamDestroy(m.g.s));
-        for (int b = 0; b < n; b++)
-            if (enabled[d][b]) CK(cudaDeviceDisablePeerAccess(b));
-    }
-    CK(cudaFreeHost(gate));
-    CK(cudaSetDevice(0));
+    mesh_close(ms);
 }
 
 /* ------------------------------------------------------------------ floor */
@@ -1137,15 +1160,9 @@ static void sec_mesh() {
  * bytes in different ways, then add what a correct all-reduce needs besides
  * the bytes: a hello before writing into a peer, results that wait for the
  * peer's input. "barrier only" is the fixed cost. Every copy is verified. */
-struct FloorGpu {
-    cudaStream_t s, side[MESH_MAX - 1];
-    cudaEvent_t e0, e1, fork, join[MESH_MAX - 1];
-    char *src, *recv; /* n - 1 chunks / slots of C bytes */
+struct FloorWords {
     uint64_t *bar, *blk; /* barrier words; block words, FLOOR_BLK a variant */
     unsigned *cnt;       /* FLOOR_BLK a variant */
-    unsigned long long *bad;
-    volatile unsigned *gate;
-    int sms;
 };
 static void sec_floor() {
     int n = 0;
@@ -1156,38 +1173,21 @@ static void sec_floor() {
     const size_t SMAX = (size_t)64 << 20, C = 2 * SMAX / n / 65536 * 65536;
     auto peer = [n](int g, int j) { return (g + 1 + j) % n; };    /* g's j-th peer */
     auto idx = [n](int g, int q) { return (q - g - 1 + n) % n; }; /* q's index at g */
-    bool enabled[MESH_MAX][MESH_MAX] = {}; /* by this section, to undo at the end */
-    if (!all_peers(n, "floor", enabled)) return;
-    unsigned *gate;
-    CK(cudaHostAlloc(&gate, 64, cudaHostAllocMapped | cudaHostAllocPortable));
-    memset(gate, 0, 64);
+    MeshSet ms; /* chunk j of g.buf (C bytes) for the j-th peer; recv: slot j from it */
+    if (!mesh_open(ms, n, C, 0xf100u, "floor")) return;
+    std::vector<MeshGpu> &M = ms.M;
+    unsigned *gate = ms.gate;
     const int NV = 16; /* variants at most */
-    std::vector<FloorGpu> F(n);
+    std::vector<FloorWords> W(n);
     for (int d = 0; d < n; d++) {
-        FloorGpu &f = F[d];
+        FloorWords &w = W[d];
         CK(cudaSetDevice(d));
-        CK(cudaStreamCreateWithFlags(&f.s, cudaStreamNonBlocking));
-        CK(cudaEventCreate(&f.e0));
-        CK(cudaEventCreate(&f.e1));
-        CK(cudaEventCreateWithFlags(&f.fork, cudaEventDisableTiming));
-        for (int j = 0; j < n - 1; j++) {
-            CK(cudaStreamCreateWithFlags(&f.side[j], cudaStreamNonBlocking));
-            CK(cudaEventCreateWithFlags(&f.join[j], cudaEventDisableTiming));
-        }
-        CK(cudaMalloc(&f.src, (n - 1) * C));
-        CK(cudaMalloc(&f.recv, (n - 1) * C));
-        CK(cudaMalloc(&f.bar, 64 * sizeof(uint64_t)));
-        CK(cudaMemset(f.bar, 0, 64 * sizeof(uint64_t)));
-        CK(cudaMalloc(&f.blk, NV * FLOOR_BLK * sizeof(uint64_t)));
-        CK(cudaMemset(f.blk, 0, NV * FLOOR_BLK * sizeof(uint64_t)));
-        CK(cudaMalloc(&f.cnt, NV * FLOOR_BLK * sizeof(unsigned)));
-        CK(cudaMemset(f.cnt, 0, NV * FLOOR_BLK * sizeof(unsigned)));
-        CK(cudaMalloc(&f.bad, 8));
-        CK(cudaHostGetDevicePointer((void **)&f.gate, gate, 0));
-        CK(cudaDeviceGetAttribute(&f.sms, cudaDevAttrMultiProcessorCount, d));
-        for (int j = 0; j < n - 1; j++)
-            k_fill<<<264, 1024, 0, f.s>>>((unsigned *)(f.src + j * C), C / 4, mesh_seed(d, j) ^ 0xf100u);
-        CK(cudaStreamSynchronize(f.s));
+        CK(cudaMalloc(&w.bar, 64 * sizeof(uint64_t)));
+        CK(cudaMemset(w.bar, 0, 64 * sizeof(uint64_t)));
+        CK(cudaMalloc(&w.blk, NV * FLOOR_BLK * sizeof(uint64_t)));
+        CK(cudaMemset(w.blk, 0, NV * FLOOR_BLK * sizeof(uint64_t)));
+        CK(cudaMalloc(&w.cnt, NV * FLOOR_BLK * sizeof(unsigned)));
+        CK(cudaMemset(w.cnt, 0, NV * FLOOR_BLK * sizeof(unsigned)));
     }
     struct V {
         std::string name;
@@ -1216,35 +1216,36 @@ static void sec_floor() {
             if (x.kind == 0 && S != ((size_t)16 << 20)) continue;
             std::vector<cudaGraphExec_t> ge(n);
             for (int me = 0; me < n; me++) {
-                FloorGpu &f = F[me];
+                MeshGpu &f = M[me];
+                const FloorWords &w = W[me];
                 CK(cudaSetDevice(me));
                 floor_params p = {};
                 for (int j = 0; j < n - 1; j++) {
                     const int q = peer(me, j);
-                    p.d[j] = (uint4 *)(F[q].recv + idx(q, me) * C);
-                    p.s[j] = (const uint4 *)(f.src + j * C);
-                    p.bar[j] = F[q].bar;
-                    p.blk[j] = F[q].blk + v * FLOOR_BLK;
+                    p.d[j] = (uint4 *)(M[q].recv + idx(q, me) * C);
+                    p.s[j] = (const uint4 *)(f.g.buf + j * C);
+                    p.bar[j] = W[q].bar;
+                    p.blk[j] = W[q].blk + v * FLOOR_BLK;
                     p.peer[j] = q;
                 }
-                p.my_bar = f.bar;
-                p.my_blk = f.blk + v * FLOOR_BLK;
-                p.cnt = f.cnt + v * FLOOR_BLK;
+                p.my_bar = w.bar;
+                p.my_blk = w.blk + v * FLOOR_BLK;
+                p.cnt = w.cnt + v * FLOOR_BLK;
                 p.n = B / 16;
                 p.me = me;
                 p.np = n;
                 p.steps = x.steps;
                 const dim3 grid(std::max(1u, x.per_sm * (unsigned)f.sms / (unsigned)(n - 1)), n - 1);
                 cudaGraph_t g;
-                CK(cudaStreamBeginCapture(f.s, cudaStreamCaptureModeRelaxed));
+                CK(cudaStreamBeginCapture(f.g.s, cudaStreamCaptureModeRelaxed));
                 for (int r = 0; r < R; r++) {
-                    if (x.kind == 1) k_floor_copy<false><<<grid, x.bx, 0, f.s>>>(p);
-                    if (x.kind == 4) k_floor_copy<true><<<grid, x.bx, 0, f.s>>>(p);
-                    if (x.kind == 5 && x.groups == 1) k_floor_two_phase<1><<<grid, x.bx, 0, f.s>>>(p);
-                    if (x.kind == 5 && x.groups == 2) k_floor_two_phase<2><<<grid, x.bx, 0, f.s>>>(p);
+                    if (x.kind == 1) k_floor_copy<false><<<grid, x.bx, 0, f.g.s>>>(p);
+                    if (x.kind == 4) k_floor_copy<true><<<grid, x.bx, 0, f.g.s>>>(p);
+                    if (x.kind == 5 && x.groups == 1) k_floor_two_phase<1><<<grid, x.bx, 0, f.g.s>>>(p);
+                    if (x.kind == 5 && x.groups == 2) k_floor_two_phase<2><<<grid, x.bx, 0, f.g.s>>>(p);
                     if (x.kind == 2 || x.kind == 3) {
                         const size_t c = x.kind == 2 ? B : (B * x.ce_pct / 100) & ~(size_t)65535;
-                        CK(cudaEventRecord(f.fork, f.s));
+                        CK(cudaEventRecord(f.fork, f.g.s));
                         for (int j = 0; j < n - 1; j++) {
                             CK(cudaStreamWaitEvent(f.side[j], f.fork, 0));
                             CK(cudaMemcpyAsync(p.d[j], p.s[j], c, cudaMemcpyDefault, f.side[j]));
@@ -1257,13 +1258,13 @@ static void sec_floor() {
                                 q.s[j] += c / 16;
                             }
                             q.n = (B - c) / 16;
-                            k_floor_copy<false><<<grid, x.bx, 0, f.s>>>(q);
+                            k_floor_copy<false><<<grid, x.bx, 0, f.g.s>>>(q);
                         }
-                        for (int j = 0; j < n - 1; j++) CK(cudaStreamWaitEvent(f.s, f.join[j], 0));
+                        for (int j = 0; j < n - 1; j++) CK(cudaStreamWaitEvent(f.g.s, f.join[j], 0));
                     }
-                    k_floor_bar<<<1, 32, 0, f.s>>>(p);
+                    k_floor_bar<<<1, 32, 0, f.g.s>>>(p);
                 }
-                CK(cudaStreamEndCapture(f.s, &g));
+                CK(cudaStreamEndCapture(f.g.s, &g));
                 CK(cudaGraphInstantiate(&ge[me], g, 0));
                 CK(cudaGraphDestroy(g));
             }
@@ -1272,19 +1273,19 @@ static void sec_floor() {
                 epoch++;
                 for (int me = 0; me < n; me++) {
                     CK(cudaSetDevice(me));
-                    k_gate<<<1, 1, 0, F[me].s>>>(F[me].gate, epoch);
-                    CK(cudaEventRecord(F[me].e0, F[me].s));
-                    CK(cudaGraphLaunch(ge[me], F[me].s));
-                    CK(cudaEventRecord(F[me].e1, F[me].s));
+                    k_gate<<<1, 1, 0, M[me].g.s>>>(M[me].gate, epoch);
+                    CK(cudaEventRecord(M[me].g.e0, M[me].g.s));
+                    CK(cudaGraphLaunch(ge[me], M[me].g.s));
+                    CK(cudaEventRecord(M[me].g.e1, M[me].g.s));
                 }
                 std::atomic_thread_fence(std::memory_order_seq_cst);
                 ((volatile unsigned *)gate)[0] = epoch;
                 std::atomic_thread_fence(std::memory_order_seq_cst);
                 double slow = 0;
                 for (int me = 0; me < n; me++) {
-                    CK(cudaEventSynchronize(F[me].e1));
+                    CK(cudaEventSynchronize(M[me].g.e1));
                     float ms;
-                    CK(cudaEventElapsedTime(&ms, F[me].e0, F[me].e1));
+                    CK(cudaEventElapsedTime(&ms, M[me].g.e0, M[me].g.e1));
                     slow = std::max(slow, (double)ms * 1000.0 / R);
                 }
                 return slow;
@@ -1293,23 +1294,23 @@ static void sec_floor() {
             if (x.kind != 0)
                 for (int me = 0; me < n; me++) {
                     CK(cudaSetDevice(me));
-                    CK(cudaMemset(F[me].recv, 0, (n - 1) * C));
+                    CK(cudaMemset(M[me].recv, 0, (n - 1) * C));
                     CK(cudaDeviceSynchronize());
                 }
             run(); /* warm-up, and the copies we verify */
             if (x.kind != 0)
                 for (int r = 0; r < n; r++) {
-                    FloorGpu &f = F[r];
+                    MeshGpu &f = M[r];
                     CK(cudaSetDevice(r));
-                    CK(cudaMemsetAsync(f.bad, 0, 8, f.s));
+                    CK(cudaMemsetAsync(f.bad, 0, 8, f.g.s));
                     for (int j = 0; j < n - 1; j++) {
                         const int q = peer(r, j); /* slot j holds what q sent r */
-                        k_check<<<264, 1024, 0, f.s>>>((const unsigned *)(f.recv + j * C), B / 4,
+                        k_check<<<264, 1024, 0, f.g.s>>>((const unsigned *)(f.recv + j * C), B / 4,
                                                        mesh_seed(q, idx(q, r)) ^ 0xf100u, f.bad);
                     }
                     unsigned long long h = 0;
-                    CK(cudaMemcpyAsync(&h, f.bad, 8, cudaMemcpyDeviceToHost, f.s));
-                    CK(cudaStreamSynchronize(f.s));
+                    CK(cudaMemcpyAsync(&h, f.bad, 8, cudaMemcpyDeviceToHost, f.g.s));
+                    CK(cudaStreamSynchronize(f.g.s));
                     hb += h;
                 }
             std::vector<double> t;
@@ -1334,28 +1335,13 @@ static void sec_floor() {
         }
     }
     for (int d = 0; d < n; d++) {
-        FloorGpu &f = F[d];
         CK(cudaSetDevice(d));
         CK(cudaDeviceSynchronize());
-        CK(cudaFree(f.src));
-        CK(cudaFree(f.recv));
-        CK(cudaFree(f.bar));
-        CK(cudaFree(f.blk));
-        CK(cudaFree(f.cnt));
-        CK(cudaFree(f.bad));
-        for (int j = 0; j < n - 1; j++) {
-            CK(cudaStreamDestroy(f.side[j]));
-            CK(cudaEventDestroy(f.join[j]));
-        }
-        CK(cudaEventDestroy(f.fork));
-        CK(cudaEventDestroy(f.e0));
-        CK(cudaEventDestroy(f.e1));
-        CK(cudaStreamDestroy(f.s));
-        for (int b = 0; b < n; b++)
-            if (enabled[d][b]) CK(cudaDeviceDisablePeerAccess(b));
+        CK(cudaFree(W[d].bar));
+        CK(cudaFree(W[d].blk));
+        CK(cudaFree(W[d].cnt));
     }
-    CK(cudaFreeHost(gate));
-    CK(cudaSetDevice(0));
+    mesh_close(ms);
 }
 
 /* ------------------------------------------------------------------ lines */
