@@ -328,7 +328,7 @@ fi
     grep -E '^(\||bench_coll_stream|command:|exit status)' "$OUT/cstream-algos.txt"
   fi
   if [ -s "$OUT/cstream-late.txt" ]; then
-    echo; echo "### All-reduce graphs with a late peer (bench_coll_stream --skew-us)"; echo
+    echo; echo "### All-reduce and all-gather graphs with a late peer (bench_coll_stream --skew-us)"; echo
     grep -E '^(\||bench_coll_stream|command:|exit status)' "$OUT/cstream-late.txt"
   fi
   if [ -s "$OUT/probe.txt" ]; then

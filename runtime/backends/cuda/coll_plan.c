@@ -33,6 +33,11 @@ uint64_t symm__slice_elems(uint64_t ne, int32_t n, uint64_t es) {
     return ((ne + (uint64_t)n - 1) / (uint64_t)n + v - 1) / v * v;
 }
 
+uint64_t symm__slice_count(uint64_t ne, uint64_t per, int32_t j) {
+    const uint64_t lo = min64((uint64_t)j * per, ne);
+    return min64(per, ne - lo);
+}
+
 bool symm__l8_make_shape(bool reduce_scatter, int32_t n, uint64_t ne, uint64_t es, uint64_t lines,
                          uint64_t oneshot, symm__l8_shape *out) {
     uint64_t room = lines, most = 0;
@@ -47,10 +52,7 @@ bool symm__l8_make_shape(bool reduce_scatter, int32_t n, uint64_t ne, uint64_t e
     } else {
         const uint64_t per = symm__slice_elems(ne, n, es);
         out->src_j_stride = per * es;
-        for (int32_t j = 0; j < n; j++) {
-            const uint64_t lo = min64((uint64_t)j * per, ne);
-            out->len[j] = min64(per, ne - lo) * es;
-        }
+        for (int32_t j = 0; j < n; j++) out->len[j] = symm__slice_count(ne, per, j) * es;
         out->gather = 1;
         room = lines / 2 / SYMM__L8_LINE * SYMM__L8_LINE;
         out->half = room;

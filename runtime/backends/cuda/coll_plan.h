@@ -40,6 +40,9 @@ bool symm__st_make_plan(uint64_t len, uint64_t sms, uint64_t st_bytes, uint64_t 
  * whole 16-byte vectors (es: element size, 1 to 16). The staged, LL128 and
  * barrier two-shot slices alike. */
 uint64_t symm__slice_elems(uint64_t ne, int32_t n, uint64_t es);
+/* Elements in slice j (of per = symm__slice_elems) of ne: what of
+ * [j * per, (j + 1) * per) lies below ne. */
+uint64_t symm__slice_count(uint64_t ne, uint64_t per, int32_t j);
 
 /* The shape of an LL128 reduction (kernels_ll128.cu): slice j of the
  * input (at j * src_j_stride, len[j] bytes) goes to PE j. Reduce-scatter:

@@ -1032,9 +1032,9 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
     s->coll_algo = mine.algo;
     s->coll_copy = mine.copy;
     s->ll_pes = max_local < CU_LL_MAX_PES ? max_local : CU_LL_MAX_PES;
-    /* default SYMM_CUDA_LL_BYTES: the LL threshold of a team of the host's
-     * PEs, so "auto" never lacks scratch: 8 MiB of it a GPU with 2 PEs a
-     * host, 24 MiB with 4, 14 MiB with 8 */
+    /* default SYMM_CUDA_LL_BYTES: the largest LL threshold of a team of the
+     * host's PEs, so "auto" never lacks scratch: 32 MiB of it a GPU with 2
+     * PEs a host, 24 MiB with 4, 14 MiB with 8 */
     if (!mine.ll_set) mine.ll_max = ll_threshold(s->ll_pes < 2 ? 2 : s->ll_pes, true);
     s->ll_max = align_up(mine.ll_max, 8);
     /* default staging: 4 MiB a sender with up to 4 PEs a host, 2 MiB with more */
@@ -1865,10 +1865,7 @@ static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *ba
     } else {
         const uint64_t per = symm__slice_elems(ne, n, es);
         p.src_j_stride = per * es;
-        for (int32_t j = 0; j < n; j++) {
-            const uint64_t lo = min_u64((uint64_t)j * per, ne);
-            p.cnt[j] = min_u64(per, ne - lo);
-        }
+        for (int32_t j = 0; j < n; j++) p.cnt[j] = symm__slice_count(ne, per, j);
         p.dst_off = c->dst_off + (uint64_t)me * per * es;
         p.gather = 1;
     }
@@ -1978,7 +1975,7 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
             const uint64_t per = symm__slice_elems(c->nelems, n, es);
             p.src_off = c->src_off;
             p.lo = min_u64((uint64_t)me * per, c->nelems);
-            p.hi = min_u64(p.lo + per, c->nelems);
+            p.hi = p.lo + symm__slice_count(c->nelems, per, me);
             p.push = 1;
         } else {
             p.src_off = c->src_off + (uint64_t)me * c->nelems * es;
