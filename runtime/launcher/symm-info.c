@@ -581,7 +581,7 @@ static const var vars[] = {
     {"SYMM_CUDA_STAGED_LAND",
      "staged reductions on 2 PEs, out of place: largest piece sent into the peer's dst (0: never)",
      false},
-    {"SYMM_CUDA_COLL_COPY", "all-gather/all-to-all above LL: auto, push, pull", false},
+    {"SYMM_CUDA_COLL_COPY", "all-gather/all-to-all above LL: auto (push; large 3-PE all-gathers pull), push, pull", false},
     {"SYMM_CUDA_DISABLE_P2P", "1: no load/store between GPUs", false},
     {"SYMM_TRANSPORT", "transport to other hosts: auto, none, ibverbs, tcp", false},
     {"SYMM_TRANSPORT_PATH", "folders searched first for transport plugins", false},

@@ -236,14 +236,17 @@ static void test_data_movement(symm_ctx ctx, symm_team t, cudaStream_t s) {
 /* Sizes around the one-shot LL algorithm's thresholds (128 KiB per pair for
  * teams of up to 4 PEs, 32 KiB for 5-8, 512 KiB for all-gather and
  * all-to-all on 2 PEs; capacity SYMM_CUDA_LL_BYTES, the largest threshold by
- * default) and above them, odd ones included: every data kind, blocking and
- * on a stream, checked element by element. */
+ * default) and above them, odd ones included, and one above the size from
+ * which a 3-PE all-gather pulls: every data kind, blocking and on a stream,
+ * checked element by element. */
 static void test_sizes(symm_ctx ctx, symm_team t, cudaStream_t s) {
     const int n = symm_team_n_pes(t), me = symm_team_my_pe(t);
     const uint64_t sizes[] = {1, 2, 3, 255, 1023, 4095, 4096, 4097, 8191, 8193, 16383, 16384,
                               16385, 32767, 32768, 32769, 50001, 65535, 65536, 65537, 70001,
-                              131071, 131072, 131073};
-    const uint64_t maxe = 131073;
+                              131071, 131072, 131073,
+                              /* above 2 MiB a PE: a 3-PE all-gather pulls (cuda.c copy_pulls) */
+                              600001};
+    const uint64_t maxe = 600001;
     symm_buf src = NULL, dst = NULL;
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT32, maxe * (uint64_t)n, &src));
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT32, maxe * (uint64_t)n, &dst));

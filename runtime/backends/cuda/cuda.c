@@ -68,6 +68,12 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
 #define CU_PARAM_PES 64
 
 #define CU_THREADS 256u
+/* Threads a block of the pushing all-gather / all-to-all kernel, one block a
+ * SM (cuda_coll; docs/DECISIONS.md "Collectives"): on 4 x H200 an all-gather
+ * of 256 MiB took 577 us against 777 with blocks of 256, 2 a SM (more
+ * writers than that into the links measured slower still: 1024 x 2 a SM
+ * 995 us). */
+#define CU_PUSH_THREADS 1024u
 /* Stream puts from GPU memory of CU_COPY_KERNEL_MIN..MAX bytes run as a copy
  * kernel, others on the copy engine (SYMM_CUDA_COPY_KERNEL_MIN/_MAX override;
  * MAX=0 means copy engine only; without PDL the default is 0). Measured back
@@ -143,7 +149,8 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
 #define CU_SCRATCH_RESERVE (1ull << 30) /* address space kept for the scratch per PE */
 enum { CU_ALGO_AUTO, CU_ALGO_LL, CU_ALGO_LL128, CU_ALGO_STAGED, CU_ALGO_BASE };
 /* How the barrier algorithm's all-gather and all-to-all move data
- * (SYMM_CUDA_COLL_COPY): auto = push on teams of 2, pull on larger ones. */
+ * (SYMM_CUDA_COLL_COPY): auto = push, except an all-gather of more than
+ * CU_PULL3_BYTES a PE on a team of 3, which pulls (copy_pulls). */
 enum { CU_COPY_AUTO, CU_COPY_PUSH, CU_COPY_PULL };
 
 typedef struct cu_map {
@@ -1906,6 +1913,19 @@ static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *ba
                        2 * SYMM__ST_GROUP, swap ? (unsigned)(2 * chunk) : 0, cs, args);
 }
 
+/* Whether the barrier algorithm's all-gather / all-to-all pulls (each PE
+ * reads the peers' blocks) instead of pushing (writes its own into the
+ * peers'). SYMM_CUDA_COLL_COPY decides when set; auto pushes, which measured
+ * faster at every size on 2 and 4 x H200, except an all-gather of more than
+ * CU_PULL3_BYTES a PE on a team of 3, where pulling was faster (3 of 4 x
+ * H200, 256 MiB: 587 us against 762; below 4 MiB pushing was). Measurements:
+ * docs/DECISIONS.md "Collectives". */
+#define CU_PULL3_BYTES (2u << 20)
+static bool copy_pulls(const cu_state *s, const symm__coll *c, int32_t n) {
+    if (s->coll_copy != CU_COPY_AUTO) return s->coll_copy == CU_COPY_PULL;
+    return n == 3 && c->kind == SYMM__COLL_FCOLLECT && c->nelems * c->elem_size > CU_PULL3_BYTES;
+}
+
 static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) {
     cu_state *s = ctx->backend;
     const symm__team *team = c->team;
@@ -1993,10 +2013,9 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
                    blocks, CU_THREADS, (unsigned long long)p.lo, (unsigned long long)p.hi);
         SYMM_TRY(launch(s, f, "cuLaunchKernel(symm_k_reduce)", blocks, 1, CU_THREADS, cs, args));
     } else {
-        /* all-gather / all-to-all: teams of 2 push (this PE writes into the
-         * peer), larger teams pull, unless SYMM_CUDA_COLL_COPY says otherwise
-         * (docs/DECISIONS.md "Collectives" has the measurements) */
-        const bool push = s->coll_copy == CU_COPY_PUSH || (s->coll_copy == CU_COPY_AUTO && n == 2);
+        /* all-gather / all-to-all: push (this PE writes into the peers) or
+         * pull (copy_pulls) */
+        const bool push = !copy_pulls(s, c, n);
         symm__kgather_params p;
         CU_FILL_TEAM_PARAMS(p);
         p.enter = n > 1;
@@ -2004,6 +2023,7 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
         p.dst_off = c->dst_off;
         p.len = c->nelems * es;
         p.only_j = -1;
+        p.self_bx = p.peer_bx = 0;
         unsigned pairs = (unsigned)n;
         switch (c->kind) {
         case SYMM__COLL_BROADCAST:
@@ -2059,15 +2079,33 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
                 p.enter = 0;
             }
         } else {
-            unsigned per_pair = max_blocks / pairs ? max_blocks / pairs : 1;
-            unsigned bx = copy_blocks(s, p.len, per_pair);
+            /* Blocks (kernels.cu symm_k_gather): a push runs one block of
+             * CU_PUSH_THREADS a SM, sms / 16 of them on the own pair and the
+             * rest shared by the peers; a pull CU_THREADS a block, 2 a SM,
+             * the same number on every pair. */
+            const unsigned thr = p.push ? CU_PUSH_THREADS : CU_THREADS;
+            const unsigned sms = s->sms > 0 ? (unsigned)s->sms : 64u;
+            const uint64_t want = max_u64((p.len + thr * 16u - 1) / (thr * 16u), 1);
+            /* the own pair copies unless its source is its destination (in place) */
+            const bool self = p.src_off + (uint64_t)me * (p.src_me_stride + p.src_j_stride) !=
+                              p.dst_off + (uint64_t)me * (p.dst_me_stride + p.dst_j_stride);
+            unsigned bx;
+            if (pairs == 1) { /* broadcast, or a team of one */
+                if (p.only_j < 0) p.only_j = 0;
+                bx = (unsigned)min_u64(want, max_blocks);
+            } else {
+                const unsigned self_cap = p.push ? sms / 16 : max_blocks / pairs;
+                p.self_bx = self ? (unsigned)min_u64(want, max_u64(self_cap, 1)) : 0;
+                const unsigned peer_cap = p.push ? (sms - p.self_bx) / (pairs - 1) : max_blocks / pairs;
+                p.peer_bx = (unsigned)min_u64(want, max_u64(peer_cap, 1));
+                bx = p.self_bx + p.peer_bx * (pairs - 1);
+            }
             p.leave = fuse;
-            SYMM_TRACE(SYMM_LOG_COLL, "cuda: gather kernel (%s), %u x %u block(s) x %d threads, "
-                       "%llu bytes per pair", p.push ? "push" : "pull", bx, pairs, CU_THREADS,
-                       (unsigned long long)p.len);
+            SYMM_TRACE(SYMM_LOG_COLL, "cuda: gather kernel (%s), %u block(s) x %u threads (own pair %u, "
+                       "%u a peer), %llu bytes per pair", p.push ? "push" : "pull", bx, thr, p.self_bx,
+                       p.peer_bx, (unsigned long long)p.len);
             void *args[] = {&p};
-            SYMM_TRY(launch(s, s->f_gather, "cuLaunchKernel(symm_k_gather)", bx, pairs, CU_THREADS,
-                            cs, args));
+            SYMM_TRY(launch(s, s->f_gather, "cuLaunchKernel(symm_k_gather)", bx, 1, thr, cs, args));
         }
     }
     if (n > 1 && !fuse) SYMM_TRY(launch_barrier(s, team, base, 2, cs));

@@ -99,10 +99,12 @@ typedef struct symm__kgather_params {
     uint64_t src_off, src_me_stride, src_j_stride;
     uint64_t dst_off, dst_me_stride, dst_j_stride;
     uint64_t len;
-    int32_t only_j; /* -1: pair j = blockIdx.y                 */
-    int32_t push;   /* 1: this PE writes into PE j's heap      */
-    int32_t enter;  /* 1: start with the collective's barrier  */
-    int32_t leave;  /* 1: end with it (the last kernel of one) */
+    int32_t only_j;   /* >= 0: every block copies pair only_j     */
+    int32_t push;     /* 1: this PE writes into PE j's heap       */
+    int32_t enter;    /* 1: start with the collective's barrier   */
+    int32_t leave;    /* 1: end with it (the last kernel of one)  */
+    uint32_t self_bx; /* only_j < 0: blocks [0, self_bx) copy the  */
+    uint32_t peer_bx; /* own pair, then peer_bx blocks per peer    */
 } symm__kgather_params;
 
 /* symm_k_reduce_<dtype>_<op>: see kernels_reduce.cu. */

@@ -124,26 +124,39 @@ extern "C" __global__ void symm_k_barrier_wide(const __grid_constant__ symm__kba
 /* ------------------------------------------------------------------------ */
 /* Data movement of broadcast / fcollect / collect / alltoall                */
 /* ------------------------------------------------------------------------ */
-/* Pair j (blockIdx.y, or only_j): copy len bytes from
+/* Pair j: copy len bytes from
  *   src_off + me * src_me_stride + j * src_j_stride  of PE j's heap (pull) or
  *                                                    of this PE's (push)
  * to
  *   dst_off + me * dst_me_stride + j * dst_j_stride  of this PE's heap (pull)
  *                                                    or of PE j's (push).
+ * With only_j set every block copies that pair. Otherwise blocks [0, self_bx)
+ * copy this PE's own pair and the rest are dealt out to the n - 1 peers in
+ * turn (peer_bx each; the host gives the local copy fewer SMs than a link).
  * Pairs whose source and destination coincide are skipped. (cuda.c picks
- * push or pull by team size: docs/DECISIONS.md "Collectives".) */
+ * push or pull and the blocks: docs/DECISIONS.md "Collectives".) */
 extern "C" __global__ void symm_k_gather(const __grid_constant__ symm__kgather_params p) {
     symm__k_enter();
     const bool ok = !p.enter || symm__coll_enter(p.team, p.area_off, p.timeout_ns, p.err);
-    const int j = p.only_j >= 0 ? p.only_j : (int)blockIdx.y, me = p.team.me;
+    const int me = p.team.me, n = p.team.n;
+    int j = p.only_j;
+    unsigned x = blockIdx.x, gx = gridDim.x;
+    if (j < 0 && x < p.self_bx) {
+        j = me;
+        gx = p.self_bx;
+    } else if (j < 0) {
+        x -= p.self_bx;
+        j = (me + 1 + (int)(x % (unsigned)(n - 1))) % n; /* peers from me + 1 on, in turn */
+        x /= (unsigned)(n - 1);
+        gx = p.peer_bx;
+    }
     const uint64_t s_at = p.src_off + (uint64_t)me * p.src_me_stride + (uint64_t)j * p.src_j_stride;
     const uint64_t d_at = p.dst_off + (uint64_t)me * p.dst_me_stride + (uint64_t)j * p.dst_j_stride;
-    if (ok && j < p.team.n && p.len != 0) {
+    if (ok && j < n && p.len != 0) {
         const char *src = p.team.base[p.push ? me : j] + s_at;
         char *dst = p.team.base[p.push ? j : me] + d_at;
         if (src != dst)
-            symm__copy(dst, src, p.len, (size_t)blockIdx.x * blockDim.x + threadIdx.x,
-                       (size_t)gridDim.x * blockDim.x);
+            symm__copy(dst, src, p.len, (size_t)x * blockDim.x + threadIdx.x, (size_t)gx * blockDim.x);
     }
     if (p.leave) symm__coll_leave(p.team, p.area_off, ok, p.timeout_ns, p.err);
 }
