@@ -28,6 +28,9 @@
 # all-reduce, in place and out of place, and reduce-scatter with
 # SYMM_CUDA_COLL_ALGO=twoshot, =staged and =ll128), cstream-late.txt (its
 # all-reduce and all-gather graphs with a late peer: --skew-us).
+# SUITE_PACK=1 packs them all into $OUT/suite.tgz at the end and leaves only it
+# and summary.md loose (for runners that bring back a few files; the device
+# tool returns 8).
 #
 # Safety: NVLink multicast stays off. NVSHMEM_DISABLE_NVLS=1, NCCL_NVLS_ENABLE=0
 # and TORCH_SYMM_MEM_DISABLE_MULTICAST=1 are exported for every program; symm
@@ -349,3 +352,9 @@ if [ -n "$py_json" ]; then
     echo "(plot-bench.py failed on $py_json)" >> "$OUT/summary.md"
 fi
 cat "$OUT/summary.md"
+if [ "${SUITE_PACK:-0}" = 1 ]; then
+  pack=$(mktemp /tmp/gpu-suite-pack.XXXXXX) &&
+    tar czf "$pack" -C "$OUT" . &&
+    find "$OUT" -mindepth 1 -maxdepth 1 ! -name summary.md -exec rm -rf {} + &&
+    mv "$pack" "$OUT/suite.tgz" || echo "gpu-suite: SUITE_PACK failed; the files stay loose in $OUT" >&2
+fi
