@@ -2023,7 +2023,6 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
         p.dst_off = c->dst_off;
         p.len = c->nelems * es;
         p.only_j = -1;
-        p.self_bx = p.peer_bx = 0;
         unsigned pairs = (unsigned)n;
         switch (c->kind) {
         case SYMM__COLL_BROADCAST:
