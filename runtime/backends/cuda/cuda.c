@@ -370,11 +370,11 @@ static inline CUstream stream_of(const cu_state *s, void *stream) {
     return stream ? (CUstream)stream : s->s_int;
 }
 
-static unsigned copy_blocks(const cu_state *s, uint64_t n, unsigned cap) {
-    uint64_t b = (n + CU_THREADS * 16u - 1) / (CU_THREADS * 16u);
-    if (b < 1) b = 1;
-    if (b > cap) b = cap;
-    return (unsigned)b;
+/* Blocks of thr threads for a copy of n bytes (16 a thread a round): at
+ * least 1, at most cap (or 1 when cap is 0). */
+static unsigned copy_blocks(uint64_t n, unsigned thr, unsigned cap) {
+    const uint64_t b = (n + thr * 16u - 1) / (thr * 16u);
+    return (unsigned)min_u64(max_u64(b, 1), max_u64(cap, 1));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2074,7 +2074,7 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
                 at += p.len;
                 void *args[] = {&p};
                 SYMM_TRY(launch(s, s->f_gather, "cuLaunchKernel(symm_k_gather)",
-                                copy_blocks(s, p.len, max_blocks), 1, CU_THREADS, cs, args));
+                                copy_blocks(p.len, CU_THREADS, max_blocks), 1, CU_THREADS, cs, args));
                 p.enter = 0;
             }
         } else {
@@ -2084,19 +2084,18 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
              * the same number on every pair. */
             const unsigned thr = p.push ? CU_PUSH_THREADS : CU_THREADS;
             const unsigned sms = s->sms > 0 ? (unsigned)s->sms : 64u;
-            const uint64_t want = max_u64((p.len + thr * 16u - 1) / (thr * 16u), 1);
             /* the own pair copies unless its source is its destination (in place) */
             const bool self = p.src_off + (uint64_t)me * (p.src_me_stride + p.src_j_stride) !=
                               p.dst_off + (uint64_t)me * (p.dst_me_stride + p.dst_j_stride);
             unsigned bx;
             if (pairs == 1) { /* broadcast, or a team of one */
                 if (p.only_j < 0) p.only_j = 0;
-                bx = (unsigned)min_u64(want, max_blocks);
+                bx = copy_blocks(p.len, thr, max_blocks);
             } else {
                 const unsigned self_cap = p.push ? sms / 16 : max_blocks / pairs;
-                p.self_bx = self ? (unsigned)min_u64(want, max_u64(self_cap, 1)) : 0;
+                p.self_bx = self ? copy_blocks(p.len, thr, self_cap) : 0;
                 const unsigned peer_cap = p.push ? (sms - p.self_bx) / (pairs - 1) : max_blocks / pairs;
-                p.peer_bx = (unsigned)min_u64(want, max_u64(peer_cap, 1));
+                p.peer_bx = copy_blocks(p.len, thr, peer_cap);
                 bx = p.self_bx + p.peer_bx * (pairs - 1);
             }
             p.leave = fuse;
