@@ -701,6 +701,35 @@ static void check_land_plan(uint64_t len, uint64_t sms, uint64_t bytes, uint64_t
                    (unsigned long long)p.depth, (unsigned long long)p.steps);
 }
 
+/* The peer form's plan (more than 2 PEs, the staging holds the call): it
+ * covers len with no empty step, in 1 to sms / (n - 1) blocks of whole
+ * 16-byte pieces (at least piece where the blocks allow), within the
+ * staging and its slack, and within the 256 flag words (blocks * (n - 1));
+ * it says no only where the staging cannot hold the call. */
+static void check_peer_plan(uint64_t len, int32_t n, uint64_t sms, uint64_t bytes, uint64_t piece,
+                            uint64_t steps, bool gather) {
+    symm__st_plan p;
+    const uint64_t gx = sms / (uint64_t)(n - 1);
+    const bool ok = symm__st_peer_plan(len, n, sms, bytes, piece, steps, 3, gather, &p);
+    if (!ok) {
+        ASSERT_TRUE(gx == 0 || len + 16 * (steps ? steps : 3) * gx > bytes + SYMM__ST_SLACK);
+        return;
+    }
+    const uint64_t per = p.blocks * p.chunk;
+    if (!(p.blocks >= 1 && p.blocks <= gx && p.blocks * (uint64_t)(n - 1) <= SYMM__ST_MAX_BLOCKS &&
+          p.chunk >= 16 && p.chunk % 16 == 0 && p.depth == p.steps &&
+          (p.chunk >= piece || p.blocks * p.steps * piece >= len) &&
+          (steps == 0 || len == 0 || p.steps <= steps) && (gather || steps || p.steps <= 1) &&
+          per * p.steps <= bytes + SYMM__ST_SLACK &&
+          (len ? per * p.steps >= len && per * (p.steps - 1) < len : p.steps == 0)))
+        TEST_FAIL_("peer plan(len %llu, n %d, sms %llu, bytes %llu, piece %llu, steps %llu, %s) = "
+                   "%llu blocks x %llu bytes, %llu steps", (unsigned long long)len, (int)n,
+                   (unsigned long long)sms, (unsigned long long)bytes, (unsigned long long)piece,
+                   (unsigned long long)steps, gather ? "gather" : "no gather",
+                   (unsigned long long)p.blocks, (unsigned long long)p.chunk,
+                   (unsigned long long)p.steps);
+}
+
 /* The LL128 shape (coll_plan.c): slices within the input, of whole
  * elements, the whole vector in the one-shot forms, the split slices
  * covering it exactly, and "fits" exactly when every slice's lines fit the
@@ -834,6 +863,25 @@ static void test_staged_plan(void) {
     ASSERT_EQ(p.chunk, 2048);
     ASSERT_EQ(p.steps, 2);
     ASSERT_EQ(p.depth, 0);
+    /* the peer form, defaults on 4 x H200 (132 SMs, 4 MiB of staging, 32
+     * KiB pieces): all-reduce of 16 MiB (4 MiB slices) in 3 steps of 43
+     * blocks a peer; of 8 MiB in 2 steps of 32 x 32 KiB; reduce-scatter of
+     * 16 MiB in one step of 44 blocks, 16 bytes a block over the staging */
+    ASSERT_TRUE(symm__st_peer_plan(4u << 20, 4, 132, 4 << 20, 32 << 10, 0, 3, true, &p));
+    ASSERT_EQ(p.blocks, 43);
+    ASSERT_EQ(p.chunk, 32528);
+    ASSERT_EQ(p.steps, 3);
+    ASSERT_TRUE(symm__st_peer_plan(2u << 20, 4, 132, 4 << 20, 32 << 10, 0, 3, true, &p));
+    ASSERT_EQ(p.blocks, 32);
+    ASSERT_EQ(p.chunk, 32768);
+    ASSERT_EQ(p.steps, 2);
+    ASSERT_TRUE(symm__st_peer_plan(4u << 20, 4, 132, 4 << 20, 32 << 10, 0, 3, false, &p));
+    ASSERT_EQ(p.blocks, 44);
+    ASSERT_EQ(p.chunk, 95328);
+    ASSERT_EQ(p.steps, 1);
+    /* beyond the staging: the two-group form's plan instead */
+    ASSERT_TRUE(!symm__st_peer_plan((4u << 20) + (64u << 10), 4, 132, 4 << 20, 32 << 10, 0, 3,
+                                    false, &p));
     unsigned seed = 777;
     for (int i = 0; i < 200000; i++) {
         const uint64_t len = rand_r(&seed) % 4 == 0 ? (uint64_t)(rand_r(&seed) % 100000)
@@ -845,6 +893,9 @@ static void test_staged_plan(void) {
         const uint64_t want = (uint64_t)(rand_r(&seed) % 64) + 1;
         check_plan(len, sms, bytes, cmin, want);
         check_land_plan(len, sms, bytes, cmin, want, (uint64_t)(rand_r(&seed) % (1 << 18)) + 1);
+        check_peer_plan(len / (1 + rand_r(&seed) % 8), 3 + rand_r(&seed) % 6,
+                        sms > 256 ? 256 : sms, bytes, cmin,
+                        rand_r(&seed) % 2 ? 0 : (uint64_t)(rand_r(&seed) % 64) + 1, rand_r(&seed) % 2);
     }
 }
 #endif

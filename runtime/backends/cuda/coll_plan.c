@@ -3,6 +3,8 @@
 
 #include "kernel_params.h"
 
+_Static_assert(SYMM__ST_SLACK == 16u * SYMM__ST_MAX_BLOCKS, "16 bytes a block of slack");
+
 static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
@@ -26,6 +28,19 @@ bool symm__st_make_plan(uint64_t len, uint64_t sms, uint64_t st_bytes, uint64_t 
     if (land_max) out->depth = min64(out->depth, steps);
     out->steps = steps;
     return true;
+}
+
+bool symm__st_peer_plan(uint64_t len, int32_t n, uint64_t sms, uint64_t st_bytes, uint64_t piece,
+                        uint64_t steps, uint64_t max_steps, bool gather, symm__st_plan *out) {
+    const uint64_t gx = n > 1 ? sms / (uint64_t)(n - 1) : 0;
+    if (gx == 0) return false;
+    if (!steps) steps = gather ? min64(max64((len + gx * piece - 1) / (gx * piece), 1), max_steps) : 1;
+    const uint64_t blocks = min64(max64((len + steps * piece - 1) / (steps * piece), 1), gx);
+    const uint64_t chunk = max64(((len + steps * blocks - 1) / (steps * blocks) + 15) / 16 * 16, 16);
+    out->blocks = blocks;
+    out->chunk = chunk;
+    out->steps = out->depth = (len + blocks * chunk - 1) / (blocks * chunk);
+    return out->steps * blocks * chunk <= st_bytes + SYMM__ST_SLACK;
 }
 
 uint64_t symm__slice_elems(uint64_t ne, int32_t n, uint64_t es) {

@@ -121,6 +121,17 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * steps): 1, as every step costs a fence and flag round trip (2 and 4 were
  * always slower on 2 and 4 x H200); SYMM_CUDA_STAGED_STEPS for experiments. */
 #define CU_ST_STEPS 1
+/* The peer form (kernels_staged.cuh symm__st_peer: more than 2 PEs, the
+ * call within the staging): a block moves at least CU_ST_PEER_CHUNK bytes a
+ * step; a reduce-scatter takes one step, an all-reduce one per
+ * CU_ST_PEER_CHUNK of each block's share, up to CU_ST_PEER_STEPS, so that
+ * its results start out while pieces still come in. 4 x H200, graph, all-
+ * reduce of 16 MiB: 78.8 us in 3 steps, 79.7 in 4, 80.7 in 1, 83.1 in 6; of
+ * 8 MiB: 43.8 in 2 steps of 32 KiB, 46.3 in 1 of 48 KiB; reduce-scatter of
+ * 8 / 16 MiB: 25.2 / 45.8 in 1 step, 27.0 / 47.3 in 2 (docs/DECISIONS.md
+ * "Collectives"). SYMM_CUDA_STAGED_CHUNK and _STEPS, where given, apply. */
+#define CU_ST_PEER_CHUNK (32u << 10)
+#define CU_ST_PEER_STEPS 3
 /* Landing (kernels_staged.cuh "Landing"): on 2 PEs, out of place, the steps
  * beyond what the staging holds go straight into the peer's dst, pieces of up
  * to this many bytes a block, with no credit to wait for. 64 KiB was best on
@@ -214,6 +225,7 @@ typedef struct cu_state {
     uint64_t ll_slot, ll_region, ll_parity;
     uint64_t st_base, st_slot, st_region, st_parity;
     uint64_t st_bytes, st_chunk, st_steps; /* SYMM_CUDA_STAGED_BYTES / _CHUNK / _STEPS */
+    uint64_t st_peer_chunk, st_peer_steps; /* the peer form's (coll_staged; 0 steps: auto) */
     uint64_t st_land;                      /* SYMM_CUDA_STAGED_LAND (0: never)         */
     uint64_t st_swap_max; /* SYMM_CUDA_STAGED_SWAP within the shared memory (0: none)  */
     uint64_t l8_lines;    /* bytes of LL128 lines in a staged sender region (0: none)  */
@@ -916,6 +928,7 @@ static symm_status cuda_heap_grow(symm__ctx *ctx, uint64_t new_mapped) {
 typedef struct cu_coll_conf {
     int32_t status, algo, local_n, ll_set; /* ll_set: SYMM_CUDA_LL_BYTES given */
     int32_t copy, st_set; /* st_set: SYMM_CUDA_STAGED_BYTES given */
+    int32_t chunk_set, steps_set; /* SYMM_CUDA_STAGED_CHUNK / _STEPS given */
     int32_t smem_optin, l8_set; /* l8_set: SYMM_CUDA_LL128_BYTES given */
     uint64_t ll_max, st_bytes, st_chunk, st_steps, st_land, st_swap, l8_bytes, l8_oneshot;
 } cu_coll_conf;
@@ -982,6 +995,8 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
     if (mine.status == SYMM_SUCCESS)
         mine.status = env_size("SYMM_CUDA_STAGED_BYTES", 4u << 20, &mine.st_bytes);
     mine.st_set = getenv("SYMM_CUDA_STAGED_BYTES") && *getenv("SYMM_CUDA_STAGED_BYTES");
+    mine.chunk_set = getenv("SYMM_CUDA_STAGED_CHUNK") && *getenv("SYMM_CUDA_STAGED_CHUNK");
+    mine.steps_set = getenv("SYMM_CUDA_STAGED_STEPS") && *getenv("SYMM_CUDA_STAGED_STEPS");
     if (mine.status == SYMM_SUCCESS)
         mine.status = env_size("SYMM_CUDA_STAGED_CHUNK", CU_ST_CHUNK_DEFAULT, &mine.st_chunk);
     if (mine.status == SYMM_SUCCESS)
@@ -1021,7 +1036,8 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
         else if (all[pe].algo != all[0].algo || all[pe].ll_max != all[0].ll_max ||
                  all[pe].ll_set != all[0].ll_set || all[pe].copy != all[0].copy ||
                  all[pe].st_bytes != all[0].st_bytes || all[pe].st_set != all[0].st_set ||
-                 all[pe].st_chunk != all[0].st_chunk ||
+                 all[pe].st_chunk != all[0].st_chunk || all[pe].chunk_set != all[0].chunk_set ||
+                 all[pe].steps_set != all[0].steps_set ||
                  all[pe].st_steps != all[0].st_steps || all[pe].st_land != all[0].st_land ||
                  all[pe].st_swap != all[0].st_swap || all[pe].l8_bytes != all[0].l8_bytes ||
                  all[pe].l8_set != all[0].l8_set || all[pe].l8_oneshot != all[0].l8_oneshot)
@@ -1053,6 +1069,8 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
     s->l8_lines = align_up((mine.l8_bytes + SYMM__L8_DATA - 1) / SYMM__L8_DATA * SYMM__L8_LINE, 256);
     s->st_chunk = align_up(mine.st_chunk, 16);
     s->st_steps = mine.st_steps;
+    s->st_peer_chunk = mine.chunk_set ? s->st_chunk : CU_ST_PEER_CHUNK;
+    s->st_peer_steps = mine.steps_set ? s->st_steps : 0;
     s->st_land = align_up(mine.st_land, 16);
     /* the in-place 2-PE form keeps two pieces of a block in shared memory:
      * pieces of up to half what every PE's GPU lets a block opt in to */
@@ -1070,7 +1088,7 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
         ll_area = (uint64_t)CU_LL_SLOTS * s->ll_slot;
     }
     if (s->st_bytes || s->l8_lines) {
-        s->st_region = SYMM__ST_HDR + s->st_bytes + s->l8_lines;
+        s->st_region = SYMM__ST_HDR + s->st_bytes + SYMM__ST_SLACK + s->l8_lines;
         s->st_parity = s->st_region * (uint64_t)(s->ll_pes - 1);
         s->st_slot = 2 * s->st_parity;
         st_area = (uint64_t)CU_ST_SLOTS * s->st_slot;
@@ -1755,7 +1773,7 @@ static symm_status coll_l8(cu_state *s, const symm__coll *c, char *const *base, 
     p.src_j_stride = sh->src_j_stride;
     p.l8_half = sh->half;
     p.gather = sh->gather;
-    p.ll_off = s->st_base + (uint64_t)team->slot * s->st_slot + SYMM__ST_HDR + s->st_bytes;
+    p.ll_off = s->st_base + (uint64_t)team->slot * s->st_slot + SYMM__ST_HDR + s->st_bytes + SYMM__ST_SLACK;
     p.ll_region = s->st_region;
     p.ll_parity = s->st_parity;
     CUfunction f = NULL;
@@ -1803,21 +1821,32 @@ static bool st_can_swap(const cu_state *s, const symm__coll *c) {
 /* Staged form of a reduction (kernels_staged.cuh), or false with why not
  * (for the trace) when cuda_coll should run the barrier algorithm. Called
  * once LL was ruled out. "auto" takes it where it beat the two-shot / pull
- * kernels on 2 and 4 x H200 (docs/DECISIONS.md "Collectives"): on 2 PEs up
- * to 1 MiB a pair (all-reduce 1 MiB: 8.0-8.4 us in a graph against 9.1-9.5;
- * reduce-scatter of 512 KiB a pair: 6.4-6.7 against 8.1); on 2 PEs out of
- * place, landing, for every reduce-scatter (128 MiB a pair: 383 us against
- * 418) and the all-reduce from 16 MiB (256 MiB: 750-756 us against 817, 16
- * MiB: 54.8-55.1 against 56.6; at 4 MiB two-shot was faster, 18.2 against
- * 19.5-20.0); on 2 PEs in place (swap) for the all-reduce from 64 MiB (256
- * MiB: 767 us against 814, 64 MiB: 205-210 against 212; 16 MiB even, 1-4
- * MiB slower); and for the all-reduce of larger teams from 64 MiB (4 PEs,
- * 256 MiB: 336-340 GB/s bus bandwidth against 316). Elsewhere it was slower
- * or even. */
+ * kernels on 2, 3 and 4 x H200 (docs/DECISIONS.md "Collectives"): on 2 PEs
+ * up to 1 MiB a pair (all-reduce 1 MiB: 8.0-8.4 us in a graph against
+ * 9.1-9.5; reduce-scatter of 512 KiB a pair: 6.4-6.7 against 8.1); on 2 PEs
+ * out of place, landing, for every reduce-scatter (128 MiB a pair: 383 us
+ * against 418) and the all-reduce from 16 MiB (256 MiB: 750-756 us against
+ * 817, 16 MiB: 54.8-55.1 against 56.6; at 4 MiB two-shot was faster, 18.2
+ * against 19.5-20.0); on 2 PEs in place (swap) for the all-reduce from 64
+ * MiB (256 MiB: 767 us against 814, 64 MiB: 205-210 against 212; 16 MiB
+ * even, 1-4 MiB slower). On more PEs: the all-reduce from 4 MiB (4 PEs, in
+ * the peer form: 16 MiB 78.8 us against 86.6, 4 MiB 26.5 against 28.0; 256
+ * MiB: 339 GB/s bus bandwidth against 316; 3 PEs: 12 MiB 52.7 against
+ * 57.5, 32 MiB 150.7 against 155.8; 4 PEs at 32 MiB was 1.5 % slower, 172.9
+ * against 170.3); the reduce-scatter from 2 MiB a PE where the peer form
+ * holds it (4 PEs: 8 / 16 MiB 25.2 / 45.8 us against 28.6 / 48.3; beyond it
+ * the two-group form was slower than pulling, 32 MiB 110.6 against 90.4),
+ * and on 3 PEs at every size from there (the pull reached 150-170 GB/s
+ * there, the staged kernel 216-240: 256 MiB 745 us against 1140). Teams
+ * of more than 4 PEs, not measured since, take it for the all-reduce from
+ * 64 MiB (as 4 PEs did before the peer form). Elsewhere it was slower or
+ * even. */
 #define CU_ST_AUTO_PAIR_MAX (1u << 20)
 #define CU_ST_AUTO_LAND_MIN (16u << 20)
 #define CU_ST_AUTO_SWAP_MIN (64u << 20)
-#define CU_ST_AUTO_WIDE_MIN (64ull << 20)
+#define CU_ST_AUTO_WIDE_MIN (4u << 20)
+#define CU_ST_AUTO_WIDE_RS_MIN (2u << 20)
+#define CU_ST_AUTO_WIDER_MIN (64ull << 20)
 static bool st_choose(const cu_state *s, const symm__coll *c, uint64_t pair_bytes,
                       const char **why) {
     const symm__team *team = c->team;
@@ -1838,8 +1867,21 @@ static bool st_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
         return *why = "auto, all-reduce on 2 PEs out of place from 16 MiB (landing)", true;
     if (st_can_swap(s, c) && pair_bytes >= CU_ST_AUTO_SWAP_MIN)
         return *why = "auto, all-reduce on 2 PEs in place from 64 MiB (swap)", true;
-    if (team->n_pes > 2 && c->kind == SYMM__COLL_REDUCE && pair_bytes >= CU_ST_AUTO_WIDE_MIN)
-        return *why = "auto, all-reduce of 64 MiB or more on more than 2 PEs", true;
+    /* 3 and 4 PEs measured; larger teams keep the earlier 64 MiB */
+    const bool wide = team->n_pes > 2 && team->n_pes <= 4;
+    if (team->n_pes > 2 && c->kind == SYMM__COLL_REDUCE &&
+        pair_bytes >= (wide ? CU_ST_AUTO_WIDE_MIN : CU_ST_AUTO_WIDER_MIN))
+        return *why = wide ? "auto, all-reduce of 4 MiB or more on 3 or 4 PEs"
+                           : "auto, all-reduce of 64 MiB or more on more than 4 PEs", true;
+    if (wide && c->kind == SYMM__COLL_REDUCESCATTER && pair_bytes >= CU_ST_AUTO_WIDE_RS_MIN) {
+        symm__st_plan plan;
+        const uint64_t sms = min_u64(s->sms > 0 ? (uint64_t)s->sms : 64, SYMM__ST_MAX_BLOCKS);
+        if (team->n_pes == 3)
+            return *why = "auto, reduce-scatter of 2 MiB or more a PE on 3 PEs", true;
+        if (symm__st_peer_plan(pair_bytes, team->n_pes, sms, s->st_bytes, s->st_peer_chunk,
+                               s->st_peer_steps, CU_ST_PEER_STEPS, false, &plan))
+            return *why = "auto, reduce-scatter of 2 MiB or more a PE, within the staging (peer form)", true;
+    }
     return *why = "auto, where the barrier algorithms were as fast or faster", false;
 }
 
@@ -1883,18 +1925,23 @@ static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *ba
      * staged (no save, no round trip: 2 PEs, 1 MiB in place 8.6 us against
      * 10.3) */
     const bool land = st_can_land(s, c), swap = !land && st_can_swap(s, c) && len > s->st_bytes;
+    const uint64_t sms = min_u64(s->sms > 0 ? (uint64_t)s->sms : 64, SYMM__ST_MAX_BLOCKS);
     symm__st_plan plan;
-    if (!symm__st_make_plan(len, s->sms > 0 ? (uint64_t)s->sms : 0, s->st_bytes, s->st_chunk,
-                            s->st_steps, land ? s->st_land : swap ? s->st_swap_max : 0, &plan)) {
+    const bool peer = n > 2 && symm__st_peer_plan(len, n, sms, s->st_bytes, s->st_peer_chunk,
+                                                  s->st_peer_steps, CU_ST_PEER_STEPS,
+                                                  p.gather != 0, &plan);
+    if (!peer && !symm__st_make_plan(len, sms, s->st_bytes, s->st_chunk, s->st_steps,
+                                     land ? s->st_land : swap ? s->st_swap_max : 0, &plan)) {
         *done = false;
         return SYMM_SUCCESS;
     }
-    const uint64_t blocks = plan.blocks, chunk = plan.chunk;
+    const uint64_t blocks = peer ? plan.blocks * (uint64_t)(n - 1) : plan.blocks, chunk = plan.chunk;
     p.chunk = chunk;
     p.depth = swap ? 0 : (uint32_t)plan.depth;
     p.steps = (uint32_t)plan.steps;
     p.land = land && plan.steps > plan.depth;
     p.swap = swap;
+    p.peer = peer;
     CUfunction f = NULL;
     SYMM_TRY(reduce_fn(s, c->dtype, c->op, CU_RED_STAGED, &f));
     SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per pair on %d PEs: algorithm staged (%s), "
@@ -1906,6 +1953,7 @@ static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *ba
                (unsigned long long)blocks, 2 * SYMM__ST_GROUP, p.steps, (unsigned long long)chunk,
                p.swap   ? "in place through shared memory, depth "
                : p.land ? "landing in the peer's dst after staged steps: "
+               : p.peer ? "blocks dealt out to the peers, steps "
                         : "depth ", p.depth);
     void *args[] = {&p};
     *done = true;

@@ -1,10 +1,11 @@
 /*
  * Staged reductions (symm_k_streduce_<dtype>_<op>: all-reduce and
  * reduce-scatter above the LL sizes), with the landing and the in-place
- * form of 2 PEs (swap): the device code and SYMM__K_STREDUCE, which the
- * kernel files kernels_staged_{8,16,32,64}.cu instantiate for the dtypes of
- * one element size each (SYMM__REDUCE_PAIRS_<bits>, kernels_common.cuh), so
- * that the heaviest form builds in four pieces in parallel. kernels.cu says
+ * form of 2 PEs (swap) and the peer form of larger teams: the device code
+ * and SYMM__K_STREDUCE, which the kernel files kernels_staged_{8,16,32,64}.cu
+ * instantiate for the dtypes of one element size each
+ * (SYMM__REDUCE_PAIRS_<bits>, kernels_common.cuh), so that the heaviest
+ * form builds in four pieces in parallel. kernels.cu says
  * how kernel files are built and loaded; the rest of the shared device code
  * is in kernels_common.cuh.
  */
@@ -106,6 +107,61 @@ __device__ __forceinline__ uint4 symm__st_combine(const uint4 *raw, int n) {
 #pragma unroll
     for (int k = 0; k < V; k++) o[k] = symm__from_acc<T>(acc[k]);
     return r;
+}
+
+/* Reduce ne elements of the n inputs in[0..n) (team order) into offset
+ * out_off of the heaps of the team PEs in the mask to (bit j: PE j): thread
+ * gt of GR. 16-byte vectors where p.vec says the offsets allow them. */
+template <typename T, typename Op>
+__device__ __forceinline__ void symm__st_combine_range(const symm__kstaged_params &p,
+                                                       const char *const *in, uint64_t out_off,
+                                                       uint64_t ne, unsigned gt, unsigned GR,
+                                                       unsigned to) {
+    typedef typename symm__acc<T>::type A;
+    constexpr int V = 16 / (int)sizeof(T);
+    constexpr uint64_t es = sizeof(T);
+    const Op op;
+    const int n = p.team.n, me = p.team.me;
+    const uint64_t nv = p.vec ? ne / V : 0;
+    uint64_t v = gt;
+    /* 2 PEs: U vectors of each input in flight (U = 2 but for 32-bit types:
+     * with 4, the 16-bit types' widened vectors and the 64-bit min / max
+     * spilled registers) */
+    constexpr int U = sizeof(T) == 4 ? 4 : 2;
+    if (n == 2 && to == 1u << me) {
+        char *const out = p.team.base[me] + out_off;
+        for (; v + (U - 1) * GR < nv; v += U * GR) {
+            uint4 raw[U][2];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                raw[u][0] = __ldcg((const uint4 *)(in[0] + (v + u * GR) * 16));
+                raw[u][1] = __ldcg((const uint4 *)(in[1] + (v + u * GR) * 16));
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                *(uint4 *)(out + (v + u * GR) * 16) = symm__st_combine<T, Op>(raw[u], 2);
+        }
+    }
+    for (; v < nv; v += GR) {
+        uint4 raw[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            if (j < n) raw[j] = __ldcg((const uint4 *)(in[j] + v * 16));
+        const uint4 r = symm__st_combine<T, Op>(raw, n);
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            if (j < n && (to >> j & 1u)) *(uint4 *)(p.team.base[j] + out_off + v * 16) = r;
+    }
+    for (uint64_t i = nv * V + gt; i < ne; i += GR) {
+        A acc = symm__to_acc<T>(symm__ldcg_elem<T>(in[0] + i * es));
+#pragma unroll
+        for (int j = 1; j < 8; j++)
+            if (j < n) acc = op(acc, symm__to_acc<T>(symm__ldcg_elem<T>(in[j] + i * es)));
+        const T r = symm__from_acc<T>(acc);
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            if (j < n && (to >> j & 1u)) *(T *)(p.team.base[j] + out_off + i * es) = r;
+    }
 }
 
 /* Swap: the in-place all-reduce of 2 PEs (swap: cuda.c) without staging.
@@ -221,12 +277,90 @@ __device__ __forceinline__ void symm__st_swap(const symm__kstaged_params &p, boo
     if (!ok && gt == 0) saved = SYMM__ST_DEAD;
 }
 
+/* Blocks dealt out to the peers (peer: more than 2 PEs, and the staging
+ * holds the whole call, so no slot is reused and nothing waits for credit;
+ * the layout of the pushing all-gather, kernels.cu symm_k_gather). Block x
+ * serves the y-th peer, y = x % (n - 1), team PE q = (me + 1 + y) % n, as
+ * that peer's xi-th block, xi = x / (n - 1), of Gx. The whole block first
+ * sends every step s: bytes [at, at + chunk) of q's slice, at = (s * Gx +
+ * xi) * chunk, into q's region for this PE, slot s, each piece followed by
+ * FLAG[xi] there; then, step by step, once every sender's FLAG[xi] has the
+ * step, the n - 1 blocks (xi, *) of this PE reduce its own slice's piece
+ * together, block (xi, y) the y-th of n - 1 parts, into this PE's dst (with
+ * gather: every PE's). Gather: after its last result a block raises
+ * DONE[xi * (n - 1) + y] at every peer and waits for the same word from
+ * every peer, whose block (xi, y) wrote the same part of the same pieces of
+ * its own slice here. Epoch, parity and giving up as in symm__st_reduce. */
+template <typename T, typename Op>
+__device__ __forceinline__ void symm__st_peer(const symm__kstaged_params &p, char *mine,
+                                              uint64_t par, uint64_t e24) {
+    constexpr uint64_t es = sizeof(T);
+    constexpr uint64_t V = 16 / sizeof(T);
+    const int n = p.team.n, me = p.team.me, m = n - 1;
+    const unsigned gt = threadIdx.x, GR = blockDim.x;
+    const unsigned xi = blockIdx.x / (unsigned)m, y = blockIdx.x % (unsigned)m;
+    const uint64_t Gx = gridDim.x / (unsigned)m;
+    const int q = (me + 1 + (int)y) % n;
+    const uint64_t K = p.chunk, P = p.steps;
+    /* sender s_'s region in receiver r_'s area (this parity) */
+    auto reg = [&](int s_, int r_) -> uint64_t {
+        return par + (uint64_t)(s_ < r_ ? s_ : s_ - 1) * p.st_region;
+    };
+    auto slot = [&](uint64_t s) -> uint64_t { return SYMM__ST_HDR + (s * Gx + xi) * K; };
+    /* thread t < n - 1 looks after the t-th peer, pt */
+    const bool server = (int)gt < m;
+    const int pt = (me + 1 + (int)gt) % n;
+    const uint64_t q_bytes = p.cnt[q] * es, my_bytes = p.cnt[me] * es;
+    const char *const to_q = mine + p.src_off + (uint64_t)q * p.src_j_stride;
+    const char *const my_src = mine + p.src_off + (uint64_t)me * p.src_j_stride;
+    char *const q_reg = p.team.base[q] + reg(me, q);
+    for (uint64_t s = 0; s < P; s++) {
+        const uint64_t at = (s * Gx + xi) * K;
+        if (at < q_bytes)
+            symm__copy(q_reg + slot(s), to_q + at, q_bytes - at < K ? q_bytes - at : K, gt, GR);
+        __syncthreads();
+        if (gt == 0) {
+            symm__fence_acq_rel_sys();
+            symm__st_relaxed_u64((uint64_t *)(q_reg + SYMM__ST_FLAG) + xi, e24 + s + 1);
+        }
+    }
+    bool ok = true;
+    for (uint64_t s = 0; ok && s < P; s++) {
+        const bool w = !server || symm__wait_ge_u64((const uint64_t *)(mine + reg(pt, me) +
+                                                                      SYMM__ST_FLAG) + xi,
+                                                    e24 + s + 1, p.timeout_ns, p.err);
+        ok = __syncthreads_and(w) != 0;
+        const uint64_t at = (s * Gx + xi) * K;
+        if (!ok || at >= my_bytes) continue;
+        const uint64_t ne = (my_bytes - at < K ? my_bytes - at : K) / es;
+        const uint64_t part = ((ne + m - 1) / m + V - 1) / V * V; /* part y of the piece */
+        const uint64_t lo = y * part < ne ? y * part : ne;
+        const uint64_t cnt = ne - lo < part ? ne - lo : part;
+        const unsigned to = p.gather ? (1u << n) - 1 : 1u << me;
+        const char *in[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            in[j] = (j == me || j >= n ? my_src + at : mine + reg(j, me) + slot(s)) + lo * es;
+        if (cnt) symm__st_combine_range<T, Op>(p, in, p.dst_off + at + lo * es, cnt, gt, GR, to);
+    }
+    if (ok && p.gather && P) { /* every peer's results for these parts are in */
+        __syncthreads();
+        bool w = true;
+        if (server) {
+            symm__fence_acq_rel_sys();
+            symm__st_relaxed_u64((uint64_t *)(p.team.base[pt] + reg(me, pt) + SYMM__ST_DONE) +
+                                     xi * m + y,
+                                 e24 + P);
+            w = symm__wait_ge_u64((const uint64_t *)(mine + reg(pt, me) + SYMM__ST_DONE) + xi * m + y,
+                                  e24 + P, p.timeout_ns, p.err);
+        }
+        __syncthreads_and(w);
+    }
+}
+
 template <typename T, typename Op>
 __device__ __forceinline__ void symm__st_reduce(const symm__kstaged_params &p) {
-    typedef typename symm__acc<T>::type A;
-    constexpr int V = 16 / (int)sizeof(T);
     constexpr uint64_t es = sizeof(T);
-    constexpr uint64_t GR = SYMM__ST_GROUP;
     __shared__ volatile uint32_t sent; /* steps whose input the senders have read */
     if (threadIdx.x == 0) sent = 0;
     __syncthreads();
@@ -239,14 +373,15 @@ __device__ __forceinline__ void symm__st_reduce(const symm__kstaged_params &p) {
     const bool sender = threadIdx.x < SYMM__ST_GROUP;
     const unsigned gt = sender ? threadIdx.x : threadIdx.x - SYMM__ST_GROUP;
     const uint64_t K = p.chunk;
-    const Op op;
     /* thread gt < n - 1 of a group looks after the flags of one peer: pj */
     const bool server = (int)gt < n - 1;
     const int pj = (int)gt < me ? (int)gt : (int)gt + 1;
     /* sender s's region in receiver r's area (this parity) */
 #define ST_REG(s_, r_) (par + (uint64_t)((s_) < (r_) ? (s_) : (s_) - 1) * p.st_region)
     const uint64_t e24 = e << 24;
-    if (p.swap) {
+    if (p.peer) {
+        symm__st_peer<T, Op>(p, mine, par, e24);
+    } else if (p.swap) {
         symm__st_swap<T, Op>(p, sender, gt, server, e24, mine, p.team.base[1 - me], par, sent);
     } else if (sender) {
         if (p.land && server) /* landing: tell the peer this PE runs */
@@ -305,59 +440,16 @@ __device__ __forceinline__ void symm__st_reduce(const symm__kstaged_params &p) {
                 break;
             }
             if (at < my_bytes) {
-                const uint64_t ne = (my_bytes - at < K ? my_bytes - at : K) / es;
-                const uint64_t out = p.dst_off + at;
                 const char *in[8];
 #pragma unroll
                 for (int j = 0; j < 8; j++)
                     in[j] = j == me  ? my_src + at
                             : j >= n ? my_src
-                            : landed ? mine + out /* the peer's piece, where the result goes */
+                            : landed ? mine + p.dst_off + at /* the peer's piece, where the result goes */
                                      : mine + ST_REG(j, me) + slot;
-                const uint64_t nv = p.vec ? ne / V : 0;
-                uint64_t v = gt;
-                /* 2 PEs: U vectors of each input in flight (U = 2 but for
-                 * 32-bit types: with 4, the 16-bit types' widened vectors
-                 * and the 64-bit min / max spilled registers) */
-                constexpr int U = sizeof(T) == 4 ? 4 : 2;
-                if (n == 2 && !p.gather)
-                    for (; v + (U - 1) * GR < nv; v += U * GR) {
-                        uint4 raw[U][2];
-#pragma unroll
-                        for (int u = 0; u < U; u++) {
-                            raw[u][0] = __ldcg((const uint4 *)(in[0] + (v + u * GR) * 16));
-                            raw[u][1] = __ldcg((const uint4 *)(in[1] + (v + u * GR) * 16));
-                        }
-#pragma unroll
-                        for (int u = 0; u < U; u++)
-                            *(uint4 *)(mine + out + (v + u * GR) * 16) =
-                                symm__st_combine<T, Op>(raw[u], 2);
-                    }
-                for (; v < nv; v += GR) {
-                    uint4 raw[8];
-#pragma unroll
-                    for (int j = 0; j < 8; j++)
-                        if (j < n) raw[j] = __ldcg((const uint4 *)(in[j] + v * 16));
-                    const uint4 r = symm__st_combine<T, Op>(raw, n);
-                    *(uint4 *)(mine + out + v * 16) = r;
-                    if (p.gather)
-#pragma unroll
-                        for (int j = 0; j < 8; j++)
-                            if (j < n && j != me) *(uint4 *)(p.team.base[j] + out + v * 16) = r;
-                }
-                for (uint64_t i = nv * V + gt; i < ne; i += GR) {
-                    A acc = symm__to_acc<T>(symm__ldcg_elem<T>(in[0] + i * es));
-#pragma unroll
-                    for (int j = 1; j < 8; j++)
-                        if (j < n)
-                            acc = op(acc, symm__to_acc<T>(symm__ldcg_elem<T>(in[j] + i * es)));
-                    const T r = symm__from_acc<T>(acc);
-                    *(T *)(mine + out + i * es) = r;
-                    if (p.gather)
-#pragma unroll
-                        for (int j = 0; j < 8; j++)
-                            if (j < n && j != me) *(T *)(p.team.base[j] + out + i * es) = r;
-                }
+                symm__st_combine_range<T, Op>(p, in, p.dst_off + at,
+                                              (my_bytes - at < K ? my_bytes - at : K) / es, gt,
+                                              SYMM__ST_GROUP, p.gather ? (1u << n) - 1 : 1u << me);
             }
             /* ack the pieces (only where a sender will reuse the slot in
              * this call) and, with gather, announce the results written */
