@@ -718,7 +718,7 @@ static void check_peer_plan(uint64_t len, int32_t n, uint64_t sms, uint64_t byte
     const uint64_t per = p.blocks * p.chunk;
     if (!(p.blocks >= 1 && p.blocks <= gx && p.blocks * (uint64_t)(n - 1) <= SYMM__ST_MAX_BLOCKS &&
           p.chunk >= 16 && p.chunk % 16 == 0 && p.depth == p.steps &&
-          (p.chunk >= piece || p.blocks * p.steps * piece >= len) &&
+          (p.chunk >= piece || steps || p.blocks * p.steps * piece >= len) &&
           (steps == 0 || len == 0 || p.steps <= steps) && (gather || steps || p.steps <= 1) &&
           per * p.steps <= bytes + SYMM__ST_SLACK &&
           (len ? per * p.steps >= len && per * (p.steps - 1) < len : p.steps == 0)))
@@ -864,17 +864,22 @@ static void test_staged_plan(void) {
     ASSERT_EQ(p.steps, 2);
     ASSERT_EQ(p.depth, 0);
     /* the peer form, defaults on 4 x H200 (132 SMs, 4 MiB of staging, 32
-     * KiB pieces): all-reduce of 16 MiB (4 MiB slices) in 3 steps of 43
-     * blocks a peer; of 8 MiB in 2 steps of 32 x 32 KiB; reduce-scatter of
-     * 16 MiB in one step of 44 blocks, 16 bytes a block over the staging */
+     * KiB pieces): all-reduce of 16 MiB (4 MiB slices) in 3 steps of 44
+     * blocks a peer; of 8 MiB in 2; of 4 MiB in one step of 32 x 32 KiB;
+     * reduce-scatter of 16 MiB in one step of 44 blocks, 16 bytes a block
+     * over the staging */
     ASSERT_TRUE(symm__st_peer_plan(4u << 20, 4, 132, 4 << 20, 32 << 10, 0, 3, true, &p));
-    ASSERT_EQ(p.blocks, 43);
-    ASSERT_EQ(p.chunk, 32528);
+    ASSERT_EQ(p.blocks, 44);
+    ASSERT_EQ(p.chunk, 31776);
     ASSERT_EQ(p.steps, 3);
     ASSERT_TRUE(symm__st_peer_plan(2u << 20, 4, 132, 4 << 20, 32 << 10, 0, 3, true, &p));
+    ASSERT_EQ(p.blocks, 44);
+    ASSERT_EQ(p.chunk, 23840);
+    ASSERT_EQ(p.steps, 2);
+    ASSERT_TRUE(symm__st_peer_plan(1u << 20, 4, 132, 4 << 20, 32 << 10, 0, 3, true, &p));
     ASSERT_EQ(p.blocks, 32);
     ASSERT_EQ(p.chunk, 32768);
-    ASSERT_EQ(p.steps, 2);
+    ASSERT_EQ(p.steps, 1);
     ASSERT_TRUE(symm__st_peer_plan(4u << 20, 4, 132, 4 << 20, 32 << 10, 0, 3, false, &p));
     ASSERT_EQ(p.blocks, 44);
     ASSERT_EQ(p.chunk, 95328);

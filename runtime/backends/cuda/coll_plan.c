@@ -34,8 +34,8 @@ bool symm__st_peer_plan(uint64_t len, int32_t n, uint64_t sms, uint64_t st_bytes
                         uint64_t steps, uint64_t max_steps, bool gather, symm__st_plan *out) {
     const uint64_t gx = n > 1 ? sms / (uint64_t)(n - 1) : 0;
     if (gx == 0) return false;
-    if (!steps) steps = gather ? min64(max64((len + gx * piece - 1) / (gx * piece), 1), max_steps) : 1;
-    const uint64_t blocks = min64(max64((len + steps * piece - 1) / (steps * piece), 1), gx);
+    const uint64_t blocks = min64(max64((len + piece - 1) / piece, 1), gx);
+    if (!steps) steps = gather ? min64(max64((len + blocks * piece - 1) / (blocks * piece), 1), max_steps) : 1;
     const uint64_t chunk = max64(((len + steps * blocks - 1) / (steps * blocks) + 15) / 16 * 16, 16);
     out->blocks = blocks;
     out->chunk = chunk;

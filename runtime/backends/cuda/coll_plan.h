@@ -37,12 +37,12 @@ bool symm__st_make_plan(uint64_t len, uint64_t sms, uint64_t st_bytes, uint64_t 
 
 /* The peer form (kernels_staged.cuh symm__st_peer; more than 2 PEs) for
  * slices of up to len bytes on n PEs, when the staging holds the whole
- * call: blocks per peer (1 to sms / (n - 1); the grid is blocks * (n - 1)),
- * steps (steps if nonzero; else with gather one per piece of each block's
- * share up to max_steps, without it 1), pieces of at least piece bytes
- * where the blocks allow, grown over them to cover len (16-byte multiples),
- * depth = steps (no slot is reused). false where the steps' pieces would
- * take more than st_bytes + SYMM__ST_SLACK, or sms < n - 1. piece >= 16. */
+ * call: one block per piece bytes, at most sms / (n - 1) per peer (the grid
+ * is blocks * (n - 1)); steps (steps if nonzero; else with gather one per
+ * piece of each block's share, up to max_steps, without it 1); each block's
+ * share split evenly over the steps (16-byte multiples); depth = steps (no
+ * slot is reused). false where the steps' pieces would take more than
+ * st_bytes + SYMM__ST_SLACK, or sms < n - 1. piece >= 16. */
 #define SYMM__ST_SLACK (16u * 256u) /* 16 bytes a block beyond a sender's staging */
 bool symm__st_peer_plan(uint64_t len, int32_t n, uint64_t sms, uint64_t st_bytes, uint64_t piece,
                         uint64_t steps, uint64_t max_steps, bool gather, symm__st_plan *out);

@@ -122,14 +122,15 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * always slower on 2 and 4 x H200); SYMM_CUDA_STAGED_STEPS for experiments. */
 #define CU_ST_STEPS 1
 /* The peer form (kernels_staged.cuh symm__st_peer: more than 2 PEs, the
- * call within the staging): a block moves at least CU_ST_PEER_CHUNK bytes a
- * step; a reduce-scatter takes one step, an all-reduce one per
- * CU_ST_PEER_CHUNK of each block's share, up to CU_ST_PEER_STEPS, so that
- * its results start out while pieces still come in. 4 x H200, graph, all-
- * reduce of 16 MiB: 78.8 us in 3 steps, 79.7 in 4, 80.7 in 1, 83.1 in 6; of
- * 8 MiB: 43.8 in 2 steps of 32 KiB, 46.3 in 1 of 48 KiB; reduce-scatter of
- * 8 / 16 MiB: 25.2 / 45.8 in 1 step, 27.0 / 47.3 in 2 (docs/DECISIONS.md
- * "Collectives"). SYMM_CUDA_STAGED_CHUNK and _STEPS, where given, apply. */
+ * call within the staging; symm__st_peer_plan): a block per CU_ST_PEER_CHUNK
+ * bytes up to one a SM; a reduce-scatter takes one step, an all-reduce one
+ * per CU_ST_PEER_CHUNK of each block's share, up to CU_ST_PEER_STEPS, so
+ * that its results start out while pieces still come in. 4 x H200, graph,
+ * all-reduce of 16 MiB: 78.7-79.1 us in 3 steps of 44 blocks a peer, 79.7 in
+ * 4, 80.4-80.7 in 1, 83.1 in 6 (and 81.6-82.0 in 3 steps of 43 blocks); of
+ * 8 MiB: 43.8-44.4 in 2 steps, 46.1-46.3 in 1; reduce-scatter of 8 / 16 MiB:
+ * 25.2 / 45.8 in 1 step, 27.0 / 47.3 in 2 (docs/DECISIONS.md "Collectives").
+ * SYMM_CUDA_STAGED_CHUNK and _STEPS, where given, apply. */
 #define CU_ST_PEER_CHUNK (32u << 10)
 #define CU_ST_PEER_STEPS 3
 /* Landing (kernels_staged.cuh "Landing"): on 2 PEs, out of place, the steps
