@@ -1819,6 +1819,17 @@ static bool st_can_swap(const cu_state *s, const symm__coll *c) {
            c->dst_off == c->src_off;
 }
 
+/* The peer form's shape for slices of up to len bytes on n PEs
+ * (symm__st_peer_plan, with this GPU's SMs and the staging settings), or
+ * false where it does not apply: fewer than 3 PEs, or more than the
+ * staging holds. */
+static bool st_peer_shape(const cu_state *s, uint64_t len, int32_t n, bool gather,
+                          symm__st_plan *plan) {
+    const uint64_t sms = min_u64(s->sms > 0 ? (uint64_t)s->sms : 64, SYMM__ST_MAX_BLOCKS);
+    return n > 2 && symm__st_peer_plan(len, n, sms, s->st_bytes, s->st_peer_chunk,
+                                       s->st_peer_steps, CU_ST_PEER_STEPS, gather, plan);
+}
+
 /* Staged form of a reduction (kernels_staged.cuh), or false with why not
  * (for the trace) when cuda_coll should run the barrier algorithm. Called
  * once LL was ruled out. "auto" takes it where it beat the two-shot / pull
@@ -1876,11 +1887,9 @@ static bool st_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
                            : "auto, all-reduce of 64 MiB or more on more than 4 PEs", true;
     if (wide && c->kind == SYMM__COLL_REDUCESCATTER && pair_bytes >= CU_ST_AUTO_WIDE_RS_MIN) {
         symm__st_plan plan;
-        const uint64_t sms = min_u64(s->sms > 0 ? (uint64_t)s->sms : 64, SYMM__ST_MAX_BLOCKS);
         if (team->n_pes == 3)
             return *why = "auto, reduce-scatter of 2 MiB or more a PE on 3 PEs", true;
-        if (symm__st_peer_plan(pair_bytes, team->n_pes, sms, s->st_bytes, s->st_peer_chunk,
-                               s->st_peer_steps, CU_ST_PEER_STEPS, false, &plan))
+        if (st_peer_shape(s, pair_bytes, team->n_pes, false, &plan))
             return *why = "auto, reduce-scatter of 2 MiB or more a PE, within the staging (peer form)", true;
     }
     return *why = "auto, where the barrier algorithms were as fast or faster", false;
@@ -1926,12 +1935,10 @@ static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *ba
      * staged (no save, no round trip: 2 PEs, 1 MiB in place 8.6 us against
      * 10.3) */
     const bool land = st_can_land(s, c), swap = !land && st_can_swap(s, c) && len > s->st_bytes;
-    const uint64_t sms = min_u64(s->sms > 0 ? (uint64_t)s->sms : 64, SYMM__ST_MAX_BLOCKS);
     symm__st_plan plan;
-    const bool peer = n > 2 && symm__st_peer_plan(len, n, sms, s->st_bytes, s->st_peer_chunk,
-                                                  s->st_peer_steps, CU_ST_PEER_STEPS,
-                                                  p.gather != 0, &plan);
-    if (!peer && !symm__st_make_plan(len, sms, s->st_bytes, s->st_chunk, s->st_steps,
+    const bool peer = st_peer_shape(s, len, n, p.gather != 0, &plan);
+    if (!peer && !symm__st_make_plan(len, s->sms > 0 ? (uint64_t)s->sms : 0, s->st_bytes,
+                                     s->st_chunk, s->st_steps,
                                      land ? s->st_land : swap ? s->st_swap_max : 0, &plan)) {
         *done = false;
         return SYMM_SUCCESS;
