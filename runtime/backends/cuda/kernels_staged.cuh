@@ -109,6 +109,17 @@ __device__ __forceinline__ uint4 symm__st_combine(const uint4 *raw, int n) {
     return r;
 }
 
+/* Sender s's region in receiver r's staged area of the parity at par. */
+__device__ __forceinline__ uint64_t symm__st_reg(const symm__kstaged_params &p, uint64_t par, int s,
+                                                 int r) {
+    return par + (uint64_t)(s < r ? s : s - 1) * p.st_region;
+}
+/* The PEs a reduced piece goes to (bit j: PE j): with gather every team
+ * PE, else this one. */
+__device__ __forceinline__ unsigned symm__st_dests(const symm__kstaged_params &p) {
+    return p.gather ? (1u << p.team.n) - 1 : 1u << p.team.me;
+}
+
 /* Reduce ne elements of the n inputs in[0..n) (team order) into offset
  * out_off of the heaps of the team PEs in the mask to (bit j: PE j): thread
  * gt of GR. 16-byte vectors where p.vec says the offsets allow them. */
@@ -302,10 +313,7 @@ __device__ __forceinline__ void symm__st_peer(const symm__kstaged_params &p, cha
     const uint64_t Gx = gridDim.x / (unsigned)m;
     const int q = (me + 1 + (int)y) % n;
     const uint64_t K = p.chunk, P = p.steps;
-    /* sender s_'s region in receiver r_'s area (this parity) */
-    auto reg = [&](int s_, int r_) -> uint64_t {
-        return par + (uint64_t)(s_ < r_ ? s_ : s_ - 1) * p.st_region;
-    };
+    auto reg = [&](int s_, int r_) { return symm__st_reg(p, par, s_, r_); };
     auto slot = [&](uint64_t s) -> uint64_t { return SYMM__ST_HDR + (s * Gx + xi) * K; };
     /* thread t < n - 1 looks after the t-th peer, pt */
     const bool server = (int)gt < m;
@@ -336,12 +344,13 @@ __device__ __forceinline__ void symm__st_peer(const symm__kstaged_params &p, cha
         const uint64_t part = ((ne + m - 1) / m + V - 1) / V * V; /* part y of the piece */
         const uint64_t lo = y * part < ne ? y * part : ne;
         const uint64_t cnt = ne - lo < part ? ne - lo : part;
-        const unsigned to = p.gather ? (1u << n) - 1 : 1u << me;
         const char *in[8];
 #pragma unroll
         for (int j = 0; j < 8; j++)
             in[j] = (j == me || j >= n ? my_src + at : mine + reg(j, me) + slot(s)) + lo * es;
-        if (cnt) symm__st_combine_range<T, Op>(p, in, p.dst_off + at + lo * es, cnt, gt, GR, to);
+        if (cnt)
+            symm__st_combine_range<T, Op>(p, in, p.dst_off + at + lo * es, cnt, gt, GR,
+                                          symm__st_dests(p));
     }
     if (ok && p.gather && P) { /* every peer's results for these parts are in */
         __syncthreads();
@@ -376,8 +385,7 @@ __device__ __forceinline__ void symm__st_reduce(const symm__kstaged_params &p) {
     /* thread gt < n - 1 of a group looks after the flags of one peer: pj */
     const bool server = (int)gt < n - 1;
     const int pj = (int)gt < me ? (int)gt : (int)gt + 1;
-    /* sender s's region in receiver r's area (this parity) */
-#define ST_REG(s_, r_) (par + (uint64_t)((s_) < (r_) ? (s_) : (s_) - 1) * p.st_region)
+#define ST_REG(s_, r_) symm__st_reg(p, par, (s_), (r_))
     const uint64_t e24 = e << 24;
     if (p.peer) {
         symm__st_peer<T, Op>(p, mine, par, e24);
@@ -449,7 +457,7 @@ __device__ __forceinline__ void symm__st_reduce(const symm__kstaged_params &p) {
                                      : mine + ST_REG(j, me) + slot;
                 symm__st_combine_range<T, Op>(p, in, p.dst_off + at,
                                               (my_bytes - at < K ? my_bytes - at : K) / es, gt,
-                                              SYMM__ST_GROUP, p.gather ? (1u << n) - 1 : 1u << me);
+                                              SYMM__ST_GROUP, symm__st_dests(p));
             }
             /* ack the pieces (only where a sender will reuse the slot in
              * this call) and, with gather, announce the results written */
