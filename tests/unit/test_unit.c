@@ -702,8 +702,8 @@ static void check_land_plan(uint64_t len, uint64_t sms, uint64_t bytes, uint64_t
 }
 
 /* The peer form's plan (more than 2 PEs, the staging holds the call): it
- * covers len with no empty step, in 1 to sms / (n - 1) blocks of whole
- * 16-byte pieces (at least piece where the blocks allow), within the
+ * covers len with no empty step, in 1 to sms / (n - 1) blocks of pieces of
+ * whole 128-byte lines (at least piece where the blocks allow), within the
  * staging and its slack, and within the 256 flag words (blocks * (n - 1));
  * it says no only where the staging cannot hold the call. */
 static void check_peer_plan(uint64_t len, int32_t n, uint64_t sms, uint64_t bytes, uint64_t piece,
@@ -712,12 +712,12 @@ static void check_peer_plan(uint64_t len, int32_t n, uint64_t sms, uint64_t byte
     const uint64_t gx = sms / (uint64_t)(n - 1);
     const bool ok = symm__st_peer_plan(len, n, sms, bytes, piece, steps, 3, gather, &p);
     if (!ok) {
-        ASSERT_TRUE(gx == 0 || len + 16 * (steps ? steps : 3) * gx > bytes + SYMM__ST_SLACK);
+        ASSERT_TRUE(gx == 0 || len + SYMM__ST_ALIGN * (steps ? steps : 3) * gx > bytes + SYMM__ST_SLACK);
         return;
     }
     const uint64_t per = p.blocks * p.chunk;
     if (!(p.blocks >= 1 && p.blocks <= gx && p.blocks * (uint64_t)(n - 1) <= SYMM__ST_MAX_BLOCKS &&
-          p.chunk >= 16 && p.chunk % 16 == 0 && p.depth == p.steps &&
+          p.chunk >= 16 && p.chunk % SYMM__ST_ALIGN == 0 && p.depth == p.steps &&
           (p.chunk >= piece || steps || p.blocks * p.steps * piece >= len) &&
           (steps == 0 || len == 0 || p.steps <= steps) && (gather || steps || p.steps <= 1) &&
           per * p.steps <= bytes + SYMM__ST_SLACK &&
@@ -866,15 +866,15 @@ static void test_staged_plan(void) {
     /* the peer form, defaults on 4 x H200 (132 SMs, 4 MiB of staging, 32
      * KiB pieces): all-reduce of 16 MiB (4 MiB slices) in 3 steps of 44
      * blocks a peer; of 8 MiB in 2; of 4 MiB in one step of 32 x 32 KiB;
-     * reduce-scatter of 16 MiB in one step of 44 blocks, 16 bytes a block
-     * over the staging */
+     * reduce-scatter of 16 MiB in one step of 44 blocks; pieces of whole
+     * 128-byte lines, 12 / 1.5 KiB over the staging (in its slack) at 16 MiB */
     ASSERT_TRUE(symm__st_peer_plan(4u << 20, 4, 132, 4 << 20, 32 << 10, 0, 3, true, &p));
     ASSERT_EQ(p.blocks, 44);
-    ASSERT_EQ(p.chunk, 31776);
+    ASSERT_EQ(p.chunk, 31872);
     ASSERT_EQ(p.steps, 3);
     ASSERT_TRUE(symm__st_peer_plan(2u << 20, 4, 132, 4 << 20, 32 << 10, 0, 3, true, &p));
     ASSERT_EQ(p.blocks, 44);
-    ASSERT_EQ(p.chunk, 23840);
+    ASSERT_EQ(p.chunk, 23936);
     ASSERT_EQ(p.steps, 2);
     ASSERT_TRUE(symm__st_peer_plan(1u << 20, 4, 132, 4 << 20, 32 << 10, 0, 3, true, &p));
     ASSERT_EQ(p.blocks, 32);
@@ -882,10 +882,10 @@ static void test_staged_plan(void) {
     ASSERT_EQ(p.steps, 1);
     ASSERT_TRUE(symm__st_peer_plan(4u << 20, 4, 132, 4 << 20, 32 << 10, 0, 3, false, &p));
     ASSERT_EQ(p.blocks, 44);
-    ASSERT_EQ(p.chunk, 95328);
+    ASSERT_EQ(p.chunk, 95360);
     ASSERT_EQ(p.steps, 1);
     /* beyond the staging: the two-group form's plan instead */
-    ASSERT_TRUE(!symm__st_peer_plan((4u << 20) + (64u << 10), 4, 132, 4 << 20, 32 << 10, 0, 3,
+    ASSERT_TRUE(!symm__st_peer_plan((4u << 20) + (128u << 10), 4, 132, 4 << 20, 32 << 10, 0, 3,
                                     false, &p));
     unsigned seed = 777;
     for (int i = 0; i < 200000; i++) {

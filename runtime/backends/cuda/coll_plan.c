@@ -1,9 +1,7 @@
 /* Grid of a staged reduction, shape of an LL128 one: see coll_plan.h. */
 #include "coll_plan.h"
 
-#include "kernel_params.h"
-
-_Static_assert(SYMM__ST_SLACK == 16u * SYMM__ST_MAX_BLOCKS, "16 bytes a block of slack");
+_Static_assert(SYMM__ST_ALIGN % 16 == 0 && SYMM__ST_SLACK % 16 == 0, "whole 16-byte vectors");
 
 static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
@@ -36,7 +34,8 @@ bool symm__st_peer_plan(uint64_t len, int32_t n, uint64_t sms, uint64_t st_bytes
     if (gx == 0) return false;
     const uint64_t blocks = min64(max64((len + piece - 1) / piece, 1), gx);
     if (!steps) steps = gather ? min64(max64((len + blocks * piece - 1) / (blocks * piece), 1), max_steps) : 1;
-    const uint64_t chunk = max64(((len + steps * blocks - 1) / (steps * blocks) + 15) / 16 * 16, 16);
+    const uint64_t A = SYMM__ST_ALIGN;
+    const uint64_t chunk = max64(((len + steps * blocks - 1) / (steps * blocks) + A - 1) / A * A, A);
     out->blocks = blocks;
     out->chunk = chunk;
     out->steps = out->depth = (len + blocks * chunk - 1) / (blocks * chunk);

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kernel_params.h"
+
 typedef struct symm__st_plan {
     uint64_t blocks; /* grid size: at most sms and SYMM__ST_MAX_BLOCKS          */
     uint64_t chunk;  /* bytes of a slice a block moves per step (16-byte multiple) */
@@ -40,10 +42,14 @@ bool symm__st_make_plan(uint64_t len, uint64_t sms, uint64_t st_bytes, uint64_t 
  * call: one block per piece bytes, at most sms / (n - 1) per peer (the grid
  * is blocks * (n - 1)); steps (steps if nonzero; else with gather one per
  * piece of each block's share, up to max_steps, without it 1); each block's
- * share split evenly over the steps (16-byte multiples); depth = steps (no
- * slot is reused). false where the steps' pieces would take more than
- * st_bytes + SYMM__ST_SLACK, or sms < n - 1. piece >= 16. */
-#define SYMM__ST_SLACK (16u * 256u) /* 16 bytes a block beyond a sender's staging */
+ * share split evenly over the steps, in whole lines (SYMM__ST_ALIGN);
+ * depth = steps (no slot is reused). false where the steps' pieces would
+ * take more than st_bytes + SYMM__ST_SLACK, or sms < n - 1. piece >= 16.
+ * The slack, beyond each sender's staging, holds what rounding the pieces
+ * up to whole lines adds in up to SYMM__ST_PEER_STEPS steps of 256 blocks,
+ * so that a call of exactly the staging still takes the peer form. */
+#define SYMM__ST_PEER_STEPS 3u
+#define SYMM__ST_SLACK (SYMM__ST_ALIGN * SYMM__ST_MAX_BLOCKS * SYMM__ST_PEER_STEPS)
 bool symm__st_peer_plan(uint64_t len, int32_t n, uint64_t sms, uint64_t st_bytes, uint64_t piece,
                         uint64_t steps, uint64_t max_steps, bool gather, symm__st_plan *out);
 

@@ -124,15 +124,15 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
 /* The peer form (kernels_staged.cuh symm__st_peer: more than 2 PEs, the
  * call within the staging; symm__st_peer_plan): a block per CU_ST_PEER_CHUNK
  * bytes up to one a SM; a reduce-scatter takes one step, an all-reduce one
- * per CU_ST_PEER_CHUNK of each block's share, up to CU_ST_PEER_STEPS, so
- * that its results start out while pieces still come in. 4 x H200, graph,
- * all-reduce of 16 MiB: 78.7-79.1 us in 3 steps of 44 blocks a peer, 79.7 in
- * 4, 80.4-80.7 in 1, 83.1 in 6 (and 81.6-82.0 in 3 steps of 43 blocks); of
- * 8 MiB: 43.8-44.4 in 2 steps, 46.1-46.3 in 1; reduce-scatter of 8 / 16 MiB:
- * 25.2 / 45.8 in 1 step, 27.0 / 47.3 in 2 (docs/DECISIONS.md "Collectives").
- * SYMM_CUDA_STAGED_CHUNK and _STEPS, where given, apply. */
+ * per CU_ST_PEER_CHUNK of each block's share, up to SYMM__ST_PEER_STEPS (3),
+ * so that its results start out while pieces still come in. 4 x H200,
+ * graph, all-reduce of 16 MiB (pieces of 16-byte vectors then; whole lines
+ * since, SYMM__ST_ALIGN: 1.3-1.6 us less): 78.7-79.1 us in 3 steps of 44
+ * blocks a peer, 79.7 in 4, 80.4-80.7 in 1, 83.1 in 6; of 8 MiB: 43.8-44.4
+ * in 2 steps, 46.1-46.3 in 1; reduce-scatter of 8 / 16 MiB: 25.2 / 45.8 in 1
+ * step, 27.0 / 47.3 in 2 (docs/DECISIONS.md "Collectives"). SYMM_CUDA_STAGED_CHUNK
+ * and _STEPS, where given, apply. */
 #define CU_ST_PEER_CHUNK (32u << 10)
-#define CU_ST_PEER_STEPS 3
 /* Landing (kernels_staged.cuh "Landing"): on 2 PEs, out of place, the steps
  * beyond what the staging holds go straight into the peer's dst, pieces of up
  * to this many bytes a block, with no credit to wait for. 64 KiB was best on
@@ -1827,7 +1827,7 @@ static bool st_peer_shape(const cu_state *s, uint64_t len, int32_t n, bool gathe
                           symm__st_plan *plan) {
     const uint64_t sms = min_u64(s->sms > 0 ? (uint64_t)s->sms : 64, SYMM__ST_MAX_BLOCKS);
     return n > 2 && symm__st_peer_plan(len, n, sms, s->st_bytes, s->st_peer_chunk,
-                                       s->st_peer_steps, CU_ST_PEER_STEPS, gather, plan);
+                                       s->st_peer_steps, SYMM__ST_PEER_STEPS, gather, plan);
 }
 
 /* Staged form of a reduction (kernels_staged.cuh), or false with why not

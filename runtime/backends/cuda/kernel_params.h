@@ -177,6 +177,11 @@ typedef struct symm__kl8_params {
 #define SYMM__ST_DONE 4096u  /* u64[256]: the sender's gathered results, up to a step;
                               * landing: the sender runs (its epoch << 24)          */
 #define SYMM__ST_HDR 8192u
+/* The peer form's pieces (coll_plan.c symm__st_peer_plan) and the parts its
+ * blocks reduce (kernels_staged.cuh symm__st_peer) are whole 128-byte lines:
+ * with 16-byte ones the 16 MiB all-reduce on 4 x H200 took 78.96-79.29 us
+ * (81.66 with 43 blocks a peer), with 128-byte ones 77.47-77.67 (77.74). */
+#define SYMM__ST_ALIGN 128u
 typedef struct symm__kstaged_params {
     symm__kteam8 team;
     uint64_t area_off, timeout_ns; /* the slot's barrier flags: PE me's entry is the epoch */

@@ -341,7 +341,8 @@ __device__ __forceinline__ void symm__st_peer(const symm__kstaged_params &p, cha
         const uint64_t at = (s * Gx + xi) * K;
         if (!ok || at >= my_bytes) continue;
         const uint64_t ne = (my_bytes - at < K ? my_bytes - at : K) / es;
-        const uint64_t part = ((ne + m - 1) / m + V - 1) / V * V; /* part y of the piece */
+        constexpr uint64_t L = SYMM__ST_ALIGN / es; /* part y of the piece, in whole lines */
+        const uint64_t part = ((ne + m - 1) / m + L - 1) / L * L;
         const uint64_t lo = y * part < ne ? y * part : ne;
         const uint64_t cnt = ne - lo < part ? ne - lo : part;
         const char *in[8];
