@@ -1842,7 +1842,7 @@ static bool st_peer_shape(const cu_state *s, uint64_t len, int32_t n, bool gathe
  * against 19.5-20.0); on 2 PEs in place (swap) for the all-reduce from 64
  * MiB (256 MiB: 767 us against 814, 64 MiB: 205-210 against 212; 16 MiB
  * even, 1-4 MiB slower). On more PEs: the all-reduce from 4 MiB (4 PEs, in
- * the peer form: 16 MiB 78.8 us against 86.6, 4 MiB 26.5 against 28.0; 256
+ * the peer form: 16 MiB 77.6 us against 86.6, 4 MiB 26.5 against 28.0; 256
  * MiB: 339 GB/s bus bandwidth against 316; 3 PEs: 12 MiB 52.7 against
  * 57.5, 32 MiB 150.7 against 155.8; 4 PEs at 32 MiB was 1.5 % slower, 172.9
  * against 170.3); the reduce-scatter from 2 MiB a PE where the peer form
