@@ -306,7 +306,6 @@ template <typename T, typename Op>
 __device__ __forceinline__ void symm__st_peer(const symm__kstaged_params &p, char *mine,
                                               uint64_t par, uint64_t e24) {
     constexpr uint64_t es = sizeof(T);
-    constexpr uint64_t V = 16 / sizeof(T);
     const int n = p.team.n, me = p.team.me, m = n - 1;
     const unsigned gt = threadIdx.x, GR = blockDim.x;
     const unsigned xi = blockIdx.x / (unsigned)m, y = blockIdx.x % (unsigned)m;
