@@ -14,7 +14,8 @@
 
 typedef struct symm__st_plan {
     uint64_t blocks; /* grid size: at most sms and SYMM__ST_MAX_BLOCKS          */
-    uint64_t chunk;  /* bytes of a slice a block moves per step (16-byte multiple) */
+    uint64_t chunk;  /* bytes of a slice a block moves per step: a 16-byte
+                      * multiple (the peer form: of SYMM__ST_ALIGN)              */
     uint64_t depth;  /* slots of the staging ring: blocks * chunk * depth <= bytes;
                       * landing: the steps staged (the rest land), <= steps      */
     uint64_t steps;  /* blocks * chunk * steps covers len, with no empty step   */
