@@ -533,9 +533,11 @@ static void test_zero_elements(symm_ctx ctx, symm_team t, cudaStream_t s) {
 /* A CUDA graph of an all-reduce of ne elements, an all-gather of ng a PE
  * and an in-place all-reduce, replayed several times: each replay must
  * advance the device-side epoch (the in-place all-reduce's input is the
- * previous replay's output). Small sizes take the LL algorithm; large ones
- * the barrier algorithms, whose closing barrier is a kernel of its own in a
- * graph (and fused into the data kernel outside one). */
+ * previous replay's output). Small sizes take the LL algorithm, larger ones
+ * LL128, the staged kernels (6 MiB and a bit: the peer form, on 2 PEs in
+ * halves, on 3 and 4 a slice each) or the barrier algorithms, whose closing
+ * barrier is a kernel of its own in a graph (and fused into the data kernel
+ * outside one). */
 static void test_graph(symm_ctx ctx, symm_team t, cudaStream_t s, uint64_t ne, uint64_t ng) {
     const int n = symm_team_n_pes(t), me = symm_team_my_pe(t);
     symm_buf a = NULL, b = NULL, c = NULL;
@@ -602,6 +604,7 @@ int main(void) {
     test_zero_elements(ctx, world, s);
     test_graph(ctx, world, s, 1001, 77);
     test_graph(ctx, world, s, 1u << 20, 1u << 18); /* 4 MiB, 1 MiB a PE: above LL */
+    test_graph(ctx, world, s, (3u << 19) + 1001, 1u << 18); /* 6 MiB + 4004 bytes */
     /* a split team (its own sync slot, zeroed at creation) */
     symm_team t = NULL;
     CHECK_OK(symm_team_split_strided(world, 0, 1, gpu_n, NULL, &t));

@@ -701,11 +701,12 @@ static void check_land_plan(uint64_t len, uint64_t sms, uint64_t bytes, uint64_t
                    (unsigned long long)p.depth, (unsigned long long)p.steps);
 }
 
-/* The peer form's plan (more than 2 PEs, the staging holds the call): it
- * covers len with no empty step, in 1 to sms / (n - 1) blocks of pieces of
- * whole 128-byte lines (at least piece where the blocks allow), within the
- * staging and its slack, and within the 256 flag words (blocks * (n - 1));
- * it says no only where the staging cannot hold the call. */
+/* The peer form's plan (an all-reduce on 2 PEs, any reduction on more; the
+ * staging holds the call): it covers len with no empty step, in 1 to
+ * sms / (n - 1) blocks of pieces of whole 128-byte lines (at least piece
+ * where the blocks allow), within the staging and its slack, and within the
+ * 256 flag words (blocks * (n - 1)); it says no only where the staging
+ * cannot hold the call. */
 static void check_peer_plan(uint64_t len, int32_t n, uint64_t sms, uint64_t bytes, uint64_t piece,
                             uint64_t steps, bool gather) {
     symm__st_plan p;
@@ -815,78 +816,81 @@ static void test_l8_shape(void) {
     }
 }
 
+/* A documented grid (symm__st_make_plan on 132 SMs, want_steps 1): blocks
+ * x chunk bytes, steps and depth as given. */
+static void expect_plan(uint64_t len, uint64_t bytes, uint64_t cmin, uint64_t land, uint64_t blocks,
+                        uint64_t chunk, uint64_t steps, uint64_t depth) {
+    symm__st_plan p;
+    if (!symm__st_make_plan(len, 132, bytes, cmin, 1, land, &p) || p.blocks != blocks ||
+        p.chunk != chunk || p.steps != steps || p.depth != depth)
+        TEST_FAIL_("plan(len %llu, bytes %llu, chunk %llu, land %llu) = %llu x %llu, %llu steps, "
+                   "depth %llu; expected %llu x %llu, %llu, %llu", (unsigned long long)len,
+                   (unsigned long long)bytes, (unsigned long long)cmin, (unsigned long long)land,
+                   (unsigned long long)p.blocks, (unsigned long long)p.chunk,
+                   (unsigned long long)p.steps, (unsigned long long)p.depth,
+                   (unsigned long long)blocks, (unsigned long long)chunk,
+                   (unsigned long long)steps, (unsigned long long)depth);
+}
+
+/* A documented peer plan (symm__st_peer_plan with the defaults: 132 SMs,
+ * 32 KiB pieces, up to 3 steps): blocks a peer x chunk bytes in steps, or,
+ * with blocks 0, none (the staging does not hold the call). */
+static void expect_peer_plan(uint64_t len, int32_t n, uint64_t bytes, bool gather, uint64_t blocks,
+                             uint64_t chunk, uint64_t steps) {
+    symm__st_plan p = {0, 0, 0, 0};
+    const bool ok = symm__st_peer_plan(len, n, 132, bytes, 32 << 10, 0, 3, gather, &p);
+    if (ok != (blocks != 0) || (ok && (p.blocks != blocks || p.chunk != chunk || p.steps != steps)))
+        TEST_FAIL_("peer plan(len %llu, n %d, bytes %llu, %s) = %s%llu x %llu, %llu steps; "
+                   "expected %llu x %llu, %llu", (unsigned long long)len, (int)n,
+                   (unsigned long long)bytes, gather ? "gather" : "no gather", ok ? "" : "none: ",
+                   (unsigned long long)p.blocks, (unsigned long long)p.chunk,
+                   (unsigned long long)p.steps, (unsigned long long)blocks,
+                   (unsigned long long)chunk, (unsigned long long)steps);
+}
+
 static void test_staged_plan(void) {
     symm__st_plan p;
     /* 2-PE all-reduce of 1 MiB, defaults on an H200 (132 SMs): one step of
      * 128 blocks x 8 KiB */
-    ASSERT_TRUE(symm__st_make_plan(1 << 20, 132, 4 << 20, 8 << 10, 1, 0, &p));
-    ASSERT_EQ(p.blocks, 128);
-    ASSERT_EQ(p.chunk, 8192);
-    ASSERT_EQ(p.steps, 1);
-    ASSERT_EQ(p.depth, 4);
+    expect_plan(1 << 20, 4 << 20, 8 << 10, 0, 128, 8192, 1, 4);
     /* 256 MiB: every SM, pieces grown to half the staging over the blocks */
-    ASSERT_TRUE(symm__st_make_plan(256u << 20, 132, 4 << 20, 8 << 10, 1, 0, &p));
-    ASSERT_EQ(p.blocks, 132);
-    ASSERT_EQ(p.chunk, 15872);
-    ASSERT_EQ(p.depth, 2);
-    ASSERT_EQ(p.steps, 129);
+    expect_plan(256u << 20, 4 << 20, 8 << 10, 0, 132, 15872, 129, 2);
     /* gpu_coll_staged (64 KiB of staging, 1 KiB pieces), 70001 int32: many
      * steps, every slot reused */
-    ASSERT_TRUE(symm__st_make_plan(70001 * 4, 132, 64 << 10, 1 << 10, 1, 0, &p));
-    ASSERT_EQ(p.blocks, 32);
-    ASSERT_EQ(p.chunk, 1024);
-    ASSERT_EQ(p.depth, 2);
-    ASSERT_EQ(p.steps, 9);
+    expect_plan(70001 * 4, 64 << 10, 1 << 10, 0, 32, 1024, 9, 2);
     /* nothing to do: no step */
     ASSERT_TRUE(symm__st_make_plan(0, 132, 4 << 20, 8 << 10, 1, 0, &p));
     ASSERT_EQ(p.steps, 0);
     /* more steps than the flags count */
     ASSERT_TRUE(!symm__st_make_plan(1ull << 62, 1, 64 << 10, 16, 1, 0, &p));
-    /* landing, 2-PE all-reduce of 16 MiB, defaults: every SM, 64 KiB
-     * pieces, none staged (4 MiB < 132 x 64 KiB) */
-    ASSERT_TRUE(symm__st_make_plan(16u << 20, 132, 4 << 20, 8 << 10, 1, 64 << 10, &p));
-    ASSERT_EQ(p.blocks, 132);
-    ASSERT_EQ(p.chunk, 65536);
-    ASSERT_EQ(p.steps, 2);
-    ASSERT_EQ(p.depth, 0);
+    /* landing, 2-PE all-reduce of 16 MiB, defaults (at most 4 MiB staged,
+     * CU_ST_LAND_STAGED_MAX): every SM, 64 KiB pieces, none staged (4 MiB <
+     * 132 x 64 KiB) */
+    expect_plan(16u << 20, 4 << 20, 8 << 10, 64 << 10, 132, 65536, 2, 0);
     /* 1 MiB: as without landing, all of it staged */
-    ASSERT_TRUE(symm__st_make_plan(1 << 20, 132, 4 << 20, 8 << 10, 1, 64 << 10, &p));
-    ASSERT_EQ(p.blocks, 128);
-    ASSERT_EQ(p.chunk, 8192);
-    ASSERT_EQ(p.steps, 1);
-    ASSERT_EQ(p.depth, 1);
+    expect_plan(1 << 20, 4 << 20, 8 << 10, 64 << 10, 128, 8192, 1, 1);
     /* gpu_coll_staged_land (64 KiB staging, 1 KiB pieces, land 2 KiB):
      * 70001 int32 on 132 SMs: 133 blocks' worth, so 2 KiB pieces, 2 steps,
      * the first staged (64 KiB / (132 x 2 KiB) = 0: none) */
-    ASSERT_TRUE(symm__st_make_plan(70001 * 4, 132, 64 << 10, 1 << 10, 1, 2 << 10, &p));
-    ASSERT_EQ(p.blocks, 132);
-    ASSERT_EQ(p.chunk, 2048);
-    ASSERT_EQ(p.steps, 2);
-    ASSERT_EQ(p.depth, 0);
-    /* the peer form, defaults on 4 x H200 (132 SMs, 4 MiB of staging, 32
-     * KiB pieces): all-reduce of 16 MiB (4 MiB slices) in 3 steps of 44
-     * blocks a peer; of 8 MiB in 2; of 4 MiB in one step of 32 x 32 KiB;
-     * reduce-scatter of 16 MiB in one step of 44 blocks; pieces of whole
-     * 128-byte lines, 12 / 1.5 KiB over the staging (in its slack) at 16 MiB */
-    ASSERT_TRUE(symm__st_peer_plan(4u << 20, 4, 132, 4 << 20, 32 << 10, 0, 3, true, &p));
-    ASSERT_EQ(p.blocks, 44);
-    ASSERT_EQ(p.chunk, 31872);
-    ASSERT_EQ(p.steps, 3);
-    ASSERT_TRUE(symm__st_peer_plan(2u << 20, 4, 132, 4 << 20, 32 << 10, 0, 3, true, &p));
-    ASSERT_EQ(p.blocks, 44);
-    ASSERT_EQ(p.chunk, 23936);
-    ASSERT_EQ(p.steps, 2);
-    ASSERT_TRUE(symm__st_peer_plan(1u << 20, 4, 132, 4 << 20, 32 << 10, 0, 3, true, &p));
-    ASSERT_EQ(p.blocks, 32);
-    ASSERT_EQ(p.chunk, 32768);
-    ASSERT_EQ(p.steps, 1);
-    ASSERT_TRUE(symm__st_peer_plan(4u << 20, 4, 132, 4 << 20, 32 << 10, 0, 3, false, &p));
-    ASSERT_EQ(p.blocks, 44);
-    ASSERT_EQ(p.chunk, 95360);
-    ASSERT_EQ(p.steps, 1);
-    /* beyond the staging: the two-group form's plan instead */
-    ASSERT_TRUE(!symm__st_peer_plan((4u << 20) + (128u << 10), 4, 132, 4 << 20, 32 << 10, 0, 3,
-                                    false, &p));
+    expect_plan(70001 * 4, 64 << 10, 1 << 10, 2 << 10, 132, 2048, 2, 0);
+    /* the peer form, defaults on 4 x H200 (4 MiB of staging): all-reduce of
+     * 16 MiB (4 MiB slices) in 3 steps of 44 blocks a peer; of 8 MiB in 2;
+     * of 4 MiB in one step of 32 x 32 KiB; reduce-scatter of 16 MiB in one
+     * step of 44 blocks; pieces of whole 128-byte lines, 12 / 1.5 KiB over
+     * the staging (in its slack) at 16 MiB; beyond the staging: none (the
+     * two-group form's plan instead) */
+    expect_peer_plan(4u << 20, 4, 4 << 20, true, 44, 31872, 3);
+    expect_peer_plan(2u << 20, 4, 4 << 20, true, 44, 23936, 2);
+    expect_peer_plan(1u << 20, 4, 4 << 20, true, 32, 32768, 1);
+    expect_peer_plan(4u << 20, 4, 4 << 20, false, 44, 95360, 1);
+    expect_peer_plan((4u << 20) + (128u << 10), 4, 4 << 20, false, 0, 0, 0);
+    /* on 2 PEs (an all-reduce in halves; 16 MiB of staging there): 16 MiB
+     * in 2 steps of 132 blocks, 32 MiB in 3 (the most, so pieces grow), 6
+     * MiB in one step of 96 x 32 KiB, and 48 MiB beyond the staging */
+    expect_peer_plan(8u << 20, 2, 16 << 20, true, 132, 31872, 2);
+    expect_peer_plan(16u << 20, 2, 16 << 20, true, 132, 42368, 3);
+    expect_peer_plan(3u << 20, 2, 16 << 20, true, 96, 32768, 1);
+    expect_peer_plan(24u << 20, 2, 16 << 20, true, 0, 0, 0);
     unsigned seed = 777;
     for (int i = 0; i < 200000; i++) {
         const uint64_t len = rand_r(&seed) % 4 == 0 ? (uint64_t)(rand_r(&seed) % 100000)
@@ -898,7 +902,7 @@ static void test_staged_plan(void) {
         const uint64_t want = (uint64_t)(rand_r(&seed) % 64) + 1;
         check_plan(len, sms, bytes, cmin, want);
         check_land_plan(len, sms, bytes, cmin, want, (uint64_t)(rand_r(&seed) % (1 << 18)) + 1);
-        check_peer_plan(len / (1 + rand_r(&seed) % 8), 3 + rand_r(&seed) % 6,
+        check_peer_plan(len / (1 + rand_r(&seed) % 8), 2 + rand_r(&seed) % 7,
                         sms > 256 ? 256 : sms, bytes, cmin,
                         rand_r(&seed) % 2 ? 0 : (uint64_t)(rand_r(&seed) % 64) + 1, rand_r(&seed) % 2);
     }

@@ -38,12 +38,13 @@ typedef struct symm__st_plan {
 bool symm__st_make_plan(uint64_t len, uint64_t sms, uint64_t st_bytes, uint64_t chunk_min,
                         uint64_t want_steps, uint64_t land_max, symm__st_plan *out);
 
-/* The peer form (kernels_staged.cuh symm__st_peer; more than 2 PEs) for
- * slices of up to len bytes on n PEs, when the staging holds the whole
- * call: one block per piece bytes, at most sms / (n - 1) per peer (the grid
- * is blocks * (n - 1)); steps (steps if nonzero; else with gather one per
- * piece of each block's share, up to max_steps, without it 1); each block's
- * share split evenly over the steps, in whole lines (SYMM__ST_ALIGN);
+/* The peer form (kernels_staged.cuh symm__st_peer; cuda.c st_peer_shape
+ * takes it on 2 PEs with gather only) for slices of up to len bytes on n
+ * PEs, when the staging holds the whole call: one block per piece bytes,
+ * at most sms / (n - 1) per peer (the grid is blocks * (n - 1)); steps
+ * (steps if nonzero; else with gather one per piece of each block's share,
+ * up to max_steps, without it 1); each block's share split evenly over the
+ * steps, in whole lines (SYMM__ST_ALIGN);
  * depth = steps (no slot is reused). false where the steps' pieces would
  * take more than st_bytes + SYMM__ST_SLACK, or sms < n - 1. piece >= 16.
  * The slack, beyond each sender's staging, holds what rounding the pieces

@@ -109,9 +109,10 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * scratch allocation holds, after the LL slots, CU_ST_SLOTS team slots (the
  * predefined teams') of two parities of (ll_pes - 1) sender regions:
  * SYMM__ST_HDR bytes of flags, then SYMM_CUDA_STAGED_BYTES of staging
- * (default 4 MiB with up to 4 PEs a host, 2 MiB with more: 32, 96 and 112 MiB
- * of scratch a GPU with 2, 4 and 8). Teams of higher slots reduce with the
- * barrier algorithms. */
+ * (default 16 MiB with 2 PEs a host, so that the peer form holds an
+ * all-reduce of up to 32 MiB, such as DDP's 25 MiB buckets; 4 MiB with 3
+ * or 4, 2 MiB with more: 128, 96 and 112 MiB of scratch a GPU with 2, 4
+ * and 8). Teams of higher slots reduce with the barrier algorithms. */
 #define CU_ST_SLOTS 4
 #define CU_ST_BYTES_MIN (64u << 10)
 /* A block moves at least this many bytes of a slice per step (fewer blocks
@@ -121,8 +122,9 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * steps): 1, as every step costs a fence and flag round trip (2 and 4 were
  * always slower on 2 and 4 x H200); SYMM_CUDA_STAGED_STEPS for experiments. */
 #define CU_ST_STEPS 1
-/* The peer form (kernels_staged.cuh symm__st_peer: more than 2 PEs, the
- * call within the staging; symm__st_peer_plan): a block per CU_ST_PEER_CHUNK
+/* The peer form (kernels_staged.cuh symm__st_peer: the call within the
+ * staging, and an all-reduce in halves on 2 PEs or any reduction on more;
+ * symm__st_peer_plan): a block per CU_ST_PEER_CHUNK
  * bytes up to one a SM; a reduce-scatter takes one step, an all-reduce one
  * per CU_ST_PEER_CHUNK of each block's share, up to SYMM__ST_PEER_STEPS (3),
  * so that its results start out while pieces still come in. 4 x H200,
@@ -130,8 +132,10 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * since, SYMM__ST_ALIGN: 1.3-1.6 us less): 78.7-79.1 us in 3 steps of 44
  * blocks a peer, 79.7 in 4, 80.4-80.7 in 1, 83.1 in 6; of 8 MiB: 43.8-44.4
  * in 2 steps, 46.1-46.3 in 1; reduce-scatter of 8 / 16 MiB: 25.2 / 45.8 in 1
- * step, 27.0 / 47.3 in 2 (docs/DECISIONS.md "Collectives"). SYMM_CUDA_STAGED_CHUNK
- * and _STEPS, where given, apply. */
+ * step, 27.0 / 47.3 in 2; 2 x H200, all-reduce of 16 MiB 51.6-51.9 in 2
+ * steps, 53.3-53.4 in 1 or 3, 8 MiB 30.4 in 1 step, 32.0 in 3; pieces of
+ * 8, 16 or 64 KiB no faster (docs/DECISIONS.md "Collectives").
+ * SYMM_CUDA_STAGED_CHUNK and _STEPS, where given, apply. */
 #define CU_ST_PEER_CHUNK (32u << 10)
 /* Landing (kernels_staged.cuh "Landing"): on 2 PEs, out of place, the steps
  * beyond what the staging holds go straight into the peer's dst, pieces of up
@@ -140,6 +144,13 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * 16 KiB 56.9 / 769, 128 KiB 58.3 / 756); SYMM_CUDA_STAGED_LAND (0: never)
  * for experiments. */
 #define CU_ST_LAND_DEFAULT (64u << 10)
+/* A landing call's first steps go through the staging (so that small calls
+ * never wait for the peer's hello), at most this many bytes of it: the 4
+ * MiB a sender that landing was tuned with. The larger staging of 2-PE hosts
+ * (16 MiB, for the peer form) staged whole reduce-scatters of up to 16 MiB a
+ * pair instead, and landing measured faster than staging before (the
+ * staging's two parities double its footprint in L2; docs/DECISIONS.md). */
+#define CU_ST_LAND_STAGED_MAX (4u << 20)
 /* The in-place form of 2 PEs (kernels_staged.cuh "Swap") keeps two pieces of a
  * block in shared memory: pieces of up to this many bytes (and half what a
  * block may opt in to, less 2 KiB). 96 KiB was best on 2 x H200 (all-reduce of
@@ -1061,7 +1072,8 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
      * PEs a host, 24 MiB with 4, 14 MiB with 8 */
     if (!mine.ll_set) mine.ll_max = ll_threshold(s->ll_pes < 2 ? 2 : s->ll_pes, true);
     s->ll_max = align_up(mine.ll_max, 8);
-    /* default staging: 4 MiB a sender with up to 4 PEs a host, 2 MiB with more */
+    /* default staging: 16 MiB a sender with 2 PEs a host, 4 MiB with 3 or 4, 2 MiB with more */
+    if (!mine.st_set && s->ll_pes == 2) mine.st_bytes = 16u << 20;
     if (!mine.st_set && s->ll_pes > 4) mine.st_bytes = 2u << 20;
     s->st_bytes = align_up(mine.st_bytes, 256);
     /* default LL128 lines: 2 MiB of payload a sender with up to 4 PEs a host, 1 MiB with more */
@@ -1821,13 +1833,29 @@ static bool st_can_swap(const cu_state *s, const symm__coll *c) {
 
 /* The peer form's shape for slices of up to len bytes on n PEs
  * (symm__st_peer_plan, with this GPU's SMs and the staging settings), or
- * false where it does not apply: fewer than 3 PEs, or more than the
- * staging holds. */
+ * false where it does not apply: one PE, 2 PEs without gather (there a
+ * reduce-scatter, or an all-reduce that every PE reduces whole, would
+ * leave every result to the end), or more than the staging holds. */
 static bool st_peer_shape(const cu_state *s, uint64_t len, int32_t n, bool gather,
                           symm__st_plan *plan) {
     const uint64_t sms = min_u64(s->sms > 0 ? (uint64_t)s->sms : 64, SYMM__ST_MAX_BLOCKS);
-    return n > 2 && symm__st_peer_plan(len, n, sms, s->st_bytes, s->st_peer_chunk,
-                                       s->st_peer_steps, SYMM__ST_PEER_STEPS, gather, plan);
+    return (n > 2 || (n == 2 && gather)) &&
+           symm__st_peer_plan(len, n, sms, s->st_bytes, s->st_peer_chunk, s->st_peer_steps,
+                              SYMM__ST_PEER_STEPS, gather, plan);
+}
+
+/* Whether an all-reduce on 2 PEs takes the peer form in halves (each PE
+ * reduces one half and writes it to both) rather than every PE reducing the
+ * whole vector: where the staging holds the halves, in "auto" from
+ * CU_ST_AUTO_PEER2_MIN (below it two-shot or LL128 was as fast; at 1 MiB
+ * and less, which auto stages on 2 PEs only without LL128, the whole-vector
+ * form is the one measured), with SYMM_CUDA_COLL_ALGO=staged at every size. */
+#define CU_ST_AUTO_PEER2_MIN (6u << 20)
+static bool st_halves(const cu_state *s, const symm__coll *c, symm__st_plan *plan) {
+    const uint64_t es = c->elem_size;
+    return c->team->n_pes == 2 && c->kind == SYMM__COLL_REDUCE &&
+           (s->coll_algo == CU_ALGO_STAGED || c->nelems * es >= CU_ST_AUTO_PEER2_MIN) &&
+           st_peer_shape(s, symm__slice_elems(c->nelems, 2, es) * es, 2, true, plan);
 }
 
 /* Staged form of a reduction (kernels_staged.cuh), or false with why not
@@ -1836,8 +1864,13 @@ static bool st_peer_shape(const cu_state *s, uint64_t len, int32_t n, bool gathe
  * kernels on 2, 3 and 4 x H200 (docs/DECISIONS.md "Collectives"): on 2 PEs
  * up to 1 MiB a pair (all-reduce 1 MiB: 8.0-8.4 us in a graph against
  * 9.1-9.5; reduce-scatter of 512 KiB a pair: 6.4-6.7 against 8.1); on 2 PEs
- * out of place, landing, for every reduce-scatter (128 MiB a pair: 383 us
- * against 418) and the all-reduce from 16 MiB (256 MiB: 750-756 us against
+ * the all-reduce from 6 MiB in the peer form, where the staging holds its
+ * halves (16 MiB: 51.6-51.9 us against two-shot's 56.5-56.8 and landing's
+ * 55.3, 32 MiB: 99.7-100.1 against 108.9-109.6, 6 MiB: 24.4 against 24.6;
+ * back to back 1.6-1.9 us faster at 4-5 MiB too, but 0.3-0.9 slower in
+ * graphs); on 2 PEs out of place, landing, for every reduce-scatter (128
+ * MiB a pair: 383 us against 418) and, beyond the peer form, the all-reduce
+ * from 16 MiB (256 MiB: 750-756 us against
  * 817, 16 MiB: 54.8-55.1 against 56.6; at 4 MiB two-shot was faster, 18.2
  * against 19.5-20.0); on 2 PEs in place (swap) for the all-reduce from 64
  * MiB (256 MiB: 767 us against 814, 64 MiB: 205-210 against 212; 16 MiB
@@ -1873,6 +1906,10 @@ static bool st_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
     if (s->coll_algo == CU_ALGO_STAGED) return *why = "SYMM_CUDA_COLL_ALGO=staged", true;
     if (team->n_pes == 2 && pair_bytes <= CU_ST_AUTO_PAIR_MAX)
         return *why = "auto, 2 PEs, above LL and at most 1 MiB a pair", true;
+    symm__st_plan plan;
+    if (st_halves(s, c, &plan))
+        return *why = "auto, all-reduce of 6 MiB or more on 2 PEs, halves within the staging "
+                      "(peer form)", true;
     if (st_can_land(s, c) && c->kind == SYMM__COLL_REDUCESCATTER)
         return *why = "auto, reduce-scatter on 2 PEs out of place (landing)", true;
     if (st_can_land(s, c) && pair_bytes >= CU_ST_AUTO_LAND_MIN)
@@ -1886,7 +1923,6 @@ static bool st_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
         return *why = wide ? "auto, all-reduce of 4 MiB or more on 3 or 4 PEs"
                            : "auto, all-reduce of 64 MiB or more on more than 4 PEs", true;
     if (wide && c->kind == SYMM__COLL_REDUCESCATTER && pair_bytes >= CU_ST_AUTO_WIDE_RS_MIN) {
-        symm__st_plan plan;
         if (team->n_pes == 3)
             return *why = "auto, reduce-scatter of 2 MiB or more a PE on 3 PEs", true;
         if (st_peer_shape(s, pair_bytes, team->n_pes, false, &plan))
@@ -1916,10 +1952,11 @@ static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *ba
     p.st_parity = s->st_parity;
     p.src_off = c->src_off;
     p.dst_off = c->dst_off;
+    symm__st_plan plan;
     if (c->kind == SYMM__COLL_REDUCESCATTER) {
         p.src_j_stride = ne * es;
         for (int32_t j = 0; j < n; j++) p.cnt[j] = ne;
-    } else if (n == 2) {
+    } else if (n == 2 && !st_halves(s, c, &plan)) {
         for (int32_t j = 0; j < n; j++) p.cnt[j] = ne;
     } else {
         const uint64_t per = symm__slice_elems(ne, n, es);
@@ -1934,10 +1971,12 @@ static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *ba
     /* swap only where the staging would be reused: what fits it is faster
      * staged (no save, no round trip: 2 PEs, 1 MiB in place 8.6 us against
      * 10.3) */
-    const bool land = st_can_land(s, c), swap = !land && st_can_swap(s, c) && len > s->st_bytes;
-    symm__st_plan plan;
     const bool peer = st_peer_shape(s, len, n, p.gather != 0, &plan);
-    if (!peer && !symm__st_make_plan(len, s->sms > 0 ? (uint64_t)s->sms : 0, s->st_bytes,
+    const bool land = !peer && st_can_land(s, c);
+    const bool swap = !peer && !land && st_can_swap(s, c) && len > s->st_bytes;
+    if (!peer && !symm__st_make_plan(len, s->sms > 0 ? (uint64_t)s->sms : 0,
+                                     land ? min_u64(s->st_bytes, CU_ST_LAND_STAGED_MAX)
+                                          : s->st_bytes,
                                      s->st_chunk, s->st_steps,
                                      land ? s->st_land : swap ? s->st_swap_max : 0, &plan)) {
         *done = false;

@@ -198,8 +198,8 @@ typedef struct symm__kstaged_params {
     int32_t vec;                    /* 1: src_off, src_j_stride, dst_off 16-byte aligned  */
     int32_t land;                   /* 1: steps >= depth land in the peer's dst (2 PEs)   */
     int32_t swap;                   /* 1: in place on 2 PEs, through shared memory       */
-    int32_t peer;                   /* 1: blocks dealt out to the peers (more than 2 PEs,
-                                     * the staging holds the call): symm__st_peer        */
+    int32_t peer;                   /* 1: blocks dealt out to the peers (the staging
+                                     * holds the call): symm__st_peer                     */
 } symm__kstaged_params;
 
 #endif /* SYMM_CUDA_KERNEL_PARAMS_H */

@@ -288,9 +288,10 @@ __device__ __forceinline__ void symm__st_swap(const symm__kstaged_params &p, boo
     if (!ok && gt == 0) saved = SYMM__ST_DEAD;
 }
 
-/* Blocks dealt out to the peers (peer: more than 2 PEs, and the staging
- * holds the whole call, so no slot is reused and nothing waits for credit;
- * the layout of the pushing all-gather, kernels.cu symm_k_gather). Block x
+/* Blocks dealt out to the peers (peer: the staging holds the whole call,
+ * so no slot is reused and nothing waits for credit; on 2 PEs only an
+ * all-reduce in halves, with gather; the layout of the pushing all-gather,
+ * kernels.cu symm_k_gather). Block x
  * serves the y-th peer, y = x % (n - 1), team PE q = (me + 1 + y) % n, as
  * that peer's xi-th block, xi = x / (n - 1), of Gx. The whole block first
  * sends every step s: bytes [at, at + chunk) of q's slice, at = (s * Gx +
