@@ -43,7 +43,7 @@ bool symm__st_peer_plan(uint64_t len, int32_t n, uint64_t sms, uint64_t st_bytes
 }
 
 uint64_t symm__slice_elems(uint64_t ne, int32_t n, uint64_t es) {
-    const uint64_t v = 16 / es;
+    const uint64_t v = SYMM__ST_ALIGN / es;
     return ((ne + (uint64_t)n - 1) / (uint64_t)n + v - 1) / v * v;
 }
 

@@ -57,8 +57,9 @@ bool symm__st_peer_plan(uint64_t len, int32_t n, uint64_t sms, uint64_t st_bytes
 
 /* Elements of the slice each of n PEs reduces when an all-reduce is split
  * (the last slices may be shorter or empty): an n-th of ne, rounded up to
- * whole 16-byte vectors (es: element size, 1 to 16). The staged, LL128 and
- * barrier two-shot slices alike. */
+ * whole 128-byte lines (SYMM__ST_ALIGN; es: element size, a power of two up
+ * to 16), so that every slice of a line-aligned buffer starts on a line.
+ * The staged, LL128 and barrier two-shot slices alike. */
 uint64_t symm__slice_elems(uint64_t ne, int32_t n, uint64_t es);
 /* Elements in slice j (of per = symm__slice_elems) of ne: what of
  * [j * per, (j + 1) * per) lies below ne. */

@@ -180,7 +180,10 @@ typedef struct symm__kl8_params {
 /* The peer form's pieces (coll_plan.c symm__st_peer_plan) and the parts its
  * blocks reduce (kernels_staged.cuh symm__st_peer) are whole 128-byte lines:
  * with 16-byte ones the 16 MiB all-reduce on 4 x H200 took 78.96-79.29 us
- * (81.66 with 43 blocks a peer), with 128-byte ones 77.47-77.67 (77.74). */
+ * (81.66 with 43 blocks a peer), with 128-byte ones 77.47-77.67 (77.74).
+ * So are the slices of a split all-reduce (coll_plan.c symm__slice_elems):
+ * on 2 x H200 an all-reduce of 32 MiB + 16 bytes took 102.9-103.4 us with
+ * slices of 16-byte vectors, 99.9-100.0 with lines. */
 #define SYMM__ST_ALIGN 128u
 typedef struct symm__kstaged_params {
     symm__kteam8 team;
