@@ -1839,7 +1839,7 @@ static bool st_can_swap(const cu_state *s, const symm__coll *c) {
 static bool st_peer_shape(const cu_state *s, uint64_t len, int32_t n, bool gather,
                           symm__st_plan *plan) {
     const uint64_t sms = min_u64(s->sms > 0 ? (uint64_t)s->sms : 64, SYMM__ST_MAX_BLOCKS);
-    return (n > 2 || (n == 2 && gather)) &&
+    return (n > 2 || gather) &&
            symm__st_peer_plan(len, n, sms, s->st_bytes, s->st_peer_chunk, s->st_peer_steps,
                               SYMM__ST_PEER_STEPS, gather, plan);
 }
@@ -1952,11 +1952,14 @@ static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *ba
     p.st_parity = s->st_parity;
     p.src_off = c->src_off;
     p.dst_off = c->dst_off;
+    /* the peer form: on 2 PEs an all-reduce in halves (st_halves, which
+     * plans it), on more PEs wherever the staging holds the slices (below) */
     symm__st_plan plan;
+    bool peer = false;
     if (c->kind == SYMM__COLL_REDUCESCATTER) {
         p.src_j_stride = ne * es;
         for (int32_t j = 0; j < n; j++) p.cnt[j] = ne;
-    } else if (n == 2 && !st_halves(s, c, &plan)) {
+    } else if (n == 2 && !(peer = st_halves(s, c, &plan))) {
         for (int32_t j = 0; j < n; j++) p.cnt[j] = ne;
     } else {
         const uint64_t per = symm__slice_elems(ne, n, es);
@@ -1971,7 +1974,7 @@ static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *ba
     /* swap only where the staging would be reused: what fits it is faster
      * staged (no save, no round trip: 2 PEs, 1 MiB in place 8.6 us against
      * 10.3) */
-    const bool peer = st_peer_shape(s, len, n, p.gather != 0, &plan);
+    if (n > 2) peer = st_peer_shape(s, len, n, p.gather != 0, &plan);
     const bool land = !peer && st_can_land(s, c);
     const bool swap = !peer && !land && st_can_swap(s, c) && len > s->st_bytes;
     if (!peer && !symm__st_make_plan(len, s->sms > 0 ? (uint64_t)s->sms : 0,
