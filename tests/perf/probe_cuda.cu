@@ -28,6 +28,9 @@
  *            arithmetic (a hello before writing into a peer; results that
  *            wait for the peer's input), S = 4, 16 and 64 MiB; every copy
  *            verified
+ *   rsce     a reduce-scatter (f32 sum, 128 and 256 MiB, all the GPUs) whose
+ *            bytes the copy engine moves, one peer after another, with SM
+ *            additions as each copy lands, beside the pulling form; verified
  *   lines    whether a 128-byte line one warp instruction stores reaches the
  *            peer whole (what a flag-in-every-line protocol such as NCCL's
  *            LL128 needs): torn lines seen by a reader on the peer GPU
@@ -277,6 +280,86 @@ struct mesh_copy_params {
 __global__ void k_mesh_copy(const __grid_constant__ mesh_copy_params p) {
     symm__copy_vec(p.d[blockIdx.y], p.s[blockIdx.y], p.n,
                    (size_t)blockIdx.x * blockDim.x + threadIdx.x, (size_t)gridDim.x * blockDim.x);
+}
+
+/* rsce section: f32 reduce-scatter pieces. Element i of what GPU g holds for
+ * GPU r is a small integer, so every sum is exact. */
+__device__ __host__ inline float rs_val(size_t i, unsigned g, unsigned r) {
+    return (float)((i * 7 + g * 131 + r * 17) & 1023);
+}
+__global__ void k_rs_fill(float *p, size_t n, unsigned g, unsigned r) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = rs_val(i, g, r);
+}
+__global__ void k_rs_check(const float *p, size_t n, unsigned r, unsigned ngpu, unsigned long long *bad) {
+    unsigned long long b = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float e = 0;
+        for (unsigned g = 0; g < ngpu; g++) e += rs_val(i, g, r);
+        b += p[i] != e;
+    }
+    if (b) atomicAdd(bad, b);
+}
+/* dst = a + b, n float4 */
+__global__ void k_rs_add(float4 *dst, const float4 *a, const float4 *b, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float4 x = a[i], y = b[i];
+        dst[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+    }
+}
+/* The same additions in one kernel that waits for each copy's flag (written
+ * by the sender's copy stream with cuStreamWriteValue64 into this GPU's
+ * memory) instead of a stream event: copy (k, c) of split[k] copies adds
+ * slot k's part c into dst. nap: sleep between polls. */
+struct rs_flag_params {
+    float4 *dst;
+    const float4 *own;
+    const float4 *slot[MESH_MAX - 1];
+    const unsigned long long *flag; /* [k]: copies of phase k landed */
+    int nphases, last_split, nap;
+    size_t n, step; /* float4 of a pair; of each part of the last phase */
+};
+__global__ void k_rs_flag(const __grid_constant__ rs_flag_params p) {
+    for (int k = 0; k < p.nphases; k++) {
+        const int parts = k == p.nphases - 1 ? p.last_split : 1;
+        for (int c = 0; c < parts; c++) {
+            if (threadIdx.x == 0) {
+                unsigned polls = 0;
+                while (*(volatile const unsigned long long *)&p.flag[k] < (unsigned long long)(c + 1)) {
+                    if (p.nap && polls >= 8) __nanosleep(polls - 8 >= 5 ? 1024u : 32u << (polls - 8));
+                    polls++;
+                }
+                __threadfence();
+            }
+            __syncthreads();
+            const size_t lo = parts == 1 ? 0 : c * p.step, hi = parts == 1 ? p.n : min(p.n, lo + p.step);
+            const float4 *a = k == 0 ? p.own : p.dst;
+            for (size_t i = lo + (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < hi;
+                 i += (size_t)gridDim.x * blockDim.x) {
+                float4 x = a[i], y = __ldcg(&p.slot[k][i]);
+                p.dst[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+            }
+            __syncthreads();
+        }
+    }
+}
+/* dst = own + the peers' pieces, read from the peers (the pulling form) */
+struct rs_pull_params {
+    float4 *dst;
+    const float4 *own;
+    const float4 *peer[MESH_MAX - 1];
+    int npeers;
+    size_t n;
+};
+__global__ void k_rs_pull(const __grid_constant__ rs_pull_params p) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.n; i += (size_t)gridDim.x * blockDim.x) {
+        float4 x = p.own[i];
+        for (int j = 0; j < p.npeers; j++) {
+            float4 y = p.peer[j][i];
+            x = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+        }
+        p.dst[i] = x;
+    }
 }
 
 /* barrier kernels: flags[0..] on each GPU; PE me writes epoch e into the
@@ -1004,17 +1087,65 @@ static void sec_mesh() {
      * one block of 1024 threads fits an SM, and rounding up would leave a
      * block of one peer for a second wave */
     const unsigned gx = (unsigned)std::max(1, M[0].sms / (n - 1));
-    auto sm_copy = [&](int g, size_t B, bool pull, int npeers) {
+    /* bytes [off, B) of each pair; with `mixed` (2(n-1) <= 7 rows, half the
+     * blocks a row) rows 0..n-2 push and rows n-1.. pull, each half of it */
+    auto sm_copy = [&](int g, size_t off, size_t B, bool pull, int npeers, bool mixed = false) {
         mesh_copy_params p = {};
+        const size_t half = off + (((B - off) / 2) & ~(size_t)15);
         for (int j = 0; j < npeers; j++) {
             char *d;
             const char *s;
-            pair(g, j, pull, d, s);
-            p.d[j] = (uint4 *)d;
-            p.s[j] = (const uint4 *)s;
+            pair(g, j, mixed ? false : pull, d, s);
+            p.d[j] = (uint4 *)(d + off);
+            p.s[j] = (const uint4 *)(s + off);
+            if (mixed) {
+                pair(g, j, true, d, s);
+                p.d[npeers + j] = (uint4 *)(d + half);
+                p.s[npeers + j] = (const uint4 *)(s + half);
+            }
         }
-        p.n = B / 16;
-        k_mesh_copy<<<dim3(gx, npeers), 1024, 0, M[g].g.s>>>(p);
+        p.n = ((mixed ? half : B) - off) / 16;
+        if (mixed)
+            k_mesh_copy<<<dim3(std::max(1u, gx / 2), 2 * npeers), 1024, 0, M[g].g.s>>>(p);
+        else
+            k_mesh_copy<<<dim3(gx, npeers), 1024, 0, M[g].g.s>>>(p);
+    };
+    /* copy engine, one stream, the peers in turn: bytes [off, B) of each
+     * pair in pieces of `piece`, piece k to every peer before piece k + 1 */
+    auto ce_turns = [&](int g, size_t off, size_t B, size_t piece, cudaStream_t st) {
+        for (size_t o = off; o < B; o += piece)
+            for (int j = 0; j < n - 1; j++) {
+                char *d;
+                const char *s;
+                pair(g, j, false, d, s);
+                CD(cuMemcpyAsync((CUdeviceptr)(d + o), (CUdeviceptr)(s + o), std::min(piece, B - o),
+                                 (CUstream)st));
+            }
+    };
+    /* copy engine, one stream, the peers in turn, each pair in `parts`
+     * copies one after another (a peer's copies before the next peer's) */
+    auto ce_turns_pairwise = [&](int g, size_t B, int parts) {
+        const size_t step = ((B / parts) + GRAN - 1) & ~(GRAN - 1);
+        for (int j = 0; j < n - 1; j++)
+            for (size_t o = 0; o < B; o += step) {
+                char *d;
+                const char *s;
+                pair(g, j, false, d, s);
+                CD(cuMemcpyAsync((CUdeviceptr)(d + o), (CUdeviceptr)(s + o), std::min(step, B - o),
+                                 (CUstream)M[g].g.s));
+            }
+    };
+    /* the first `frac16`/16 of each pair by the copy engine in turns (a side
+     * stream), the rest by the SM push kernel on the GPU's stream, at once */
+    auto ce_sm = [&](int g, size_t B, unsigned frac16) {
+        MeshGpu &m = M[g];
+        const size_t cut = (B * frac16 / 16) & ~(GRAN - 1);
+        CK(cudaEventRecord(m.fork, m.g.s));
+        CK(cudaStreamWaitEvent(m.side[0], m.fork, 0));
+        ce_turns(g, 0, cut, cut, m.side[0]);
+        CK(cudaEventRecord(m.join[0], m.side[0]));
+        sm_copy(g, cut, B, false, n - 1);
+        CK(cudaStreamWaitEvent(m.g.s, m.join[0], 0));
     };
     /* copy engines: fork one stream per peer off the GPU's stream, join back */
     auto ce_copy = [&](int g, size_t B, bool pull) {
@@ -1039,17 +1170,48 @@ static void sec_mesh() {
     const std::string grid = std::to_string(gx) + "x" + std::to_string(n - 1) + " blocks x1024";
     std::vector<V> vs = {
         {"SM push (uint4 loop, blockIdx.y = peer, " + grid + ")",
-         [&](int g, size_t B) { sm_copy(g, B, false, n - 1); }, false},
+         [&](int g, size_t B) { sm_copy(g, 0, B, false, n - 1); }, false},
         {"SM pull (uint4 loop, blockIdx.y = peer, " + grid + ")",
-         [&](int g, size_t B) { sm_copy(g, B, true, n - 1); }, false},
+         [&](int g, size_t B) { sm_copy(g, 0, B, true, n - 1); }, false},
         {"copy engine push (cuMemcpyAsync, one stream per peer)",
          [&](int g, size_t B) { ce_copy(g, B, false); }, false},
         {"copy engine pull (cuMemcpyAsync on the receiver, one stream per peer)",
          [&](int g, size_t B) { ce_copy(g, B, true); }, false},
     };
+    vs.push_back({"SM push, the peers in turn (one kernel a peer, " + std::to_string(M[0].sms) + " blocks x1024)",
+                  [&](int g, size_t B) {
+                      for (int j = 0; j < n - 1; j++) {
+                          char *d;
+                          const char *s;
+                          pair(g, j, false, d, s);
+                          mesh_copy_params p = {};
+                          p.d[0] = (uint4 *)d;
+                          p.s[0] = (const uint4 *)s;
+                          p.n = B / 16;
+                          k_mesh_copy<<<dim3(M[g].sms, 1), 1024, 0, M[g].g.s>>>(p);
+                      }
+                  },
+                  false});
+    vs.push_back({"copy engine push, one stream, the peers in turn (whole pair each)",
+                  [&](int g, size_t B) { ce_turns(g, 0, B, B, M[g].g.s); }, false});
+    vs.push_back({"copy engine push, one stream, the peers in turn, 4 MiB pieces",
+                  [&](int g, size_t B) { ce_turns(g, 0, B, (size_t)4 << 20, M[g].g.s); }, false});
+    vs.push_back({"copy engine push, one stream, the peers in turn, each pair in 2 copies",
+                  [&](int g, size_t B) { ce_turns_pairwise(g, B, 2); }, false});
+    vs.push_back({"copy engine push, one stream, the peers in turn, each pair in 4 copies",
+                  [&](int g, size_t B) { ce_turns_pairwise(g, B, 4); }, false});
+    vs.push_back({"copy engine push, one stream, the peers in turn, 1 MiB pieces",
+                  [&](int g, size_t B) { ce_turns(g, 0, B, (size_t)1 << 20, M[g].g.s); }, false});
+    for (unsigned f : {4u, 6u, 8u})
+        vs.push_back({"copy engine in turns " + std::to_string(f) + "/16 + SM push the rest, at once",
+                      [&, f](int g, size_t B) { ce_sm(g, B, f); }, false});
+    if (2 * (n - 1) <= MESH_MAX - 1)
+        vs.push_back({"SM push half + SM pull half, at once (" + std::to_string(gx / 2) + "x" +
+                          std::to_string(2 * (n - 1)) + " blocks x1024)",
+                      [&](int g, size_t B) { sm_copy(g, 0, B, false, n - 1, true); }, false});
     if (n == 2)
         vs.push_back({"SM push one direction only (GPU 0 -> 1, 1 idle; " + grid + ")",
-                      [&](int g, size_t B) { sm_copy(g, B, false, 1); }, true});
+                      [&](int g, size_t B) { sm_copy(g, 0, B, false, 1); }, true});
 
     /* one run of v with B bytes a pair; {slowest, fastest} sending GPU's ms */
     unsigned epoch = 0;
@@ -1098,10 +1260,12 @@ static void sec_mesh() {
         return total;
     };
 
-    const size_t totals[] = {SRC, (size_t)16 << 20};
-    double best[2] = {0, 0};
-    std::string best_name[2];
-    for (int t = 0; t < 2; t++) {
+    /* 96 MiB: what a GPU sends in a 4-GPU reduce-scatter of 128 MiB */
+    const size_t totals[] = {SRC, (size_t)96 << 20, (size_t)16 << 20};
+    const int NT = 3;
+    double best[NT] = {};
+    std::string best_name[NT];
+    for (int t = 0; t < NT; t++) {
         const size_t B = (totals[t] / (n - 1)) & ~(GRAN - 1);
         const std::string what =
             ", " + std::to_string(n) + " GPUs, " + std::to_string(totals[t] >> 20) + " MiB per GPU";
@@ -1139,12 +1303,202 @@ static void sec_mesh() {
             }
         }
     }
-    for (int t = 0; t < 2; t++)
+    for (int t = 0; t < NT; t++)
         row("mesh",
             "bus-bandwidth bound of all-gather / reduce-scatter / all-reduce, " + std::to_string(n) +
                 " GPUs, " + std::to_string(totals[t] >> 20) + " MiB per GPU",
             best[t], "GB/s", "best: " + (best_name[t].empty() ? std::string("none verified") : best_name[t]));
 
+    mesh_close(ms);
+}
+
+/* ------------------------------------------------------------------- rsce */
+/* A reduce-scatter of S bytes (f32 sum) on all the GPUs (up to 8) where the
+ * copy engine moves the bytes: GPU g holds n pieces of S / n, piece r for GPU
+ * r. In phase k (k = 0 .. n-2) g's copy engine (one side stream) copies its
+ * piece for q = (g + 1 + k) % n whole into q's staging slot k; so in every
+ * phase each GPU sends to one and receives from one. GPU r's own stream waits
+ * for each phase's copy (an event of the sender's side stream) and adds the
+ * slot into its output with an SM kernel, while the next phase is in flight:
+ * only the last addition is not hidden. `split` cuts the last phase's copy
+ * into that many copies, each added as it lands, to shorten that tail. The
+ * pulling form (SM loads from the peers, reduced on the fly: what symm does
+ * from 128 MiB on 4 GPUs) runs beside it. Released by the host gate as in the
+ * mesh section; a run's time is the slowest GPU's; every output verified. */
+static void sec_rsce() {
+    int n = 0;
+    CK(cudaGetDeviceCount(&n));
+    n = std::min(n, MESH_MAX);
+    if (n < 2) return;
+    const size_t SMAX = (size_t)256 << 20;
+    const size_t mmax = SMAX / n; /* bytes of one piece at the largest size */
+    MeshSet ms;
+    if (!mesh_open(ms, n, mmax, 0, "rsce")) return;
+    std::vector<MeshGpu> &M = ms.M;
+    std::vector<float *> own(n), dst(n);
+    std::vector<unsigned long long *> flg(n);
+    const int MAXSPLIT = 4;
+    std::vector<cudaEvent_t> ev((size_t)n * (n - 1) * MAXSPLIT);
+    auto EV = [&](int g, int k, int c) -> cudaEvent_t & { return ev[((size_t)g * (n - 1) + k) * MAXSPLIT + c]; };
+    for (int g = 0; g < n; g++) {
+        CK(cudaSetDevice(g));
+        CK(cudaMalloc(&own[g], mmax));
+        CK(cudaMalloc(&dst[g], mmax));
+        CK(cudaMalloc(&flg[g], 64));
+        for (int k = 0; k < n - 1; k++)
+            for (int c = 0; c < MAXSPLIT; c++) CK(cudaEventCreateWithFlags(&EV(g, k, c), cudaEventDisableTiming));
+    }
+    /* g's piece for q lives in g.buf slot (q - g - 1) mod n, g's own in own[g] */
+    auto fill = [&](size_t m) {
+        for (int g = 0; g < n; g++) {
+            CK(cudaSetDevice(g));
+            k_rs_fill<<<264, 1024, 0, M[g].g.s>>>(own[g], m / 4, g, g);
+            for (int k = 0; k < n - 1; k++)
+                k_rs_fill<<<264, 1024, 0, M[g].g.s>>>((float *)(M[g].g.buf + k * mmax), m / 4, g,
+                                                      (g + 1 + k) % n);
+            CK(cudaMemsetAsync(dst[g], 0, m, M[g].g.s));
+            CK(cudaStreamSynchronize(M[g].g.s));
+        }
+    };
+    unsigned epoch = 0;
+    const unsigned RB = (unsigned)M[0].sms * 2;
+    /* one run; the slowest GPU's ms */
+    auto run = [&](int split, size_t m, int sig = 0) {
+        epoch++;
+        if (sig) /* every flag back to 0 before any copy can start */
+            for (int g = 0; g < n; g++) {
+                CK(cudaSetDevice(g));
+                CK(cudaMemsetAsync(flg[g], 0, 64, M[g].g.s));
+                CK(cudaStreamSynchronize(M[g].g.s));
+            }
+        for (int g = 0; g < n; g++) { /* first every copy (and its events) */
+            MeshGpu &x = M[g];
+            CK(cudaSetDevice(g));
+            k_gate<<<1, 1, 0, x.g.s>>>(x.gate, epoch);
+            CK(cudaEventRecord(x.g.e0, x.g.s));
+            if (split == 0) continue;
+            CK(cudaEventRecord(x.fork, x.g.s));
+            CK(cudaStreamWaitEvent(x.side[0], x.fork, 0));
+            for (int k = 0; k < n - 1; k++) {
+                const int q = (g + 1 + k) % n, parts = k == n - 2 ? split : 1;
+                const size_t step = ((m / parts) + 65535) & ~(size_t)65535;
+                for (int c = 0; c < parts; c++) {
+                    const size_t o = c * step, len = std::min(step, m - o);
+                    CD(cuMemcpyAsync((CUdeviceptr)(M[q].recv + k * mmax + o),
+                                     (CUdeviceptr)(x.g.buf + k * mmax + o), len, (CUstream)x.side[0]));
+                    if (sig)
+                        CD(cuStreamWriteValue64((CUstream)x.side[0], (CUdeviceptr)(flg[q] + k), c + 1,
+                                                CU_STREAM_WRITE_VALUE_DEFAULT));
+                    else
+                        CK(cudaEventRecord(EV(g, k, c), x.side[0]));
+                }
+            }
+            CK(cudaEventRecord(x.join[0], x.side[0]));
+        }
+        for (int r = 0; r < n; r++) { /* then every GPU's additions */
+            MeshGpu &x = M[r];
+            CK(cudaSetDevice(r));
+            if (split == 0) {
+                rs_pull_params p = {};
+                p.dst = (float4 *)dst[r];
+                p.own = (const float4 *)own[r];
+                for (int j = 0; j < n - 1; j++) {
+                    const int q = (r + 1 + j) % n; /* q's piece for r: q's slot (r - q - 1) mod n */
+                    p.peer[j] = (const float4 *)(M[q].g.buf + ((r - q - 1 + n) % n) * mmax);
+                }
+                p.npeers = n - 1;
+                p.n = m / 16;
+                k_rs_pull<<<M[r].sms, 1024, 0, x.g.s>>>(p);
+            } else if (sig) {
+                rs_flag_params p = {};
+                p.dst = (float4 *)dst[r];
+                p.own = (const float4 *)own[r];
+                for (int k = 0; k < n - 1; k++) p.slot[k] = (const float4 *)(x.recv + k * mmax);
+                p.flag = flg[r];
+                p.nphases = n - 1;
+                p.last_split = split;
+                p.nap = sig >= 2;
+                p.n = m / 16;
+                p.step = (((m / split) + 65535) & ~(size_t)65535) / 16;
+                if (sig == 3)
+                    k_rs_flag<<<M[r].sms, 1024, 0, x.g.s>>>(p);
+                else
+                    k_rs_flag<<<RB, 512, 0, x.g.s>>>(p);
+                CK(cudaStreamWaitEvent(x.g.s, x.join[0], 0));
+            } else {
+                for (int k = 0; k < n - 1; k++) {
+                    const int s = (r - 1 - k + 2 * n) % n, parts = k == n - 2 ? split : 1;
+                    const size_t step = ((m / parts) + 65535) & ~(size_t)65535;
+                    for (int c = 0; c < parts; c++) {
+                        const size_t o = c * step, len = std::min(step, m - o);
+                        CK(cudaStreamWaitEvent(x.g.s, EV(s, k, c), 0));
+                        const float4 *a = (const float4 *)((char *)(k == 0 ? own[r] : dst[r]) + o);
+                        k_rs_add<<<RB, 512, 0, x.g.s>>>((float4 *)((char *)dst[r] + o), a,
+                                                        (const float4 *)(x.recv + k * mmax + o), len / 16);
+                    }
+                }
+                CK(cudaStreamWaitEvent(x.g.s, x.join[0], 0));
+            }
+            CK(cudaEventRecord(x.g.e1, x.g.s));
+            CK(cudaGetLastError());
+        }
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        ((volatile unsigned *)ms.gate)[0] = epoch;
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        double slow = 0;
+        for (int g = 0; g < n; g++) {
+            CK(cudaEventSynchronize(M[g].g.e1));
+            slow = std::max(slow, (double)ev_ms(M[g].g));
+        }
+        return slow;
+    };
+    for (size_t S : {(size_t)128 << 20, SMAX}) {
+        const size_t m = (S / n) & ~(size_t)65535;
+        for (int variant : {0, 1, 2, 4, 14, 24, 34, 12, 22}) {
+            const int split = variant % 10, sig = variant / 10;
+            fill(m);
+            run(split, m, sig);
+            unsigned long long bad = 0;
+            for (int r = 0; r < n; r++) {
+                MeshGpu &x = M[r];
+                CK(cudaSetDevice(r));
+                CK(cudaMemsetAsync(x.bad, 0, 8, x.g.s));
+                k_rs_check<<<264, 1024, 0, x.g.s>>>(dst[r], m / 4, r, n, x.bad);
+                unsigned long long hb = 0;
+                CK(cudaMemcpyAsync(&hb, x.bad, 8, cudaMemcpyDeviceToHost, x.g.s));
+                CK(cudaStreamSynchronize(x.g.s));
+                bad += hb;
+            }
+            std::vector<double> t;
+            for (int i = 0; i < 9; i++) t.push_back(run(split, m, sig));
+            const double ms_ = median(t);
+            const double bus = (double)m * (n - 1) / (ms_ * 1e-3) / 1e9;
+            bool late = ((volatile unsigned *)ms.gate)[1] != 0;
+            ((volatile unsigned *)ms.gate)[1] = 0;
+            std::string name = split == 0 ? "SM pull, reduced on the fly (" + std::to_string(M[0].sms) + " blocks x1024)"
+                                          : "copy engine in turns, SM additions as each lands, last copy in " +
+                                                std::to_string(split) +
+                                                (sig == 0   ? " (stream events, a kernel a copy)"
+                                                 : sig == 1 ? " (cuStreamWriteValue64 flags, one polling kernel)"
+                                                 : sig == 2 ? " (flags, one kernel polling with naps)"
+                                                            : " (flags, one kernel polling with naps, 1024-thread blocks)");
+            char note[160];
+            snprintf(note, sizeof note, "%s%s, %.1f us (slowest GPU), bus bandwidth %.1f GB/s",
+                     bad ? "BAD DATA" : "verified", late ? ", GATE TIMED OUT" : "", ms_ * 1000, bus);
+            row("rsce", name + ", " + std::to_string(n) + " GPUs, " + std::to_string(S >> 20) + " MiB", ms_ * 1000,
+                "us", note);
+            if (bad) printf("   (%llu bad elements)\n", bad);
+        }
+    }
+    for (int g = 0; g < n; g++) {
+        CK(cudaSetDevice(g));
+        CK(cudaDeviceSynchronize());
+        CK(cudaFree(own[g]));
+        CK(cudaFree(dst[g]));
+        CK(cudaFree(flg[g]));
+        for (int k = 0; k < n - 1; k++)
+            for (int c = 0; c < MAXSPLIT; c++) CK(cudaEventDestroy(EV(g, k, c)));
+    }
     mesh_close(ms);
 }
 
@@ -1505,6 +1859,7 @@ int main(int argc, char **argv) {
     if (want(argc, argv, "copy")) sec_copy();
     if (want(argc, argv, "mesh")) sec_mesh();
     if (want(argc, argv, "floor")) sec_floor();
+    if (want(argc, argv, "rsce")) sec_rsce();
     if (want(argc, argv, "lines")) sec_lines();
     return 0;
 }
