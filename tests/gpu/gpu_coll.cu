@@ -530,17 +530,21 @@ static void test_zero_elements(symm_ctx ctx, symm_team t, cudaStream_t s) {
     if (gpu_me == 0) printf("collectives of 0 elements synchronise the team: 5 kinds checked\n");
 }
 
-/* A CUDA graph of an all-reduce of ne elements, an all-gather of ng a PE
- * and an in-place all-reduce, replayed several times: each replay must
+/* A CUDA graph of an all-reduce of ne elements, an all-gather of ng a PE,
+ * a reduce-scatter of ne / n a PE and an in-place all-reduce, replayed
+ * several times: each replay must
  * advance the device-side epoch (the in-place all-reduce's input is the
  * previous replay's output). Small sizes take the LL algorithm, larger ones
  * LL128, the staged kernels (6 MiB and a bit: the peer form, on 2 PEs in
  * halves, on 3 and 4 a slice each) or the barrier algorithms, whose closing
  * barrier is a kernel of its own in a graph (and fused into the data kernel
- * outside one). */
+ * outside one); the copy-engine reduce-scatter (SYMM_CUDA_COLL_ALGO=ce) must
+ * find its flags back at 0 on every replay. */
 static void test_graph(symm_ctx ctx, symm_team t, cudaStream_t s, uint64_t ne, uint64_t ng) {
     const int n = symm_team_n_pes(t), me = symm_team_my_pe(t);
-    symm_buf a = NULL, b = NULL, c = NULL;
+    symm_buf a = NULL, b = NULL, c = NULL, d = NULL;
+    const uint64_t nb = ne / (uint64_t)n; /* reduce-scatter: elements a PE */
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, nb + 1, &d));
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, ne, &a));
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, ne, &b));
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, ng * (uint64_t)n, &c));
@@ -555,6 +559,7 @@ static void test_graph(symm_ctx ctx, symm_team t, cudaStream_t s, uint64_t ne, u
     CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     CHECK_OK(symm_reduce_on_stream(t, b, 0, a, 0, ne, SYMM_OP_SUM, s));
     CHECK_OK(symm_fcollect_on_stream(t, c, 0, a, 0, ng, s));
+    CHECK_OK(symm_reducescatter_on_stream(t, d, 0, a, 0, nb, SYMM_OP_SUM, s));
     CHECK_OK(symm_reduce_on_stream(t, a, 0, a, 0, ne, SYMM_OP_SUM, s));
     CUDA_OK(cudaStreamEndCapture(s, &g));
     CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
@@ -573,6 +578,10 @@ static void test_graph(symm_ctx ctx, symm_team t, cudaStream_t s, uint64_t ne, u
             for (uint64_t i = 0; i < ng; i++)
                 if (got[(uint64_t)j * ng + i] != sim[(size_t)j][i])
                     TEST_FAIL_("graph replay %d: all-gather block %d [%llu]", r, j, (unsigned long long)i);
+        gpu_read(got.data(), d, 0, nb * 4);
+        for (uint64_t i = 0; i < nb; i++)
+            if (got[i] != sum[(uint64_t)me * nb + i])
+                TEST_FAIL_("graph replay %d: reduce-scatter [%llu]", r, (unsigned long long)i);
         gpu_read(got.data(), a, 0, ne * 4);
         for (uint64_t i = 0; i < ne; i++)
             if (got[i] != sum[i]) TEST_FAIL_("graph replay %d: in-place all-reduce [%llu]", r, (unsigned long long)i);
@@ -584,6 +593,7 @@ static void test_graph(symm_ctx ctx, symm_team t, cudaStream_t s, uint64_t ne, u
     CHECK_OK(symm_buf_free(c));
     CHECK_OK(symm_buf_free(b));
     CHECK_OK(symm_buf_free(a));
+    CHECK_OK(symm_buf_free(d));
     if (gpu_me == 0)
         printf("graph: 6 replays checked (%llu and %llu elements)\n", (unsigned long long)ne,
                (unsigned long long)ng);

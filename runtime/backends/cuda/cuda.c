@@ -169,8 +169,19 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * us one-shot against 7.0 sliced, 512 KiB 8.7 against 7.8.
  * SYMM_CUDA_LL128_ONESHOT. */
 #define CU_L8_ONESHOT_DEFAULT (256u << 10)
+/* The copy-engine reduce-scatter (kernels_ce.cu; coll_ce, ce_choose): the
+ * world team's CE area, after the staged slots, holds a header and ll_pes - 1
+ * slots of SYMM_CUDA_CE_BYTES (default CU_CE_BYTES_DEFAULT with 3 or 4 PEs a
+ * host, none otherwise: 192 MiB of scratch a GPU with 4 PEs); a call moves at
+ * most that much a pair in one round, and each further round waits for the
+ * last (4 x H200, 256 MiB in a graph: 576 us with 64 MiB slots, one round;
+ * 613 with 32 MiB, two).
+ * The last phase goes in CU_CE_PIECES copies (SYMM_CUDA_CE_PIECES, 1-7), so
+ * that only the last piece's reduction follows the last byte. */
+#define CU_CE_BYTES_DEFAULT (64u << 20)
+#define CU_CE_PIECES 4u
 #define CU_SCRATCH_RESERVE (1ull << 30) /* address space kept for the scratch per PE */
-enum { CU_ALGO_AUTO, CU_ALGO_LL, CU_ALGO_LL128, CU_ALGO_STAGED, CU_ALGO_BASE };
+enum { CU_ALGO_AUTO, CU_ALGO_LL, CU_ALGO_LL128, CU_ALGO_STAGED, CU_ALGO_CE, CU_ALGO_BASE };
 /* How the barrier algorithm's all-gather and all-to-all move data
  * (SYMM_CUDA_COLL_COPY): auto = push, except an all-gather of more than
  * CU_PULL3_BYTES a PE on a team of 3, which pulls (copy_pulls). */
@@ -250,6 +261,14 @@ typedef struct cu_state {
     _Atomic(CUfunction) f_llreduce[SYMM_DTYPE_COUNT][CU_N_OPS];
     _Atomic(CUfunction) f_streduce[SYMM_DTYPE_COUNT][CU_N_OPS];
     _Atomic(CUfunction) f_l8reduce[SYMM_DTYPE_COUNT][CU_N_OPS];
+    /* The copy-engine reduce-scatter (coll_ce): the world team's CE area at
+     * ce_off of every heap (0: none), ce_slot bytes a sender; the copies of
+     * the last phase; the copy stream and the events that fork it off the
+     * caller's stream and join it back. */
+    uint64_t ce_off, ce_slot, ce_pieces;
+    CUstream s_ce, s_ce_sig;
+    CUevent ev_ce_fork, ev_ce_join, ev_ce_copy[CU_LL_MAX_PES - 2 + 7];
+    _Atomic(CUfunction) f_cereduce[SYMM_DTYPE_COUNT][CU_N_OPS];
 } cu_state;
 
 static const char *const dtype_names[SYMM_DTYPE_COUNT] = {
@@ -427,6 +446,12 @@ static void state_free(cu_state *s) {
     if (s->cuctx) symm__cu.CtxSetCurrent(s->cuctx);
     if (s->s_int) symm__cu.StreamDestroy(s->s_int);
     if (s->ev_int) symm__cu.EventDestroy(s->ev_int);
+    if (s->s_ce) symm__cu.StreamDestroy(s->s_ce);
+    if (s->s_ce_sig) symm__cu.StreamDestroy(s->s_ce_sig);
+    for (size_t i = 0; i < sizeof s->ev_ce_copy / sizeof s->ev_ce_copy[0]; i++)
+        if (s->ev_ce_copy[i]) symm__cu.EventDestroy(s->ev_ce_copy[i]);
+    if (s->ev_ce_fork) symm__cu.EventDestroy(s->ev_ce_fork);
+    if (s->ev_ce_join) symm__cu.EventDestroy(s->ev_ce_join);
     if (s->pinned) symm__cu.MemFreeHost(s->pinned);
     for (int i = 0; i < SYMM__CUDA_FATBINS_N; i++)
         if (s->mod[i]) symm__cu.ModuleUnload(s->mod[i]); /* those loaded, if setup stopped */
@@ -935,14 +960,18 @@ static symm_status cuda_heap_grow(symm__ctx *ctx, uint64_t new_mapped) {
  * _CHUNK, _STEPS, _LAND and _SWAP (staging per sender, 0: no staged
  * reductions; the smallest piece a block moves; steps aimed for; the largest
  * landed and swapped pieces), the shared memory every GPU lets a block opt
- * in to (the swap pieces depend on it), and SYMM_CUDA_COLL_COPY (auto, push or pull: PEs that pushed
- * and pulled in one all-gather would leave blocks unwritten). */
+ * in to (the swap pieces depend on it), SYMM_CUDA_COLL_COPY (auto, push or pull: PEs that pushed
+ * and pulled in one all-gather would leave blocks unwritten), and
+ * SYMM_CUDA_CE_BYTES and _PIECES (the copy-engine reduce-scatter's slots, 0:
+ * none; the copies of its last phase). */
 typedef struct cu_coll_conf {
     int32_t status, algo, local_n, ll_set; /* ll_set: SYMM_CUDA_LL_BYTES given */
     int32_t copy, st_set; /* st_set: SYMM_CUDA_STAGED_BYTES given */
     int32_t chunk_set, steps_set; /* SYMM_CUDA_STAGED_CHUNK / _STEPS given */
     int32_t smem_optin, l8_set; /* l8_set: SYMM_CUDA_LL128_BYTES given */
+    int32_t ce_set, pad;        /* ce_set: SYMM_CUDA_CE_BYTES given */
     uint64_t ll_max, st_bytes, st_chunk, st_steps, st_land, st_swap, l8_bytes, l8_oneshot;
+    uint64_t ce_bytes, ce_pieces;
 } cu_coll_conf;
 
 /* Largest payload per pair of PEs (bytes PE i sends PE j) for which "auto"
@@ -983,11 +1012,13 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
             mine.algo = CU_ALGO_LL128;
         } else if (strcmp(a, "staged") == 0) {
             mine.algo = CU_ALGO_STAGED;
+        } else if (strcmp(a, "ce") == 0) {
+            mine.algo = CU_ALGO_CE;
         } else if (strcmp(a, "twoshot") == 0 || strcmp(a, "pull") == 0) {
             mine.algo = CU_ALGO_BASE;
         } else {
             mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO=%s: expected auto, "
-                                    "ll, ll128, staged, twoshot or pull", a);
+                                    "ll, ll128, staged, ce, twoshot or pull", a);
         }
     }
     const char *cp = getenv("SYMM_CUDA_COLL_COPY");
@@ -1022,6 +1053,18 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
         mine.status = env_size("SYMM_CUDA_LL128_BYTES", CU_L8_BYTES_DEFAULT, &mine.l8_bytes);
     if (mine.status == SYMM_SUCCESS)
         mine.status = env_size("SYMM_CUDA_LL128_ONESHOT", CU_L8_ONESHOT_DEFAULT, &mine.l8_oneshot);
+    mine.ce_set = getenv("SYMM_CUDA_CE_BYTES") && *getenv("SYMM_CUDA_CE_BYTES");
+    if (mine.status == SYMM_SUCCESS)
+        mine.status = env_size("SYMM_CUDA_CE_BYTES", CU_CE_BYTES_DEFAULT, &mine.ce_bytes);
+    if (mine.status == SYMM_SUCCESS)
+        mine.status = env_size("SYMM_CUDA_CE_PIECES", CU_CE_PIECES, &mine.ce_pieces);
+    if (mine.status == SYMM_SUCCESS && mine.ce_bytes && mine.ce_bytes < 4096)
+        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_CE_BYTES=%llu: expected 0 (no "
+                                "copy-engine reduce-scatter) or at least 4096",
+                                (unsigned long long)mine.ce_bytes);
+    if (mine.status == SYMM_SUCCESS && (mine.ce_pieces < 1 || mine.ce_pieces > 7))
+        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_CE_PIECES=%llu: expected 1 to 7",
+                                (unsigned long long)mine.ce_pieces);
     if (mine.status == SYMM_SUCCESS && mine.l8_bytes > (256u << 20))
         mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL128_BYTES=%llu: expected at "
                                 "most 256 MiB", (unsigned long long)mine.l8_bytes);
@@ -1052,10 +1095,12 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
                  all[pe].steps_set != all[0].steps_set ||
                  all[pe].st_steps != all[0].st_steps || all[pe].st_land != all[0].st_land ||
                  all[pe].st_swap != all[0].st_swap || all[pe].l8_bytes != all[0].l8_bytes ||
-                 all[pe].l8_set != all[0].l8_set || all[pe].l8_oneshot != all[0].l8_oneshot)
+                 all[pe].l8_set != all[0].l8_set || all[pe].l8_oneshot != all[0].l8_oneshot ||
+                 all[pe].ce_set != all[0].ce_set || all[pe].ce_bytes != all[0].ce_bytes ||
+                 all[pe].ce_pieces != all[0].ce_pieces)
             st = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO / SYMM_CUDA_LL_BYTES / "
                            "SYMM_CUDA_STAGED_BYTES / _CHUNK / _STEPS / _LAND / _SWAP / SYMM_CUDA_LL128_BYTES / _ONESHOT / "
-                           "SYMM_CUDA_COLL_COPY "
+                           "SYMM_CUDA_COLL_COPY / SYMM_CUDA_CE_BYTES / _PIECES "
                            "differ between PE 0 and PE %d: every PE must choose the same "
                            "collective algorithms", (int)pe);
         else if (all[pe].local_n > max_local)
@@ -1090,7 +1135,13 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
     s->st_swap_max = 0;
     if (mine.st_swap && smem > 4096)
         s->st_swap_max = min_u64(align_up(mine.st_swap, 16), (uint64_t)(smem - 2048) / 2 / 16 * 16);
-    s->scratch_span = s->ll_slot = s->st_slot = 0;
+    /* default CE slots: SYMM_CUDA_CE_BYTES a sender with 3 or 4 PEs a host
+     * (192 MiB of scratch a GPU with 4, 128 with 3), none with 2 (landing
+     * is ahead there) or more than 4 (not measured) */
+    if (!mine.ce_set && (s->ll_pes < 3 || s->ll_pes > 4)) mine.ce_bytes = 0;
+    s->ce_slot = align_up(mine.ce_bytes, 256);
+    s->ce_pieces = mine.ce_pieces;
+    s->scratch_span = s->ll_slot = s->st_slot = s->ce_off = 0;
     /* the same verdict on every PE from here on (shared inputs) */
     if (s->ll_pes < 2 || s->coll_algo == CU_ALGO_BASE) return SYMM_SUCCESS;
     uint64_t ll_area = 0, st_area = 0;
@@ -1107,29 +1158,44 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
         st_area = (uint64_t)CU_ST_SLOTS * s->st_slot;
     }
     s->st_base = s->span + ll_area;
-    if (!ll_area && !st_area) return SYMM_SUCCESS;
-    uint64_t span = align_up(ll_area + st_area, s->gran);
+    const uint64_t ce_area = s->ce_slot ? SYMM__CE_HDR + s->ce_slot * (uint64_t)(s->ll_pes - 1) : 0;
+    if (!ll_area && !st_area && !ce_area) return SYMM_SUCCESS;
+    uint64_t span = align_up(ll_area + st_area + ce_area, s->gran);
     if (span > CU_SCRATCH_RESERVE)
-        return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL_BYTES=%llu, SYMM_CUDA_STAGED_BYTES=%llu and "
-                         "SYMM_CUDA_LL128_BYTES=%llu need %llu bytes of collective scratch per GPU, "
-                         "more than %llu", (unsigned long long)s->ll_max, (unsigned long long)s->st_bytes,
-                         (unsigned long long)mine.l8_bytes,
+        return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL_BYTES=%llu, SYMM_CUDA_STAGED_BYTES=%llu, "
+                         "SYMM_CUDA_LL128_BYTES=%llu and SYMM_CUDA_CE_BYTES=%llu need %llu bytes of "
+                         "collective scratch per GPU, more than %llu", (unsigned long long)s->ll_max,
+                         (unsigned long long)s->st_bytes, (unsigned long long)mine.l8_bytes,
+                         (unsigned long long)s->ce_slot,
                          (unsigned long long)span, (unsigned long long)CU_SCRATCH_RESERVE);
     st = s->ll_slot ? get_fn(s, &s->f_ll_copy, "symm_k_ll_copy") : SYMM_SUCCESS;
+    if (st == SYMM_SUCCESS && ce_area) {
+        CUresult r = symm__cu.StreamCreate(&s->s_ce, CU_STREAM_NON_BLOCKING);
+        if (r == CUDA_SUCCESS) r = symm__cu.StreamCreate(&s->s_ce_sig, CU_STREAM_NON_BLOCKING);
+        for (size_t i = 0; i < sizeof s->ev_ce_copy / sizeof s->ev_ce_copy[0] && r == CUDA_SUCCESS; i++)
+            r = symm__cu.EventCreate(&s->ev_ce_copy[i], CU_EVENT_DISABLE_TIMING);
+        if (r == CUDA_SUCCESS) r = symm__cu.EventCreate(&s->ev_ce_fork, CU_EVENT_DISABLE_TIMING);
+        if (r == CUDA_SUCCESS) r = symm__cu.EventCreate(&s->ev_ce_join, CU_EVENT_DISABLE_TIMING);
+        if (r != CUDA_SUCCESS) st = symm__cu_fail(r, "cuStreamCreate / cuEventCreate (copy-engine reduce-scatter)");
+    }
     st = map_new_chunk(ctx, s, s->span, span, "collective scratch", st);
     if (st != SYMM_SUCCESS) {
         s->ll_slot = s->st_slot = 0;
         return st;
     }
     s->scratch_span = span;
+    if (ce_area) s->ce_off = s->st_base + st_area;
     SYMM_INFO(SYMM_LOG_BACKEND, "cuda: collective scratch %llu bytes for teams of up to %d PEs: "
               "LL %llu bytes per pair (%d slots), staged %llu bytes per sender (%d slots, pieces "
-              "of %llu bytes or more), LL128 lines of %llu bytes per sender (the same slots); "
+              "of %llu bytes or more), LL128 lines of %llu bytes per sender (the same slots), "
+              "copy-engine reduce-scatter %llu bytes per sender (the world team); "
               "algorithm choice %s", (unsigned long long)span,
               (int)s->ll_pes, (unsigned long long)(s->ll_slot ? s->ll_max : 0), CU_LL_SLOTS,
               (unsigned long long)(s->st_slot ? s->st_bytes : 0), CU_ST_SLOTS,
               (unsigned long long)s->st_chunk, (unsigned long long)(s->st_slot ? s->l8_lines : 0),
+              (unsigned long long)(s->ce_off ? s->ce_slot : 0),
               s->coll_algo == CU_ALGO_LL       ? "ll (SYMM_CUDA_COLL_ALGO)"
+              : s->coll_algo == CU_ALGO_CE     ? "ce (SYMM_CUDA_COLL_ALGO)"
               : s->coll_algo == CU_ALGO_LL128  ? "ll128 (SYMM_CUDA_COLL_ALGO)"
               : s->coll_algo == CU_ALGO_STAGED ? "staged (SYMM_CUDA_COLL_ALGO)"
                                                : "auto");
@@ -1638,19 +1704,21 @@ static symm_status cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, voi
 }
 
 /* The reduction kernel of an algorithm: symm_k_<form>reduce_<dtype>_<op>. */
-enum { CU_RED_BARRIER, CU_RED_LL, CU_RED_STAGED, CU_RED_L8 };
+enum { CU_RED_BARRIER, CU_RED_LL, CU_RED_STAGED, CU_RED_L8, CU_RED_CE };
 static symm_status reduce_fn(cu_state *s, uint32_t dtype, uint32_t op, int form, CUfunction *f) {
     if (dtype >= SYMM_DTYPE_COUNT || !dtype_names[dtype] || op >= CU_N_OPS)
         return symm__err(SYMM_ERR_INVALID_ARG, "no reduction kernel for dtype %u op %u", dtype, op);
     _Atomic(CUfunction) *slot = form == CU_RED_LL       ? &s->f_llreduce[dtype][op]
                                 : form == CU_RED_STAGED ? &s->f_streduce[dtype][op]
                                 : form == CU_RED_L8     ? &s->f_l8reduce[dtype][op]
+                                : form == CU_RED_CE     ? &s->f_cereduce[dtype][op]
                                                         : &s->f_reduce[dtype][op];
     CUfunction fn = atomic_load(slot);
     if (!fn) {
         char name[64];
         snprintf(name, sizeof name, "symm_k_%sreduce_%s_%s",
-                 form == CU_RED_LL ? "ll" : form == CU_RED_STAGED ? "st" : form == CU_RED_L8 ? "l8" : "",
+                 form == CU_RED_LL ? "ll" : form == CU_RED_STAGED ? "st" : form == CU_RED_L8 ? "l8"
+                 : form == CU_RED_CE ? "ce" : "",
                  dtype_names[dtype],
                  op_names[op]);
         CUresult r = module_fn(s, &fn, name);
@@ -1810,6 +1878,128 @@ static symm_status coll_l8(cu_state *s, const symm__coll *c, char *const *base, 
                blocks, threads);
     void *args[] = {&p};
     return launch(s, f, "cuLaunchKernel(symm_k_l8reduce)", blocks, 1, threads, cs, args);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Copy-engine reduce-scatter                                                */
+/* ------------------------------------------------------------------------ */
+/* kernels_ce.cu. The bytes of a reduce-scatter move on the copy engines, one
+ * peer after another: in phase k = 0 .. n-2 every PE copies its block for PE
+ * (me + 1 + k) mod n into that PE's CE slot k, so in each phase every GPU
+ * sends to one peer and receives from one (4 x H200: 381 GB/s a GPU in
+ * turns, against 345 for SM stores to all peers at once and 233 for the
+ * copy engines to all at once; probe_cuda mesh). The last phase goes in
+ * ce_pieces copies; after each copy a stream write counts it in the
+ * receiver's arrive word. The copies run on the copy stream, forked off the
+ * caller's stream with an event and joined back after; the reduction kernel
+ * runs on the caller's stream meanwhile (kernels_ce.cu says what it does).
+ * A call moves at most ce_slot bytes a pair in one round; larger calls take
+ * several rounds, one after another. The stream writes need stream memory
+ * operations (s->memops), and the area exists for the world team only. */
+/* Auto takes it for a block of at least CU_CE_AUTO_MIN4 bytes a PE on 4 PEs
+ * and CU_CE_AUTO_MIN3 on 3. 4 x H200, C graphs, reduce-scatter of (block x
+ * 4): 32 MiB 106.7 us against 91.1 before (the peer form), 64 MiB 173.0
+ * against 170.7 (pull), 96 MiB 241.4 against 255.4, 128 MiB 308.1 against
+ * 329.5, 256 MiB 582.8 against 637.8, 512 MiB 1158.6 against 1244.6; on 3
+ * PEs (block x 3) against the pull: 48 MiB 121.1 against 113.2, 96 MiB 210.7
+ * against 215.8, 384 MiB 789.3 against 818.0 (docs/GPU-RESULTS.md, twelfth
+ * round). Not measured with more than 4 PEs. */
+#define CU_CE_AUTO_MIN4 (24u << 20)
+#define CU_CE_AUTO_MIN3 (32u << 20)
+static bool ce_choose(const cu_state *s, const symm__coll *c, uint64_t pair_bytes,
+                      const char **why) {
+    const symm__team *team = c->team;
+    if (c->kind != SYMM__COLL_REDUCESCATTER) return *why = "not a reduce-scatter", false;
+    if (forced_other(s, CU_ALGO_CE)) return *why = "SYMM_CUDA_COLL_ALGO", false;
+    if (!s->ce_off) return *why = "no copy-engine slots (SYMM_CUDA_CE_BYTES=0, or a host of 2 or more than 4 PEs)", false;
+    if (team->slot != 0) return *why = "copy-engine slots serve the world team only", false;
+    if (team->n_pes < 2 || team->n_pes > s->ll_pes) return *why = "team size", false;
+    if (!atomic_load(&s->memops)) return *why = "no stream memory operations", false;
+    if (s->coll_algo == CU_ALGO_CE) return *why = "SYMM_CUDA_COLL_ALGO=ce", true;
+    if (team->n_pes == 4 && pair_bytes >= CU_CE_AUTO_MIN4)
+        return *why = "auto, reduce-scatter of 24 MiB or more a PE on 4 PEs", true;
+    if (team->n_pes == 3 && pair_bytes >= CU_CE_AUTO_MIN3)
+        return *why = "auto, reduce-scatter of 32 MiB or more a PE on 3 PEs", true;
+    return *why = "auto, where other forms were as fast or faster", false;
+}
+
+static symm_status coll_ce(cu_state *s, const symm__coll *c, char *const *base, CUstream cs,
+                           const char *why) {
+    const symm__team *team = c->team;
+    const int32_t n = team->n_pes, me = team->my_pe;
+    const uint64_t es = c->elem_size, m = c->nelems * es;
+    CUfunction f = NULL;
+    SYMM_TRY(reduce_fn(s, c->dtype, c->op, CU_RED_CE, &f));
+    symm__kce_params p;
+    CU_FILL_TEAM_PARAMS(p);
+    p.ce_off = s->ce_off;
+    p.ce_slot = s->ce_slot;
+    /* rounds of whole 128-byte lines (ce_slot is a multiple of 256) */
+    const uint64_t round = s->ce_slot;
+    /* a block of 512 threads a SM: 2 a SM were 3-5 % slower at 128-256 MiB */
+    const unsigned thr = 512, cap = (unsigned)(s->sms > 0 ? s->sms : 64);
+    SYMM_TRACE(SYMM_LOG_COLL, "cuda: reduce-scatter of %llu bytes per pair on %d PEs: algorithm ce "
+               "(%s), %llu round(s), the last phase in up to %llu copies", (unsigned long long)m,
+               (int)n, why, (unsigned long long)((m + round - 1) / round),
+               (unsigned long long)s->ce_pieces);
+    for (uint64_t off = 0; off < m; off += round) {
+        const uint64_t len = min_u64(round, m - off);
+        const uint64_t piece = align_up((len + s->ce_pieces - 1) / s->ce_pieces, 128);
+        SYMM__CU(EventRecord(s->ev_ce_fork, cs));
+        SYMM__CU(StreamWaitEvent(s->s_ce, s->ev_ce_fork, 0));
+        SYMM__CU(StreamWaitEvent(s->s_ce_sig, s->ev_ce_fork, 0));
+        struct { CUdeviceptr dst, src, flag; uint64_t len, value; } cp[CU_LL_MAX_PES - 2 + 7];
+        unsigned ncopy = 0;
+        for (int32_t k = 0; k < n - 1; k++) {
+            const int32_t q = (me + 1 + k) % n;
+            const CUdeviceptr src = (CUdeviceptr)(uintptr_t)(base[me] + c->src_off + (uint64_t)q * m + off);
+            const CUdeviceptr dst = (CUdeviceptr)(uintptr_t)(base[q] + s->ce_off + SYMM__CE_HDR +
+                                                             (uint64_t)k * s->ce_slot);
+            const CUdeviceptr flag = (CUdeviceptr)(uintptr_t)(base[q] + s->ce_off + SYMM__CE_ARRIVE) +
+                                     8u * (uint64_t)k;
+            const uint64_t step = k == n - 2 ? piece : len;
+            uint64_t count = 0;
+            for (uint64_t o = 0; o < len; o += step) {
+                cp[ncopy].dst = dst + o;
+                cp[ncopy].src = src + o;
+                cp[ncopy].len = min_u64(step, len - o);
+                cp[ncopy].flag = flag;
+                cp[ncopy++].value = ++count;
+            }
+        }
+        /* copy i on the copy stream, then an event; the signal stream waits
+         * for it and counts the copy in the receiver's arrive word. The
+         * stream write's memory barrier holds up the stream it is on (on
+         * the copy stream: 2-4 us a copy), and each signal is enqueued
+         * after the next copy, so that the graph a capture makes keeps the
+         * copies on one chain (right after its copy: 342 us a call in a
+         * graph against 309 back to back, 4 PEs, 128 MiB; one later: 303
+         * and 305) */
+        for (unsigned i = 0; i <= ncopy; i++) {
+            if (i < ncopy) {
+                SYMM__CU(MemcpyAsync(cp[i].dst, cp[i].src, cp[i].len, s->s_ce));
+                SYMM__CU(EventRecord(s->ev_ce_copy[i], s->s_ce));
+            }
+            if (i > 0) {
+                SYMM__CU(StreamWaitEvent(s->s_ce_sig, s->ev_ce_copy[i - 1], 0));
+                SYMM__CU(StreamWriteValue64(s->s_ce_sig, cp[i - 1].flag, cp[i - 1].value,
+                                            CU_STREAM_WRITE_VALUE_DEFAULT));
+            }
+        }
+        SYMM__CU(EventRecord(s->ev_ce_join, s->s_ce_sig)); /* after every copy and signal */
+        p.src_off = c->src_off + (uint64_t)me * m + off;
+        p.dst_off = c->dst_off + off;
+        p.ne = len / es;
+        p.piece = piece / es;
+        p.vec = (p.src_off | p.dst_off) % 16 == 0;
+        void *args[] = {&p};
+        symm_status st = launch(s, f, "cuLaunchKernel(symm_k_cereduce)",
+                                copy_blocks(len, thr, cap), 1, thr, cs, args);
+        /* joined back even when the launch failed: no stream stays forked */
+        SYMM__CU(StreamWaitEvent(cs, s->ev_ce_join, 0));
+        SYMM_TRY(st);
+    }
+    return SYMM_SUCCESS;
 }
 
 /* Whether a staged reduction may land its pieces in the peer's dst
@@ -2055,6 +2245,10 @@ static symm_status cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) 
     symm__l8_shape l8;
     if (data && l8_choose(s, c, &l8, &why)) {
         SYMM_TRY(coll_l8(s, c, base, cs, &l8, why));
+        return finish(s, stream);
+    }
+    if (data && ce_choose(s, c, pair_bytes, &why)) {
+        SYMM_TRY(coll_ce(s, c, base, cs, why));
         return finish(s, stream);
     }
     if (data && st_choose(s, c, pair_bytes, &why)) {

@@ -205,4 +205,28 @@ typedef struct symm__kstaged_params {
                                      * holds the call): symm__st_peer                     */
 } symm__kstaged_params;
 
+/* symm_k_cereduce_<dtype>_<op>: the copy-engine reduce-scatter (kernels_ce.cu,
+ * cuda.c "Copy-engine reduce-scatter"). Each PE's CE area (at ce_off in
+ * every heap) starts with SYMM__CE_HDR bytes of words, then n - 1 slots of
+ * ce_slot bytes: slot k holds what team PE (me - 1 - k) mod n sent in phase k.
+ * arrive[k] is written by that sender's copy stream (the number of its
+ * copies into slot k that have landed), done[k] by the PE this one sent to
+ * in phase k (1: it has read it); both go back to 0 at the end of a round. */
+#define SYMM__CE_HDR 256u
+#define SYMM__CE_ARRIVE 0u   /* uint64 [8] */
+#define SYMM__CE_DONE 64u    /* uint64 [8] */
+#define SYMM__CE_TICKET 128u /* uint32: blocks done with the round */
+typedef struct symm__kce_params {
+    symm__kteam8 team;
+    uint64_t area_off, timeout_ns; /* area_off: unused (the CE area has its own words) */
+    int *err;
+    uint64_t ce_off, ce_slot; /* the CE area; bytes from one slot to the next    */
+    uint64_t src_off;         /* this PE's own block of the input, at the round  */
+    uint64_t dst_off;         /* its block of the output, at the round           */
+    uint64_t ne;              /* elements of the round                           */
+    uint64_t piece;           /* elements of each copy of the last phase         */
+    int32_t vec;              /* 1: src_off, dst_off 16-byte aligned             */
+    int32_t pad;
+} symm__kce_params;
+
 #endif /* SYMM_CUDA_KERNEL_PARAMS_H */
