@@ -92,24 +92,11 @@ __device__ __forceinline__ void symm__cereduce(const symm__kce_params &p) {
         /* pieces start on whole 16-byte vectors (cuda.c makes them lines) */
         const uint64_t vhi = p.vec ? lo + (hi - lo) / V * V : lo;
         for (uint64_t i = lo + tid * V; i < vhi; i += nthr * V) {
-            A acc[V];
             uint4 raw[8];
 #pragma unroll
             for (int j = 0; j < 8; j++)
                 if (j < n) raw[j] = symm__ce_load<T>(in[j], j == me, i);
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                if (j >= n) break;
-                const T *v = (const T *)&raw[j];
-#pragma unroll
-                for (int e = 0; e < V; e++)
-                    acc[e] = j == 0 ? symm__to_acc<T>(v[e]) : op(acc[e], symm__to_acc<T>(v[e]));
-            }
-            uint4 o;
-            T *ot = (T *)&o;
-#pragma unroll
-            for (int e = 0; e < V; e++) ot[e] = symm__from_acc<T>(acc[e]);
-            *(uint4 *)(out + i) = o;
+            *(uint4 *)(out + i) = symm__combine16<T, Op>(raw, n);
         }
         for (uint64_t i = vhi + tid; i < hi; i += nthr) {
             A acc = symm__to_acc<T>(*(const T *)(in[0] + i * sizeof(T)));

@@ -201,6 +201,29 @@ struct symm__op_xor {
     SYMM__REDUCE_PAIRS_32(X)  \
     SYMM__REDUCE_PAIRS_64(X)
 
+/* One 16-byte vector of the result: op over the n inputs raw[0..n) in team
+ * order, accumulated as in every reduction here (symm__acc). */
+template <typename T, typename Op>
+__device__ __forceinline__ uint4 symm__combine16(const uint4 *raw, int n) {
+    typedef typename symm__acc<T>::type A;
+    constexpr int V = 16 / (int)sizeof(T);
+    const Op op;
+    A acc[V];
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        if (j >= n) break;
+        const T *x = (const T *)&raw[j];
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            acc[k] = j == 0 ? symm__to_acc<T>(x[k]) : op(acc[k], symm__to_acc<T>(x[k]));
+    }
+    uint4 r;
+    T *o = (T *)&r;
+#pragma unroll
+    for (int k = 0; k < V; k++) o[k] = symm__from_acc<T>(acc[k]);
+    return r;
+}
+
 /* One kernel of a reduction form per dtype and op: symm_k_<form>_<dtype>_<op>
  * (form: reduce, llreduce, l8reduce), running body<T, Op> on its parameter
  * block P. */

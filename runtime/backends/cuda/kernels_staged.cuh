@@ -86,29 +86,6 @@ template <typename T> __device__ __forceinline__ T symm__ldcg_elem(const char *a
         return symm__bitcast<T>(__ldcg((const typename symm__uint<sizeof(T)>::type *)a));
 }
 
-/* One 16-byte vector of the result: op over the n inputs raw[0..n) in team
- * order, accumulated as in every reduction here (symm__acc). */
-template <typename T, typename Op>
-__device__ __forceinline__ uint4 symm__st_combine(const uint4 *raw, int n) {
-    typedef typename symm__acc<T>::type A;
-    constexpr int V = 16 / (int)sizeof(T);
-    const Op op;
-    A acc[V];
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-        if (j >= n) break;
-        const T *x = (const T *)&raw[j];
-#pragma unroll
-        for (int k = 0; k < V; k++)
-            acc[k] = j == 0 ? symm__to_acc<T>(x[k]) : op(acc[k], symm__to_acc<T>(x[k]));
-    }
-    uint4 r;
-    T *o = (T *)&r;
-#pragma unroll
-    for (int k = 0; k < V; k++) o[k] = symm__from_acc<T>(acc[k]);
-    return r;
-}
-
 /* Sender s's region in receiver r's staged area of the parity at par. */
 __device__ __forceinline__ uint64_t symm__st_reg(const symm__kstaged_params &p, uint64_t par, int s,
                                                  int r) {
@@ -150,7 +127,7 @@ __device__ __forceinline__ void symm__st_combine_range(const symm__kstaged_param
             }
 #pragma unroll
             for (int u = 0; u < U; u++)
-                *(uint4 *)(out + (v + u * GR) * 16) = symm__st_combine<T, Op>(raw[u], 2);
+                *(uint4 *)(out + (v + u * GR) * 16) = symm__combine16<T, Op>(raw[u], 2);
         }
     }
     for (; v < nv; v += GR) {
@@ -158,7 +135,7 @@ __device__ __forceinline__ void symm__st_combine_range(const symm__kstaged_param
 #pragma unroll
         for (int j = 0; j < 8; j++)
             if (j < n) raw[j] = __ldcg((const uint4 *)(in[j] + v * 16));
-        const uint4 r = symm__st_combine<T, Op>(raw, n);
+        const uint4 r = symm__combine16<T, Op>(raw, n);
 #pragma unroll
         for (int j = 0; j < 8; j++)
             if (j < n && (to >> j & 1u)) *(uint4 *)(p.team.base[j] + out_off + v * 16) = r;
@@ -277,7 +254,7 @@ __device__ __forceinline__ void symm__st_swap(const symm__kstaged_params &p, boo
             const uint4 x = *(const uint4 *)(own + v * 16);
             const uint4 y = __ldcg((const uint4 *)(buf + v * 16));
             const uint4 raw[2] = {me == 0 ? x : y, me == 0 ? y : x};
-            *(uint4 *)(buf + v * 16) = symm__st_combine<T, Op>(raw, 2);
+            *(uint4 *)(buf + v * 16) = symm__combine16<T, Op>(raw, 2);
         }
         for (uint64_t i = nv * V + gt; i < ne; i += GR) {
             const A x = symm__to_acc<T>(*(const T *)(own + i * es));
