@@ -848,6 +848,33 @@ static void expect_peer_plan(uint64_t len, int32_t n, uint64_t bytes, bool gathe
                    (unsigned long long)chunk, (unsigned long long)steps);
 }
 
+/* The copy-engine reduce-scatter's last phase: whole lines, at most the
+ * pieces asked for, covering the round exactly, and the kernel's count of
+ * pieces (elements) equal to the host's count of copies for every element
+ * size. */
+static void test_ce_piece(void) {
+    uint64_t count = 0;
+    ASSERT_EQ(symm__ce_piece(32u << 20, 4, &count), 8u << 20);
+    ASSERT_EQ(count, 4);
+    ASSERT_EQ(symm__ce_piece(16, 4, &count), 128);
+    ASSERT_EQ(count, 1);
+    ASSERT_EQ(symm__ce_piece(1000, 3, &count), 384); /* 334 -> 384: 384 + 384 + 232 */
+    ASSERT_EQ(count, 3);
+    ASSERT_EQ(symm__ce_piece(1024, 7, &count), 256); /* 147 -> 256: 4 copies, not 7 */
+    ASSERT_EQ(count, 4);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        const uint64_t es = 1u << (x & 3), pieces = 1 + (x >> 2) % 7;
+        const uint64_t len = es * (1 + (x >> 8) % ((i & 1) ? 5000 : (64u << 20)));
+        const uint64_t piece = symm__ce_piece(len, pieces, &count);
+        ASSERT_TRUE(piece % 128 == 0 && count >= 1 && count <= pieces);
+        ASSERT_TRUE((count - 1) * piece < len && len <= count * piece);
+        const uint64_t ne = len / es, pe = piece / es;
+        ASSERT_EQ((ne + pe - 1) / pe, count);
+    }
+}
+
 static void test_staged_plan(void) {
     symm__st_plan p;
     /* 2-PE all-reduce of 1 MiB, defaults on an H200 (132 SMs): one step of
@@ -922,6 +949,7 @@ int main(void) {
 #ifdef SYMM_HAVE_CUDA
     test_staged_plan();
     test_l8_shape();
+    test_ce_piece();
 #else
     printf("unit: staged-plan test skipped (runtime built without the CUDA backend)\n");
 #endif

@@ -1,4 +1,5 @@
-/* Grid of a staged reduction, shape of an LL128 one: see coll_plan.h. */
+/* Grid of a staged reduction, shape of an LL128 one, pieces of the
+ * copy-engine reduce-scatter: see coll_plan.h. */
 #include "coll_plan.h"
 
 _Static_assert(SYMM__ST_ALIGN % 16 == 0 && SYMM__ST_SLACK % 16 == 0, "whole 16-byte vectors");
@@ -73,4 +74,11 @@ bool symm__l8_make_shape(bool reduce_scatter, int32_t n, uint64_t ne, uint64_t e
     }
     for (int32_t j = 0; j < n; j++) most = max64(most, out->len[j]);
     return (most + SYMM__L8_DATA - 1) / SYMM__L8_DATA * SYMM__L8_LINE <= room;
+}
+
+uint64_t symm__ce_piece(uint64_t len, uint64_t pieces, uint64_t *count) {
+    const uint64_t k = pieces ? pieces : 1;
+    const uint64_t piece = max64(((len + k - 1) / k + 127) / 128 * 128, 128);
+    *count = len ? (len + piece - 1) / piece : 0;
+    return piece;
 }

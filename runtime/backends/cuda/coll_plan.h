@@ -81,4 +81,12 @@ typedef struct symm__l8_shape {
 bool symm__l8_make_shape(bool reduce_scatter, int32_t n, uint64_t ne, uint64_t es, uint64_t lines,
                          uint64_t oneshot, symm__l8_shape *out);
 
+/* The last phase of a round of the copy-engine reduce-scatter (cuda.c
+ * coll_ce, kernels_ce.cu): len bytes in at most `pieces` copies of whole
+ * 128-byte lines, the last one shorter where len ends mid-way. Returns the
+ * bytes of a copy; *count: the copies. The kernel reduces piece c (its
+ * elements [c * piece / es, ...)) once copy c landed, so for every element
+ * size es dividing len, ceil((len / es) / (piece / es)) == *count. */
+uint64_t symm__ce_piece(uint64_t len, uint64_t pieces, uint64_t *count);
+
 #endif /* SYMM_CUDA_COLL_PLAN_H */

@@ -1944,7 +1944,8 @@ static symm_status coll_ce(cu_state *s, const symm__coll *c, char *const *base, 
                (unsigned long long)s->ce_pieces);
     for (uint64_t off = 0; off < m; off += round) {
         const uint64_t len = min_u64(round, m - off);
-        const uint64_t piece = align_up((len + s->ce_pieces - 1) / s->ce_pieces, 128);
+        uint64_t pieces = 0;
+        const uint64_t piece = symm__ce_piece(len, s->ce_pieces, &pieces);
         SYMM__CU(EventRecord(s->ev_ce_fork, cs));
         SYMM__CU(StreamWaitEvent(s->s_ce, s->ev_ce_fork, 0));
         SYMM__CU(StreamWaitEvent(s->s_ce_sig, s->ev_ce_fork, 0));
@@ -1957,9 +1958,9 @@ static symm_status coll_ce(cu_state *s, const symm__coll *c, char *const *base, 
                                                              (uint64_t)k * s->ce_slot);
             const CUdeviceptr flag = (CUdeviceptr)(uintptr_t)(base[q] + s->ce_off + SYMM__CE_ARRIVE) +
                                      8u * (uint64_t)k;
-            const uint64_t step = k == n - 2 ? piece : len;
+            const uint64_t step = k == n - 2 ? piece : len, copies = k == n - 2 ? pieces : 1;
             uint64_t count = 0;
-            for (uint64_t o = 0; o < len; o += step) {
+            for (uint64_t o = 0; count < copies; o += step) {
                 cp[ncopy].dst = dst + o;
                 cp[ncopy].src = src + o;
                 cp[ncopy].len = min_u64(step, len - o);
