@@ -5,7 +5,8 @@
  * kernels: point-to-point copies, stores, signals, waits and atomics, the
  * stream barriers and the data movement of broadcast / fcollect / collect /
  * alltoall. The reductions are in kernels_reduce.cu (barrier algorithm),
- * kernels_ll.cu (one-shot LL, with the LL copy), kernels_ll128.cu and
+ * kernels_ll.cu (one-shot LL, with the LL copy), kernels_ll128.cu,
+ * kernels_ce.cu (the copy-engine reduce-scatter) and
  * kernels_staged_{8,16,32,64}.cu (code in kernels_staged.cuh); the device
  * code they share is in kernels_common.cuh.
  * Every entry is extern "C" so that the host finds it by name; parameter
