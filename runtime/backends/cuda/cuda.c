@@ -1937,7 +1937,7 @@ static symm_status coll_ce(cu_state *s, const symm__coll *c, char *const *base, 
     /* rounds of whole 128-byte lines (ce_slot is a multiple of 256) */
     const uint64_t round = s->ce_slot;
     /* a block of 512 threads a SM: 2 a SM were 3-5 % slower at 128-256 MiB */
-    const unsigned thr = 512, cap = (unsigned)(s->sms > 0 ? s->sms : 64);
+    const unsigned thr = SYMM__CE_THREADS, cap = (unsigned)(s->sms > 0 ? s->sms : 64);
     SYMM_TRACE(SYMM_LOG_COLL, "cuda: reduce-scatter of %llu bytes per pair on %d PEs: algorithm ce "
                "(%s), %llu round(s), the last phase in up to %llu copies", (unsigned long long)m,
                (int)n, why, (unsigned long long)((m + round - 1) / round),

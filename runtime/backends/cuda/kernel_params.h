@@ -212,6 +212,7 @@ typedef struct symm__kstaged_params {
  * arrive[k] is written by that sender's copy stream (the number of its
  * copies into slot k that have landed), done[k] by the PE this one sent to
  * in phase k (1: it has read it); both go back to 0 at the end of a round. */
+#define SYMM__CE_THREADS 512u /* a block of the reduction kernel, one a SM */
 #define SYMM__CE_HDR 256u
 #define SYMM__CE_ARRIVE 0u   /* uint64 [8] */
 #define SYMM__CE_DONE 64u    /* uint64 [8] */

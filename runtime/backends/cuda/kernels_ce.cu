@@ -136,7 +136,13 @@ __device__ __forceinline__ void symm__cereduce(const symm__kce_params &p) {
     for (int k = 0; k < n - 1; k++) *(volatile uint64_t *)&done[k] = 0;
 }
 
-/* symm_k_cereduce_<dtype>_<op>: names built by reduce_fn in cuda.c. */
-#define SYMM__K_CEREDUCE(tname, T, oname, Op) \
-    SYMM__K_REDUCE_FORM(cereduce, symm__kce_params, symm__cereduce, tname, T, oname, Op)
+/* symm_k_cereduce_<dtype>_<op>: names built by reduce_fn in cuda.c. At most
+ * SYMM__CE_THREADS threads a block (cuda.c launches that many): without the
+ * bound the 8-bit min / max took 134-136 registers, too many for a block of
+ * 512 (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES); with it 121-124, no spills. */
+#define SYMM__K_CEREDUCE(tname, T, oname, Op)                                                  \
+    extern "C" __global__ void __launch_bounds__(SYMM__CE_THREADS)                             \
+        symm_k_cereduce_##tname##_##oname(const __grid_constant__ symm__kce_params p) {        \
+        symm__cereduce<T, Op>(p);                                                             \
+    }
 SYMM__REDUCE_PAIRS(SYMM__K_CEREDUCE)
