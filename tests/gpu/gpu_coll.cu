@@ -1,8 +1,8 @@
 /*
  * CUDA backend, 2+ PEs: collectives through the backend's kernels, blocking
- * and on a stream: reduce for every dtype and op (odd length: vector body and
- * scalar tail), in place, broadcast, fcollect, collect, alltoall,
- * reducescatter, on the world team and on a split team; sizes around the
+ * and on a stream: reduce and reducescatter for every dtype and op (odd
+ * length: vector body and scalar tail), in place, broadcast, fcollect,
+ * collect, alltoall, on the world team and on a split team; sizes around the
  * one-shot LL thresholds, unaligned and in place, hundreds of calls back to
  * back and a replayed CUDA graph. meson runs it also with
  * SYMM_CUDA_COLL_ALGO=ll (LL up to 512 KiB per pair) and =twoshot.
@@ -72,15 +72,18 @@ static int64_t expected(uint32_t op, int n, uint64_t i) {
     return acc;
 }
 
+/* Every dtype and op: an all-reduce of ne elements, then a reduce-scatter of
+ * ne elements a PE (block j of PE pe holds input(op, pe, j * ne + i)), each
+ * blocking and on a stream, against the exact expected values. */
 static void test_reduce_all(symm_ctx ctx, symm_team world, cudaStream_t s) {
-    const uint64_t ne = 1001;
+    const uint64_t ne = 1001, nall = ne * (uint64_t)gpu_n;
     int checked = 0;
     for (uint32_t dt : all_dtypes) {
         const size_t es = symm_dtype_size(dt);
         symm_buf src = NULL, dst = NULL;
-        CHECK_OK(symm_buf_alloc(ctx, dt, ne, &src));
+        CHECK_OK(symm_buf_alloc(ctx, dt, nall, &src));
         CHECK_OK(symm_buf_alloc(ctx, dt, ne, &dst));
-        std::vector<uint8_t> in(ne * es), want(ne * es), got(ne * es);
+        std::vector<uint8_t> in(ne * es), want(ne * es), got(ne * es), in_rs(nall * es);
         for (uint32_t op = SYMM_OP_SUM; op <= SYMM_OP_XOR; op++) {
             if (is_float(dt) && op >= SYMM_OP_AND) {
                 CHECK_STATUS(symm_reduce(world, dst, 0, src, 0, ne, op), SYMM_ERR_NOT_SUPPORTED);
@@ -108,11 +111,33 @@ static void test_reduce_all(symm_ctx ctx, symm_team world, cudaStream_t s) {
                                    form, (unsigned long long)i);
                 checked++;
             }
+            for (uint64_t i = 0; i < nall; i++) enc(dt, input(op, gpu_me, i), &in_rs[i * es]);
+            for (uint64_t i = 0; i < ne; i++)
+                enc(dt, expected(op, gpu_n, (uint64_t)gpu_me * ne + i), &want[i * es]);
+            for (int form = 0; form < 2; form++) {
+                gpu_write(src, 0, in_rs.data(), in_rs.size());
+                CUDA_OK(cudaMemset(gpu_ptr(dst), 0xee, ne * es));
+                CUDA_OK(cudaDeviceSynchronize());
+                CHECK_OK(symm_barrier_all(ctx));
+                if (form == 0) {
+                    CHECK_OK(symm_reducescatter(world, dst, 0, src, 0, ne, op));
+                } else {
+                    CHECK_OK(symm_reducescatter_on_stream(world, dst, 0, src, 0, ne, op, s));
+                    CUDA_OK(cudaStreamSynchronize(s));
+                }
+                gpu_read(got.data(), dst, 0, got.size());
+                for (uint64_t i = 0; i < ne; i++)
+                    if (memcmp(&got[i * es], &want[i * es], es) != 0)
+                        TEST_FAIL_("reduce-scatter dtype %u op %u form %d: element %llu differs", dt,
+                                   op, form, (unsigned long long)i);
+                checked++;
+            }
         }
         CHECK_OK(symm_buf_free(dst));
         CHECK_OK(symm_buf_free(src));
     }
-    if (gpu_me == 0) printf("reduce: %d dtype/op/form combinations checked\n", checked);
+    if (gpu_me == 0)
+        printf("reduce, reduce-scatter: %d dtype/op/form/kind combinations checked\n", checked);
 }
 
 static void test_reduce_inplace(symm_ctx ctx, symm_team world, cudaStream_t s) {
