@@ -89,49 +89,40 @@ static void test_reduce_all(symm_ctx ctx, symm_team world, cudaStream_t s) {
                 CHECK_STATUS(symm_reduce(world, dst, 0, src, 0, ne, op), SYMM_ERR_NOT_SUPPORTED);
                 continue;
             }
+            /* one kind (0: all-reduce of in, 1: reduce-scatter of in_rs), both
+             * forms, against want */
+            auto check = [&](int rs, const std::vector<uint8_t> &input_bytes) {
+                for (int form = 0; form < 2; form++) {
+                    gpu_write(src, 0, input_bytes.data(), input_bytes.size());
+                    CUDA_OK(cudaMemset(gpu_ptr(dst), 0xee, ne * es));
+                    CUDA_OK(cudaDeviceSynchronize());
+                    CHECK_OK(symm_barrier_all(ctx));
+                    if (form == 0) {
+                        CHECK_OK(rs ? symm_reducescatter(world, dst, 0, src, 0, ne, op)
+                                    : symm_reduce(world, dst, 0, src, 0, ne, op));
+                    } else {
+                        CHECK_OK(rs ? symm_reducescatter_on_stream(world, dst, 0, src, 0, ne, op, s)
+                                    : symm_reduce_on_stream(world, dst, 0, src, 0, ne, op, s));
+                        CUDA_OK(cudaStreamSynchronize(s));
+                    }
+                    gpu_read(got.data(), dst, 0, got.size());
+                    for (uint64_t i = 0; i < ne; i++)
+                        if (memcmp(&got[i * es], &want[i * es], es) != 0)
+                            TEST_FAIL_("%s dtype %u op %u form %d: element %llu differs",
+                                       rs ? "reduce-scatter" : "reduce", dt, op, form,
+                                       (unsigned long long)i);
+                    checked++;
+                }
+            };
             for (uint64_t i = 0; i < ne; i++) {
                 enc(dt, input(op, gpu_me, i), &in[i * es]);
                 enc(dt, expected(op, gpu_n, i), &want[i * es]);
             }
-            for (int form = 0; form < 2; form++) {
-                gpu_write(src, 0, in.data(), in.size());
-                CUDA_OK(cudaMemset(gpu_ptr(dst), 0xee, ne * es));
-                CUDA_OK(cudaDeviceSynchronize());
-                CHECK_OK(symm_barrier_all(ctx));
-                if (form == 0) {
-                    CHECK_OK(symm_reduce(world, dst, 0, src, 0, ne, op));
-                } else {
-                    CHECK_OK(symm_reduce_on_stream(world, dst, 0, src, 0, ne, op, s));
-                    CUDA_OK(cudaStreamSynchronize(s));
-                }
-                gpu_read(got.data(), dst, 0, got.size());
-                for (uint64_t i = 0; i < ne; i++)
-                    if (memcmp(&got[i * es], &want[i * es], es) != 0)
-                        TEST_FAIL_("reduce dtype %u op %u form %d: element %llu differs", dt, op,
-                                   form, (unsigned long long)i);
-                checked++;
-            }
+            check(0, in);
             for (uint64_t i = 0; i < nall; i++) enc(dt, input(op, gpu_me, i), &in_rs[i * es]);
             for (uint64_t i = 0; i < ne; i++)
                 enc(dt, expected(op, gpu_n, (uint64_t)gpu_me * ne + i), &want[i * es]);
-            for (int form = 0; form < 2; form++) {
-                gpu_write(src, 0, in_rs.data(), in_rs.size());
-                CUDA_OK(cudaMemset(gpu_ptr(dst), 0xee, ne * es));
-                CUDA_OK(cudaDeviceSynchronize());
-                CHECK_OK(symm_barrier_all(ctx));
-                if (form == 0) {
-                    CHECK_OK(symm_reducescatter(world, dst, 0, src, 0, ne, op));
-                } else {
-                    CHECK_OK(symm_reducescatter_on_stream(world, dst, 0, src, 0, ne, op, s));
-                    CUDA_OK(cudaStreamSynchronize(s));
-                }
-                gpu_read(got.data(), dst, 0, got.size());
-                for (uint64_t i = 0; i < ne; i++)
-                    if (memcmp(&got[i * es], &want[i * es], es) != 0)
-                        TEST_FAIL_("reduce-scatter dtype %u op %u form %d: element %llu differs", dt,
-                                   op, form, (unsigned long long)i);
-                checked++;
-            }
+            check(1, in_rs);
         }
         CHECK_OK(symm_buf_free(dst));
         CHECK_OK(symm_buf_free(src));
