@@ -180,6 +180,9 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * that only the last piece's reduction follows the last byte. */
 #define CU_CE_BYTES_DEFAULT (64u << 20)
 #define CU_CE_PIECES 4u
+#define CU_CE_PIECES_MAX 7u /* arrive words count up to it */
+/* copies of a round: one a phase, the last in up to CU_CE_PIECES_MAX */
+#define CU_CE_COPIES_MAX (CU_LL_MAX_PES - 2 + CU_CE_PIECES_MAX)
 #define CU_SCRATCH_RESERVE (1ull << 30) /* address space kept for the scratch per PE */
 enum { CU_ALGO_AUTO, CU_ALGO_LL, CU_ALGO_LL128, CU_ALGO_STAGED, CU_ALGO_CE, CU_ALGO_BASE };
 /* How the barrier algorithm's all-gather and all-to-all move data
@@ -267,7 +270,7 @@ typedef struct cu_state {
      * caller's stream and join it back. */
     uint64_t ce_off, ce_slot, ce_pieces;
     CUstream s_ce, s_ce_sig;
-    CUevent ev_ce_fork, ev_ce_join, ev_ce_copy[CU_LL_MAX_PES - 2 + 7];
+    CUevent ev_ce_fork, ev_ce_join, ev_ce_copy[CU_CE_COPIES_MAX];
     _Atomic(CUfunction) f_cereduce[SYMM_DTYPE_COUNT][CU_N_OPS];
 } cu_state;
 
@@ -1062,9 +1065,9 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
         mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_CE_BYTES=%llu: expected 0 (no "
                                 "copy-engine reduce-scatter) or at least 4096",
                                 (unsigned long long)mine.ce_bytes);
-    if (mine.status == SYMM_SUCCESS && (mine.ce_pieces < 1 || mine.ce_pieces > 7))
-        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_CE_PIECES=%llu: expected 1 to 7",
-                                (unsigned long long)mine.ce_pieces);
+    if (mine.status == SYMM_SUCCESS && (mine.ce_pieces < 1 || mine.ce_pieces > CU_CE_PIECES_MAX))
+        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_CE_PIECES=%llu: expected 1 to %u",
+                                (unsigned long long)mine.ce_pieces, CU_CE_PIECES_MAX);
     if (mine.status == SYMM_SUCCESS && mine.l8_bytes > (256u << 20))
         mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL128_BYTES=%llu: expected at "
                                 "most 256 MiB", (unsigned long long)mine.l8_bytes);
@@ -1949,7 +1952,7 @@ static symm_status coll_ce(cu_state *s, const symm__coll *c, char *const *base, 
         SYMM__CU(EventRecord(s->ev_ce_fork, cs));
         SYMM__CU(StreamWaitEvent(s->s_ce, s->ev_ce_fork, 0));
         SYMM__CU(StreamWaitEvent(s->s_ce_sig, s->ev_ce_fork, 0));
-        struct { CUdeviceptr dst, src, flag; uint64_t len, value; } cp[CU_LL_MAX_PES - 2 + 7];
+        struct { CUdeviceptr dst, src, flag; uint64_t len, value; } cp[CU_CE_COPIES_MAX];
         unsigned ncopy = 0;
         for (int32_t k = 0; k < n - 1; k++) {
             const int32_t q = (me + 1 + k) % n;
