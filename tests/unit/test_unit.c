@@ -862,6 +862,9 @@ static void test_ce_piece(void) {
     ASSERT_EQ(count, 3);
     ASSERT_EQ(symm__ce_piece(1024, 7, &count), 256); /* 147 -> 256: 4 copies, not 7 */
     ASSERT_EQ(count, 4);
+    /* an empty slice of an all-reduce: one copy of 0 bytes, its signal */
+    ASSERT_EQ(symm__ce_piece(0, 4, &count), 128);
+    ASSERT_EQ(count, 1);
     uint64_t x = 0x9e3779b97f4a7c15ull;
     for (int i = 0; i < 200000; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;

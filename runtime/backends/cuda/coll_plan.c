@@ -79,6 +79,6 @@ bool symm__l8_make_shape(bool reduce_scatter, int32_t n, uint64_t ne, uint64_t e
 uint64_t symm__ce_piece(uint64_t len, uint64_t pieces, uint64_t *count) {
     const uint64_t k = pieces ? pieces : 1;
     const uint64_t piece = max64(((len + k - 1) / k + 127) / 128 * 128, 128);
-    *count = len ? (len + piece - 1) / piece : 0;
+    *count = len ? (len + piece - 1) / piece : 1; /* nothing to send: its signal alone */
     return piece;
 }

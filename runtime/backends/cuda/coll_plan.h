@@ -86,7 +86,9 @@ bool symm__l8_make_shape(bool reduce_scatter, int32_t n, uint64_t ne, uint64_t e
  * 128-byte lines, the last one shorter where len ends mid-way. Returns the
  * bytes of a copy; *count: the copies. The kernel reduces piece c (its
  * elements [c * piece / es, ...)) once copy c landed, so for every element
- * size es dividing len, ceil((len / es) / (piece / es)) == *count. */
+ * size es dividing len, ceil((len / es) / (piece / es)) == *count. len 0
+ * (an all-reduce's empty slice) is one copy of 0 bytes: only its signal,
+ * which every slot gets every round (kernels_ce.cu says why). */
 uint64_t symm__ce_piece(uint64_t len, uint64_t pieces, uint64_t *count);
 
 #endif /* SYMM_CUDA_COLL_PLAN_H */

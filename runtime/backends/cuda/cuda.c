@@ -169,7 +169,8 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * us one-shot against 7.0 sliced, 512 KiB 8.7 against 7.8.
  * SYMM_CUDA_LL128_ONESHOT. */
 #define CU_L8_ONESHOT_DEFAULT (256u << 10)
-/* The copy-engine reduce-scatter (kernels_ce.cu; coll_ce, ce_choose): the
+/* The copy-engine reduce-scatter and all-reduce (kernels_ce.cu; coll_ce,
+ * ce_choose): the
  * world team's CE area, after the staged slots, holds a header and ll_pes - 1
  * slots of SYMM_CUDA_CE_BYTES (default CU_CE_BYTES_DEFAULT with 3 or 4 PEs a
  * host, none otherwise: 192 MiB of scratch a GPU with 4 PEs); a call moves at
@@ -272,6 +273,7 @@ typedef struct cu_state {
     CUstream s_ce, s_ce_sig;
     CUevent ev_ce_fork, ev_ce_join, ev_ce_copy[CU_CE_COPIES_MAX];
     _Atomic(CUfunction) f_cereduce[SYMM_DTYPE_COUNT][CU_N_OPS];
+    CUfunction f_ce_wait; /* the all-reduce's last wait (symm_k_ce_wait) */
 } cu_state;
 
 static const char *const dtype_names[SYMM_DTYPE_COUNT] = {
@@ -1172,6 +1174,7 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
                          (unsigned long long)s->ce_slot,
                          (unsigned long long)span, (unsigned long long)CU_SCRATCH_RESERVE);
     st = s->ll_slot ? get_fn(s, &s->f_ll_copy, "symm_k_ll_copy") : SYMM_SUCCESS;
+    if (st == SYMM_SUCCESS && ce_area) st = get_fn(s, &s->f_ce_wait, "symm_k_ce_wait");
     if (st == SYMM_SUCCESS && ce_area) {
         CUresult r = symm__cu.StreamCreate(&s->s_ce, CU_STREAM_NON_BLOCKING);
         if (r == CUDA_SUCCESS) r = symm__cu.StreamCreate(&s->s_ce_sig, CU_STREAM_NON_BLOCKING);
@@ -1912,13 +1915,17 @@ static symm_status coll_l8(cu_state *s, const symm__coll *c, char *const *base, 
 static bool ce_choose(const cu_state *s, const symm__coll *c, uint64_t pair_bytes,
                       const char **why) {
     const symm__team *team = c->team;
-    if (c->kind != SYMM__COLL_REDUCESCATTER) return *why = "not a reduce-scatter", false;
+    if (c->kind != SYMM__COLL_REDUCESCATTER && c->kind != SYMM__COLL_REDUCE)
+        return *why = "not a reduction", false;
     if (forced_other(s, CU_ALGO_CE)) return *why = "SYMM_CUDA_COLL_ALGO", false;
     if (!s->ce_off) return *why = "no copy-engine slots (SYMM_CUDA_CE_BYTES=0, or a host of 2 or more than 4 PEs)", false;
     if (team->slot != 0) return *why = "copy-engine slots serve the world team only", false;
     if (team->n_pes < 2 || team->n_pes > s->ll_pes) return *why = "team size", false;
     if (!atomic_load(&s->memops)) return *why = "no stream memory operations", false;
     if (s->coll_algo == CU_ALGO_CE) return *why = "SYMM_CUDA_COLL_ALGO=ce", true;
+    /* the all-reduce (reduce-scatter, then all-gather by the copy engines)
+     * only when forced: not measured on 3 or 4 GPUs yet */
+    if (c->kind == SYMM__COLL_REDUCE) return *why = "auto: the copy-engine all-reduce only when forced", false;
     if (team->n_pes == 4 && pair_bytes >= CU_CE_AUTO_MIN4)
         return *why = "auto, reduce-scatter of 24 MiB or more a PE on 4 PEs", true;
     if (team->n_pes == 3 && pair_bytes >= CU_CE_AUTO_MIN3)
@@ -1926,11 +1933,63 @@ static bool ce_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
     return *why = "auto, where other forms were as fast or faster", false;
 }
 
+/* One copy (or none, len 0) and its signal: the queue coll_ce fills and
+ * ce_issue sends. */
+typedef struct cu_ce_copy {
+    CUdeviceptr dst, src, flag;
+    uint64_t len, value;
+} cu_ce_copy;
+
+/* Fork the copy streams off cs, issue the copies in order on the copy stream
+ * and each one's signal on the signal stream, and record the join event.
+ * The stream write's memory barrier holds up the stream it is on (on the
+ * copy stream: 2-4 us a copy), and each signal is enqueued after the next
+ * copy, so that the graph a capture makes keeps the copies on one chain
+ * (right after its copy: 342 us a call in a graph against 309 back to back,
+ * 4 PEs, 128 MiB; one later: 303 and 305). A copy of 0 bytes is only its
+ * signal. */
+static symm_status ce_issue(cu_state *s, CUstream cs, const cu_ce_copy *cp, unsigned ncopy) {
+    SYMM__CU(EventRecord(s->ev_ce_fork, cs));
+    SYMM__CU(StreamWaitEvent(s->s_ce, s->ev_ce_fork, 0));
+    SYMM__CU(StreamWaitEvent(s->s_ce_sig, s->ev_ce_fork, 0));
+    for (unsigned i = 0; i <= ncopy; i++) {
+        if (i < ncopy) {
+            if (cp[i].len) SYMM__CU(MemcpyAsync(cp[i].dst, cp[i].src, cp[i].len, s->s_ce));
+            SYMM__CU(EventRecord(s->ev_ce_copy[i], s->s_ce));
+        }
+        if (i > 0) {
+            SYMM__CU(StreamWaitEvent(s->s_ce_sig, s->ev_ce_copy[i - 1], 0));
+            SYMM__CU(StreamWriteValue64(s->s_ce_sig, cp[i - 1].flag, cp[i - 1].value,
+                                        CU_STREAM_WRITE_VALUE_DEFAULT));
+        }
+    }
+    SYMM__CU(EventRecord(s->ev_ce_join, s->s_ce_sig)); /* after every copy and signal */
+    return SYMM_SUCCESS;
+}
+
+/* The reduce-scatter of blocks of blen[j] bytes, stride bytes apart in the
+ * input, team PE j's into its dst at dst_j (an all-reduce: every PE's slice;
+ * a reduce-scatter: equal blocks), round after round; then, for an
+ * all-reduce, every PE's slice copied to every peer in turns (the copies
+ * land in the peers' dst, which the reduce-scatter's end of round shows
+ * them to be done with), and a last kernel that waits for the peers'. */
 static symm_status coll_ce(cu_state *s, const symm__coll *c, char *const *base, CUstream cs,
                            const char *why) {
     const symm__team *team = c->team;
     const int32_t n = team->n_pes, me = team->my_pe;
-    const uint64_t es = c->elem_size, m = c->nelems * es;
+    const uint64_t es = c->elem_size;
+    const bool all = c->kind == SYMM__COLL_REDUCE;
+    uint64_t blen[CU_LL_MAX_PES], stride, longest = 0;
+    if (all) { /* slice j of the vector, as the other split forms cut it */
+        const uint64_t per = symm__slice_elems(c->nelems, n, es);
+        stride = per * es;
+        for (int32_t j = 0; j < n; j++) blen[j] = symm__slice_count(c->nelems, per, j) * es;
+    } else {
+        stride = c->nelems * es;
+        for (int32_t j = 0; j < n; j++) blen[j] = stride;
+    }
+    for (int32_t j = 0; j < n; j++) longest = max_u64(longest, blen[j]);
+    const uint64_t my_dst = c->dst_off + (all ? (uint64_t)me * stride : 0);
     CUfunction f = NULL;
     SYMM_TRY(reduce_fn(s, c->dtype, c->op, CU_RED_CE, &f));
     symm__kce_params p;
@@ -1941,69 +2000,69 @@ static symm_status coll_ce(cu_state *s, const symm__coll *c, char *const *base, 
     const uint64_t round = s->ce_slot;
     /* a block of 512 threads a SM: 2 a SM were 3-5 % slower at 128-256 MiB */
     const unsigned thr = SYMM__CE_THREADS, cap = (unsigned)(s->sms > 0 ? s->sms : 64);
-    SYMM_TRACE(SYMM_LOG_COLL, "cuda: reduce-scatter of %llu bytes per pair on %d PEs: algorithm ce "
-               "(%s), %llu round(s), the last phase in up to %llu copies", (unsigned long long)m,
-               (int)n, why, (unsigned long long)((m + round - 1) / round),
-               (unsigned long long)s->ce_pieces);
-    for (uint64_t off = 0; off < m; off += round) {
-        const uint64_t len = min_u64(round, m - off);
-        uint64_t pieces = 0;
-        const uint64_t piece = symm__ce_piece(len, s->ce_pieces, &pieces);
-        SYMM__CU(EventRecord(s->ev_ce_fork, cs));
-        SYMM__CU(StreamWaitEvent(s->s_ce, s->ev_ce_fork, 0));
-        SYMM__CU(StreamWaitEvent(s->s_ce_sig, s->ev_ce_fork, 0));
-        struct { CUdeviceptr dst, src, flag; uint64_t len, value; } cp[CU_CE_COPIES_MAX];
+    SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per PE on %d PEs: algorithm ce (%s), %llu "
+               "round(s), the last phase in up to %llu copies%s", coll_kind_name(c->kind),
+               (unsigned long long)longest, (int)n, why, (unsigned long long)((longest + round - 1) / round),
+               (unsigned long long)s->ce_pieces, all ? ", then the slices to every PE" : "");
+    for (uint64_t off = 0; off < longest; off += round) {
+        cu_ce_copy cp[CU_CE_COPIES_MAX];
         unsigned ncopy = 0;
-        for (int32_t k = 0; k < n - 1; k++) {
-            const int32_t q = (me + 1 + k) % n;
-            const CUdeviceptr src = (CUdeviceptr)(uintptr_t)(base[me] + c->src_off + (uint64_t)q * m + off);
+        uint64_t my_len = 0, my_piece = 128;
+        for (int32_t k = -1; k < n - 1; k++) {
+            const int32_t q = (me + 1 + k) % n; /* k = -1: this PE, for its own kernel */
+            const uint64_t len = blen[q] > off ? min_u64(round, blen[q] - off) : 0;
+            uint64_t pieces = 0;
+            const uint64_t piece = symm__ce_piece(len, s->ce_pieces, &pieces);
+            if (k < 0) {
+                my_len = len;
+                my_piece = piece;
+                continue;
+            }
+            const CUdeviceptr src = (CUdeviceptr)(uintptr_t)(base[me] + c->src_off + (uint64_t)q * stride + off);
             const CUdeviceptr dst = (CUdeviceptr)(uintptr_t)(base[q] + s->ce_off + SYMM__CE_HDR +
                                                              (uint64_t)k * s->ce_slot);
             const CUdeviceptr flag = (CUdeviceptr)(uintptr_t)(base[q] + s->ce_off + SYMM__CE_ARRIVE) +
                                      8u * (uint64_t)k;
+            /* the last phase in pieces; an empty block is one copy of 0
+             * bytes, i.e. its signal alone (kernels_ce.cu says why) */
             const uint64_t step = k == n - 2 ? piece : len, copies = k == n - 2 ? pieces : 1;
-            uint64_t count = 0;
-            for (uint64_t o = 0; count < copies; o += step) {
-                cp[ncopy].dst = dst + o;
-                cp[ncopy].src = src + o;
-                cp[ncopy].len = min_u64(step, len - o);
+            for (uint64_t i = 0; i < copies; i++) {
+                cp[ncopy].dst = dst + i * step;
+                cp[ncopy].src = src + i * step;
+                cp[ncopy].len = min_u64(step, len - i * step);
                 cp[ncopy].flag = flag;
-                cp[ncopy++].value = ++count;
+                cp[ncopy++].value = i + 1;
             }
         }
-        /* copy i on the copy stream, then an event; the signal stream waits
-         * for it and counts the copy in the receiver's arrive word. The
-         * stream write's memory barrier holds up the stream it is on (on
-         * the copy stream: 2-4 us a copy), and each signal is enqueued
-         * after the next copy, so that the graph a capture makes keeps the
-         * copies on one chain (right after its copy: 342 us a call in a
-         * graph against 309 back to back, 4 PEs, 128 MiB; one later: 303
-         * and 305) */
-        for (unsigned i = 0; i <= ncopy; i++) {
-            if (i < ncopy) {
-                SYMM__CU(MemcpyAsync(cp[i].dst, cp[i].src, cp[i].len, s->s_ce));
-                SYMM__CU(EventRecord(s->ev_ce_copy[i], s->s_ce));
-            }
-            if (i > 0) {
-                SYMM__CU(StreamWaitEvent(s->s_ce_sig, s->ev_ce_copy[i - 1], 0));
-                SYMM__CU(StreamWriteValue64(s->s_ce_sig, cp[i - 1].flag, cp[i - 1].value,
-                                            CU_STREAM_WRITE_VALUE_DEFAULT));
-            }
-        }
-        SYMM__CU(EventRecord(s->ev_ce_join, s->s_ce_sig)); /* after every copy and signal */
-        p.src_off = c->src_off + (uint64_t)me * m + off;
-        p.dst_off = c->dst_off + off;
-        p.ne = len / es;
-        p.piece = piece / es;
+        SYMM_TRY(ce_issue(s, cs, cp, ncopy));
+        p.src_off = c->src_off + (uint64_t)me * stride + off;
+        p.dst_off = my_dst + off;
+        p.ne = my_len / es;
+        p.piece = my_piece / es;
         p.vec = (p.src_off | p.dst_off) % 16 == 0;
         void *args[] = {&p};
         symm_status st = launch(s, f, "cuLaunchKernel(symm_k_cereduce)",
-                                copy_blocks(len, thr, cap), 1, thr, cs, args);
+                                copy_blocks(my_len, thr, cap), 1, thr, cs, args);
         /* joined back even when the launch failed: no stream stays forked */
         SYMM__CU(StreamWaitEvent(cs, s->ev_ce_join, 0));
         SYMM_TRY(st);
     }
-    return SYMM_SUCCESS;
+    if (!all) return SYMM_SUCCESS;
+    /* all-gather: this PE's slice into every peer's dst, in turns, each
+     * counted in the peer's ag word; then wait for the peers' */
+    cu_ce_copy cp[CU_LL_MAX_PES - 1];
+    for (int32_t k = 0; k < n - 1; k++) {
+        const int32_t q = (me + 1 + k) % n;
+        cp[k].src = (CUdeviceptr)(uintptr_t)(base[me] + my_dst);
+        cp[k].dst = (CUdeviceptr)(uintptr_t)(base[q] + my_dst);
+        cp[k].len = blen[me];
+        cp[k].flag = (CUdeviceptr)(uintptr_t)(base[q] + s->ce_off + SYMM__CE_AG) + 8u * (uint64_t)k;
+        cp[k].value = 1;
+    }
+    SYMM_TRY(ce_issue(s, cs, cp, (unsigned)(n - 1)));
+    SYMM__CU(StreamWaitEvent(cs, s->ev_ce_join, 0));
+    void *args[] = {&p};
+    return launch(s, s->f_ce_wait, "cuLaunchKernel(symm_k_ce_wait)", 1, 1, 32, cs, args);
 }
 
 /* Whether a staged reduction may land its pieces in the peer's dst

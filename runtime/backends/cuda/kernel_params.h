@@ -211,12 +211,15 @@ typedef struct symm__kstaged_params {
  * ce_slot bytes: slot k holds what team PE (me - 1 - k) mod n sent in phase k.
  * arrive[k] is written by that sender's copy stream (the number of its
  * copies into slot k that have landed), done[k] by the PE this one sent to
- * in phase k (1: it has read it); both go back to 0 at the end of a round. */
+ * in phase k (1: it has read it); both go back to 0 at the end of a round.
+ * An all-reduce then copies its slice to every peer in the same turns, and
+ * ag[k] counts the one from the phase-k sender (back to 0 by symm_k_ce_wait). */
 #define SYMM__CE_THREADS 512u /* a block of the reduction kernel, one a SM */
 #define SYMM__CE_HDR 256u
 #define SYMM__CE_ARRIVE 0u   /* uint64 [8] */
 #define SYMM__CE_DONE 64u    /* uint64 [8] */
 #define SYMM__CE_TICKET 128u /* uint32: blocks done with the round */
+#define SYMM__CE_AG 192u     /* uint64 [8]: the all-reduce's slices landed (1) */
 typedef struct symm__kce_params {
     symm__kteam8 team;
     uint64_t area_off, timeout_ns; /* area_off: unused (the CE area has its own words) */

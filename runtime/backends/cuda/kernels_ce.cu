@@ -1,8 +1,8 @@
 /*
- * The copy-engine reduce-scatter (symm_k_cereduce_<dtype>_<op>; cuda.c
- * "Copy-engine reduce-scatter" says who sends what, when). One kernel file
- * of the CUDA backend (kernels.cu says how kernel files are built and
- * loaded); shared device code in kernels_common.cuh.
+ * The copy-engine reduce-scatter and all-reduce (symm_k_cereduce_<dtype>_<op>,
+ * symm_k_ce_wait; cuda.c "Copy-engine reduce-scatter" says who sends what,
+ * when). One kernel file of the CUDA backend (kernels.cu says how kernel
+ * files are built and loaded); shared device code in kernels_common.cuh.
  *
  * The bytes move on the copy engines: in phase k each PE copies its block
  * for PE (me + 1 + k) mod n into that PE's slot k, the last phase in several
@@ -17,6 +17,20 @@
  * copy of the next round or call can land in a slot still being read (the
  * next round's copies are ordered after this kernel on the stream), and the
  * flags hold only constants, so a CUDA graph may replay the call.
+ *
+ * Every slot hears from its sender every round, even when the block is
+ * empty (an all-reduce's last slice can be, and so can a round past its
+ * end): a copy of 0 bytes, i.e. only the signal. Without it a PE with
+ * nothing to receive ran its round's end at once, a round ahead of the
+ * others, and its "done" for round r + 1 landed in a sender's done word
+ * still set from round r, which that sender then put back to 0: the sender
+ * waited for it forever (4 PEs, 65537 int32 in 64 KiB slots, gpu_coll_ce_n4).
+ * With the signal, a PE's round r + 1 ends only after every sender's round
+ * r + 1 copies, which each sender enqueues after its own round r ended.
+ *
+ * The all-reduce (cuda.c coll_ce) then copies each PE's slice to every
+ * peer in the same turns, counted in ag[k], and symm_k_ce_wait below waits
+ * for the peers' slices.
  *
  * Giving up: every wait checks *err and the timeout (symm__wait_ge_u64); a
  * block that gave up skips the rest, and the last block then sends nothing.
@@ -76,7 +90,10 @@ __device__ __forceinline__ void symm__cereduce(const symm__kce_params &p) {
     for (int j = 0; j < 8; j++) in[j] = j < n ? symm__ce_input(p, j) : nullptr;
     __shared__ int ok_s;
     bool ok = true;
-    const uint64_t pieces = (p.ne + p.piece - 1) / p.piece;
+    /* an empty block still waits for its senders' signals (one each: cuda.c
+     * sends a copy of 0 bytes), so that no PE ends a round before hearing
+     * from every sender in it (the file's comment) */
+    const uint64_t pieces = p.ne ? (p.ne + p.piece - 1) / p.piece : 1;
     for (uint64_t c = 0; c < pieces; c++) {
         if (threadIdx.x == 0) {
             bool good = true;
@@ -136,10 +153,23 @@ __device__ __forceinline__ void symm__cereduce(const symm__kce_params &p) {
     for (int k = 0; k < n - 1; k++) *(volatile uint64_t *)&done[k] = 0;
 }
 
+/* The all-reduce's last step (cuda.c coll_ce): wait until every peer's
+ * slice has landed in this PE's dst (ag[k] from the phase-k sender), then
+ * put the words back to 0. No peer writes them again before this PE's next
+ * all-reduce has passed its reduce-scatter, which its stream runs after this
+ * kernel. One thread. */
+extern "C" __global__ void symm_k_ce_wait(const __grid_constant__ symm__kce_params p) {
+    symm__k_enter();
+    if (threadIdx.x != 0) return;
+    uint64_t *ag = (uint64_t *)(p.team.base[p.team.me] + p.ce_off + SYMM__CE_AG);
+    for (int k = 0; k < p.team.n - 1; k++)
+        if (!symm__ce_wait(&ag[k], 1, p.timeout_ns, p.err)) return;
+    for (int k = 0; k < p.team.n - 1; k++) *(volatile uint64_t *)&ag[k] = 0;
+}
+
 /* symm_k_cereduce_<dtype>_<op>: names built by reduce_fn in cuda.c. At most
- * SYMM__CE_THREADS threads a block (cuda.c launches that many): without the
- * bound the 8-bit min / max took 134-136 registers, too many for a block of
- * 512 (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES); with it 121-124, no spills. */
+ * SYMM__CE_THREADS threads a block (cuda.c launches that many): the 8-bit
+ * min / max took 134-136 registers without the bound, too many for 512. */
 #define SYMM__K_CEREDUCE(tname, T, oname, Op)                                                  \
     extern "C" __global__ void __launch_bounds__(SYMM__CE_THREADS)                             \
         symm_k_cereduce_##tname##_##oname(const __grid_constant__ symm__kce_params p) {        \
