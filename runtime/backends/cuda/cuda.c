@@ -2134,8 +2134,11 @@ static bool st_halves(const cu_state *s, const symm__coll *c, symm__st_plan *pla
  * against 170.3); the reduce-scatter from 2 MiB a PE where the peer form
  * holds it (4 PEs: 8 / 16 MiB 25.2 / 45.8 us against 28.6 / 48.3; beyond it
  * the two-group form was slower than pulling, 32 MiB 110.6 against 90.4),
- * and on 3 PEs at every size from there (the pull reached 150-170 GB/s
- * there, the staged kernel 216-240: 256 MiB 745 us against 1140). Teams
+ * and on 3 PEs from there up to CU_ST_AUTO_RS3_MAX a PE (when this was
+ * decided the pull reached 150-170 GB/s there, the staged kernel 216-240;
+ * the pull has since become faster: 8 / 16 MiB a PE 62.5-62.9 / 113.2-114.2
+ * us against 72.9-74.0 / 136.4-137.7, twelfth round; 2-8 MiB a PE not
+ * measured again, so they stay staged). Teams
  * of more than 4 PEs, not measured since, take it for the all-reduce from
  * 64 MiB (as 4 PEs did before the peer form). Elsewhere it was slower or
  * even. */
@@ -2144,6 +2147,7 @@ static bool st_halves(const cu_state *s, const symm__coll *c, symm__st_plan *pla
 #define CU_ST_AUTO_SWAP_MIN (64u << 20)
 #define CU_ST_AUTO_WIDE_MIN (4u << 20)
 #define CU_ST_AUTO_WIDE_RS_MIN (2u << 20)
+#define CU_ST_AUTO_RS3_MAX (8u << 20)
 #define CU_ST_AUTO_WIDER_MIN (64ull << 20)
 static bool st_choose(const cu_state *s, const symm__coll *c, uint64_t pair_bytes,
                       const char **why) {
@@ -2176,8 +2180,10 @@ static bool st_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
         return *why = wide ? "auto, all-reduce of 4 MiB or more on 3 or 4 PEs"
                            : "auto, all-reduce of 64 MiB or more on more than 4 PEs", true;
     if (wide && c->kind == SYMM__COLL_REDUCESCATTER && pair_bytes >= CU_ST_AUTO_WIDE_RS_MIN) {
+        if (team->n_pes == 3 && pair_bytes < CU_ST_AUTO_RS3_MAX)
+            return *why = "auto, reduce-scatter of 2 to 8 MiB a PE on 3 PEs", true;
         if (team->n_pes == 3)
-            return *why = "auto, reduce-scatter of 2 MiB or more a PE on 3 PEs", true;
+            return *why = "auto, reduce-scatter of 8 MiB or more a PE on 3 PEs: the pull was faster", false;
         if (st_peer_shape(s, pair_bytes, team->n_pes, false, &plan))
             return *why = "auto, reduce-scatter of 2 MiB or more a PE, within the staging (peer form)", true;
     }
