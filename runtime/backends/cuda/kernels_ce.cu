@@ -61,11 +61,7 @@ __device__ __forceinline__ bool symm__ce_wait(const uint64_t *w, uint64_t want, 
     unsigned spins = 0, polls = 0;
     uint64_t t0 = 0;
     while (symm__ld_relaxed_u64(w) < want) {
-        if (polls >= SYMM__POLL_EAGER) {
-            const unsigned k = polls - SYMM__POLL_EAGER;
-            __nanosleep(k >= 5 ? 1024u : 32u << k);
-        }
-        polls++;
+        symm__poll_nap<5>(polls++);
         if ((timeout_ns || err) && symm__spin_give_up(spins, t0, timeout_ns, err)) return false;
     }
     (void)symm__ld_acquire_u64(w);

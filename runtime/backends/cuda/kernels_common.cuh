@@ -308,6 +308,15 @@ __device__ __forceinline__ void symm__ll_clear(char *line) {
  * 512 ns: short waits are untouched, long ones read a few times less
  * often, and the storm does not start. */
 #define SYMM__POLL_EAGER 8u
+/* The nap before round polls + 1 of a wait: none for SYMM__POLL_EAGER
+ * rounds, then 32 ns doubling to 32 << MaxShift (the LL waiters: 512 ns;
+ * the copy-engine reduction's one poller a block: 1 us). */
+template <unsigned MaxShift>
+__device__ __forceinline__ void symm__poll_nap(unsigned polls) {
+    if (polls < SYMM__POLL_EAGER) return;
+    const unsigned k = polls - SYMM__POLL_EAGER;
+    __nanosleep(k >= MaxShift ? 32u << MaxShift : 32u << k);
+}
 struct symm__ll_waiter {
     uint64_t timeout_ns;
     int *err;
@@ -334,11 +343,7 @@ struct symm__ll_waiter {
         return dead;
     }
     /* before round spins + 1 of a wait (above: polite polling) */
-    __device__ __forceinline__ static void nap(unsigned spins) {
-        if (spins < SYMM__POLL_EAGER) return;
-        const unsigned k = spins - SYMM__POLL_EAGER;
-        __nanosleep(k >= 4 ? 512u : 32u << k);
-    }
+    __device__ __forceinline__ static void nap(unsigned spins) { symm__poll_nap<4>(spins); }
     __device__ __forceinline__ bool get(bool want, const char *line, uint32_t f, uint64_t &d) {
         if (dead) return false;
         bool ok = !want || symm__ll_try(line, f, d);
