@@ -265,10 +265,11 @@ typedef struct cu_state {
     _Atomic(CUfunction) f_llreduce[SYMM_DTYPE_COUNT][CU_N_OPS];
     _Atomic(CUfunction) f_streduce[SYMM_DTYPE_COUNT][CU_N_OPS];
     _Atomic(CUfunction) f_l8reduce[SYMM_DTYPE_COUNT][CU_N_OPS];
-    /* The copy-engine reduce-scatter (coll_ce): the world team's CE area at
-     * ce_off of every heap (0: none), ce_slot bytes a sender; the copies of
-     * the last phase; the copy stream and the events that fork it off the
-     * caller's stream and join it back. */
+    /* The copy-engine forms (coll_ce): the world team's CE area at ce_off of
+     * every heap (0: none): its header, then ce_slot bytes a sender (0: no
+     * slots, so no reductions there); the copies of the last phase; the copy
+     * stream, the signal stream and the events that fork them off the
+     * caller's stream and join them back. */
     uint64_t ce_off, ce_slot, ce_pieces;
     CUstream s_ce, s_ce_sig;
     CUevent ev_ce_fork, ev_ce_join, ev_ce_copy[CU_CE_COPIES_MAX];
@@ -1163,8 +1164,8 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
         st_area = (uint64_t)CU_ST_SLOTS * s->st_slot;
     }
     s->st_base = s->span + ll_area;
-    const uint64_t ce_area = s->ce_slot ? SYMM__CE_HDR + s->ce_slot * (uint64_t)(s->ll_pes - 1) : 0;
-    if (!ll_area && !st_area && !ce_area) return SYMM_SUCCESS;
+    /* the header always (the all-gather and all-to-all need nothing else) */
+    const uint64_t ce_area = SYMM__CE_HDR + s->ce_slot * (uint64_t)(s->ll_pes - 1);
     uint64_t span = align_up(ll_area + st_area + ce_area, s->gran);
     if (span > CU_SCRATCH_RESERVE)
         return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL_BYTES=%llu, SYMM_CUDA_STAGED_BYTES=%llu, "
@@ -1174,15 +1175,15 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
                          (unsigned long long)s->ce_slot,
                          (unsigned long long)span, (unsigned long long)CU_SCRATCH_RESERVE);
     st = s->ll_slot ? get_fn(s, &s->f_ll_copy, "symm_k_ll_copy") : SYMM_SUCCESS;
-    if (st == SYMM_SUCCESS && ce_area) st = get_fn(s, &s->f_ce_wait, "symm_k_ce_wait");
-    if (st == SYMM_SUCCESS && ce_area) {
+    if (st == SYMM_SUCCESS) st = get_fn(s, &s->f_ce_wait, "symm_k_ce_wait");
+    if (st == SYMM_SUCCESS) {
         CUresult r = symm__cu.StreamCreate(&s->s_ce, CU_STREAM_NON_BLOCKING);
         if (r == CUDA_SUCCESS) r = symm__cu.StreamCreate(&s->s_ce_sig, CU_STREAM_NON_BLOCKING);
         for (size_t i = 0; i < sizeof s->ev_ce_copy / sizeof s->ev_ce_copy[0] && r == CUDA_SUCCESS; i++)
             r = symm__cu.EventCreate(&s->ev_ce_copy[i], CU_EVENT_DISABLE_TIMING);
         if (r == CUDA_SUCCESS) r = symm__cu.EventCreate(&s->ev_ce_fork, CU_EVENT_DISABLE_TIMING);
         if (r == CUDA_SUCCESS) r = symm__cu.EventCreate(&s->ev_ce_join, CU_EVENT_DISABLE_TIMING);
-        if (r != CUDA_SUCCESS) st = symm__cu_fail(r, "cuStreamCreate / cuEventCreate (copy-engine reduce-scatter)");
+        if (r != CUDA_SUCCESS) st = symm__cu_fail(r, "cuStreamCreate / cuEventCreate (copy-engine collectives)");
     }
     st = map_new_chunk(ctx, s, s->span, span, "collective scratch", st);
     if (st != SYMM_SUCCESS) {
@@ -1190,11 +1191,11 @@ static symm_status coll_setup(symm__ctx *ctx, cu_state *s) {
         return st;
     }
     s->scratch_span = span;
-    if (ce_area) s->ce_off = s->st_base + st_area;
+    s->ce_off = s->st_base + st_area;
     SYMM_INFO(SYMM_LOG_BACKEND, "cuda: collective scratch %llu bytes for teams of up to %d PEs: "
               "LL %llu bytes per pair (%d slots), staged %llu bytes per sender (%d slots, pieces "
               "of %llu bytes or more), LL128 lines of %llu bytes per sender (the same slots), "
-              "copy-engine reduce-scatter %llu bytes per sender (the world team); "
+              "copy-engine reductions %llu bytes per sender (the world team); "
               "algorithm choice %s", (unsigned long long)span,
               (int)s->ll_pes, (unsigned long long)(s->ll_slot ? s->ll_max : 0), CU_LL_SLOTS,
               (unsigned long long)(s->st_slot ? s->st_bytes : 0), CU_ST_SLOTS,
@@ -1915,14 +1916,20 @@ static symm_status coll_l8(cu_state *s, const symm__coll *c, char *const *base, 
 static bool ce_choose(const cu_state *s, const symm__coll *c, uint64_t pair_bytes,
                       const char **why) {
     const symm__team *team = c->team;
-    if (c->kind != SYMM__COLL_REDUCESCATTER && c->kind != SYMM__COLL_REDUCE)
-        return *why = "not a reduction", false;
+    const bool exchange = c->kind == SYMM__COLL_FCOLLECT || c->kind == SYMM__COLL_ALLTOALL;
+    if (c->kind != SYMM__COLL_REDUCESCATTER && c->kind != SYMM__COLL_REDUCE && !exchange)
+        return *why = "not a reduction, all-gather or all-to-all", false;
     if (forced_other(s, CU_ALGO_CE)) return *why = "SYMM_CUDA_COLL_ALGO", false;
-    if (!s->ce_off) return *why = "no copy-engine slots (SYMM_CUDA_CE_BYTES=0, or a host of 2 or more than 4 PEs)", false;
-    if (team->slot != 0) return *why = "copy-engine slots serve the world team only", false;
+    if (!s->ce_off) return *why = "no copy-engine area (no collective scratch)", false;
+    if (!exchange && !s->ce_slot)
+        return *why = "no copy-engine slots (SYMM_CUDA_CE_BYTES=0, or a host of 2 or more than 4 PEs)", false;
+    if (team->slot != 0) return *why = "the copy-engine area serves the world team only", false;
     if (team->n_pes < 2 || team->n_pes > s->ll_pes) return *why = "team size", false;
     if (!atomic_load(&s->memops)) return *why = "no stream memory operations", false;
     if (s->coll_algo == CU_ALGO_CE) return *why = "SYMM_CUDA_COLL_ALGO=ce", true;
+    /* the all-gather and all-to-all by the copy engines only when forced
+     * until measured */
+    if (exchange) return *why = "auto: the copy-engine all-gather / all-to-all only when forced", false;
     /* the all-reduce (reduce-scatter, then all-gather by the copy engines)
      * only when forced: not measured on 3 or 4 GPUs yet */
     if (c->kind == SYMM__COLL_REDUCE) return *why = "auto: the copy-engine all-reduce only when forced", false;
@@ -1967,14 +1974,68 @@ static symm_status ce_issue(cu_state *s, CUstream cs, const cu_ce_copy *cp, unsi
     return SYMM_SUCCESS;
 }
 
+/* A block of len bytes to every peer, in the reduce-scatter's turns (copy k
+ * to team PE (me + 1 + k) mod n: every GPU sends to one peer and receives
+ * from one at a time): from src_off + q * src_q_stride of this heap to
+ * dst_off of PE q's, each counted in q's ag word k; then the caller's stream
+ * waits for them and, in symm_k_ce_wait, for the peers' blocks. The peers'
+ * dst must be free to write: the all-reduce's reduce-scatter shows it, the
+ * all-gather and all-to-all open with the team's barrier. */
+static symm_status ce_spread(cu_state *s, const symm__coll *c, char *const *base, CUstream cs,
+                             uint64_t src_off, uint64_t src_q_stride, uint64_t dst_off,
+                             uint64_t len) {
+    const symm__team *team = c->team;
+    const int32_t n = team->n_pes, me = team->my_pe;
+    cu_ce_copy cp[CU_LL_MAX_PES - 1];
+    for (int32_t k = 0; k < n - 1; k++) {
+        const int32_t q = (me + 1 + k) % n;
+        cp[k].src = (CUdeviceptr)(uintptr_t)(base[me] + src_off + (uint64_t)q * src_q_stride);
+        cp[k].dst = (CUdeviceptr)(uintptr_t)(base[q] + dst_off);
+        cp[k].len = len;
+        cp[k].flag = (CUdeviceptr)(uintptr_t)(base[q] + s->ce_off + SYMM__CE_AG) + 8u * (uint64_t)k;
+        cp[k].value = 1;
+    }
+    SYMM_TRY(ce_issue(s, cs, cp, (unsigned)(n - 1)));
+    SYMM__CU(StreamWaitEvent(cs, s->ev_ce_join, 0));
+    symm__kce_params p;
+    CU_FILL_TEAM_PARAMS(p);
+    p.ce_off = s->ce_off;
+    void *args[] = {&p};
+    return launch(s, s->f_ce_wait, "cuLaunchKernel(symm_k_ce_wait)", 1, 1, 32, cs, args);
+}
+
+/* All-gather and all-to-all by the copy engines: the team's barrier (every
+ * peer's dst is free), the own block into the own dst on the caller's
+ * stream (unless in place) while the copy stream sends this PE's block(s) to
+ * the peers in turns. */
+static symm_status coll_ce_exchange(cu_state *s, const symm__coll *c, char *const *base,
+                                    CUstream cs, const char *why) {
+    const symm__team *team = c->team;
+    const int32_t me = team->my_pe;
+    const uint64_t m = c->nelems * c->elem_size;
+    const bool a2a = c->kind == SYMM__COLL_ALLTOALL;
+    const uint64_t dst_me = c->dst_off + (uint64_t)me * m;
+    const uint64_t src_me = c->src_off + (a2a ? (uint64_t)me * m : 0);
+    SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per pair on %d PEs: algorithm ce (%s), the "
+               "team's barrier, then the copy engines in turns", coll_kind_name(c->kind),
+               (unsigned long long)m, (int)team->n_pes, why);
+    SYMM_TRY(launch_barrier(s, team, base, 1, cs));
+    if (src_me != dst_me)
+        SYMM__CU(MemcpyAsync((CUdeviceptr)(uintptr_t)(base[me] + dst_me),
+                             (CUdeviceptr)(uintptr_t)(base[me] + src_me), m, cs));
+    return ce_spread(s, c, base, cs, c->src_off, a2a ? m : 0, dst_me, m);
+}
+
 /* The reduce-scatter of blocks of blen[j] bytes, stride bytes apart in the
  * input, team PE j's into its dst at dst_j (an all-reduce: every PE's slice;
  * a reduce-scatter: equal blocks), round after round; then, for an
- * all-reduce, every PE's slice copied to every peer in turns (the copies
- * land in the peers' dst, which the reduce-scatter's end of round shows
- * them to be done with), and a last kernel that waits for the peers'. */
+ * all-reduce, every PE's slice to every peer (ce_spread: the copies land in
+ * the peers' dst, which the reduce-scatter's end of round shows them to be
+ * done with). The all-gather and all-to-all go to coll_ce_exchange. */
 static symm_status coll_ce(cu_state *s, const symm__coll *c, char *const *base, CUstream cs,
                            const char *why) {
+    if (c->kind == SYMM__COLL_FCOLLECT || c->kind == SYMM__COLL_ALLTOALL)
+        return coll_ce_exchange(s, c, base, cs, why);
     const symm__team *team = c->team;
     const int32_t n = team->n_pes, me = team->my_pe;
     const uint64_t es = c->elem_size;
@@ -2048,21 +2109,7 @@ static symm_status coll_ce(cu_state *s, const symm__coll *c, char *const *base, 
         SYMM_TRY(st);
     }
     if (!all) return SYMM_SUCCESS;
-    /* all-gather: this PE's slice into every peer's dst, in turns, each
-     * counted in the peer's ag word; then wait for the peers' */
-    cu_ce_copy cp[CU_LL_MAX_PES - 1];
-    for (int32_t k = 0; k < n - 1; k++) {
-        const int32_t q = (me + 1 + k) % n;
-        cp[k].src = (CUdeviceptr)(uintptr_t)(base[me] + my_dst);
-        cp[k].dst = (CUdeviceptr)(uintptr_t)(base[q] + my_dst);
-        cp[k].len = blen[me];
-        cp[k].flag = (CUdeviceptr)(uintptr_t)(base[q] + s->ce_off + SYMM__CE_AG) + 8u * (uint64_t)k;
-        cp[k].value = 1;
-    }
-    SYMM_TRY(ce_issue(s, cs, cp, (unsigned)(n - 1)));
-    SYMM__CU(StreamWaitEvent(cs, s->ev_ce_join, 0));
-    void *args[] = {&p};
-    return launch(s, s->f_ce_wait, "cuLaunchKernel(symm_k_ce_wait)", 1, 1, 32, cs, args);
+    return ce_spread(s, c, base, cs, my_dst, 0, my_dst, blen[me]);
 }
 
 /* Whether a staged reduction may land its pieces in the peer's dst

@@ -213,7 +213,8 @@ typedef struct symm__kstaged_params {
  * copies into slot k that have landed), done[k] by the PE this one sent to
  * in phase k (1: it has read it); both go back to 0 at the end of a round.
  * An all-reduce then copies its slice to every peer in the same turns, and
- * ag[k] counts the one from the phase-k sender (back to 0 by symm_k_ce_wait). */
+ * ag[k] counts the one from the phase-k sender (back to 0 by symm_k_ce_wait);
+ * the all-gather and all-to-all use only the header and ag[]. */
 #define SYMM__CE_THREADS 512u /* a block of the reduction kernel, one a SM */
 #define SYMM__CE_HDR 256u
 #define SYMM__CE_ARRIVE 0u   /* uint64 [8] */

@@ -30,7 +30,8 @@
  *
  * The all-reduce (cuda.c coll_ce) then copies each PE's slice to every
  * peer in the same turns, counted in ag[k], and symm_k_ce_wait below waits
- * for the peers' slices.
+ * for the peers' slices. The all-gather and all-to-all (cuda.c
+ * coll_ce_exchange) are only that last phase, after the team's barrier.
  *
  * Giving up: every wait checks *err and the timeout (symm__wait_ge_u64); a
  * block that gave up skips the rest, and the last block then sends nothing.
