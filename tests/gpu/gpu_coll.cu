@@ -260,7 +260,7 @@ static void test_sizes(symm_ctx ctx, symm_team t, cudaStream_t s) {
     const uint64_t sizes[] = {1, 2, 3, 255, 1023, 4095, 4096, 4097, 8191, 8193, 16383, 16384,
                               16385, 32767, 32768, 32769, 50001, 65535, 65536, 65537, 70001,
                               131071, 131072, 131073,
-                              /* above 2 MiB a PE: a 3-PE all-gather pulls (cuda.c copy_pulls) */
+                              /* above 2 MiB a PE: a 3-PE all-gather pulls (cuda_coll.c copy_pulls) */
                               600001};
     const uint64_t maxe = 600001;
     symm_buf src = NULL, dst = NULL;

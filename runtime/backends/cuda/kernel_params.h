@@ -1,6 +1,6 @@
 /*
  * Parameter blocks of the backend's kernels, shared by the kernel files
- * (kernels*.cu, C++) and cuda.c (C): one definition, so the layouts cannot
+ * (kernels*.cu, C++) and the C files (cuda*.c): one definition, so the layouts cannot
  * drift apart. Each block is passed by value as the kernel's single
  * parameter.
  */
@@ -18,7 +18,7 @@
 
 /* A team slot's grid ticket (teams.h SYMM__SLOT_TICKET_OFF) lies this many
  * bytes before the slot's device barrier flags (area_off in the parameter
- * blocks below); cuda.c checks the two layouts agree. */
+ * blocks below); cuda_internal.h checks the two layouts agree. */
 #define CU_TICKET_BACK 264u
 
 /* Bytes a put from pageable host memory (or p_on_stream) carries inline. */
@@ -121,7 +121,7 @@ typedef struct symm__kreduce_params {
 } symm__kreduce_params;
 
 /* symm_k_ll_copy and symm_k_llreduce_<dtype>_<op>: the one-shot low-latency
- * (LL) collectives of teams of up to 8 PEs (kernels_ll.cu, cuda.c "LL"). Every
+ * (LL) collectives of teams of up to 8 PEs (kernels_ll.cu, cuda_coll.c "LL"). Every
  * PE stores what it sends to team PE j as 16-byte lines (8 data bytes, each
  * 4 beside a 32-bit flag) into j's scratch; receivers spin on the lines. */
 typedef struct symm__kll_params {
@@ -137,7 +137,7 @@ typedef struct symm__kll_params {
 } symm__kll_params;
 
 /* symm_k_l8reduce_<dtype>_<op>: the LL128 reductions of teams of up to 8 PEs
- * (kernels_ll128.cu, cuda.c l8_choose). PE me stores what goes to PE j as
+ * (kernels_ll128.cu, cuda_coll.c l8_choose). PE me stores what goes to PE j as
  * 128-byte lines, 120 data bytes and the call's 64-bit epoch as the last
  * word, each line one warp instruction (8 threads x 16 bytes), into j's
  * lines (in j's staged sender region for me, after the staging). Slice j of
@@ -163,7 +163,7 @@ typedef struct symm__kl8_params {
 } symm__kl8_params;
 
 /* symm_k_streduce_<dtype>_<op>: the staged reductions of teams of up to 8 PEs
- * (kernels_staged.cuh, cuda.c). PE me sends bytes [at, at + chunk) of its
+ * (kernels_staged.cuh, cuda_coll.c). PE me sends bytes [at, at + chunk) of its
  * slice j (src_off + j * src_j_stride, cnt[j] elements) into PE j's scratch,
  * block by block and step by step (at = (step * blocks + block) * chunk),
  * each piece followed by a flag; PE j reduces its own slice from its input
@@ -206,7 +206,7 @@ typedef struct symm__kstaged_params {
 } symm__kstaged_params;
 
 /* symm_k_cereduce_<dtype>_<op>: the copy-engine reduce-scatter (kernels_ce.cu,
- * cuda.c "Copy-engine reduce-scatter"). Each PE's CE area (at ce_off in
+ * cuda_coll.c "Copy-engine reduce-scatter"). Each PE's CE area (at ce_off in
  * every heap) starts with SYMM__CE_HDR bytes of words, then n - 1 slots of
  * ce_slot bytes: slot k holds what team PE (me - 1 - k) mod n sent in phase k.
  * arrive[k] is written by that sender's copy stream (the number of its

@@ -10,7 +10,7 @@
  * kernels_staged_{8,16,32,64}.cu (code in kernels_staged.cuh); the device
  * code they share is in kernels_common.cuh.
  * Every entry is extern "C" so that the host finds it by name; parameter
- * structs mirror those in cuda.c (kernel_params.h is their single source).
+ * structs mirror those of the host code (kernel_params.h is their single source).
  *
  * Barriers here are the ones of symm_device.cuh (same flags and epochs).
  */
@@ -134,7 +134,7 @@ extern "C" __global__ void symm_k_barrier_wide(const __grid_constant__ symm__kba
  * With only_j set every block copies that pair. Otherwise blocks [0, self_bx)
  * copy this PE's own pair and the rest are dealt out to the n - 1 peers in
  * turn (peer_bx each; the host gives the local copy fewer SMs than a link).
- * Pairs whose source and destination coincide are skipped. (cuda.c picks
+ * Pairs whose source and destination coincide are skipped. (cuda_coll.c picks
  * push or pull and the blocks: docs/DECISIONS.md "Collectives".) */
 extern "C" __global__ void symm_k_gather(const __grid_constant__ symm__kgather_params p) {
     symm__k_enter();

@@ -236,7 +236,7 @@ __device__ __forceinline__ uint4 symm__combine16(const uint4 *raw, int n) {
 /* Lines of the one-shot low-latency (LL) collectives                        */
 /* ------------------------------------------------------------------------ */
 /* One kernel, one round, no barrier. Every PE stores what it sends to team
- * PE j into j's scratch (the slot's LL area, beyond the heap: cuda.c) as
+ * PE j into j's scratch (the slot's LL area, beyond the heap: cuda_coll.c) as
  * 16-byte lines {data[0:4], flag, data[4:8], flag}, one st.v4 each; each
  * 8-byte half is written as a unit, so a receiver that reads a line and sees
  * the call's flag in both halves holds the call's 8 data bytes: no fence and
@@ -262,7 +262,7 @@ __device__ __forceinline__ uint4 symm__combine16(const uint4 *raw, int n) {
  * peer, and writes the other parity. One collective at a time per team, in
  * the same order on every PE: the rule every team operation already has.
  * This needs every call to hear from every peer: a call of 0 bytes would
- * hear from nobody, so cuda.c gives it to the barrier algorithms (LL128 and
+ * hear from nobody, so cuda_coll.c gives it to the barrier algorithms (LL128 and
  * the staged kernels too).
  *
  * Giving up: every wait checks *err (2: a PE died -> stop) and the timeout

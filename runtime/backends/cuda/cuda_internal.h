@@ -1,0 +1,340 @@
+/*
+ * CUDA backend, shared by its files (private to runtime/backends/cuda):
+ *   cuda.c       probe, setup and teardown, the heap, registration, errors,
+ *                launches and blocking waits, the device context, the
+ *                transports' hooks, and the backend's ops table;
+ *   cuda_rma.c   host-initiated RMA and atomics, stream-ordered puts, gets,
+ *                signals and waits;
+ *   cuda_coll.c  the collective scratch, the team barrier on a stream and
+ *                every collective (the algorithm choice and each form).
+ * cuda.c's opening comment describes the backend as a whole. Functions
+ * shared between the files are symm__cu_* (helpers) and symm__cuda_*
+ * (backend hooks, which the ops table names); the rest stay static.
+ */
+#ifndef SYMM_CUDA_INTERNAL_H
+#define SYMM_CUDA_INTERNAL_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuda_driver.h"
+#include "coll_plan.h"
+#include "kernel_params.h"
+#include "symm_cuda_fatbins.h" /* generated: symm__cuda_fatbins[], one per kernel file */
+#include "teams.h"
+
+/* Team slot layout (teams.h): [0, 256) host barrier flags, [256, 512) the
+ * teams' scratch record, [512, slot_bytes) device/stream barrier flags, one
+ * uint64 per team PE (SYMM__SLOT_DEVICE_OFF; symm_device.cuh
+ * SYMM_DEVICE_BARRIER_OFF); ctx->slot_bytes grows with the job. */
+#define CU_BARRIER_OFF SYMM__SLOT_DEVICE_OFF
+_Static_assert(SYMM__SLOT_DEVICE_OFF == 512, "symm_device.cuh: SYMM_DEVICE_BARRIER_OFF is 512");
+_Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
+               "kernel_params.h: the grid ticket lies CU_TICKET_BACK bytes before the flags");
+
+/* Teams of up to CU_PARAM_PES PEs carry their heap bases in the kernel's
+ * parameter block; larger (strided) teams read them from the context's
+ * device peer table (symm_k_barrier_wide), and their collectives run the
+ * core's generic algorithm (blocking) or are NOT_SUPPORTED (stream forms). */
+#define CU_PARAM_PES 64
+
+#define CU_THREADS 256u
+/* Threads a block of the pushing all-gather / all-to-all kernel, one block a
+ * SM (symm__cuda_coll; docs/DECISIONS.md "Collectives"): on 4 x H200 an all-gather
+ * of 256 MiB took 577 us against 777 with blocks of 256, 2 a SM (more
+ * writers than that into the links measured slower still: 1024 x 2 a SM
+ * 995 us). */
+#define CU_PUSH_THREADS 1024u
+/* Stream puts from GPU memory of CU_COPY_KERNEL_MIN..MAX bytes run as a copy
+ * kernel, others on the copy engine (SYMM_CUDA_COPY_KERNEL_MIN/_MAX override;
+ * MAX=0 means copy engine only; without PDL the default is 0). Measured back
+ * to back on 2 x H200 (NV18, driver 580; tests/perf/probe_cuda.cu and
+ * bench_symm): the copy engine takes 2.1-2.5 us per put up to 64 KiB, 2.9 us
+ * at 256 KiB and 4.8 us at 1 MiB; a PDL-launched copy kernel 2.0-2.6 us up to
+ * 64 KiB (its host cost, which varies between machines, bounds it), 2.25 us
+ * at 256 KiB and 4.4 us at 1 MiB; from 16 MiB up the copy engine is faster.
+ * An isolated small put + stream synchronize takes 6.3 us on the copy engine
+ * and 7.9 us as a kernel. So 128 KiB - 1 MiB are kernels; the rest stays on
+ * the copy engine, which also leaves the SMs to compute that overlaps
+ * communication. Gets always use the copy engine. */
+#define CU_COPY_KERNEL_MIN (128u << 10)
+#define CU_COPY_KERNEL_MAX (1u << 20)
+/* Opt-in (SYMM_CUDA_STREAM_MEMOPS=1): EQ signal waits on a stream use
+ * cuStreamWaitValue64 instead of a kernel. It needs no SM, but a wait on a
+ * dead peer never gives up (the kernel form times out), so it is off by
+ * default. */
+#define CU_N_OPS 7
+
+/* One-shot LL collectives (kernels_ll.cu, kernels_common.cuh "LL"; choice
+ * in symm__cuda_coll). The scratch: CU_LL_SLOTS team slots (the predefined teams'
+ * four and the first split teams'), each two parities of (ll_pes - 1)
+ * sender regions of 2 * SYMM_CUDA_LL_BYTES (16-byte lines of 8 data bytes).
+ * It lives at byte span of every heap reservation, beyond the heap (so the
+ * core's heap layout does not change), made and shared once at setup
+ * (symm__cu_coll_setup): symmetric, never allocated in a call.
+ * Teams of more than CU_LL_MAX_PES PEs, and teams of higher slots, use the
+ * barrier algorithms. */
+#define CU_LL_SLOTS 16
+#define CU_LL_MAX_PES 8
+/* Staged reductions (kernels_staged.cuh; choice in st_choose): the same
+ * scratch allocation holds, after the LL slots, CU_ST_SLOTS team slots (the
+ * predefined teams') of two parities of (ll_pes - 1) sender regions:
+ * SYMM__ST_HDR bytes of flags, then SYMM_CUDA_STAGED_BYTES of staging
+ * (default 16 MiB with 2 PEs a host, so that the peer form holds an
+ * all-reduce of up to 32 MiB, such as DDP's 25 MiB buckets; 4 MiB with 3
+ * or 4, 2 MiB with more: 128, 96 and 112 MiB of scratch a GPU with 2, 4
+ * and 8). Teams of higher slots reduce with the barrier algorithms. */
+#define CU_ST_SLOTS 4
+#define CU_ST_BYTES_MIN (64u << 10)
+/* A block moves at least this many bytes of a slice per step (fewer blocks
+ * for smaller slices); SYMM_CUDA_STAGED_CHUNK overrides it for experiments. */
+#define CU_ST_CHUNK_DEFAULT (8u << 10)
+/* Steps a call aims for where pieces of the chunk allow (fewer blocks, more
+ * steps): 1, as every step costs a fence and flag round trip (2 and 4 were
+ * always slower on 2 and 4 x H200); SYMM_CUDA_STAGED_STEPS for experiments. */
+#define CU_ST_STEPS 1
+/* The peer form (kernels_staged.cuh symm__st_peer: the call within the
+ * staging, and an all-reduce in halves on 2 PEs or any reduction on more;
+ * symm__st_peer_plan): a block per CU_ST_PEER_CHUNK
+ * bytes up to one a SM; a reduce-scatter takes one step, an all-reduce one
+ * per CU_ST_PEER_CHUNK of each block's share, up to SYMM__ST_PEER_STEPS (3),
+ * so that its results start out while pieces still come in. 4 x H200,
+ * graph, all-reduce of 16 MiB (pieces of 16-byte vectors then; whole lines
+ * since, SYMM__ST_ALIGN: 1.3-1.6 us less): 78.7-79.1 us in 3 steps of 44
+ * blocks a peer, 79.7 in 4, 80.4-80.7 in 1, 83.1 in 6; of 8 MiB: 43.8-44.4
+ * in 2 steps, 46.1-46.3 in 1; reduce-scatter of 8 / 16 MiB: 25.2 / 45.8 in 1
+ * step, 27.0 / 47.3 in 2; 2 x H200, all-reduce of 16 MiB 51.6-51.9 in 2
+ * steps, 53.3-53.4 in 1 or 3, 8 MiB 30.4 in 1 step, 32.0 in 3; pieces of
+ * 8, 16 or 64 KiB no faster (docs/DECISIONS.md "Collectives").
+ * SYMM_CUDA_STAGED_CHUNK and _STEPS, where given, apply. */
+#define CU_ST_PEER_CHUNK (32u << 10)
+/* Landing (kernels_staged.cuh "Landing"): on 2 PEs, out of place, the steps
+ * beyond what the staging holds go straight into the peer's dst, pieces of up
+ * to this many bytes a block, with no credit to wait for. 64 KiB was best on
+ * 2 x H200 (all-reduce of 16 / 256 MiB: 54.8 / 750 us; 32 KiB 55.1 / 756,
+ * 16 KiB 56.9 / 769, 128 KiB 58.3 / 756); SYMM_CUDA_STAGED_LAND (0: never)
+ * for experiments. */
+#define CU_ST_LAND_DEFAULT (64u << 10)
+/* A landing call's first steps go through the staging (so that small calls
+ * never wait for the peer's hello), at most this many bytes of it: the 4
+ * MiB a sender that landing was tuned with. The larger staging of 2-PE hosts
+ * (16 MiB, for the peer form) staged whole reduce-scatters of up to 16 MiB a
+ * pair instead, and landing measured faster than staging before (the
+ * staging's two parities double its footprint in L2; docs/DECISIONS.md). */
+#define CU_ST_LAND_STAGED_MAX (4u << 20)
+/* The in-place form of 2 PEs (kernels_staged.cuh "Swap") keeps two pieces of a
+ * block in shared memory: pieces of up to this many bytes (and half what a
+ * block may opt in to, less 2 KiB). 96 KiB was best on 2 x H200 (all-reduce of
+ * 256 MiB: 767 us; 64 KiB 776, 32 KiB 847, 16 KiB 1040); SYMM_CUDA_STAGED_SWAP
+ * (0: never) for experiments. */
+#define CU_ST_SWAP_DEFAULT (96u << 10)
+/* LL128 reductions (kernels_ll128.cu; choice in l8_choose): each staged
+ * sender region holds, after its staging, the lines of SYMM_CUDA_LL128_BYTES
+ * of payload (default 2 MiB with up to 4 PEs a host, 1 MiB with more: 17,
+ * 51 and 60 MiB more scratch a GPU with 2, 4 and 8 PEs; 0: none). */
+#define CU_L8_BYTES_DEFAULT (2u << 20)
+#define CU_L8_THREADS 512u
+/* All-reduce on more than 2 PEs up to this many bytes: one shot (every PE
+ * sends its whole vector to every peer and reduces all of it), above it a
+ * slice each, reduced and stored to every PE. 4 x H200, graph: 256 KiB 6.2
+ * us one-shot against 7.0 sliced, 512 KiB 8.7 against 7.8.
+ * SYMM_CUDA_LL128_ONESHOT. */
+#define CU_L8_ONESHOT_DEFAULT (256u << 10)
+/* The copy-engine reduce-scatter and all-reduce (kernels_ce.cu; coll_ce,
+ * ce_choose): the
+ * world team's CE area, after the staged slots, holds a header and ll_pes - 1
+ * slots of SYMM_CUDA_CE_BYTES (default CU_CE_BYTES_DEFAULT with 3 or 4 PEs a
+ * host, none otherwise: 192 MiB of scratch a GPU with 4 PEs); a call moves at
+ * most that much a pair in one round, and each further round waits for the
+ * last (4 x H200, 256 MiB in a graph: 576 us with 64 MiB slots, one round;
+ * 613 with 32 MiB, two).
+ * The last phase goes in CU_CE_PIECES copies (SYMM_CUDA_CE_PIECES, 1-7), so
+ * that only the last piece's reduction follows the last byte. */
+#define CU_CE_BYTES_DEFAULT (64u << 20)
+#define CU_CE_PIECES 4u
+#define CU_CE_PIECES_MAX 7u /* arrive words count up to it */
+/* copies of a round: one a phase, the last in up to CU_CE_PIECES_MAX */
+#define CU_CE_COPIES_MAX (CU_LL_MAX_PES - 2 + CU_CE_PIECES_MAX)
+#define CU_SCRATCH_RESERVE (1ull << 30) /* address space kept for the scratch per PE */
+enum { CU_ALGO_AUTO, CU_ALGO_LL, CU_ALGO_LL128, CU_ALGO_STAGED, CU_ALGO_CE, CU_ALGO_BASE };
+/* How the barrier algorithm's all-gather and all-to-all move data
+ * (SYMM_CUDA_COLL_COPY): auto = push, except an all-gather of more than
+ * CU_PULL3_BYTES a PE on a team of 3, which pulls (copy_pulls). */
+enum { CU_COPY_AUTO, CU_COPY_PUSH, CU_COPY_PULL };
+
+typedef struct cu_map {
+    uint64_t off, size;
+    CUmemGenericAllocationHandle *h; /* [local_n]; 0 where not mapped */
+} cu_map;
+
+typedef struct cu_state {
+    symm__ctx *ctx; /* owner (asynchronous failures are recorded on it) */
+    /* device and kernels */
+    int ordinal;
+    CUdevice dev;
+    CUcontext cuctx;
+    bool retained;
+    int sms;
+    int smem_optin; /* shared memory a block may opt in to (0: unknown) */
+    CUmodule mod[SYMM__CUDA_FATBINS_N]; /* symm__cuda_fatbins[i], loaded in order */
+    CUfunction f_copy, f_store, f_signal, f_wait, f_amo, f_barrier2, f_barrier8, f_barrier64, f_gather;
+    CUfunction f_barrier_wide;
+    CUdeviceptr peer_table; /* device copy of ctx->peer_base (n_pes entries) */
+    _Atomic(CUfunction) f_reduce[SYMM_DTYPE_COUNT][CU_N_OPS];
+
+    /* host-initiated work */
+    CUstream s_int;
+    CUevent ev_int;
+    atomic_bool nbi_pending;
+    pthread_mutex_t amo_lock;
+    bool amo_lock_init;
+    uint64_t *pinned; /* [0]: atomic result, [1]: error word (int) */
+    int *err_word;      /* CU_ERR_*, read by the runtime's waiting kernels */
+    atomic_bool failed_noted; /* CU_ERR_PEER_FAILED recorded as async error  */
+    uint64_t timeout_ns;
+    atomic_bool memops; /* cuStreamWriteValue64 / WaitValue64 usable */
+    bool stream_memops; /* SYMM_CUDA_STREAM_MEMOPS=1: memop signal waits */
+    atomic_bool pdl;    /* launch with programmatic stream serialization */
+    uint64_t copy_kernel_min, copy_kernel_max;
+
+    /* heap */
+    CUmemAllocationProp prop;
+    uint64_t gran, span;
+    int32_t local_n, local_me;
+    int32_t *local_pe; /* [local_n] world PE of each local index */
+    CUdeviceptr *va;   /* [local_n] reservation, 0 when not reachable */
+    uint64_t backed;   /* [0, backed) of every reachable heap is mapped */
+    uint64_t reg_floor; /* lowest offset ever registered (heap grows below) */
+    cu_map *chunks;
+    size_t n_chunks, cap_chunks;
+    cu_map *regs;
+    size_t n_regs, cap_regs;
+    pthread_mutex_t reg_lock;
+    bool reg_lock_init;
+    bool owns_peer_base;
+    bool heap_live; /* heap_init succeeded and heap_fini has not run */
+
+    /* Collective scratch (symm__cuda_coll; symm__cu_coll_setup): symmetric, at byte span
+     * of every heap reservation (beyond the heap), scratch_span bytes (0 when
+     * there is none): CU_LL_SLOTS team slots of ll_slot bytes for the
+     * one-shot LL collectives (ll_slot 0: none), then at st_base CU_ST_SLOTS
+     * slots of st_slot bytes for the staged reductions (st_slot 0: none). */
+    uint64_t scratch_span;
+    uint64_t ll_slot, ll_region, ll_parity;
+    uint64_t st_base, st_slot, st_region, st_parity;
+    uint64_t st_bytes, st_chunk, st_steps; /* SYMM_CUDA_STAGED_BYTES / _CHUNK / _STEPS */
+    uint64_t st_peer_chunk, st_peer_steps; /* the peer form's (coll_staged; 0 steps: auto) */
+    uint64_t st_land;                      /* SYMM_CUDA_STAGED_LAND (0: never)         */
+    uint64_t st_swap_max; /* SYMM_CUDA_STAGED_SWAP within the shared memory (0: none)  */
+    uint64_t l8_lines;    /* bytes of LL128 lines in a staged sender region (0: none)  */
+    uint64_t l8_oneshot;  /* SYMM_CUDA_LL128_ONESHOT: largest one-shot all-reduce, > 2 PEs */
+    uint64_t ll_max;   /* largest LL payload per pair of PEs (SYMM_CUDA_LL_BYTES) */
+    int32_t ll_pes;    /* largest team the scratch serves (<= CU_LL_MAX_PES)     */
+    int coll_algo;     /* CU_ALGO_* (SYMM_CUDA_COLL_ALGO)                         */
+    int coll_copy;     /* CU_COPY_* (SYMM_CUDA_COLL_COPY)                         */
+    CUfunction f_ll_copy;
+    _Atomic(CUfunction) f_llreduce[SYMM_DTYPE_COUNT][CU_N_OPS];
+    _Atomic(CUfunction) f_streduce[SYMM_DTYPE_COUNT][CU_N_OPS];
+    _Atomic(CUfunction) f_l8reduce[SYMM_DTYPE_COUNT][CU_N_OPS];
+    /* The copy-engine forms (coll_ce): the world team's CE area at ce_off of
+     * every heap (0: none): its header, then ce_slot bytes a sender (0: no
+     * slots, so no reductions there); the copies of the last phase; the copy
+     * stream, the signal stream and the events that fork them off the
+     * caller's stream and join them back. */
+    uint64_t ce_off, ce_slot, ce_pieces;
+    CUstream s_ce, s_ce_sig;
+    CUevent ev_ce_fork, ev_ce_join, ev_ce_copy[CU_CE_COPIES_MAX];
+    _Atomic(CUfunction) f_cereduce[SYMM_DTYPE_COUNT][CU_N_OPS];
+    CUfunction f_ce_wait; /* the all-reduce's last wait (symm_k_ce_wait) */
+} cu_state;
+
+static inline uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+static inline uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static inline uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* Make our primary context current on the calling thread (cheap when it is). */
+static inline symm_status cu_enter(const cu_state *s) {
+    CUcontext cur = NULL;
+    if (symm__cu.CtxGetCurrent(&cur) == CUDA_SUCCESS && cur == s->cuctx) return SYMM_SUCCESS;
+    SYMM__CU(CtxSetCurrent(s->cuctx));
+    return SYMM_SUCCESS;
+}
+
+#define CU_GAVE_UP_MSG                                                                  \
+    "a GPU-side wait (barrier, collective or signal wait on a stream) gave up after %llu " \
+    "ms: a peer PE died or did not take part"
+#define CU_PEER_FAILED_MSG "a peer PE of this job failed; GPU-side waits of this context gave up"
+
+static inline CUstream stream_of(const cu_state *s, void *stream) {
+    return stream ? (CUstream)stream : s->s_int;
+}
+
+/* Blocks of thr threads for a copy of n bytes (16 a thread a round): at
+ * least 1, at most cap (or 1 when cap is 0). */
+static inline unsigned copy_blocks(uint64_t n, unsigned thr, unsigned cap) {
+    const uint64_t b = (n + thr * 16u - 1) / (thr * 16u);
+    return (unsigned)min_u64(max_u64(b, 1), max_u64(cap, 1));
+}
+
+/* cuda.c: errors, launches, blocking waits */
+
+/* PE pe is not load/store reachable from this one: SYMM_ERR_NOT_SUPPORTED. */
+symm_status symm__cu_unreachable(const symm__ctx *ctx, int32_t pe);
+/* Launch one of the runtime's kernels (gx x gy blocks of bx threads, smem
+ * bytes of dynamic shared memory) on cs, with PDL where the driver takes it. */
+symm_status symm__cu_launch_smem(cu_state *s, CUfunction f, const char *name, unsigned gx,
+                                 unsigned gy, unsigned bx, unsigned smem, CUstream cs,
+                                 void **args);
+symm_status symm__cu_launch(cu_state *s, CUfunction f, const char *name, unsigned gx,
+                            unsigned gy, unsigned bx, CUstream cs, void **args);
+/* The end of every hook: a NULL stream means blocking, so wait for the
+ * internal stream (watching the job's health) and report a GPU-side wait
+ * that gave up; a stream returns at once. */
+symm_status symm__cu_finish(cu_state *s, void *stream);
+/* A kernel of the embedded modules by name: the driver's result / a status. */
+CUresult symm__cu_module_fn(cu_state *s, CUfunction *f, const char *name);
+symm_status symm__cu_get_fn(cu_state *s, CUfunction *f, const char *name);
+/* A size from the environment (symm__parse_size), dflt when unset. */
+symm_status symm__cu_env_size(const char *name, uint64_t dflt, uint64_t *v);
+/* New GPU memory behind [off, off + size) of every reachable heap range
+ * (collective; st: this PE's outcome so far). */
+symm_status symm__cu_map_new_chunk(symm__ctx *ctx, cu_state *s, uint64_t off, uint64_t size,
+                                   const char *what, symm_status st);
+
+/* cuda_rma.c */
+symm_status symm__cu_copy_async(cu_state *s, CUdeviceptr dst, CUdeviceptr src, uint64_t n);
+symm_status symm__cuda_put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src,
+                           uint64_t n, uint32_t flags);
+symm_status symm__cuda_get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
+                           uint32_t flags);
+symm_status symm__cuda_atomic(symm__ctx *ctx, int32_t pe, uint64_t off, uint32_t dtype,
+                              uint32_t op, const void *value, const void *compare,
+                              void *fetched);
+symm_status symm__cuda_quiet(symm__ctx *ctx);
+symm_status symm__cuda_fence(symm__ctx *ctx);
+symm_status symm__cuda_memset0(symm__ctx *ctx, uint64_t off, uint64_t n);
+symm_status symm__cuda_put_stream(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src,
+                                  uint64_t n, void *stream);
+symm_status symm__cuda_get_stream(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off,
+                                  uint64_t n, void *stream);
+symm_status symm__cuda_signal_stream(symm__ctx *ctx, int32_t pe, uint64_t off,
+                                     uint64_t value, uint32_t sig_op, void *stream);
+symm_status symm__cuda_wait_stream(symm__ctx *ctx, uint64_t off, uint32_t cmp,
+                                   uint64_t value, void *stream);
+symm_status symm__cuda_quiet_stream(symm__ctx *ctx, void *stream);
+
+/* cuda_coll.c */
+/* Read and agree on the collective configuration, create and share the
+ * scratch (once, from cuda_heap_init; collective). */
+symm_status symm__cu_coll_setup(symm__ctx *ctx, cu_state *s);
+/* Zero the scratch of the team slots that [off, off + n) of the system
+ * area covers (a team took a slot). */
+symm_status symm__cu_scratch_zero_slots(symm__ctx *ctx, cu_state *s, uint64_t off, uint64_t n);
+symm_status symm__cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, void *stream);
+symm_status symm__cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream);
+
+#endif /* SYMM_CUDA_INTERNAL_H */
