@@ -4,7 +4,8 @@
  * length: vector body and scalar tail), in place, broadcast, fcollect,
  * collect, alltoall, on the world team and on a split team; sizes around the
  * one-shot LL thresholds, unaligned and in place, hundreds of calls back to
- * back and a replayed CUDA graph. meson runs it also with
+ * back, the same shapes called again and again with new data, and a
+ * replayed CUDA graph. meson runs it also with
  * SYMM_CUDA_COLL_ALGO=ll (LL up to 512 KiB per pair) and =twoshot.
  */
 #include "gpu_test.h"
@@ -452,6 +453,80 @@ static void test_back_to_back(symm_ctx ctx, symm_team t, cudaStream_t s) {
     if (gpu_me == 0) printf("back to back: %d collectives checked\n", K);
 }
 
+/* The same calls again and again, new data every time: five shapes (an
+ * all-reduce out of place and in place, a reduce-scatter, an all-gather, an
+ * all-to-all), each called three times in a row in each of three rounds,
+ * every result checked. Under SYMM_CUDA_COLL_ALGO=ce a shape's first call
+ * is enqueued as always, its second captured into a cached graph and the
+ * third replays it (SYMM_CUDA_CE_GRAPHS; meson gives the copy-engine tests
+ * caches of 3 and 1 shapes as well as the default, so shapes also fall out
+ * and come back); a graph that replayed old data or old offsets, or missed
+ * a copy, shows up as a wrong value here. Blocks of 20001 elements: two
+ * rounds of the 64 KiB slots the copy-engine tests use. */
+static uint32_t rv(int pe, int r, int j, uint64_t i) {
+    return (uint32_t)pe * 7919u + (uint32_t)r * 104729u + (uint32_t)j * 131u + (uint32_t)i * 31u;
+}
+
+static void test_repeat(symm_ctx ctx, symm_team t, cudaStream_t s) {
+    const int n = symm_team_n_pes(t), me = symm_team_my_pe(t);
+    const uint64_t m = 20001, big = m * (uint64_t)n;
+    enum { AR, AR_IN, RS, AG, A2A, SHAPES };
+    static const char *const name[SHAPES] = {"all-reduce", "in-place all-reduce", "reduce-scatter",
+                                             "all-gather", "all-to-all"};
+    symm_buf src[SHAPES], dst[SHAPES];
+    for (int k = 0; k < SHAPES; k++) {
+        CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, big, &src[k]));
+        CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT32, big, &dst[k]));
+    }
+    std::vector<uint32_t> h(big), got(big);
+    int checked = 0;
+    for (int r = 0; r < 3; r++) {
+        for (int k = 0; k < SHAPES; k++) {
+            for (int j = 0; j < 3; j++) {
+                const int tag = r * 3 + j;
+                /* inputs: m elements for the all-gather, m * n otherwise */
+                const uint64_t in_n = k == AG ? m : big;
+                for (uint64_t i = 0; i < in_n; i++) h[i] = rv(me, tag, k, i);
+                gpu_write(k == AR_IN ? dst[k] : src[k], 0, h.data(), in_n * 4);
+                CUDA_OK(cudaDeviceSynchronize());
+                CHECK_OK(symm_barrier_all(ctx));
+                switch (k) {
+                case AR: CHECK_OK(symm_reduce_on_stream(t, dst[k], 0, src[k], 0, big, SYMM_OP_SUM, s)); break;
+                case AR_IN: CHECK_OK(symm_reduce_on_stream(t, dst[k], 0, dst[k], 0, big, SYMM_OP_SUM, s)); break;
+                case RS: CHECK_OK(symm_reducescatter_on_stream(t, dst[k], 0, src[k], 0, m, SYMM_OP_SUM, s)); break;
+                case AG: CHECK_OK(symm_fcollect_on_stream(t, dst[k], 0, src[k], 0, m, s)); break;
+                default: CHECK_OK(symm_alltoall_on_stream(t, dst[k], 0, src[k], 0, m, s)); break;
+                }
+                CUDA_OK(cudaStreamSynchronize(s));
+                const uint64_t out_n = k == RS ? m : big;
+                gpu_read(got.data(), dst[k], 0, out_n * 4);
+                for (uint64_t i = 0; i < out_n; i++) {
+                    uint32_t want = 0;
+                    if (k == AR || k == AR_IN) {
+                        for (int pe = 0; pe < n; pe++) want += rv(pe, tag, k, i);
+                    } else if (k == RS) { /* block me of every PE's input */
+                        for (int pe = 0; pe < n; pe++) want += rv(pe, tag, k, (uint64_t)me * m + i);
+                    } else if (k == AG) { /* block b: PE b's input */
+                        want = rv((int)(i / m), tag, k, i % m);
+                    } else { /* block b: block me of PE b's input */
+                        want = rv((int)(i / m), tag, k, (uint64_t)me * m + i % m);
+                    }
+                    if (got[i] != want)
+                        TEST_FAIL_("repeat: %s, round %d, call %d: [%llu] = %u, expected %u", name[k], r,
+                                   j, (unsigned long long)i, got[i], want);
+                }
+                checked++;
+                CHECK_OK(symm_barrier_all(ctx)); /* every PE read its dst before it is written again */
+            }
+        }
+    }
+    for (int k = 0; k < SHAPES; k++) {
+        CHECK_OK(symm_buf_free(dst[k]));
+        CHECK_OK(symm_buf_free(src[k]));
+    }
+    if (gpu_me == 0) printf("repeat: %d calls of %d shapes checked\n", checked, (int)SHAPES);
+}
+
 /* A broadcast's root waits for nobody: it must not get ahead of a late
  * receiver by more than the algorithm allows. The root enqueues 6 small
  * broadcasts (each into its own block of dst) at once; every other PE waits
@@ -626,6 +701,7 @@ int main(void) {
     test_data_movement(ctx, world, s);
     test_sizes(ctx, world, s);
     test_back_to_back(ctx, world, s);
+    test_repeat(ctx, world, s);
     test_broadcast_root_ahead(ctx, world, s);
     test_zero_elements(ctx, world, s);
     test_graph(ctx, world, s, 1001, 77);

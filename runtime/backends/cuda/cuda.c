@@ -189,6 +189,7 @@ static void map_release(cu_state *s, const cu_map *m) {
 static void state_free(cu_state *s) {
     if (!s) return;
     if (s->cuctx) symm__cu.CtxSetCurrent(s->cuctx);
+    symm__cu_ce_graphs_free(s); /* before the modules their kernels are in */
     if (s->s_int) symm__cu.StreamDestroy(s->s_int);
     if (s->ev_int) symm__cu.EventDestroy(s->ev_int);
     if (s->s_ce) symm__cu.StreamDestroy(s->s_ce);
@@ -782,6 +783,7 @@ static void cuda_unregister(symm__ctx *ctx, uint64_t off, uint64_t bytes) {
         pthread_mutex_unlock(&s->reg_lock);
         map_release(s, &m);
         free(m.h);
+        atomic_fetch_add(&s->heap_gen, 1); /* graphs that copied there are stale */
         return;
     }
     pthread_mutex_unlock(&s->reg_lock);

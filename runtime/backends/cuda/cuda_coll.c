@@ -59,6 +59,8 @@ static uint64_t ll_threshold(int32_t n, bool copy) {
  * the configuration, check that every PE has the same, then create, zero and
  * share the scratch like a heap chunk (kept in s->chunks, so heap_fini
  * releases it). Collective. */
+static symm_status ce_graphs_init(cu_state *s);
+
 symm_status symm__cu_coll_setup(symm__ctx *ctx, cu_state *s) {
     cu_coll_conf mine, *all = calloc((size_t)ctx->n_pes, sizeof *all);
     if (!all) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
@@ -247,6 +249,7 @@ symm_status symm__cu_coll_setup(symm__ctx *ctx, cu_state *s) {
         if (r != CUDA_SUCCESS) st = symm__cu_fail(r,
                                                   "cuStreamCreate / cuEventCreate (copy-engine collectives)");
     }
+    if (st == SYMM_SUCCESS) st = ce_graphs_init(s);
     st = symm__cu_map_new_chunk(ctx, s, s->span, span, "collective scratch", st);
     if (st != SYMM_SUCCESS) {
         s->ll_slot = s->st_slot = 0;
@@ -805,6 +808,160 @@ static symm_status coll_ce(cu_state *s, const symm__coll *c, char *const *base, 
     return ce_spread(s, c, base, cs, my_dst, 0, my_dst, blen[me]);
 }
 
+/* Cached graphs of the copy-engine forms (CU_CE_GRAPHS_DEFAULT says what
+ * for). An entry is a shape: what coll_ce enqueues depends on nothing else
+ * (the team's heap bases, the slots, the pieces and the SM count are fixed
+ * for the context's life, and the flags are constants that every call puts
+ * back to 0, so a graph replays as a user's captured one does: docs/
+ * DECISIONS.md "No counters from the host"). A shape's first call is
+ * enqueued call by call and only remembered, its second is captured on
+ * s_cap and instantiated (30-90 us once, 2 x H200), every later one is one
+ * cuGraphLaunch; so a program whose shapes never repeat pays a lookup, not
+ * a capture, for each call. */
+typedef struct cu_ce_graph {
+    const symm__team *team;
+    uint32_t kind, dtype, op;
+    uint64_t src_off, dst_off, nelems, elem_size;
+    CUgraphExec exec; /* NULL: seen once, not captured yet */
+    uint64_t used;    /* ce_tick of its last call; 0: an empty entry */
+} cu_ce_graph;
+
+static bool ce_graph_is(const cu_ce_graph *g, const symm__coll *c) {
+    return g->used && g->team == c->team && g->kind == c->kind && g->dtype == c->dtype &&
+           g->op == c->op && g->src_off == c->src_off && g->dst_off == c->dst_off &&
+           g->nelems == c->nelems && g->elem_size == c->elem_size;
+}
+
+static void ce_graphs_flush(cu_state *s) {
+    for (uint32_t i = 0; i < s->ce_graphs_cap; i++) {
+        /* a graph still running is freed when it completes (cuGraphExecDestroy) */
+        if (s->ce_graphs[i].exec) symm__cu.GraphExecDestroy(s->ce_graphs[i].exec);
+        memset(&s->ce_graphs[i], 0, sizeof s->ce_graphs[i]);
+    }
+}
+
+/* SYMM_CUDA_CE_GRAPHS, the lock and the capture stream (collective setup,
+ * after the copy streams). A PE's own choice: a cached graph does on the
+ * GPU what the call would enqueue, so PEs need not agree. */
+static symm_status ce_graphs_init(cu_state *s) {
+    uint64_t n = CU_CE_GRAPHS_DEFAULT;
+    SYMM_TRY(symm__cu_env_size("SYMM_CUDA_CE_GRAPHS", CU_CE_GRAPHS_DEFAULT, &n));
+    if (n > CU_CE_GRAPHS_MAX)
+        return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_CE_GRAPHS=%llu: expected 0 (no cached "
+                         "graphs) to %u", (unsigned long long)n, CU_CE_GRAPHS_MAX);
+    if (!n) return SYMM_SUCCESS;
+    if (!symm__cu.StreamBeginCapture || !symm__cu.StreamEndCapture ||
+        !symm__cu.GraphInstantiateWithFlags || !symm__cu.GraphLaunch || !symm__cu.GraphDestroy ||
+        !symm__cu.GraphExecDestroy) {
+        SYMM_INFO(SYMM_LOG_BACKEND, "cuda: the driver lacks stream capture or graph launches; "
+                  "copy-engine collectives are enqueued call by call");
+        return SYMM_SUCCESS;
+    }
+    if (pthread_mutex_init(&s->ce_lock, NULL) != 0)
+        return symm__err(SYMM_ERR_INTERNAL, "cuda backend: pthread_mutex_init failed");
+    s->ce_lock_init = true;
+    s->ce_graphs = calloc((size_t)n, sizeof *s->ce_graphs);
+    if (!s->ce_graphs) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
+    SYMM__CU(StreamCreate(&s->s_cap, CU_STREAM_NON_BLOCKING));
+    s->ce_graphs_cap = (uint32_t)n;
+    return SYMM_SUCCESS;
+}
+
+void symm__cu_ce_graphs_free(cu_state *s) {
+    if (s->ce_graphs) ce_graphs_flush(s);
+    free(s->ce_graphs);
+    s->ce_graphs = NULL;
+    s->ce_graphs_cap = 0;
+    if (s->s_cap) symm__cu.StreamDestroy(s->s_cap);
+    s->s_cap = NULL;
+    if (s->ce_lock_init) pthread_mutex_destroy(&s->ce_lock);
+    s->ce_lock_init = false;
+}
+
+/* The call's work captured on s_cap (relaxed: the capture is ours alone,
+ * and a kernel loaded on first use may load its module) and instantiated. */
+static symm_status ce_graph_capture(cu_state *s, const symm__coll *c, char *const *base,
+                                    const char *why, CUgraphExec *exec) {
+    CUgraph g = NULL;
+    *exec = NULL;
+    SYMM__CU(StreamBeginCapture(s->s_cap, CU_STREAM_CAPTURE_MODE_RELAXED));
+    symm_status st = coll_ce(s, c, base, s->s_cap, why);
+    CUresult r = symm__cu.StreamEndCapture(s->s_cap, &g); /* ends it whatever happened */
+    if (st == SYMM_SUCCESS && r != CUDA_SUCCESS) st = symm__cu_fail(r, "cuStreamEndCapture");
+    if (st == SYMM_SUCCESS) {
+        r = symm__cu.GraphInstantiateWithFlags(exec, g, 0);
+        if (r != CUDA_SUCCESS) {
+            *exec = NULL;
+            st = symm__cu_fail(r, "cuGraphInstantiateWithFlags");
+        }
+    }
+    if (g) symm__cu.GraphDestroy(g);
+    return st;
+}
+
+static symm_status ce_cached_locked(cu_state *s, const symm__coll *c, char *const *base,
+                                    CUstream cs, const char *why) {
+    if (!s->ce_graphs_cap) return coll_ce(s, c, base, cs, why);
+    const uint64_t gen = atomic_load(&s->heap_gen);
+    if (gen != s->ce_gen) { /* a mapping went away: the graphs may copy from it */
+        ce_graphs_flush(s);
+        s->ce_gen = gen;
+    }
+    cu_ce_graph *e = NULL, *victim = &s->ce_graphs[0];
+    for (uint32_t i = 0; i < s->ce_graphs_cap && !e; i++) {
+        if (ce_graph_is(&s->ce_graphs[i], c)) e = &s->ce_graphs[i];
+        else if (s->ce_graphs[i].used < victim->used) victim = &s->ce_graphs[i];
+    }
+    const uint64_t tick = ++s->ce_tick;
+    if (!e) { /* first call of this shape: remember it, enqueue as always */
+        if (victim->exec) symm__cu.GraphExecDestroy(victim->exec);
+        victim->team = c->team;
+        victim->kind = c->kind;
+        victim->dtype = c->dtype;
+        victim->op = c->op;
+        victim->src_off = c->src_off;
+        victim->dst_off = c->dst_off;
+        victim->nelems = c->nelems;
+        victim->elem_size = c->elem_size;
+        victim->exec = NULL;
+        victim->used = tick;
+        return coll_ce(s, c, base, cs, why);
+    }
+    e->used = tick;
+    if (!e->exec) { /* its second call: capture it */
+        SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu elements: a shape seen before, captured into a "
+                   "graph", coll_kind_name(c->kind), (unsigned long long)c->nelems);
+        if (ce_graph_capture(s, c, base, why, &e->exec) != SYMM_SUCCESS) {
+            /* nothing reached cs: enqueue it as always, and from now on */
+            SYMM_WARN(SYMM_LOG_BACKEND, "cuda: a copy-engine collective could not be captured "
+                      "into a graph (%s); these collectives are enqueued call by call from now "
+                      "on", symm__last_error());
+            ce_graphs_flush(s);
+            s->ce_graphs_cap = 0;
+            return coll_ce(s, c, base, cs, why);
+        }
+    }
+    SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu elements on %d PEs: algorithm ce (%s), its cached "
+               "graph", coll_kind_name(c->kind), (unsigned long long)c->nelems,
+               (int)c->team->n_pes, why);
+    SYMM__CU(GraphLaunch(e->exec, cs));
+    return SYMM_SUCCESS;
+}
+
+/* coll_ce through the cache, unless the caller's stream is being captured
+ * (its own graph then holds the work) or there is no cache. */
+static symm_status coll_ce_cached(cu_state *s, const symm__coll *c, char *const *base,
+                                  CUstream cs, const char *why) {
+    if (!s->ce_lock_init) return coll_ce(s, c, base, cs, why);
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    SYMM__CU(StreamIsCapturing(cs, &cap));
+    if (cap != CU_STREAM_CAPTURE_STATUS_NONE) return coll_ce(s, c, base, cs, why);
+    pthread_mutex_lock(&s->ce_lock);
+    const symm_status st = ce_cached_locked(s, c, base, cs, why);
+    pthread_mutex_unlock(&s->ce_lock);
+    return st;
+}
+
 /* Whether a staged reduction may land its pieces in the peer's dst
  * (kernels_staged.cuh "Landing"): 2 PEs, landing on (SYMM_CUDA_STAGED_LAND),
  * and a dst that does not overlap the input, which the peer's pieces would
@@ -1057,7 +1214,7 @@ symm_status symm__cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) {
         return symm__cu_finish(s, stream);
     }
     if (data && ce_choose(s, c, pair_bytes, &why)) {
-        SYMM_TRY(coll_ce(s, c, base, cs, why));
+        SYMM_TRY(coll_ce_cached(s, c, base, cs, why));
         return symm__cu_finish(s, stream);
     }
     if (data && st_choose(s, c, pair_bytes, &why)) {

@@ -5,7 +5,8 @@
  * libcuda.so.1 once per process, resolves cuGetProcAddress_v2 and fills one
  * process-wide table of function pointers. <cuda.h> is included for types
  * only. Optional entries (stream memory operations, cuFuncLoad,
- * cuLaunchKernelEx, cuMemGetHandleForAddressRange) may be NULL.
+ * cuLaunchKernelEx, cuMemGetHandleForAddressRange, the capture and graph
+ * calls) may be NULL.
  */
 #ifndef SYMM_CUDA_DRIVER_H
 #define SYMM_CUDA_DRIVER_H
@@ -69,6 +70,12 @@
     X(StreamQuery, (CUstream stream), 1) \
     X(StreamWaitEvent, (CUstream stream, CUevent event, unsigned int flags), 1) \
     X(StreamIsCapturing, (CUstream stream, CUstreamCaptureStatus *status), 1) \
+    X(StreamBeginCapture, (CUstream stream, CUstreamCaptureMode mode), 0) \
+    X(StreamEndCapture, (CUstream stream, CUgraph *graph), 0) \
+    X(GraphInstantiateWithFlags, (CUgraphExec *exec, CUgraph graph, unsigned long long flags), 0) \
+    X(GraphLaunch, (CUgraphExec exec, CUstream stream), 0) \
+    X(GraphDestroy, (CUgraph graph), 0) \
+    X(GraphExecDestroy, (CUgraphExec exec), 0) \
     X(StreamWriteValue32, (CUstream stream, CUdeviceptr addr, cuuint32_t value, \
                            unsigned int flags), 0) \
     X(StreamWriteValue64, (CUstream stream, CUdeviceptr addr, cuuint64_t value, \

@@ -159,6 +159,16 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
 #define CU_CE_PIECES_MAX 7u /* arrive words count up to it */
 /* copies of a round: one a phase, the last in up to CU_CE_PIECES_MAX */
 #define CU_CE_COPIES_MAX (CU_LL_MAX_PES - 2 + CU_CE_PIECES_MAX)
+/* Cached graphs of the copy-engine forms (coll_ce_cached): a call of a
+ * shape seen before (kind, dtype, op, offsets, count) on a stream that is
+ * not being captured replays that shape's CUDA graph, captured at its second
+ * call, in one cuGraphLaunch, instead of enqueuing its forks, copies, stream
+ * writes, kernels and join one by one: 14-76 us of host time a call on 2 x
+ * H200, 4.1-57.7 replayed (the driver still issues each copy and stream
+ * write; docs/DECISIONS.md "Cached graphs of the copy-engine forms").
+ * SYMM_CUDA_CE_GRAPHS shapes a PE (least recently used out; 0: none). */
+#define CU_CE_GRAPHS_DEFAULT 64u
+#define CU_CE_GRAPHS_MAX 4096u
 #define CU_SCRATCH_RESERVE (1ull << 30) /* address space kept for the scratch per PE */
 enum { CU_ALGO_AUTO, CU_ALGO_LL, CU_ALGO_LL128, CU_ALGO_STAGED, CU_ALGO_CE, CU_ALGO_BASE };
 /* How the barrier algorithm's all-gather and all-to-all move data
@@ -250,6 +260,17 @@ typedef struct cu_state {
     CUevent ev_ce_fork, ev_ce_join, ev_ce_copy[CU_CE_COPIES_MAX];
     _Atomic(CUfunction) f_cereduce[SYMM_DTYPE_COUNT][CU_N_OPS];
     CUfunction f_ce_wait; /* the all-reduce's last wait (symm_k_ce_wait) */
+    /* Their cached graphs (coll_ce_cached): ce_graphs_cap entries
+     * (SYMM_CUDA_CE_GRAPHS; 0: none), used under ce_lock and captured on
+     * s_cap. heap_gen counts mappings taken away (cuda_unregister); a cache
+     * that saw another count is emptied first. */
+    struct cu_ce_graph *ce_graphs;
+    uint32_t ce_graphs_cap;
+    uint64_t ce_tick, ce_gen;
+    atomic_uint_fast64_t heap_gen;
+    pthread_mutex_t ce_lock;
+    bool ce_lock_init;
+    CUstream s_cap;
 } cu_state;
 
 static inline uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
@@ -336,5 +357,7 @@ symm_status symm__cu_coll_setup(symm__ctx *ctx, cu_state *s);
 symm_status symm__cu_scratch_zero_slots(symm__ctx *ctx, cu_state *s, uint64_t off, uint64_t n);
 symm_status symm__cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, void *stream);
 symm_status symm__cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream);
+/* Destroy the cached graphs, their lock and capture stream (state_free). */
+void symm__cu_ce_graphs_free(cu_state *s);
 
 #endif /* SYMM_CUDA_INTERNAL_H */
