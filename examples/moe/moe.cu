@@ -12,7 +12,8 @@
  *
  * Done twice: once all in one kernel (symm_dev_team_alltoallvmem_block inside
  * the kernel), once as separate kernels with the stream form
- * (symm_dev_alltoallv_on_stream) between them.
+ * (symm_dev_alltoallv_on_stream: one cooperative grid, a block a SM) between
+ * them.
  *
  *   symmrun -n 2 ./moe          (CUDA backend; PEs share GPUs if need be)
  *

@@ -48,6 +48,7 @@
 
 #include <symm/symm_device.cuh>
 
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -468,13 +469,25 @@ __device__ __forceinline__ symm_status symm_dev_team_alltoallv_block(
                                             recv_counts, recv_offsets);
 }
 
-/* Stream form (kernel + host launcher, for .cu files): one block of
- * SYMM_DEV_COLL_THREADS threads runs symm_dev_team_alltoallvmem_block;
- * *status (device memory, may be NULL) receives its result when the stream
- * gets there. Returns the launch's cudaError_t. Ordered with the stream's
- * other work and capturable into CUDA graphs; it shares the team's barrier
- * with the runtime's stream collectives, so enqueue them on every PE in one
- * order (one stream per team, or streams the caller orders). */
+/* Stream form (kernels + host launcher, for .cu files).
+ *
+ * symm_dev_alltoallv_on_stream_blocks runs the exchange as one cooperative
+ * grid of `blocks` blocks of SYMM_DEV_COLL_THREADS threads (0: one a SM;
+ * 1: the single-block kernel): block 0 runs the team barriers, and every
+ * block copies an equal, contiguous share of the bytes this PE receives,
+ * whichever peers they come from. Fewer blocks leave SMs to kernels that
+ * run beside it. Teams too large for the grid's shared memory (more than
+ * 2048 PEs) take one block. symm_dev_alltoallv_on_stream is the same with
+ * blocks = 0.
+ *
+ * Arguments and results as symm_dev_team_alltoallvmem_block; *status
+ * (device memory, may be NULL) receives the result when the stream gets
+ * there. Returns the launch's cudaError_t. Ordered with the stream's other
+ * work and capturable into CUDA graphs; it shares the team's barrier with
+ * the runtime's stream collectives, so enqueue them on every PE in one order
+ * (one stream per team, or streams the caller orders). A cooperative grid
+ * needs all its blocks resident at once: the driver refuses a grid larger
+ * than the GPU holds (cudaErrorCooperativeLaunchTooLarge). */
 #ifndef SYMM_DEV_COLL_THREADS
 #define SYMM_DEV_COLL_THREADS 512
 #endif
@@ -487,13 +500,122 @@ __global__ void __launch_bounds__(Threads)
                                                       unit_bytes, recv_counts, recv_offsets);
     if (status && threadIdx.x == 0) *status = (int)st;
 }
+
+/* The grid form. Block 0 alone talks to the peers before the copies: after
+ * the team barrier it reads the counts for this PE (one load a peer) and
+ * where each peer packed them (that peer's counts before this PE), and
+ * leaves them in recv_counts and recv_offsets, which are this PE's memory
+ * and its output anyway; after the grid's sync every block takes them from
+ * there (each reading the peers, or the fail word, itself cost about a
+ * microsecond a block, one after another: 80 us with 66 blocks), cuts the
+ * received bytes into equal shares and copies its own. After the second
+ * sync block 0 writes the real offsets and runs the closing barrier. A
+ * peer's death: block 0's barrier gives up and leaves zero counts, so no
+ * block copies, and the status says SYMM_ERR_PEER_FAILED. */
+#define SYMM__A2AV_MIN_SHARE (16u << 10)
+template <int Threads>
+__global__ void __launch_bounds__(Threads)
+    symm__alltoallv_grid_kernel(symm_device_ctx c, symm_device_team t, void *dst,
+                                uint64_t dst_cap, const void *src, const uint64_t *send_counts,
+                                size_t unit_bytes, uint64_t *recv_counts, uint64_t *recv_offsets,
+                                int *status) {
+    extern __shared__ uint64_t symm__a2av_sh[];
+    __shared__ uint64_t sh_total;
+    cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+    const unsigned tid = threadIdx.x, nthr = blockDim.x;
+    const int n = t.n_pes, me = t.my_pe;
+    uint64_t *cnt = symm__a2av_sh, *roff = cnt + n, *soff = roff + n;
+    bool ok = true;
+    if (blockIdx.x == 0) {
+        ok = symm__team_barrier_scope<symm__scope_block>(c, t);
+        for (int j = (int)tid; j < n; j += (int)nthr) {
+            uint64_t cj = 0, o = 0;
+            if (ok) {
+                const uint64_t *pj = symm__team_ptr(c, t, send_counts, j);
+                cj = *(volatile const uint64_t *)(pj + me);
+                for (int q = 0; q < me; q++) o += *(volatile const uint64_t *)(pj + q);
+            }
+            recv_counts[j] = cj;
+            recv_offsets[j] = o; /* for now: where PE j packed this PE's units */
+        }
+    }
+    grid.sync();
+    for (int j = (int)tid; j < n; j += (int)nthr) {
+        cnt[j] = __ldcg(recv_counts + j);
+        soff[j] = __ldcg(recv_offsets + j);
+    }
+    __syncthreads();
+    if (tid == 0) {
+        uint64_t off = 0;
+        for (int j = 0; j < n; j++) {
+            roff[j] = off;
+            off += cnt[j];
+        }
+        sh_total = off;
+    }
+    __syncthreads();
+    const uint64_t total = sh_total;
+    const bool fits = total <= dst_cap;
+    /* this block's share of the received bytes: [lo, hi) of dst, cut at
+     * 256-byte multiples, at least SYMM__A2AV_MIN_SHARE (small exchanges
+     * leave the later blocks idle) */
+    const uint64_t bytes = fits ? total * unit_bytes : 0;
+    uint64_t chunk = ((bytes + gridDim.x - 1) / gridDim.x + 255) / 256 * 256;
+    if (chunk < SYMM__A2AV_MIN_SHARE) chunk = SYMM__A2AV_MIN_SHARE;
+    const uint64_t lo0 = (uint64_t)blockIdx.x * chunk;
+    const uint64_t lo = lo0 < bytes ? lo0 : bytes, hi = bytes - lo > chunk ? lo + chunk : bytes;
+    for (int k = 0; k < n && lo < hi; k++) {
+        const int j = (me + k) % n;
+        const uint64_t jl = roff[j] * unit_bytes, jh = jl + cnt[j] * unit_bytes;
+        const uint64_t a = lo > jl ? lo : jl, b = hi < jh ? hi : jh;
+        if (a < b)
+            symm__copy((char *)dst + a,
+                       (const char *)symm__team_ptr(c, t, src, j) + soff[j] * unit_bytes + (a - jl),
+                       b - a, tid, nthr);
+    }
+    grid.sync(); /* every block is done with the peers' src and with recv_offsets */
+    if (blockIdx.x == 0) {
+        for (int j = (int)tid; j < n; j += (int)nthr) recv_offsets[j] = roff[j];
+        const bool done = ok && symm__team_barrier_scope<symm__scope_block>(c, t);
+        if (status && tid == 0)
+            *status = !done ? (int)SYMM_ERR_PEER_FAILED
+                      : fits ? (int)SYMM_SUCCESS
+                             : (int)SYMM_ERR_OUT_OF_BOUNDS;
+    }
+}
+
+static inline cudaError_t symm_dev_alltoallv_on_stream_blocks(
+    const symm_device_ctx &c, const symm_device_team &t, void *dst, uint64_t dst_cap,
+    const void *src, const uint64_t *send_counts, size_t unit_bytes, uint64_t *recv_counts,
+    uint64_t *recv_offsets, int *status, unsigned blocks, cudaStream_t stream) {
+    const size_t smem = (size_t)3 * (size_t)(t.n_pes > 0 ? t.n_pes : 1) * sizeof(uint64_t);
+    if (blocks == 1 || smem > (size_t)48 * 1024) {
+        symm__alltoallv_kernel<SYMM_DEV_COLL_THREADS><<<1, SYMM_DEV_COLL_THREADS, 0, stream>>>(
+            c, t, dst, dst_cap, src, send_counts, unit_bytes, recv_counts, recv_offsets, status);
+        return cudaGetLastError();
+    }
+    if (blocks == 0) {
+        int dev = 0, sms = 0;
+        cudaError_t e = cudaGetDevice(&dev);
+        if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        if (e != cudaSuccess) return e;
+        blocks = sms > 0 ? (unsigned)sms : 1u;
+    }
+    symm_device_ctx ca = c;
+    symm_device_team ta = t;
+    void *args[] = {&ca, &ta, &dst, &dst_cap, (void *)&src, (void *)&send_counts, &unit_bytes,
+                    &recv_counts, &recv_offsets, &status};
+    return cudaLaunchCooperativeKernel((const void *)symm__alltoallv_grid_kernel<SYMM_DEV_COLL_THREADS>,
+                                       dim3(blocks), dim3(SYMM_DEV_COLL_THREADS), args, smem,
+                                       stream);
+}
+
 static inline cudaError_t symm_dev_alltoallv_on_stream(
     const symm_device_ctx &c, const symm_device_team &t, void *dst, uint64_t dst_cap,
     const void *src, const uint64_t *send_counts, size_t unit_bytes, uint64_t *recv_counts,
     uint64_t *recv_offsets, int *status, cudaStream_t stream) {
-    symm__alltoallv_kernel<SYMM_DEV_COLL_THREADS><<<1, SYMM_DEV_COLL_THREADS, 0, stream>>>(
-        c, t, dst, dst_cap, src, send_counts, unit_bytes, recv_counts, recv_offsets, status);
-    return cudaGetLastError();
+    return symm_dev_alltoallv_on_stream_blocks(c, t, dst, dst_cap, src, send_counts, unit_bytes,
+                                               recv_counts, recv_offsets, status, 0, stream);
 }
 
 #undef SYMM__TEAM_BARRIER

@@ -5,8 +5,10 @@
  * op x dtype, odd sizes, in place where allowed, block and warp scope, on the
  * world team and on a strided team (even PEs: 1 PE when n = 2); reduce
  * results compared bitwise across PEs inside the kernel; alltoallv with
- * random counts (zeros included), its overflow status, its stream form and
- * the reverse exchange (combine).
+ * random counts (zeros included), its overflow status, its stream form in
+ * one block, three and one a SM, small and large, a CUDA graph of it
+ * replayed for counts that change between replays, and the reverse
+ * exchange (combine).
  *
  * More PEs than GPUs: fine for 2 (the suite's setting); above 2 it skips
  * unless SYMM_TEST_OVERSUBSCRIBE=1 (slow: PEs time-slice one GPU).
@@ -283,15 +285,25 @@ static void move_case(Env &e, int kind, size_t nb, bool inplace, bool warp) {
     e.checks++;
 }
 
-/* alltoallv: units of 3 uint32 (sender, receiver, index). mode 0: kernel,
- * 1: stream form, 2: too small a dst on team PE 0. Then the reverse exchange
- * brings every unit back to where it left. */
-static void a2av_case(Env &e, int mode) {
+/* alltoallv: units of 3 uint32 (sender, receiver, index), up to maxc units
+ * from a PE to each PE (a quarter of the pairs send none). how: A2AV_KERNEL
+ * (the block function in a kernel of ours), A2AV_STREAM (the stream form
+ * with `blocks` blocks: 0 = one a SM, 1 = the single-block kernel) or
+ * A2AV_GRAPH (ge: a CUDA graph of the stream form captured once with a dst
+ * capacity of a2av_graph_cap units, replayed for this case's counts and
+ * data, which the graph reads when it runs). small: team PE 0's dst is one
+ * unit too small (nothing may be written there, the others finish). Then the
+ * reverse exchange, the same way, brings every unit back to where it left. */
+enum { A2AV_KERNEL, A2AV_STREAM, A2AV_GRAPH };
+static uint64_t a2av_graph_cap(const Env &e) { return e.cap_bytes / 12 - 1; }
+
+static void a2av_case(Env &e, int how, unsigned blocks, bool small_pe0, uint64_t maxc,
+                      cudaGraphExec_t ge = nullptr, cudaGraphExec_t ge_back = nullptr) {
     const int np = e.dt.n_pes, me = e.dt.my_pe;
     const uint64_t cas = ++g_case * 1000 + 900;
     auto cnt = [&](int from, int to) -> uint64_t {
         uint64_t r = rnd(e.wpe[(size_t)from], cas, (uint64_t)to);
-        return (r & 3) == 0 ? 0 : (r >> 8) % 700;
+        return (r & 3) == 0 ? 0 : (r >> 8) % maxc;
     };
     std::vector<uint64_t> sc((size_t)np);
     uint64_t stot = 0, rtot = 0;
@@ -311,11 +323,15 @@ static void a2av_case(Env &e, int mode) {
     uint32_t *dst = (uint32_t *)gpu_ptr(e.B);
     CUDA_OK(cudaMemset(dst, 0xee, 3 * 4 * rtot + 12));
     CUDA_OK(cudaDeviceSynchronize());
-    const bool small = mode == 2 && me == 0 && rtot > 0;
-    const uint64_t cap = small ? rtot - 1 : rtot + (uint64_t)(mode == 0 ? 1 : 0);
-    if (mode == 1)
-        CUDA_OK(symm_dev_alltoallv_on_stream(e.dc, e.dt, dst, cap, gpu_ptr(e.A), counts, 12, rc,
-                                             ro, e.status, e.s));
+    const bool small = small_pe0 && me == 0 && rtot > 0;
+    const uint64_t cap = how == A2AV_GRAPH ? a2av_graph_cap(e)
+                         : small           ? rtot - 1
+                                           : rtot + (uint64_t)(how == A2AV_KERNEL ? 1 : 0);
+    if (how == A2AV_GRAPH)
+        CUDA_OK(cudaGraphLaunch(ge, e.s));
+    else if (how == A2AV_STREAM)
+        CUDA_OK(symm_dev_alltoallv_on_stream_blocks(e.dc, e.dt, dst, cap, gpu_ptr(e.A), counts, 12,
+                                                    rc, ro, e.status, blocks, e.s));
     else
         a2av_kernel<<<1, 128, 0, e.s>>>(e.dc, e.dt, dst, cap, (uint32_t *)gpu_ptr(e.A), counts,
                                         rc, ro, e.status);
@@ -333,17 +349,19 @@ static void a2av_case(Env &e, int mode) {
         for (uint64_t k = 0; k < hrc[(size_t)j]; k++) {
             const uint32_t *u = &got[3 * (off + k)];
             if (small) {
-                ASSERT_EQ(u[0] & u[1] & u[2], 0xeeeeeeeeu); /* nothing written */
+                if ((u[0] & u[1] & u[2]) != 0xeeeeeeeeu)
+                    TEST_FAIL_("alltoallv how %d blocks %u: unit %llu from %d written into too "
+                               "small a dst", how, blocks, (unsigned long long)k, j);
                 continue;
             }
             if (u[0] != (uint32_t)j || u[1] != (uint32_t)me || u[2] != (uint32_t)(k * 7 + cas))
-                TEST_FAIL_("alltoallv mode %d from %d unit %llu: (%u %u %u)", mode, j,
-                           (unsigned long long)k, u[0], u[1], u[2]);
+                TEST_FAIL_("alltoallv how %d blocks %u from %d unit %llu: (%u %u %u)", how, blocks,
+                           j, (unsigned long long)k, u[0], u[1], u[2]);
         }
         off += hrc[(size_t)j];
     }
     ASSERT_EQ(got[3 * rtot] & got[3 * rtot + 1] & got[3 * rtot + 2], 0xeeeeeeeeu);
-    if (mode == 2) {
+    if (small_pe0) {
         e.checks++;
         return; /* PE 0 has no data to send back */
     }
@@ -352,7 +370,13 @@ static void a2av_case(Env &e, int mode) {
     uint64_t *rc2 = counts + 3 * np, *ro2 = counts + 4 * np;
     CUDA_OK(cudaMemset(back, 0, 3 * 4 * stot + 12));
     CUDA_OK(cudaDeviceSynchronize());
-    a2av_kernel<<<1, 256, 0, e.s>>>(e.dc, e.dt, back, stot, dst, rc, rc2, ro2, e.status);
+    if (how == A2AV_GRAPH)
+        CUDA_OK(cudaGraphLaunch(ge_back, e.s));
+    else if (how == A2AV_STREAM)
+        CUDA_OK(symm_dev_alltoallv_on_stream_blocks(e.dc, e.dt, back, stot, dst, rc, 12, rc2, ro2,
+                                                    e.status, blocks, e.s));
+    else
+        a2av_kernel<<<1, 256, 0, e.s>>>(e.dc, e.dt, back, stot, dst, rc, rc2, ro2, e.status);
     CUDA_OK(cudaGetLastError());
     ASSERT_EQ(dstatus(e), SYMM_SUCCESS);
     std::vector<uint32_t> ret(3 * stot + 3);
@@ -363,6 +387,44 @@ static void a2av_case(Env &e, int mode) {
     CUDA_OK(cudaMemcpy(hrc2.data(), rc2, (size_t)np * 8, cudaMemcpyDeviceToHost));
     for (int j = 0; j < np; j++) ASSERT_U64_EQ(hrc2[(size_t)j], sc[(size_t)j]);
     e.checks++;
+}
+
+/* Every way of running the exchange: the block function in a kernel; the
+ * stream form in one block, three, one a SM, with small and large counts
+ * (up to about 4 MiB a PE: every block of the grid gets a share) and with
+ * too small a dst on PE 0; and one CUDA graph of it (dispatch and combine)
+ * captured once and replayed for three cases whose counts differ. */
+static void a2av_all(Env &e) {
+    const uint64_t large = e.cap_bytes / 12 / (uint64_t)e.dt.n_pes;
+    a2av_case(e, A2AV_KERNEL, 1, false, 700);
+    a2av_case(e, A2AV_KERNEL, 1, true, 700);
+    for (unsigned blocks : {1u, 3u, 0u}) {
+        a2av_case(e, A2AV_STREAM, blocks, false, 700);
+        a2av_case(e, A2AV_STREAM, blocks, false, large);
+        a2av_case(e, A2AV_STREAM, blocks, true, large);
+    }
+    const int np = e.dt.n_pes;
+    uint64_t *counts = (uint64_t *)gpu_ptr(e.C);
+    uint32_t *dst = (uint32_t *)gpu_ptr(e.B), *back = (uint32_t *)gpu_ptr(e.D);
+    cudaGraph_t g;
+    cudaGraphExec_t ge[2];
+    for (int k = 0; k < 2; k++) { /* dispatch, then combine (its capacity: what this PE sent) */
+        CUDA_OK(cudaStreamBeginCapture(e.s, cudaStreamCaptureModeThreadLocal));
+        if (k == 0)
+            CUDA_OK(symm_dev_alltoallv_on_stream_blocks(e.dc, e.dt, dst, a2av_graph_cap(e),
+                                                        gpu_ptr(e.A), counts, 12, counts + np,
+                                                        counts + 2 * np, e.status, 0, e.s));
+        else
+            CUDA_OK(symm_dev_alltoallv_on_stream_blocks(e.dc, e.dt, back, a2av_graph_cap(e), dst,
+                                                        counts + np, 12, counts + 3 * np,
+                                                        counts + 4 * np, e.status, 0, e.s));
+        CUDA_OK(cudaStreamEndCapture(e.s, &g));
+        CUDA_OK(cudaGraphInstantiate(&ge[k], g, 0));
+        CUDA_OK(cudaGraphDestroy(g));
+    }
+    for (uint64_t maxc : {large, (uint64_t)700, large / 3})
+        a2av_case(e, A2AV_GRAPH, 0, false, maxc, ge[0], ge[1]);
+    for (int k = 0; k < 2; k++) CUDA_OK(cudaGraphExecDestroy(ge[k]));
 }
 
 static void run_team(Env &e) {
@@ -384,7 +446,7 @@ static void run_team(Env &e) {
             move_case(e, kind, nbs[k], false, k == 2);
             if (kind < 2) move_case(e, kind, nbs[k], true, k == 3);
         }
-    for (int mode = 0; mode < 3; mode++) a2av_case(e, mode);
+    a2av_all(e);
 }
 
 int main(void) {

@@ -7,6 +7,10 @@
  *   reduce_scatter  symm_reducescatter_on_stream
  *   all_to_all      symm_alltoall_on_stream
  *   all_reduce_oop  symm_reduce_on_stream, out of place (only when --ops names it)
+ *   all_to_all_v    symm_dev_alltoallv_on_stream_blocks (symm_device_coll.cuh),
+ *                   counts in GPU memory, equal (as all_to_all), with
+ *                   --a2av-blocks N blocks (0: one a SM; only when --ops
+ *                   names it)
  *
  * "bytes" is the largest buffer, as in bench_coll.py: the all-reduce buffer,
  * the all-gather output, the reduce-scatter input, the all-to-all buffer. For
@@ -44,6 +48,7 @@
 #include <cuda.h>
 #include <unistd.h>
 #include <symm/symm.h>
+#include <symm/symm_device.cuh>
 
 static symm_ctx g_ctx;
 static symm_team g_world;
@@ -60,9 +65,9 @@ __global__ void k_fill(float *x, uint64_t n, int pe) {
 
 /* Counts elements of x that differ from the expected value of op for element
  * i (i counted from first in the source pattern's numbering). */
-enum { OP_AR, OP_AG, OP_RS, OP_A2A, OP_ARO, N_OPS };
+enum { OP_AR, OP_AG, OP_RS, OP_A2A, OP_ARO, OP_A2AV, N_OPS };
 static const char *const kOpName[N_OPS] = {"all_reduce", "all_gather", "reduce_scatter",
-                                           "all_to_all", "all_reduce_oop"};
+                                           "all_to_all", "all_reduce_oop", "all_to_all_v"};
 __global__ void k_check(const float *x, uint64_t n, int op, int me, int npes, uint64_t per,
                         unsigned long long *bad) {
     unsigned long long mine = 0;
@@ -77,7 +82,8 @@ __global__ void k_check(const float *x, uint64_t n, int op, int me, int npes, ui
         case OP_AG: want = (float)((i % per) % 251u) + (float)(i / per + 1); break;
         /* own block me of every PE's input, summed */
         case OP_RS: want = (float)npes * (float)((me * per + i) % 251u) + sum_pe; break;
-        /* block j of the output is block me of PE j's input */
+        /* block j of the output is block me of PE j's input (all_to_all_v
+         * with equal counts too) */
         default: want = (float)((me * per + i % per) % 251u) + (float)(i / per + 1); break;
         }
         if (x[i] != want) mine++;
@@ -87,12 +93,19 @@ __global__ void k_check(const float *x, uint64_t n, int op, int me, int npes, ui
 
 struct Args {
     std::vector<size_t> sizes;
-    bool ops[N_OPS] = {true, true, true, true, false};
+    bool ops[N_OPS] = {true, true, true, true, false, false};
     bool peer_access = false;
     int calls = 0; /* --calls K: calls per timing (0: by size) */
 };
 static bool g_align = true; /* --no-align: no host barrier before each timing */
 static int g_skew_us = 0;   /* --skew-us N: PE 1 sleeps N us before each timing */
+static unsigned g_a2av_blocks = 0; /* --a2av-blocks N */
+/* all_to_all_v: the device context and team, this PE's symmetric src / dst,
+ * the symmetric send counts, and the receive counts / offsets */
+static symm_device_ctx g_dc;
+static symm_device_team g_dt;
+static float *g_src, *g_dst;
+static uint64_t *g_counts, *g_rc, *g_ro;
 
 static Args parse(int argc, char **argv) {
     Args a;
@@ -115,9 +128,12 @@ static Args parse(int argc, char **argv) {
             g_align = false;
         } else if (!strcmp(argv[i], "--skew-us") && i + 1 < argc) {
             g_skew_us = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--a2av-blocks") && i + 1 < argc) {
+            g_a2av_blocks = (unsigned)atoi(argv[++i]);
         } else {
             fprintf(stderr, "usage: bench_coll_stream [--ops a,b] [--sizes s1,s2] [--max-bytes B] "
-                            "[--peer-access] [--calls K] [--no-align] [--skew-us N]\n");
+                            "[--peer-access] [--calls K] [--no-align] [--skew-us N] "
+                            "[--a2av-blocks N]\n");
             exit(2);
         }
     }
@@ -147,6 +163,10 @@ static void call(int op, symm_buf dst, symm_buf src, size_t bytes, cudaStream_t 
     case OP_AG: SK(symm_fcollect_on_stream(g_world, dst, 0, src, 0, per, s)); break;
     case OP_RS: SK(symm_reducescatter_on_stream(g_world, dst, 0, src, 0, per, SYMM_OP_SUM, s)); break;
     case OP_ARO: SK(symm_reduce_on_stream(g_world, dst, 0, src, 0, n, SYMM_OP_SUM, s)); break;
+    case OP_A2AV: /* units of one float; the counts (per each) are set per size */
+        CK(symm_dev_alltoallv_on_stream_blocks(g_dc, g_dt, g_dst, per * (uint64_t)g_n, g_src,
+                                               g_counts, 4, g_rc, g_ro, nullptr, g_a2av_blocks, s));
+        break;
     default: SK(symm_alltoall_on_stream(g_world, dst, 0, src, 0, per, s)); break;
     }
 }
@@ -240,6 +260,21 @@ int main(int argc, char **argv) {
     SK(symm_buf_ptr(bsrc, (void **)&src));
     SK(symm_buf_ptr(bdst, (void **)&dst));
     SK(symm_buf_ptr(bbad, (void **)&bad));
+    symm_buf bcounts;
+    SK(symm_buf_alloc(g_ctx, SYMM_DTYPE_UINT64, 3 * (uint64_t)g_n, &bcounts));
+    SK(symm_buf_ptr(bcounts, (void **)&g_counts));
+    g_rc = g_counts + g_n;
+    g_ro = g_counts + 2 * g_n;
+    g_src = src;
+    g_dst = dst;
+    memset(&g_dc, 0, sizeof g_dc);
+    g_dc.struct_size = sizeof g_dc;
+    memset(&g_dt, 0, sizeof g_dt);
+    g_dt.struct_size = sizeof g_dt;
+    if (a.ops[OP_A2AV]) {
+        SK(symm_device_ctx_get(g_ctx, &g_dc));
+        SK(symm_device_team_get(g_world, &g_dt));
+    }
     cudaStream_t s;
     cudaEvent_t e0, e1;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -279,6 +314,10 @@ int main(int argc, char **argv) {
             const bool whole = op == OP_AR || op == OP_ARO; /* n elements, not per PE */
             if (!whole && per == 0) continue;
             if (n == 0) continue;
+            if (op == OP_A2AV) { /* per units to every PE */
+                std::vector<uint64_t> c((size_t)g_n, per);
+                CK(cudaMemcpy(g_counts, c.data(), c.size() * 8, cudaMemcpyHostToDevice));
+            }
             /* check one call on fresh data */
             const uint64_t out_n = op == OP_RS ? per : whole ? n : per * (uint64_t)g_n;
             k_fill<<<264, 256, 0, s>>>(src, n, g_me);
@@ -327,6 +366,7 @@ int main(int argc, char **argv) {
     results_json("symm");
     CK(cudaStreamSynchronize(s));
     SK(symm_barrier_all(g_ctx));
+    SK(symm_buf_free(bcounts));
     SK(symm_buf_free(bbad));
     SK(symm_buf_free(bdst));
     SK(symm_buf_free(bsrc));
