@@ -404,6 +404,17 @@ __device__ __forceinline__ symm_status symm_dev_team_reducescatter_warp(
 /* Variable-size all-to-all with counts in GPU memory (MoE dispatch/combine) */
 /* ------------------------------------------------------------------------ */
 
+/* off[j] = cnt[0] + ... + cnt[j - 1] for j < n; returns the sum of all n
+ * (one thread). */
+SYMM_DEV_FN uint64_t symm__prefix_sums(const uint64_t *cnt, uint64_t *off, int n) {
+    uint64_t sum = 0;
+    for (int j = 0; j < n; j++) {
+        off[j] = sum;
+        sum += cnt[j];
+    }
+    return sum;
+}
+
 /* Every PE sends send_counts[j] units (unit_bytes each) to team PE j; src
  * holds them packed in team order (the units for PE 0, then for PE 1, ...).
  * send_counts (n_pes uint64_t) and src are symmetric: PE j reads its part of
@@ -430,14 +441,7 @@ SYMM_DEV_FN symm_status symm_dev_team_alltoallvmem_block(
     for (int j = (int)tid; j < n; j += (int)nthr)
         recv_counts[j] = *(volatile const uint64_t *)(symm__team_ptr(c, t, send_counts, j) + me);
     __syncthreads();
-    if (tid == 0) {
-        uint64_t off = 0;
-        for (int j = 0; j < n; j++) {
-            recv_offsets[j] = off;
-            off += recv_counts[j];
-        }
-        sh_total = off;
-    }
+    if (tid == 0) sh_total = symm__prefix_sums(recv_counts, recv_offsets, n);
     __syncthreads();
     const bool fits = sh_total <= dst_cap;
     if (fits) {
@@ -545,14 +549,7 @@ __global__ void __launch_bounds__(Threads)
         soff[j] = __ldcg(recv_offsets + j);
     }
     __syncthreads();
-    if (tid == 0) {
-        uint64_t off = 0;
-        for (int j = 0; j < n; j++) {
-            roff[j] = off;
-            off += cnt[j];
-        }
-        sh_total = off;
-    }
+    if (tid == 0) sh_total = symm__prefix_sums(cnt, roff, n);
     __syncthreads();
     const uint64_t total = sh_total;
     const bool fits = total <= dst_cap;
