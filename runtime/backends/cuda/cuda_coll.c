@@ -608,6 +608,14 @@ static symm_status coll_l8(cu_state *s, const symm__coll *c, char *const *base, 
  * against 215.8, 384 MiB 789.3 against 818.0 (docs/GPU-RESULTS.md, twelfth
  * round). Not measured with more than 4 PEs. */
 #define CU_CE_AUTO_MIN4 (24u << 20)
+/* The copy-engine all-reduce on 4 PEs from this many bytes (the whole
+ * vector). 4 x H200, C graphs, in place, two runs each against auto without
+ * it: 64 MiB 319.2-323.2 us against 318.9-319.3, 96 MiB 456.9-459.3 against
+ * 464.4-466.3, 128 MiB 588.6-591.7 against 607.8, 192 MiB 852.7-857.5
+ * against 897.3-898.7, 256 MiB 1119.9-1122.3 (358.8-359.5 GB/s) against
+ * 1188.2-1189.8, 512 MiB 2209.7-2211.5 against 2343.2-2349.7
+ * (docs/GPU-RESULTS.md, fifteenth session). Not measured on 3 PEs. */
+#define CU_CE_AR_AUTO_MIN4 (96u << 20)
 #define CU_CE_AUTO_MIN3 (32u << 20)
 static bool ce_choose(const cu_state *s, const symm__coll *c, uint64_t pair_bytes,
                       const char **why) {
@@ -626,9 +634,13 @@ static bool ce_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
     /* the all-gather and all-to-all by the copy engines only when forced
      * until measured */
     if (exchange) return *why = "auto: the copy-engine all-gather / all-to-all only when forced", false;
-    /* the all-reduce (reduce-scatter, then all-gather by the copy engines)
-     * only when forced: not measured on 3 or 4 GPUs yet */
-    if (c->kind == SYMM__COLL_REDUCE) return *why = "auto: the copy-engine all-reduce only when forced", false;
+    /* the all-reduce (reduce-scatter, then all-gather by the copy engines):
+     * on 4 PEs from CU_CE_AR_AUTO_MIN4 bytes; not measured on 3 */
+    if (c->kind == SYMM__COLL_REDUCE) {
+        if (team->n_pes == 4 && pair_bytes >= CU_CE_AR_AUTO_MIN4)
+            return *why = "auto, all-reduce of 96 MiB or more on 4 PEs", true;
+        return *why = "auto: the copy-engine all-reduce on 4 PEs from 96 MiB only", false;
+    }
     if (team->n_pes == 4 && pair_bytes >= CU_CE_AUTO_MIN4)
         return *why = "auto, reduce-scatter of 24 MiB or more a PE on 4 PEs", true;
     if (team->n_pes == 3 && pair_bytes >= CU_CE_AUTO_MIN3)
