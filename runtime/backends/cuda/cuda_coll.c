@@ -631,8 +631,8 @@ static bool ce_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
     if (team->n_pes < 2 || team->n_pes > s->ll_pes) return *why = "team size", false;
     if (!atomic_load(&s->memops)) return *why = "no stream memory operations", false;
     if (s->coll_algo == CU_ALGO_CE) return *why = "SYMM_CUDA_COLL_ALGO=ce", true;
-    /* the all-gather and all-to-all by the copy engines only when forced
-     * until measured */
+    /* the all-gather and all-to-all by the copy engines only when forced:
+     * slower on 2 x H200, at most 2 % faster on 4 (DECISIONS.md) */
     if (exchange) return *why = "auto: the copy-engine all-gather / all-to-all only when forced", false;
     /* the all-reduce (reduce-scatter, then all-gather by the copy engines):
      * on 4 PEs from CU_CE_AR_AUTO_MIN4 bytes; not measured on 3 */
