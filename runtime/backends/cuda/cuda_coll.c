@@ -55,12 +55,12 @@ static uint64_t ll_threshold(int32_t n, bool copy) {
     return n <= 4 ? 128u << 10 : 32u << 10;
 }
 
+static symm_status ce_graphs_init(cu_state *s);
+
 /* Called once by cuda_heap_init on every PE, after the reservations: read
  * the configuration, check that every PE has the same, then create, zero and
  * share the scratch like a heap chunk (kept in s->chunks, so heap_fini
  * releases it). Collective. */
-static symm_status ce_graphs_init(cu_state *s);
-
 symm_status symm__cu_coll_setup(symm__ctx *ctx, cu_state *s) {
     cu_coll_conf mine, *all = calloc((size_t)ctx->n_pes, sizeof *all);
     if (!all) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
