@@ -8,7 +8,7 @@ loader:  the functions declared SYMM_API in include/symm/symm.h are exactly
          the dispatch entries of loader/symm_dispatch.h plus those the
          loader answers itself (LOADER_LOCAL); abi/symm.map names each of
          them in its version node; `nm -D --defined-only` lists exactly those
-         functions, each versioned SYMM_1.0 (readelf --dyn-syms); soname
+         functions, each versioned by the node that lists it (SYMM_1.0, SYMM_1.2; readelf --dyn-syms); soname
          libsymm.so.1; needs nothing beyond libc/libdl/libpthread.
 runtime: exports exactly symm_runtime_negotiate, versioned SYMM_RUNTIME_1.0;
          soname libsymm_runtime.so.1; links no GPU or network library.
@@ -104,9 +104,10 @@ def dynamic(path):
     return needed, soname
 
 
-def check_exports(path, want, version):
+def check_exports(path, want):
+    """want: {name: the version node it must carry}."""
     syms = exported(path)
-    missing, extra = sorted(want - set(syms)), sorted(set(syms) - want)
+    missing, extra = sorted(set(want) - set(syms)), sorted(set(syms) - set(want))
     if missing:
         fail("%s does not export: %s" % (path, ", ".join(missing)))
     if extra:
@@ -114,9 +115,11 @@ def check_exports(path, want, version):
     for name, (kind, ver) in sorted(syms.items()):
         if kind not in ("T", "t"):
             fail("%s: %s is not a function (nm type %s)" % (path, name, kind))
-        if ver != version:
-            fail("%s: %s has version %r, expected %s" % (path, name, ver, version))
-    print("%s: %d exported functions checked (%s)" % (os.path.basename(path), len(syms), version))
+        if ver != want[name]:
+            fail("%s: %s has version %r, expected %s" % (path, name, ver, want[name]))
+    nodes = sorted(set(want.values()))
+    print("%s: %d exported functions checked (%s)" % (os.path.basename(path), len(syms),
+                                                    ", ".join(nodes)))
 
 
 def map_symbols(path):
@@ -147,12 +150,23 @@ def check_loader(path):
              % sorted(served - decl))
     print("symm.h: %d SYMM_API functions = %d dispatch entries + %d loader-local"
           % (len(decl), len(entries), len(LOADER_LOCAL)))
+    # One node per minor that added functions (SYMM_1.0, SYMM_1.2, ...); each
+    # function in exactly one, and together exactly the SYMM_API functions.
     mapped = map_symbols(os.path.join(ROOT, "abi", "symm.map"))
-    if mapped.get("SYMM_1.0", set()) != decl:
-        fail("abi/symm.map SYMM_1.0 and symm.h differ: missing %s, extra %s"
-             % (sorted(decl - mapped.get("SYMM_1.0", set())),
-                sorted(mapped.get("SYMM_1.0", set()) - decl)))
-    check_exports(path, decl, "SYMM_1.0")
+    if "SYMM_1.0" not in mapped:
+        fail("abi/symm.map has no SYMM_1.0 node")
+    version_of = {}
+    for node, names in mapped.items():
+        if not re.fullmatch(r"SYMM_1\.\d+", node):
+            fail("abi/symm.map: node %s is not named SYMM_1.<minor>" % node)
+        for name in names:
+            if name in version_of:
+                fail("abi/symm.map: %s is in %s and in %s" % (name, version_of[name], node))
+            version_of[name] = node
+    if set(version_of) != decl:
+        fail("abi/symm.map and symm.h differ: missing %s, extra %s"
+             % (sorted(decl - set(version_of)), sorted(set(version_of) - decl)))
+    check_exports(path, version_of)
     needed, soname = dynamic(path)
     if soname != "libsymm.so.1":
         fail("%s: soname %s, expected libsymm.so.1" % (path, soname))
@@ -162,7 +176,7 @@ def check_loader(path):
 
 
 def check_runtime(path):
-    check_exports(path, {"symm_runtime_negotiate"}, "SYMM_RUNTIME_1.0")
+    check_exports(path, {"symm_runtime_negotiate": "SYMM_RUNTIME_1.0"})
     needed, soname = dynamic(path)
     if soname != "libsymm_runtime.so.1":
         fail("%s: soname %s, expected libsymm_runtime.so.1" % (path, soname))

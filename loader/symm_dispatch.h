@@ -26,7 +26,7 @@
 #include <symm/symm.h>
 
 #define SYMM_ABI_MAJOR 1
-#define SYMM_ABI_MINOR 1
+#define SYMM_ABI_MINOR 2
 
 /* clang-format off */
 #define SYMM_DISPATCH_ENTRIES(X) \
@@ -117,7 +117,10 @@
     X(symm_status, symm_buf_peer_ptr, (symm_buf buf, int32_t pe, void **ptr), (buf, pe, ptr), _st) \
     X(symm_status, symm_buf_register, (symm_ctx ctx, void *ptr, uint32_t dtype, uint64_t count, symm_buf *buf), (ctx, ptr, dtype, count, buf), _st) \
     X(symm_status, symm_device_ctx_get, (symm_ctx ctx, symm_device_ctx *dctx), (ctx, dctx), _st) \
-    X(symm_status, symm_device_team_get, (symm_team team, symm_device_team *dteam), (team, dteam), _st)
+    X(symm_status, symm_device_team_get, (symm_team team, symm_device_team *dteam), (team, dteam), _st) \
+    /* ---- SYMM 1.2 ---- */ \
+    X(symm_status, symm_alltoallv, (symm_team team, symm_buf dst, uint64_t dst_index, uint64_t dst_nelems, symm_buf src, uint64_t src_index, uint64_t src_nelems, symm_buf send_counts, uint64_t send_index, symm_buf recv_counts, uint64_t recv_index), (team, dst, dst_index, dst_nelems, src, src_index, src_nelems, send_counts, send_index, recv_counts, recv_index), _st) \
+    X(symm_status, symm_alltoallv_on_stream, (symm_team team, symm_buf dst, uint64_t dst_index, uint64_t dst_nelems, symm_buf src, uint64_t src_index, uint64_t src_nelems, symm_buf send_counts, uint64_t send_index, symm_buf recv_counts, uint64_t recv_index, symm_stream_t stream), (team, dst, dst_index, dst_nelems, src, src_index, src_nelems, send_counts, send_index, recv_counts, recv_index, stream), _st)
 
 /* clang-format on */
 

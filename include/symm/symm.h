@@ -67,7 +67,7 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 #define SYMM_VERSION_MAJOR 1
-#define SYMM_VERSION_MINOR 1
+#define SYMM_VERSION_MINOR 2
 #define SYMM_VERSION_PATCH 0
 /* One integer that orders versions: major * 1000000 + minor * 1000 + patch. */
 #define SYMM_VERSION_ENCODE(major, minor, patch) \
@@ -75,7 +75,7 @@ extern "C" {
 /* SYMM_VERSION_ENCODE(SYMM_VERSION_MAJOR, SYMM_VERSION_MINOR, SYMM_VERSION_PATCH),
  * spelled as a literal so binding generators (bindgen, cgo, translate-c) keep
  * it; tests/abi checks that the two agree. */
-#define SYMM_VERSION 1001000u
+#define SYMM_VERSION 1002000u
 
 /* Exported entry points. The runtime builds with SYMM_API defined empty: it
  * implements these functions hidden and exports only its negotiation entry. */
@@ -890,6 +890,61 @@ SYMM_API symm_status symm_reducescatter_on_stream(symm_team team, symm_buf dst,
                                                   uint64_t dst_index, symm_buf src,
                                                   uint64_t src_index, uint64_t nelems, uint32_t op,
                                                   symm_stream_t stream);
+
+/* ------------------------------------------------------------------------ */
+/* Variable-size all-to-all with counts in symmetric memory (since 1.2)      */
+/* ------------------------------------------------------------------------ */
+/* MoE dispatch and combine (PyTorch's all_to_all_vdev): every PE sends
+ * send_counts[j] elements to team PE j, and the counts are read from
+ * symmetric memory when the call (the stream) gets there, so counts that a
+ * kernel just computed need no copy to the host.
+ *  - src: src_nelems elements from src_index: those for team PE 0, then those
+ *    for PE 1, ... (packed).
+ *  - send_counts: a SYMM_DTYPE_UINT64 or SYMM_DTYPE_INT64 buffer, n entries
+ *    from send_index (n = the team's size): elements for team PE j. Peers
+ *    read it.
+ *  - dst: room for dst_nelems elements from dst_index; receives PE 0's
+ *    elements for this PE, then PE 1's, ... (packed).
+ *  - recv_counts: UINT64 or INT64, 2 * n entries from recv_index, written:
+ *    [j] the elements that came from PE j, [n + j] where they start in dst
+ *    (relative to dst_index).
+ * dst and src have one dtype; every buffer is in the team's context; dst,
+ * src, send_counts and recv_counts ranges must not overlap (except src with
+ * send_counts, both only read). src_index, src_nelems and send_index must be
+ * the same on every PE (the GPU reads a peer at this PE's offsets): the
+ * blocking form checks it (MISMATCH), the stream form cannot.
+ * Counts are read as uint64 (a negative INT64 count is a huge one). When
+ * this PE's counts add up to more than src_nelems, it returns
+ * SYMM_ERR_OUT_OF_BOUNDS; when what it would receive exceeds dst_nelems, or
+ * some peer's elements for it lie beyond that peer's src_nelems, it copies
+ * nothing, still writes recv_counts (what would have come), and returns
+ * SYMM_ERR_OUT_OF_BOUNDS. Either way the other PEs finish normally.
+ * Combine (the reverse exchange) is the same call with the forward call's
+ * recv_counts (its first n entries, in a symmetric buffer) as send_counts
+ * and its dst as src: every element returns to the slot it left from.
+ * Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+ *   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA, TIMEOUT;
+ *   keeps: none. */
+SYMM_API symm_status symm_alltoallv(symm_team team, symm_buf dst, uint64_t dst_index,
+                                    uint64_t dst_nelems, symm_buf src, uint64_t src_index,
+                                    uint64_t src_nelems, symm_buf send_counts,
+                                    uint64_t send_index, symm_buf recv_counts,
+                                    uint64_t recv_index);
+/* Stream-ordered form: enqueued on stream (graph-capturable; on the CUDA
+ * backend one cooperative kernel that reads the counts on the GPU). The
+ * returned status is about the arguments; an OUT_OF_BOUNDS found on the GPU
+ * is recorded on the context (symm_ctx_async_error), and recv_counts says
+ * what would have come. On the host backend it runs to completion first and
+ * returns the status itself, as the blocking form.
+ * Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+ *   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA, TIMEOUT;
+ *   keeps: none. */
+SYMM_API symm_status symm_alltoallv_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
+                                              uint64_t dst_nelems, symm_buf src,
+                                              uint64_t src_index, uint64_t src_nelems,
+                                              symm_buf send_counts, uint64_t send_index,
+                                              symm_buf recv_counts, uint64_t recv_index,
+                                              symm_stream_t stream);
 
 /* ------------------------------------------------------------------------ */
 /* Direct access, registration and the device context                        */

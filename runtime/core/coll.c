@@ -1,6 +1,6 @@
 /*
- * Collectives over teams: broadcast, fcollect, collect, alltoall, reduce and
- * reducescatter (blocking forms).
+ * Collectives over teams: broadcast, fcollect, collect, alltoall, alltoallv,
+ * reduce and reducescatter (blocking forms, and the checks of the stream forms).
  *
  * Every call first checks its own arguments (handles, one context, one dtype,
  * ranges, overlaps, root, op). Then:
@@ -34,8 +34,18 @@
  *    and rounded to nearest-even once, at the end.
  *  - In place: broadcast and reduce when dst range == src range; fcollect and
  *    collect when src is this PE's block of dst. Any other overlap of dst and
- *    src is SYMM_ERR_INVALID_ARG. alltoall and reducescatter are never in
- *    place.
+ *    src is SYMM_ERR_INVALID_ARG. alltoall, alltoallv and reducescatter are
+ *    never in place.
+ *  - alltoallv (counts in symmetric memory, read when the call gets there):
+ *    the exchange record carries src_nelems as nelems and the send counts'
+ *    offset, which must agree on every PE (MISMATCH otherwise), since the
+ *    CUDA backend's kernel reads a peer at this PE's offsets. Generic: each
+ *    PE reads from every PE j its counts up to its own entry (where j packed
+ *    its elements, and how many), writes its receive counts and offsets, and
+ *    pulls, unless the total exceeds dst_nelems or a piece lies beyond j's
+ *    src_nelems (then it copies nothing: SYMM_ERR_OUT_OF_BOUNDS here only).
+ *    With a backend hook (CUDA) the blocking form exchanges the records
+ *    first (that check), then hands the call to the hook, as collect does.
  *  - nelems == 0 is a valid collective (it still synchronises the team).
  *
  * Thread safety: as every collective: any thread allowed by the context's
@@ -88,6 +98,7 @@ static const char *stream_kind_name(uint32_t kind) {
     case SYMM__COLL_BROADCAST: return "symm_broadcast_on_stream";
     case SYMM__COLL_FCOLLECT: return "symm_fcollect_on_stream";
     case SYMM__COLL_ALLTOALL: return "symm_alltoall_on_stream";
+    case SYMM__COLL_ALLTOALLV: return "symm_alltoallv_on_stream";
     case SYMM__COLL_REDUCE: return "symm_reduce_on_stream";
     default: return "symm_reducescatter_on_stream";
     }
@@ -99,6 +110,7 @@ static const char *kind_name(uint32_t kind) {
     case SYMM__COLL_FCOLLECT: return "symm_fcollect";
     case SYMM__COLL_COLLECT: return "symm_collect";
     case SYMM__COLL_ALLTOALL: return "symm_alltoall";
+    case SYMM__COLL_ALLTOALLV: return "symm_alltoallv";
     case SYMM__COLL_REDUCE: return "symm_reduce";
     case SYMM__COLL_REDUCESCATTER: return "symm_reducescatter";
     case SYMM__X_SPLIT_STRIDED: return "symm_team_split_strided";
@@ -239,6 +251,10 @@ typedef struct coll_call {
     uint32_t op;
     bool on_stream;       /* a *_on_stream entry                       */
     symm_stream_t stream; /* its stream (the user's; NULL = legacy)     */
+    /* alltoallv */
+    uint64_t dst_nelems, src_nelems;
+    symm_buf scount_h, rcount_h;
+    uint64_t scount_index, rcount_index;
 } coll_call;
 
 /* What one PE's call resolved to. */
@@ -249,8 +265,9 @@ typedef struct coll_plan {
     uint32_t dtype, es;
     uint64_t dst_off, src_off, dst_end;
     bool inplace;
-    uint64_t *counts; /* collect: [n_pes] */
+    uint64_t *counts; /* collect: [n_pes]; generic alltoallv: [4 * n_pes] */
     void *acc, *tmp;  /* reductions       */
+    uint64_t scount_off, rcount_off; /* alltoallv: heap byte offsets       */
 } coll_plan;
 
 static bool ranges_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen) {
@@ -276,6 +293,53 @@ static symm_status check_op(const char *fn, uint32_t op, uint32_t dtype) {
     return SYMM_SUCCESS;
 }
 
+/* An alltoallv count buffer: UINT64 or INT64, in the context, len entries
+ * from index in bounds; *off = heap byte offset of the first. */
+static symm_status counts_range(const char *fn, const char *which, symm_buf h, uint64_t index,
+                                uint64_t len, const symm__ctx *ctx, uint64_t *off) {
+    symm__buf *b;
+    symm_status st = symm__buf_get(h, &b);
+    if (st)
+        return symm__err(st, "%s: %s: invalid symm_buf (NULL, freed or not a buffer)", fn, which);
+    SYMM_CHECK(b->ctx == ctx, SYMM_ERR_INVALID_ARG, "%s: %s must belong to the team's context", fn,
+               which);
+    SYMM_CHECK(b->dtype == SYMM_DTYPE_UINT64 || b->dtype == SYMM_DTYPE_INT64, SYMM_ERR_INVALID_ARG,
+               "%s: %s is %s; counts are SYMM_DTYPE_UINT64 or SYMM_DTYPE_INT64", fn, which,
+               dtype_name(b->dtype));
+    SYMM_TRY(check_range(fn, which, b, index, len, 1));
+    *off = b->off + index * 8u;
+    return SYMM_SUCCESS;
+}
+
+/* alltoallv's own checks (dst and src are valid, of one dtype, in ctx). */
+static symm_status a2av_check(const coll_call *c, coll_plan *p, const symm__buf *dst,
+                              const symm__buf *src) {
+    const char *fn = p->fn;
+    const uint64_t n = (uint64_t)p->team->n_pes, es = p->es;
+    SYMM_TRY(check_range(fn, "src", src, c->src_index, c->src_nelems, 1));
+    SYMM_TRY(check_range(fn, "dst", dst, c->dst_index, c->dst_nelems, 1));
+    SYMM_TRY(counts_range(fn, "send_counts", c->scount_h, c->scount_index, n, p->ctx,
+                          &p->scount_off));
+    SYMM_TRY(counts_range(fn, "recv_counts", c->rcount_h, c->rcount_index, 2 * n, p->ctx,
+                          &p->rcount_off));
+    p->dst_off = dst->off + c->dst_index * es;
+    p->src_off = src->off + c->src_index * es;
+    p->dst_end = dst->off + dst->count * es;
+    const struct {
+        const char *name;
+        uint64_t off, len;
+    } r[4] = {{"dst", p->dst_off, c->dst_nelems * es},
+              {"src", p->src_off, c->src_nelems * es},
+              {"send_counts", p->scount_off, n * 8u},
+              {"recv_counts", p->rcount_off, 2 * n * 8u}};
+    for (int i = 0; i < 4; i++)
+        for (int k = i + 1; k < 4; k++)
+            if (!(i == 1 && k == 2) && ranges_overlap(r[i].off, r[i].len, r[k].off, r[k].len))
+                return symm__err(SYMM_ERR_INVALID_ARG, "%s: the %s and %s ranges overlap", fn,
+                                 r[i].name, r[k].name);
+    return SYMM_SUCCESS;
+}
+
 /* This PE's own checks. Fills p (offsets, in-place). */
 static symm_status coll_check(const coll_call *c, coll_plan *p) {
     const char *fn = p->fn;
@@ -291,6 +355,7 @@ static symm_status coll_check(const coll_call *c, coll_plan *p) {
                "%s: dst is %s but src is %s", fn, dtype_name(dst->dtype), dtype_name(src->dtype));
     p->dtype = dst->dtype;
     p->es = dst->elem_size;
+    if (c->kind == SYMM__COLL_ALLTOALLV) return a2av_check(c, p, dst, src);
     const uint64_t n = (uint64_t)team->n_pes, ne = c->nelems, es = p->es;
     uint64_t dmult = 1, smult = 1; /* range lengths in units of nelems */
     switch (c->kind) {
@@ -371,8 +436,14 @@ static symm_status coll_verdict(const coll_call *c, coll_plan *p, const symm__xr
                    "%s: root differs (team PE %d: %d, team PE %d: %d)", fn, me, r0->root, i,
                    r->root);
         SYMM_CHECK(c->kind == SYMM__COLL_COLLECT || r->nelems == r0->nelems, SYMM_ERR_MISMATCH,
-                   "%s: nelems differs (team PE %d: %llu, team PE %d: %llu)", fn, me,
+                   "%s: %s differs (team PE %d: %llu, team PE %d: %llu)", fn,
+                   c->kind == SYMM__COLL_ALLTOALLV ? "src_nelems" : "nelems", me,
                    (unsigned long long)r0->nelems, i, (unsigned long long)r->nelems);
+        SYMM_CHECK(c->kind != SYMM__COLL_ALLTOALLV ||
+                       (r->src_off == r0->src_off && r->aux_off == r0->aux_off),
+                   SYMM_ERR_MISMATCH,
+                   "%s: team PE %d and team PE %d name different src or send_counts ranges (the "
+                   "same buffers and indices are needed on every PE)", fn, me, i);
     }
     if (c->kind != SYMM__COLL_COLLECT) return SYMM_SUCCESS;
 
@@ -424,6 +495,65 @@ static symm_status pull(coll_plan *p, int32_t j, uint64_t off, uint64_t dst_off,
     symm__ctx *ctx = p->ctx;
     return symm__get(ctx, symm__local(ctx, dst_off), symm__team_world_pe(p->team, j), off, n,
                          SYMM__NBI);
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b) {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* Generic alltoallv (the counts: p->counts, 4 * n_pes entries). Counts are
+ * read as uint64; sums saturate, so a huge or negative count cannot wrap
+ * into a small one. */
+static symm_status a2av_move(const coll_call *c, coll_plan *p, const symm__xrec *all) {
+    const char *fn = p->fn;
+    symm__ctx *ctx = p->ctx;
+    symm__team *team = p->team;
+    const int32_t n = team->n_pes, me = team->my_pe;
+    const uint64_t es = p->es, dst_cap = c->dst_nelems;
+    uint64_t *rc = p->counts, *soff = rc + 2 * n, *tmp = soff + n;
+    /* this PE's own send counts against its src */
+    SYMM_TRY(symm__get(ctx, tmp, symm__team_world_pe(team, me), p->scount_off,
+                       (uint64_t)n * 8u, 0));
+    uint64_t sent = 0;
+    for (int32_t j = 0; j < n; j++) sent = sat_add(sent, tmp[j]);
+    /* from every PE j: its count for this PE, and where it packed them */
+    int32_t bad_peer = -1;
+    for (int32_t j = 0; j < n; j++) {
+        SYMM_TRY(symm__get(ctx, tmp, symm__team_world_pe(team, j), all[j].aux_off,
+                           (uint64_t)(me + 1) * 8u, 0));
+        uint64_t off = 0;
+        for (int32_t q = 0; q < me; q++) off = sat_add(off, tmp[q]);
+        rc[j] = tmp[me];
+        soff[j] = off;
+        const uint64_t cap = all[j].nelems; /* src_nelems, the same on every PE */
+        if (bad_peer < 0 && (off > cap || rc[j] > cap - off)) bad_peer = j;
+    }
+    uint64_t total = 0;
+    for (int32_t j = 0; j < n; j++) {
+        rc[n + j] = total;
+        total = sat_add(total, rc[j]);
+    }
+    SYMM_TRY(symm__put(ctx, symm__team_world_pe(team, me), p->rcount_off, rc,
+                       (uint64_t)(2 * n) * 8u, 0));
+    if (bad_peer >= 0)
+        return symm__err(SYMM_ERR_OUT_OF_BOUNDS,
+                         "%s: team PE %d's elements for this PE lie beyond its src range (its "
+                         "counts up to this PE add up to more than src_nelems %llu); nothing was "
+                         "received", fn, (int)bad_peer, (unsigned long long)all[bad_peer].nelems);
+    if (total > dst_cap)
+        return symm__err(SYMM_ERR_OUT_OF_BOUNDS,
+                         "%s: this PE would receive %llu elements, dst_nelems is %llu; nothing "
+                         "was received (recv_counts says what would have come)", fn,
+                         (unsigned long long)total, (unsigned long long)dst_cap);
+    for (int32_t j = 0; j < n; j++)
+        SYMM_TRY(pull(p, j, all[j].src_off + soff[j] * es, p->dst_off + rc[n + j] * es,
+                      rc[j] * es));
+    SYMM_TRY(symm__quiet(ctx));
+    if (sent > all[me].nelems)
+        return symm__err(SYMM_ERR_OUT_OF_BOUNDS,
+                         "%s: this PE's send counts add up to %llu elements, src_nelems is %llu",
+                         fn, (unsigned long long)sent, (unsigned long long)all[me].nelems);
+    return SYMM_SUCCESS;
 }
 
 /* Sync the team after a step that may have failed: the sync is made anyway
@@ -523,6 +653,8 @@ static symm_status coll_move(const coll_call *c, coll_plan *p, const symm__xrec 
     }
     case SYMM__COLL_REDUCESCATTER:
         return reduce_run(p, c, all, (uint64_t)me * bytes, false, false);
+    case SYMM__COLL_ALLTOALLV:
+        return a2av_move(c, p, all);
     }
     return symm__quiet(ctx);
 }
@@ -540,6 +672,8 @@ static const char *generic_algorithm(uint32_t kind) {
     case SYMM__COLL_ALLTOALL: return "generic: exchange, every PE pulls its block from each PE";
     case SYMM__COLL_REDUCE: return "generic: exchange, chunked pull-and-reduce of every PE's data";
     case SYMM__COLL_REDUCESCATTER: return "generic: exchange, pull-and-reduce of this PE's block";
+    case SYMM__COLL_ALLTOALLV:
+        return "generic: exchange, every PE reads its counts from each PE and pulls its elements";
     default: return "?";
     }
 }
@@ -557,6 +691,10 @@ static symm_status coll_hook(const coll_call *c, coll_plan *p) {
     d.src_off = p->src_off;
     d.nelems = c->nelems;
     d.counts = p->counts;
+    d.dst_cap = c->dst_nelems;
+    d.src_cap = c->src_nelems;
+    d.scount_off = p->scount_off;
+    d.rcount_off = p->rcount_off;
     SYMM_TRY_IN(p->fn, symm__check_failed(p->ctx));
     /* The blocking forms run the hook blocking (NULL); stream forms pass the
      * user's stream, a NULL one as the legacy default stream. */
@@ -586,21 +724,25 @@ static symm_status coll_run(const coll_call *c) {
                          "(this team has %d); the blocking form works for any team",
                          p.fn, p.ctx->ops->name, (int)hook_max, (int)p.team->n_pes);
     const bool reduction = c->kind == SYMM__COLL_REDUCE || c->kind == SYMM__COLL_REDUCESCATTER;
+    const bool a2av = c->kind == SYMM__COLL_ALLTOALLV;
     symm_status local = coll_check(c, &p);
-    if (hook && local) return local;
+    /* (the blocking alltoallv exchanges even then, so its peers hear of it) */
+    if (hook && local && (c->on_stream || !a2av)) return local;
     SYMM_TRACE(SYMM_LOG_COLL, "%s: team of %d PEs, %llu elements of %u bytes: %s%s", p.fn,
-               (int)p.team->n_pes, (unsigned long long)c->nelems, p.es,
+               (int)p.team->n_pes, (unsigned long long)(a2av ? c->src_nelems : c->nelems), p.es,
                hook ? "the backend's hook, " : generic_algorithm(c->kind),
                hook ? p.ctx->ops->name : "");
-    /* With a hook only collect exchanges arguments first (its counts); stream
-     * forms cannot talk to peers from the host inside a stream or capture.
-     * Without a hook (host backend) every form runs the generic algorithm. */
-    if (hook && (c->on_stream || c->kind != SYMM__COLL_COLLECT)) return coll_hook(c, &p);
+    /* With a hook only collect (its counts) and alltoallv (its cross-PE
+     * checks) exchange arguments first; stream forms cannot talk to peers from
+     * the host inside a stream or capture. Without a hook (host backend)
+     * every form runs the generic algorithm. */
+    if (hook && (c->on_stream || (c->kind != SYMM__COLL_COLLECT && !a2av)))
+        return coll_hook(c, &p);
 
     /* Host memory is taken before the exchange: a failure is this PE's
      * status, seen by all, not a hang. */
-    if (local == SYMM_SUCCESS && c->kind == SYMM__COLL_COLLECT) {
-        p.counts = malloc((size_t)p.team->n_pes * sizeof *p.counts);
+    if (local == SYMM_SUCCESS && (c->kind == SYMM__COLL_COLLECT || (a2av && !hook))) {
+        p.counts = malloc((size_t)p.team->n_pes * (a2av ? 4u : 1u) * sizeof *p.counts);
         if (!p.counts) local = symm__err(SYMM_ERR_OUT_OF_MEMORY, "%s: out of host memory", p.fn);
     }
     if (local == SYMM_SUCCESS && reduction && c->nelems) {
@@ -621,7 +763,8 @@ static symm_status coll_run(const coll_call *c) {
         rec.op = reduction ? c->op : 0;
         rec.root = c->kind == SYMM__COLL_BROADCAST ? c->root : 0;
         rec.flags = p.inplace ? SYMM__XF_INPLACE : 0;
-        rec.nelems = c->nelems;
+        rec.nelems = a2av ? c->src_nelems : c->nelems;
+        rec.aux_off = p.scount_off;
         rec.src_off = p.src_off;
         rec.dst_off = p.dst_off;
         rec.dst_end = p.dst_end;
@@ -651,37 +794,43 @@ static symm_status coll_run(const coll_call *c) {
 
 symm_status symm_broadcast(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
                            uint64_t src_index, uint64_t nelems, int32_t root) {
-    coll_call c = {SYMM__COLL_BROADCAST, team, dst, src, dst_index, src_index, nelems, root, 0, false, NULL};
+    coll_call c = {.kind = SYMM__COLL_BROADCAST, .team_h = team, .dst_h = dst, .src_h = src,
+                   .dst_index = dst_index, .src_index = src_index, .nelems = nelems, .root = root};
     return coll_run(&c);
 }
 
 symm_status symm_fcollect(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
                           uint64_t src_index, uint64_t nelems) {
-    coll_call c = {SYMM__COLL_FCOLLECT, team, dst, src, dst_index, src_index, nelems, 0, 0, false, NULL};
+    coll_call c = {.kind = SYMM__COLL_FCOLLECT, .team_h = team, .dst_h = dst, .src_h = src,
+                   .dst_index = dst_index, .src_index = src_index, .nelems = nelems};
     return coll_run(&c);
 }
 
 symm_status symm_collect(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
                          uint64_t src_index, uint64_t nelems) {
-    coll_call c = {SYMM__COLL_COLLECT, team, dst, src, dst_index, src_index, nelems, 0, 0, false, NULL};
+    coll_call c = {.kind = SYMM__COLL_COLLECT, .team_h = team, .dst_h = dst, .src_h = src,
+                   .dst_index = dst_index, .src_index = src_index, .nelems = nelems};
     return coll_run(&c);
 }
 
 symm_status symm_alltoall(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
                           uint64_t src_index, uint64_t nelems) {
-    coll_call c = {SYMM__COLL_ALLTOALL, team, dst, src, dst_index, src_index, nelems, 0, 0, false, NULL};
+    coll_call c = {.kind = SYMM__COLL_ALLTOALL, .team_h = team, .dst_h = dst, .src_h = src,
+                   .dst_index = dst_index, .src_index = src_index, .nelems = nelems};
     return coll_run(&c);
 }
 
 symm_status symm_reduce(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
                         uint64_t src_index, uint64_t nelems, uint32_t op) {
-    coll_call c = {SYMM__COLL_REDUCE, team, dst, src, dst_index, src_index, nelems, 0, op, false, NULL};
+    coll_call c = {.kind = SYMM__COLL_REDUCE, .team_h = team, .dst_h = dst, .src_h = src,
+                   .dst_index = dst_index, .src_index = src_index, .nelems = nelems, .op = op};
     return coll_run(&c);
 }
 
 symm_status symm_reducescatter(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
                                uint64_t src_index, uint64_t nelems, uint32_t op) {
-    coll_call c = {SYMM__COLL_REDUCESCATTER, team, dst, src, dst_index, src_index, nelems, 0, op, false, NULL};
+    coll_call c = {.kind = SYMM__COLL_REDUCESCATTER, .team_h = team, .dst_h = dst, .src_h = src,
+                   .dst_index = dst_index, .src_index = src_index, .nelems = nelems, .op = op};
     return coll_run(&c);
 }
 
@@ -691,39 +840,70 @@ symm_status symm_reducescatter(symm_team team, symm_buf dst, uint64_t dst_index,
 symm_status symm_broadcast_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
                                      symm_buf src, uint64_t src_index, uint64_t nelems,
                                      int32_t root, symm_stream_t stream) {
-    coll_call c = {SYMM__COLL_BROADCAST, team, dst, src, dst_index, src_index, nelems, root, 0,
-                   true, stream};
+    coll_call c = {.kind = SYMM__COLL_BROADCAST, .team_h = team, .dst_h = dst, .src_h = src,
+                   .dst_index = dst_index, .src_index = src_index, .nelems = nelems, .root = root,
+                   .on_stream = true, .stream = stream};
     return coll_run(&c);
 }
 
 symm_status symm_fcollect_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
                                     symm_buf src, uint64_t src_index, uint64_t nelems,
                                     symm_stream_t stream) {
-    coll_call c = {SYMM__COLL_FCOLLECT, team, dst, src, dst_index, src_index, nelems, 0, 0, true,
-                   stream};
+    coll_call c = {.kind = SYMM__COLL_FCOLLECT, .team_h = team, .dst_h = dst, .src_h = src,
+                   .dst_index = dst_index, .src_index = src_index, .nelems = nelems,
+                   .on_stream = true, .stream = stream};
     return coll_run(&c);
 }
 
 symm_status symm_alltoall_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
                                     symm_buf src, uint64_t src_index, uint64_t nelems,
                                     symm_stream_t stream) {
-    coll_call c = {SYMM__COLL_ALLTOALL, team, dst, src, dst_index, src_index, nelems, 0, 0, true,
-                   stream};
+    coll_call c = {.kind = SYMM__COLL_ALLTOALL, .team_h = team, .dst_h = dst, .src_h = src,
+                   .dst_index = dst_index, .src_index = src_index, .nelems = nelems,
+                   .on_stream = true, .stream = stream};
     return coll_run(&c);
 }
 
 symm_status symm_reduce_on_stream(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src,
                                   uint64_t src_index, uint64_t nelems, uint32_t op,
                                   symm_stream_t stream) {
-    coll_call c = {SYMM__COLL_REDUCE, team, dst, src, dst_index, src_index, nelems, 0, op, true,
-                   stream};
+    coll_call c = {.kind = SYMM__COLL_REDUCE, .team_h = team, .dst_h = dst, .src_h = src,
+                   .dst_index = dst_index, .src_index = src_index, .nelems = nelems, .op = op,
+                   .on_stream = true, .stream = stream};
     return coll_run(&c);
 }
 
 symm_status symm_reducescatter_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
                                          symm_buf src, uint64_t src_index, uint64_t nelems,
                                          uint32_t op, symm_stream_t stream) {
-    coll_call c = {SYMM__COLL_REDUCESCATTER, team, dst, src, dst_index, src_index, nelems, 0, op,
-                   true, stream};
+    coll_call c = {.kind = SYMM__COLL_REDUCESCATTER, .team_h = team, .dst_h = dst, .src_h = src,
+                   .dst_index = dst_index, .src_index = src_index, .nelems = nelems, .op = op,
+                   .on_stream = true, .stream = stream};
+    return coll_run(&c);
+}
+
+/* alltoallv: counts in symmetric memory (symm.h, "since 1.2"). */
+
+symm_status symm_alltoallv(symm_team team, symm_buf dst, uint64_t dst_index, uint64_t dst_nelems,
+                           symm_buf src, uint64_t src_index, uint64_t src_nelems,
+                           symm_buf send_counts, uint64_t send_index, symm_buf recv_counts,
+                           uint64_t recv_index) {
+    coll_call c = {.kind = SYMM__COLL_ALLTOALLV, .team_h = team, .dst_h = dst, .src_h = src,
+                   .dst_index = dst_index, .src_index = src_index, .dst_nelems = dst_nelems,
+                   .src_nelems = src_nelems, .scount_h = send_counts, .rcount_h = recv_counts,
+                   .scount_index = send_index, .rcount_index = recv_index};
+    return coll_run(&c);
+}
+
+symm_status symm_alltoallv_on_stream(symm_team team, symm_buf dst, uint64_t dst_index,
+                                     uint64_t dst_nelems, symm_buf src, uint64_t src_index,
+                                     uint64_t src_nelems, symm_buf send_counts,
+                                     uint64_t send_index, symm_buf recv_counts,
+                                     uint64_t recv_index, symm_stream_t stream) {
+    coll_call c = {.kind = SYMM__COLL_ALLTOALLV, .team_h = team, .dst_h = dst, .src_h = src,
+                   .dst_index = dst_index, .src_index = src_index, .on_stream = true,
+                   .stream = stream, .dst_nelems = dst_nelems, .src_nelems = src_nelems,
+                   .scount_h = send_counts, .rcount_h = recv_counts, .scount_index = send_index,
+                   .rcount_index = recv_index};
     return coll_run(&c);
 }

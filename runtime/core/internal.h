@@ -236,6 +236,7 @@ typedef struct symm__backend_ops {
 #define SYMM__COLL_ALLTOALL 4
 #define SYMM__COLL_REDUCE 5
 #define SYMM__COLL_REDUCESCATTER 6
+#define SYMM__COLL_ALLTOALLV 7
 
 typedef struct symm__coll {
     uint32_t kind;          /* SYMM__COLL_*                                 */
@@ -246,6 +247,10 @@ typedef struct symm__coll {
     uint64_t dst_off, src_off;
     uint64_t nelems;        /* per PE (per block for alltoall/reducescatter)*/
     const uint64_t *counts; /* collect: [team n_pes] elements per PE        */
+    /* alltoallv: element capacities of dst and src (src's is the same on
+     * every PE), heap byte offsets of the send counts (n) and of the receive
+     * counts and offsets (2n), uint64 each */
+    uint64_t dst_cap, src_cap, scount_off, rcount_off;
 } symm__coll;
 
 extern const symm__backend_ops symm__host_ops;

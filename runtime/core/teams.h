@@ -72,6 +72,7 @@ typedef struct symm__xrec {
     uint64_t src_off;  /* heap byte offsets of the PE's own ranges           */
     uint64_t dst_off;
     uint64_t dst_end;  /* end of the dst buffer (collect bounds)             */
+    uint64_t aux_off;  /* alltoallv: heap byte offset of the send counts     */
     int32_t arg[4];    /* splits: start, stride, size / xrange               */
     uint8_t free_slots[SYMM__SLOT_BITMAP_BYTES]; /* splits: bit s = slot free */
 } symm__xrec;

@@ -310,6 +310,13 @@ static void check_structs(void) {
 
 #define FROZEN_DISPATCH_1_0_COUNT 87
 
+/* Appended by SYMM 1.2 (1.1 added no entry). */
+#define FROZEN_DISPATCH_1_2(FROZEN_ENTRY) \
+    FROZEN_ENTRY(symm_alltoallv, 87) \
+    FROZEN_ENTRY(symm_alltoallv_on_stream, 88)
+
+#define FROZEN_DISPATCH_1_2_COUNT 89
+
 static void check_dispatch(void) {
     typedef void (*fnptr)(void);
     expect_u64("offsetof(symm_dispatch, struct_size)", offsetof(symm_dispatch, struct_size),
@@ -326,8 +333,10 @@ static void check_dispatch(void) {
                sizeof(fnptr));                                                 \
     n++;
     FROZEN_DISPATCH_1_0(CHECK_ENTRY)
-#undef CHECK_ENTRY
     expect_u64("frozen SYMM 1.0 entries", (uint64_t)n, FROZEN_DISPATCH_1_0_COUNT);
+    FROZEN_DISPATCH_1_2(CHECK_ENTRY)
+#undef CHECK_ENTRY
+    expect_u64("frozen SYMM 1.0 + 1.2 entries", (uint64_t)n, FROZEN_DISPATCH_1_2_COUNT);
 
     /* Entries now: at least the frozen ones; more only appended at the end. */
     int now = 0;
@@ -335,12 +344,12 @@ static void check_dispatch(void) {
     SYMM_DISPATCH_ENTRIES(COUNT_ENTRY)
 #undef COUNT_ENTRY
     checks++;
-    if (now < FROZEN_DISPATCH_1_0_COUNT) {
+    if (now < FROZEN_DISPATCH_1_2_COUNT) {
         failures++;
-        printf("FAIL the dispatch table has %d entries, fewer than the %d of SYMM 1.0\n", now,
-               FROZEN_DISPATCH_1_0_COUNT);
-    } else if (now > FROZEN_DISPATCH_1_0_COUNT) {
-        printf("note: %d entries appended after SYMM 1.0\n", now - FROZEN_DISPATCH_1_0_COUNT);
+        printf("FAIL the dispatch table has %d entries, fewer than the %d of SYMM 1.2\n", now,
+               FROZEN_DISPATCH_1_2_COUNT);
+    } else if (now > FROZEN_DISPATCH_1_2_COUNT) {
+        printf("note: %d entries appended after SYMM 1.2\n", now - FROZEN_DISPATCH_1_2_COUNT);
     }
     expect_u64("sizeof(symm_dispatch)", sizeof(symm_dispatch), first + (size_t)now * sizeof(fnptr));
 }
