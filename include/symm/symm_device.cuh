@@ -608,8 +608,12 @@ SYMM_DEV_FN symm_status symm__barrier_thread(const symm_device_ctx &c, int slot,
     __threadfence_system();
     return SYMM_SUCCESS;
 }
+/* timeout_ns and err: the runtime's kernels give up after their timeout and
+ * say so in their error word (0 and NULL: no timeout, the context's
+ * fail_word, as every user-facing form). */
 SYMM_DEV_FN symm_status symm__barrier_block(const symm_device_ctx &c, int slot, int me, int n,
-                                            int start, int stride) {
+                                            int start, int stride, uint64_t timeout_ns = 0,
+                                            int *err = nullptr) {
     symm__world_strided w = {&c, start, stride};
     char *base = (char *)c.heap_base;
     uint64_t off = (uint64_t)slot * c.slot_bytes + SYMM_DEVICE_BARRIER_OFF;
@@ -617,7 +621,8 @@ SYMM_DEV_FN symm_status symm__barrier_block(const symm_device_ctx &c, int slot, 
     uint64_t e = symm__barrier_epoch(base, off, me) + 1;
     __syncthreads();
     const bool ok = symm__barrier_arrive_wait(base, off, me, n, w, e, symm__block_tid(),
-                                              symm__block_nthreads(), 0, symm__fail_word(c));
+                                              symm__block_nthreads(), timeout_ns,
+                                              err ? err : symm__fail_word(c));
     /* one thread's peer may have arrived while another's died: all agree */
     if (__syncthreads_or(!ok)) return SYMM_ERR_PEER_FAILED;
     if (symm__block_tid() == 0) symm__barrier_advance(base, off, me, e);

@@ -404,15 +404,44 @@ __device__ __forceinline__ symm_status symm_dev_team_reducescatter_warp(
 /* Variable-size all-to-all with counts in GPU memory (MoE dispatch/combine) */
 /* ------------------------------------------------------------------------ */
 
+/* a + b, saturating at UINT64_MAX: counts are user data in GPU memory, and a
+ * huge (or negative int64) count must not wrap a sum into a small one. */
+SYMM_DEV_FN uint64_t symm__sat_add(uint64_t a, uint64_t b) {
+    return a > ~0ull - b ? ~0ull : a + b;
+}
+
 /* off[j] = cnt[0] + ... + cnt[j - 1] for j < n; returns the sum of all n
- * (one thread). */
+ * (one thread; saturating). */
 SYMM_DEV_FN uint64_t symm__prefix_sums(const uint64_t *cnt, uint64_t *off, int n) {
     uint64_t sum = 0;
     for (int j = 0; j < n; j++) {
         off[j] = sum;
-        sum += cnt[j];
+        sum = symm__sat_add(sum, cnt[j]);
     }
     return sum;
+}
+
+/* Why an alltoallv copied nothing, or what else went wrong (0: nothing). */
+#define SYMM__A2AV_DST 1         /* this PE would receive more than dst_cap units   */
+#define SYMM__A2AV_PEER_SRC 2    /* a peer's units for this PE lie beyond src_cap   */
+#define SYMM__A2AV_OWN_SRC 3     /* this PE's send counts add up to more than src_cap */
+#define SYMM__A2AV_PEER_FAILED 4 /* a team barrier gave up: a peer died             */
+
+/* Is PE j's piece for this PE (cnt units from soff) inside its src? And does
+ * the total fit dst (and its byte count a uint64_t)? One thread. */
+SYMM_DEV_FN int symm__a2av_judge(const uint64_t *cnt, const uint64_t *soff, int n,
+                                 uint64_t total, uint64_t dst_cap, uint64_t src_cap,
+                                 size_t unit_bytes) {
+    for (int j = 0; j < n; j++)
+        if (soff[j] > src_cap || cnt[j] > src_cap - soff[j]) return SYMM__A2AV_PEER_SRC;
+    if (total > dst_cap || total > ~0ull / (unit_bytes ? unit_bytes : 1)) return SYMM__A2AV_DST;
+    return 0;
+}
+
+/* The largest src (in units) whose byte offsets fit a uint64_t: the bound the
+ * forms without a src capacity check against. */
+SYMM_DEV_FN uint64_t symm__a2av_no_cap(size_t unit_bytes) {
+    return ~0ull / (unit_bytes ? unit_bytes : 1);
 }
 
 /* Every PE sends send_counts[j] units (unit_bytes each) to team PE j; src
@@ -423,44 +452,54 @@ SYMM_DEV_FN uint64_t symm__prefix_sums(const uint64_t *cnt, uint64_t *off, int n
  * recv_counts[j] and recv_offsets[j] (units, n_pes entries each, this PE's
  * memory, e.g. device memory or a symmetric buffer) say what came from PE j
  * and where it starts. dst_cap is dst's capacity in units: when the total
- * exceeds it, nothing is copied, recv_counts/recv_offsets still say what
- * would have come, and SYMM_ERR_OUT_OF_BOUNDS is returned (on this PE only;
- * the others proceed). Combine (the reverse exchange) is the same call with
- * recv_counts (in a symmetric buffer) as send_counts and dst as src: each
- * unit returns to the slot it left from.
+ * exceeds it, nothing is copied, recv_counts still say what would have come,
+ * and SYMM_ERR_OUT_OF_BOUNDS is returned (on this PE only; the others
+ * proceed). Counts are uint64_t; sums saturate, so a count so large that a
+ * piece's byte offset would not fit 64 bits is SYMM_ERR_OUT_OF_BOUNDS too.
+ * Combine (the reverse exchange) is the same call with recv_counts (in a
+ * symmetric buffer) as send_counts and dst as src: each unit returns to the
+ * slot it left from.
  * Called by every thread of one block per PE; barriers as the other
  * collectives (src and send_counts may be reused on return). */
 SYMM_DEV_FN symm_status symm_dev_team_alltoallvmem_block(
     const symm_device_ctx &c, const symm_device_team &t, void *dst, uint64_t dst_cap,
     const void *src, const uint64_t *send_counts, size_t unit_bytes, uint64_t *recv_counts,
     uint64_t *recv_offsets) {
-    __shared__ uint64_t sh_src_off, sh_total;
+    __shared__ int sh_bad;
     const unsigned tid = symm__block_tid(), nthr = symm__block_nthreads();
     const int n = t.n_pes, me = t.my_pe;
     SYMM__TEAM_BARRIER(symm__scope_block, c, t);
-    for (int j = (int)tid; j < n; j += (int)nthr)
-        recv_counts[j] = *(volatile const uint64_t *)(symm__team_ptr(c, t, send_counts, j) + me);
+    /* recv_offsets holds, until the copies are done, where PE j packed its
+     * units for this PE */
+    for (int j = (int)tid; j < n; j += (int)nthr) {
+        const uint64_t *cj = symm__team_ptr(c, t, send_counts, j);
+        uint64_t off = 0;
+        for (int q = 0; q < me; q++) off = symm__sat_add(off, *(volatile const uint64_t *)(cj + q));
+        recv_counts[j] = *(volatile const uint64_t *)(cj + me);
+        recv_offsets[j] = off;
+    }
     __syncthreads();
-    if (tid == 0) sh_total = symm__prefix_sums(recv_counts, recv_offsets, n);
+    if (tid == 0) {
+        uint64_t total = 0;
+        for (int j = 0; j < n; j++) total = symm__sat_add(total, recv_counts[j]);
+        sh_bad = symm__a2av_judge(recv_counts, recv_offsets, n, total, dst_cap,
+                                  symm__a2av_no_cap(unit_bytes), unit_bytes);
+    }
     __syncthreads();
-    const bool fits = sh_total <= dst_cap;
+    const bool fits = sh_bad == 0;
     if (fits) {
         for (int k = 0; k < n; k++) {
             const int j = (me + k) % n;
-            if (tid == 0) { /* where PE j packed its units for this PE */
-                const uint64_t *cj = symm__team_ptr(c, t, send_counts, j);
-                uint64_t off = 0;
-                for (int q = 0; q < me; q++) off += *(volatile const uint64_t *)(cj + q);
-                sh_src_off = off;
-            }
-            __syncthreads();
-            const uint64_t cnt = recv_counts[j], soff = sh_src_off;
-            const char *from = (const char *)symm__team_ptr(c, t, src, j) + soff * unit_bytes;
-            symm__copy((char *)dst + recv_offsets[j] * unit_bytes, from, cnt * unit_bytes, tid,
-                       nthr);
-            __syncthreads();
+            uint64_t at = 0; /* where PE j's units land: the counts before it */
+            for (int q = 0; q < j; q++) at += recv_counts[q];
+            const uint64_t cnt = recv_counts[j];
+            const char *from =
+                (const char *)symm__team_ptr(c, t, src, j) + recv_offsets[j] * unit_bytes;
+            symm__copy((char *)dst + at * unit_bytes, from, cnt * unit_bytes, tid, nthr);
         }
     }
+    __syncthreads(); /* every thread is done with recv_offsets */
+    if (tid == 0) symm__prefix_sums(recv_counts, recv_offsets, n);
     SYMM__TEAM_BARRIER(symm__scope_block, c, t);
     return fits ? SYMM_SUCCESS : SYMM_ERR_OUT_OF_BOUNDS;
 }
@@ -511,33 +550,39 @@ __global__ void __launch_bounds__(Threads)
  * leaves them in recv_counts and recv_offsets, which are this PE's memory
  * and its output anyway; after the grid's sync every block takes them from
  * there (each reading the peers, or the fail word, itself cost about a
- * microsecond a block, one after another: 80 us with 66 blocks), cuts the
+ * microsecond a block, one after another: 80 us with 66 blocks), judges
+ * them (symm__a2av_judge, the same verdict in every block), cuts the
  * received bytes into equal shares and copies its own. After the second
  * sync block 0 writes the real offsets and runs the closing barrier. A
  * peer's death: block 0's barrier gives up and leaves zero counts, so no
- * block copies, and the status says SYMM_ERR_PEER_FAILED. */
+ * block copies. src_cap: every PE's src capacity in units (the runtime's
+ * symm_alltoallv_on_stream knows it; this header's form passes
+ * symm__a2av_no_cap). timeout_ns and err as symm__barrier_block (0 and
+ * NULL here; the runtime's kernel passes its own). Returns, in block 0, 0 or a SYMM__A2AV_* reason
+ * (the own-src check only where src_cap is real); other blocks return 0.
+ * Launched cooperatively, with 3 * n_pes uint64_t of dynamic shared memory. */
 #define SYMM__A2AV_MIN_SHARE (16u << 10)
-template <int Threads>
-__global__ void __launch_bounds__(Threads)
-    symm__alltoallv_grid_kernel(symm_device_ctx c, symm_device_team t, void *dst,
-                                uint64_t dst_cap, const void *src, const uint64_t *send_counts,
-                                size_t unit_bytes, uint64_t *recv_counts, uint64_t *recv_offsets,
-                                int *status) {
+__device__ __forceinline__ int symm__alltoallv_grid(
+    const symm_device_ctx &c, const symm_device_team &t, void *dst, uint64_t dst_cap,
+    const void *src, uint64_t src_cap, const uint64_t *send_counts, size_t unit_bytes,
+    uint64_t *recv_counts, uint64_t *recv_offsets, uint64_t timeout_ns, int *err) {
     extern __shared__ uint64_t symm__a2av_sh[];
     __shared__ uint64_t sh_total;
+    __shared__ int sh_bad;
     cooperative_groups::grid_group grid = cooperative_groups::this_grid();
     const unsigned tid = threadIdx.x, nthr = blockDim.x;
     const int n = t.n_pes, me = t.my_pe;
     uint64_t *cnt = symm__a2av_sh, *roff = cnt + n, *soff = roff + n;
     bool ok = true;
     if (blockIdx.x == 0) {
-        ok = symm__team_barrier_scope<symm__scope_block>(c, t);
+        ok = symm__barrier_block(c, t.slot, me, n, t.start, t.stride, timeout_ns, err) ==
+             SYMM_SUCCESS;
         for (int j = (int)tid; j < n; j += (int)nthr) {
             uint64_t cj = 0, o = 0;
             if (ok) {
                 const uint64_t *pj = symm__team_ptr(c, t, send_counts, j);
                 cj = *(volatile const uint64_t *)(pj + me);
-                for (int q = 0; q < me; q++) o += *(volatile const uint64_t *)(pj + q);
+                for (int q = 0; q < me; q++) o = symm__sat_add(o, *(volatile const uint64_t *)(pj + q));
             }
             recv_counts[j] = cj;
             recv_offsets[j] = o; /* for now: where PE j packed this PE's units */
@@ -549,10 +594,13 @@ __global__ void __launch_bounds__(Threads)
         soff[j] = __ldcg(recv_offsets + j);
     }
     __syncthreads();
-    if (tid == 0) sh_total = symm__prefix_sums(cnt, roff, n);
+    if (tid == 0) {
+        sh_total = symm__prefix_sums(cnt, roff, n);
+        sh_bad = symm__a2av_judge(cnt, soff, n, sh_total, dst_cap, src_cap, unit_bytes);
+    }
     __syncthreads();
     const uint64_t total = sh_total;
-    const bool fits = total <= dst_cap;
+    const bool fits = sh_bad == 0;
     /* this block's share of the received bytes: [lo, hi) of dst, cut at
      * 256-byte multiples, at least SYMM__A2AV_MIN_SHARE (small exchanges
      * leave the later blocks idle) */
@@ -571,14 +619,31 @@ __global__ void __launch_bounds__(Threads)
                        b - a, tid, nthr);
     }
     grid.sync(); /* every block is done with the peers' src and with recv_offsets */
-    if (blockIdx.x == 0) {
-        for (int j = (int)tid; j < n; j += (int)nthr) recv_offsets[j] = roff[j];
-        const bool done = ok && symm__team_barrier_scope<symm__scope_block>(c, t);
-        if (status && tid == 0)
-            *status = !done ? (int)SYMM_ERR_PEER_FAILED
-                      : fits ? (int)SYMM_SUCCESS
-                             : (int)SYMM_ERR_OUT_OF_BOUNDS;
+    if (blockIdx.x != 0) return 0;
+    for (int j = (int)tid; j < n; j += (int)nthr) recv_offsets[j] = roff[j];
+    if (tid == 0 && sh_bad == 0) { /* this PE's own sends against its src */
+        uint64_t sent = 0;
+        for (int j = 0; j < n; j++) sent = symm__sat_add(sent, send_counts[j]);
+        if (sent > src_cap) sh_bad = SYMM__A2AV_OWN_SRC;
     }
+    const bool done = ok && symm__barrier_block(c, t.slot, me, n, t.start, t.stride, timeout_ns,
+                                                err) == SYMM_SUCCESS;
+    return !done ? SYMM__A2AV_PEER_FAILED : sh_bad;
+}
+
+template <int Threads>
+__global__ void __launch_bounds__(Threads)
+    symm__alltoallv_grid_kernel(symm_device_ctx c, symm_device_team t, void *dst,
+                                uint64_t dst_cap, const void *src, const uint64_t *send_counts,
+                                size_t unit_bytes, uint64_t *recv_counts, uint64_t *recv_offsets,
+                                int *status) {
+    const int why = symm__alltoallv_grid(c, t, dst, dst_cap, src, symm__a2av_no_cap(unit_bytes),
+                                         send_counts, unit_bytes, recv_counts, recv_offsets, 0,
+                                         nullptr);
+    if (status && blockIdx.x == 0 && threadIdx.x == 0)
+        *status = why == SYMM__A2AV_PEER_FAILED ? (int)SYMM_ERR_PEER_FAILED
+                  : why                         ? (int)SYMM_ERR_OUT_OF_BOUNDS
+                                                : (int)SYMM_SUCCESS;
 }
 
 static inline cudaError_t symm_dev_alltoallv_on_stream_blocks(

@@ -305,6 +305,23 @@ symm_status symm_device_ctx_get(symm_ctx h, symm_device_ctx *dctx) {
     return SYMM_SUCCESS;
 }
 
+symm_status symm__device_team_of(const symm__team *t, symm_device_team *d) {
+    /* GPU code addresses team PE i as start + i * stride */
+    int32_t start = symm__team_world_pe(t, 0);
+    int32_t stride = t->n_pes > 1 ? symm__team_world_pe(t, 1) - start : 1;
+    for (int32_t i = 0; i < t->n_pes; i++)
+        SYMM_CHECK(symm__team_world_pe(t, i) == start + i * stride, SYMM_ERR_NOT_SUPPORTED,
+                   "the team's PEs are not evenly strided; GPU code cannot address it");
+    memset(d, 0, sizeof *d);
+    d->struct_size = (uint32_t)sizeof *d;
+    d->my_pe = t->my_pe;
+    d->n_pes = t->n_pes;
+    d->start = start;
+    d->stride = stride;
+    d->slot = t->slot;
+    return SYMM_SUCCESS;
+}
+
 symm_status symm_device_team_get(symm_team h, symm_device_team *dteam) {
     const char *fn = __func__;
     symm__err_clear();
@@ -317,21 +334,10 @@ symm_status symm_device_team_get(symm_team h, symm_device_team *dteam) {
     if (!t->ctx->ops->device_ctx)
         return symm__err(SYMM_ERR_NOT_SUPPORTED, "%s: the %s backend has no device context", fn,
                          t->ctx->ops->name);
-    /* GPU code addresses team PE i as start + i * stride */
-    int32_t start = symm__team_world_pe(t, 0);
-    int32_t stride = t->n_pes > 1 ? symm__team_world_pe(t, 1) - start : 1;
-    for (int32_t i = 0; i < t->n_pes; i++)
-        SYMM_CHECK(symm__team_world_pe(t, i) == start + i * stride, SYMM_ERR_NOT_SUPPORTED,
-                   "%s: the team's PEs are not evenly strided; GPU code cannot address it", fn);
     symm_device_team d;
-    memset(&d, 0, sizeof d);
+    SYMM_TRY_IN(fn, symm__device_team_of(t, &d));
     uint32_t size = dteam->struct_size < sizeof d ? dteam->struct_size : (uint32_t)sizeof d;
     d.struct_size = size;
-    d.my_pe = t->my_pe;
-    d.n_pes = t->n_pes;
-    d.start = start;
-    d.stride = stride;
-    d.slot = t->slot;
     memcpy(dteam, &d, size);
     return SYMM_SUCCESS;
 }

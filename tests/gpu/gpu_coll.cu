@@ -2,10 +2,10 @@
  * CUDA backend, 2+ PEs: collectives through the backend's kernels, blocking
  * and on a stream: reduce and reducescatter for every dtype and op (odd
  * length: vector body and scalar tail), in place, broadcast, fcollect,
- * collect, alltoall, on the world team and on a split team; sizes around the
- * one-shot LL thresholds, unaligned and in place, hundreds of calls back to
- * back, the same shapes called again and again with new data, and a
- * replayed CUDA graph. meson runs it also with
+ * collect, alltoall, alltoallv (the C ABI's, counts made on the GPU), on the
+ * world team and on a split team; sizes around the one-shot LL thresholds,
+ * unaligned and in place, hundreds of calls back to back, the same shapes
+ * called again and again with new data, and a replayed CUDA graph. meson runs it also with
  * SYMM_CUDA_COLL_ALGO=ll (LL up to 512 KiB per pair) and =twoshot.
  */
 #include "gpu_test.h"
@@ -690,6 +690,133 @@ static void test_graph(symm_ctx ctx, symm_team t, cudaStream_t s, uint64_t ne, u
                (unsigned long long)ng);
 }
 
+/* symm_alltoallv_on_stream (the C ABI's, counts in symmetric memory): the
+ * send counts and the src are made by kernels from a round number that a
+ * kernel bumps, all captured in one CUDA graph with the exchange and its
+ * combine; every replay is a new exchange the host never saw the counts
+ * of. Checked after each replay against counts and values recomputed here:
+ * dst, the receive counts and offsets, and the combine's return of every
+ * element to where it left. lim: the largest count. */
+__host__ __device__ static uint64_t a2v_cnt(int k, int s, int r, uint64_t lim) {
+    uint64_t x = ((uint64_t)k * 7919u + (uint64_t)s * 131u + (uint64_t)r * 17u + 1u) *
+                 0x9e3779b97f4a7c15ull;
+    x ^= x >> 29;
+    return x % 5 == 0 ? 0 : x % (lim + 1);
+}
+__host__ __device__ static float a2v_val(int k, int s, uint64_t i) {
+    return (float)(((uint64_t)k * 1000003u + (uint64_t)s * 7919u + i) % 16777216u);
+}
+__global__ void a2v_round(int *round, uint64_t *sc, float *src, int me, int n, uint64_t lim,
+                          uint64_t cap) {
+    const int k = *round + 1; /* a2v_bump, after this kernel, makes it the round */
+    for (int r = (int)threadIdx.x; r < n && blockIdx.x == 0; r += (int)blockDim.x)
+        sc[r] = a2v_cnt(k, me, r, lim);
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < cap;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        src[i] = a2v_val(k, me, i);
+}
+__global__ void a2v_bump(int *round) { *round += 1; }
+
+static void test_alltoallv_stream(symm_ctx ctx, symm_team t, cudaStream_t s, uint64_t lim) {
+    const int n = symm_team_n_pes(t), me = symm_team_my_pe(t);
+    const uint64_t cap = (uint64_t)n * lim + 1;
+    symm_buf src = NULL, dst = NULL, back = NULL, sc = NULL, rc = NULL, rc2 = NULL;
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_FLOAT32, cap, &src));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_FLOAT32, cap, &dst));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_FLOAT32, cap, &back));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT64, (uint64_t)n, &sc));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT64, 2 * (uint64_t)n, &rc));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT64, 2 * (uint64_t)n, &rc2));
+    int *round = NULL;
+    CUDA_OK(cudaMalloc(&round, sizeof(int)));
+    CUDA_OK(cudaMemset(round, 0, sizeof(int)));
+    CUDA_OK(cudaDeviceSynchronize());
+    CHECK_OK(symm_barrier_all(ctx));
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    a2v_round<<<64, 256, 0, s>>>(round, (uint64_t *)gpu_ptr(sc), (float *)gpu_ptr(src), me, n,
+                                 lim, cap);
+    a2v_bump<<<1, 1, 0, s>>>(round);
+    CHECK_OK(symm_alltoallv_on_stream(t, dst, 0, cap, src, 0, cap, sc, 0, rc, 0, s));
+    CHECK_OK(symm_alltoallv_on_stream(t, back, 0, cap, dst, 0, cap, rc, 0, rc2, 0, s));
+    CUDA_OK(cudaStreamEndCapture(s, &g));
+    CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
+    std::vector<float> got(cap);
+    std::vector<int64_t> grc(2 * (size_t)n);
+    for (int k = 1; k <= 4; k++) {
+        CUDA_OK(cudaGraphLaunch(ge, s));
+        CUDA_OK(cudaStreamSynchronize(s));
+        gpu_read(got.data(), dst, 0, cap * 4);
+        gpu_read(grc.data(), rc, 0, 2 * (size_t)n * 8);
+        uint64_t at = 0;
+        for (int j = 0; j < n; j++) {
+            const int w = j; /* value seeds use the team PE */
+            uint64_t off = 0;
+            for (int q = 0; q < me; q++) off += a2v_cnt(k, j, q, lim);
+            const uint64_t c = a2v_cnt(k, j, me, lim);
+            if ((uint64_t)grc[(size_t)j] != c || (uint64_t)grc[(size_t)n + j] != at)
+                TEST_FAIL_("alltoallv round %d (lim %llu): from PE %d: count %lld offset %lld, want "
+                           "%llu %llu", k, (unsigned long long)lim, j, (long long)grc[(size_t)j],
+                           (long long)grc[(size_t)n + j], (unsigned long long)c,
+                           (unsigned long long)at);
+            for (uint64_t i = 0; i < c; i++)
+                if (got[at + i] != a2v_val(k, w, off + i))
+                    TEST_FAIL_("alltoallv round %d (lim %llu): dst[%llu] from PE %d is %g, want %g",
+                               k, (unsigned long long)lim, (unsigned long long)(at + i), j,
+                               (double)got[at + i], (double)a2v_val(k, w, off + i));
+            at += c;
+        }
+        uint64_t sent = 0;
+        for (int r = 0; r < n; r++) sent += a2v_cnt(k, me, r, lim);
+        gpu_read(got.data(), back, 0, cap * 4);
+        for (uint64_t i = 0; i < sent; i++)
+            if (got[i] != a2v_val(k, me, i))
+                TEST_FAIL_("alltoallv round %d (lim %llu): combine did not return element %llu", k,
+                           (unsigned long long)lim, (unsigned long long)i);
+    }
+    CUDA_OK(cudaGraphExecDestroy(ge));
+    CUDA_OK(cudaGraphDestroy(g));
+
+    /* dst too small on the last team PE: its failure is recorded on its
+     * context (symm_ctx_async_error), its dst keeps its values, recv counts
+     * say what would have come; the others succeed. Counts: 3 to every PE. */
+    std::vector<uint64_t> three((size_t)n, 3);
+    gpu_write(sc, 0, three.data(), (size_t)n * 8);
+    CUDA_OK(cudaMemset(gpu_ptr(dst), 0xff, cap * 4));
+    CUDA_OK(cudaDeviceSynchronize());
+    CHECK_OK(symm_barrier_all(ctx));
+    const bool small = me == n - 1;
+    CHECK_OK(symm_alltoallv_on_stream(t, dst, 0, small ? 3 * (uint64_t)n - 1 : cap, src, 0, cap, sc,
+                                      0, rc, 0, s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    symm_status ast = SYMM_SUCCESS;
+    char msg[512];
+    CHECK_OK(symm_ctx_async_error(ctx, SYMM_ASYNC_CLEAR, sizeof msg, &ast, msg));
+    ASSERT_EQ((int)ast, small ? (int)SYMM_ERR_OUT_OF_BOUNDS : (int)SYMM_SUCCESS);
+    if (small) ASSERT_TRUE(strstr(msg, "symm_alltoallv_on_stream") && strstr(msg, "dst_nelems"));
+    gpu_read(grc.data(), rc, 0, 2 * (size_t)n * 8);
+    std::vector<uint32_t> raw(3 * (size_t)n);
+    gpu_read(raw.data(), dst, 0, raw.size() * 4);
+    for (int j = 0; j < n; j++) {
+        ASSERT_EQ(grc[(size_t)j], 3);
+        ASSERT_EQ(grc[(size_t)n + j], 3 * j);
+        for (int i = 0; i < 3; i++)
+            if (small) ASSERT_EQ(raw[(size_t)j * 3 + i], 0xffffffffu);
+    }
+    CHECK_OK(symm_barrier_all(ctx));
+    CUDA_OK(cudaFree(round));
+    CHECK_OK(symm_buf_free(rc2));
+    CHECK_OK(symm_buf_free(rc));
+    CHECK_OK(symm_buf_free(sc));
+    CHECK_OK(symm_buf_free(back));
+    CHECK_OK(symm_buf_free(dst));
+    CHECK_OK(symm_buf_free(src));
+    if (gpu_me == 0)
+        printf("alltoallv on a stream: 4 graph replays with counts made on the GPU (up to %llu "
+               "elements a pair), combine, a dst too small\n", (unsigned long long)lim);
+}
+
 int main(void) {
     symm_ctx ctx = gpu_test_init();
     cudaStream_t s;
@@ -707,6 +834,8 @@ int main(void) {
     test_graph(ctx, world, s, 1001, 77);
     test_graph(ctx, world, s, 1u << 20, 1u << 18); /* 4 MiB, 1 MiB a PE: above LL */
     test_graph(ctx, world, s, (3u << 19) + 1001, 1u << 18); /* 6 MiB + 4004 bytes */
+    test_alltoallv_stream(ctx, world, s, 37);
+    test_alltoallv_stream(ctx, world, s, 300000); /* up to 1.2 MB a pair */
     /* a split team (its own sync slot, zeroed at creation) */
     symm_team t = NULL;
     CHECK_OK(symm_team_split_strided(world, 0, 1, gpu_n, NULL, &t));
@@ -714,6 +843,7 @@ int main(void) {
     test_data_movement(ctx, t, s);
     test_back_to_back(ctx, t, s);
     test_graph(ctx, t, s, 1001, 77);
+    test_alltoallv_stream(ctx, t, s, 1000);
     for (int i = 0; i < 50; i++) CHECK_OK(symm_barrier_on_stream(t, s));
     CUDA_OK(cudaStreamSynchronize(s));
     CHECK_OK(symm_barrier(t));

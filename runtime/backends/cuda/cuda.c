@@ -83,6 +83,7 @@ static void cuda_async_poll(symm__ctx *ctx) {
      * synchronizes its streams learns of it here. */
     (void)symm__check_failed(ctx);
     if (s && s->err_word) (void)take_err_word(s);
+    if (s) symm__cu_a2av_poll(s);
 }
 
 symm_status symm__cu_unreachable(const symm__ctx *ctx, int32_t pe) {
@@ -299,6 +300,7 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
     SYMM_TRY(symm__cu_get_fn(s, &s->f_barrier64, "symm_k_barrier_64"));
     SYMM_TRY(symm__cu_get_fn(s, &s->f_barrier_wide, "symm_k_barrier_wide"));
     SYMM_TRY(symm__cu_get_fn(s, &s->f_gather, "symm_k_gather"));
+    SYMM_TRY(symm__cu_a2av_setup(s));
 
     SYMM__CU(StreamCreate(&s->s_int, CU_STREAM_NON_BLOCKING));
     SYMM__CU(EventCreate(&s->ev_int, CU_EVENT_DISABLE_TIMING));

@@ -1193,9 +1193,8 @@ static bool copy_pulls(const cu_state *s, const symm__coll *c, int32_t n) {
 }
 
 symm_status symm__cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) {
-    if (c->kind == SYMM__COLL_ALLTOALLV)
-        return symm__err(SYMM_ERR_NOT_SUPPORTED, "cuda: alltoallv is not built yet");
     cu_state *s = ctx->backend;
+    if (c->kind == SYMM__COLL_ALLTOALLV) return symm__cu_alltoallv(ctx, s, c, stream);
     const symm__team *team = c->team;
     const int32_t n = team->n_pes, me = team->my_pe;
     char *base[CU_PARAM_PES];

@@ -91,6 +91,9 @@
                      unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem, \
                      CUstream stream, void **params, void **extra), 1) \
     X(LaunchKernelEx, (const CUlaunchConfig *config, CUfunction f, void **params, void **extra), 0) \
+    X(LaunchCooperativeKernel, (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, \
+                                unsigned int bx, unsigned int by, unsigned int bz, \
+                                unsigned int smem, CUstream stream, void **params), 0) \
     X(EventCreate, (CUevent *event, unsigned int flags), 1) \
     X(EventRecord, (CUevent event, CUstream stream), 1) \
     X(EventSynchronize, (CUevent event), 1) \

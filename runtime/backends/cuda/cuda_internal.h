@@ -6,7 +6,8 @@
  *   cuda_rma.c   host-initiated RMA and atomics, stream-ordered puts, gets,
  *                signals and waits;
  *   cuda_coll.c  the collective scratch, the team barrier on a stream and
- *                every collective (the algorithm choice and each form).
+ *                every collective (the algorithm choice and each form) but
+ *   cuda_a2av.c  alltoallv (counts in symmetric memory): one cooperative grid.
  * cuda.c's opening comment describes the backend as a whole. Functions
  * shared between the files are symm__cu_* (helpers) and symm__cuda_*
  * (backend hooks, which the ops table names); the rest stay static.
@@ -192,6 +193,9 @@ typedef struct cu_state {
     int smem_optin; /* shared memory a block may opt in to (0: unknown) */
     CUmodule mod[SYMM__CUDA_FATBINS_N]; /* symm__cuda_fatbins[i], loaded in order */
     CUfunction f_copy, f_store, f_signal, f_wait, f_amo, f_barrier2, f_barrier8, f_barrier64, f_gather;
+    CUfunction f_a2av;     /* symm_k_alltoallv (cuda_a2av.c)                   */
+    unsigned a2av_blocks;  /* its grid: SYMM_CUDA_A2AV_BLOCKS, 0 = one a SM     */
+    uint64_t a2av_caps[2]; /* dst and src capacity of the latest stream-form call */
     CUfunction f_barrier_wide;
     CUdeviceptr peer_table; /* device copy of ctx->peer_base (n_pes entries) */
     _Atomic(CUfunction) f_reduce[SYMM_DTYPE_COUNT][CU_N_OPS];
@@ -202,7 +206,9 @@ typedef struct cu_state {
     atomic_bool nbi_pending;
     pthread_mutex_t amo_lock;
     bool amo_lock_init;
-    uint64_t *pinned; /* [0]: atomic result, [1]: error word (int) */
+    uint64_t *pinned; /* [0]: atomic result, [1]: error word (int), [2], [3]:
+                         the alltoallv words of the stream and blocking forms
+                         (int, cuda_a2av.c) */
     int *err_word;      /* CU_ERR_*, read by the runtime's waiting kernels */
     atomic_bool failed_noted; /* CU_ERR_PEER_FAILED recorded as async error  */
     uint64_t timeout_ns;
@@ -325,6 +331,13 @@ symm_status symm__cu_env_size(const char *name, uint64_t dflt, uint64_t *v);
  * (collective; st: this PE's outcome so far). */
 symm_status symm__cu_map_new_chunk(symm__ctx *ctx, cu_state *s, uint64_t off, uint64_t size,
                                    const char *what, symm_status st);
+
+/* cuda_a2av.c: the coll hook's SYMM__COLL_ALLTOALLV; setup (f_a2av,
+ * SYMM_CUDA_A2AV_BLOCKS); a failure a stream-form call left for
+ * symm_ctx_async_error. */
+symm_status symm__cu_alltoallv(symm__ctx *ctx, cu_state *s, const symm__coll *c, void *stream);
+symm_status symm__cu_a2av_setup(cu_state *s);
+void symm__cu_a2av_poll(cu_state *s);
 
 /* cuda_rma.c */
 symm_status symm__cu_copy_async(cu_state *s, CUdeviceptr dst, CUdeviceptr src, uint64_t n);

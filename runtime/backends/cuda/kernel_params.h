@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#include <symm/symm.h>
+
 /* Values of the pinned error word (cu_state.err_word) that the waiting kernels
  * read and set; the device context hands the same word to user kernels as
  * symm_device_ctx.fail_word (kernels_common.cuh checks that
@@ -233,5 +235,27 @@ typedef struct symm__kce_params {
     int32_t vec;              /* 1: src_off, dst_off 16-byte aligned             */
     int32_t pad;
 } symm__kce_params;
+
+/* symm_k_alltoallv (kernels_a2av.cu): symm_alltoallv / _on_stream as one
+ * cooperative grid, the grid form of symm_device_coll.cuh with the
+ * runtime's timeout and a src capacity. */
+#define SYMM__A2AV_THREADS 512u
+/* The reasons it leaves in its word (symm_device_coll.cuh's SYMM__A2AV_*;
+ * kernels_a2av.cu checks they agree). */
+#define CU_A2AV_DST 1      /* this PE would receive more than dst_cap        */
+#define CU_A2AV_PEER_SRC 2 /* a peer's piece for this PE lies beyond its src */
+#define CU_A2AV_OWN_SRC 3  /* this PE's send counts exceed its src           */
+typedef struct symm__ka2av_params {
+    symm_device_ctx ctx;
+    symm_device_team team;
+    void *dst;
+    const void *src;
+    const uint64_t *send_counts;
+    uint64_t *recv_counts, *recv_offsets; /* recv_offsets = recv_counts + n */
+    uint64_t dst_cap, src_cap, unit_bytes;
+    uint64_t timeout_ns;
+    int *err;  /* the error word (timeouts, dead peers)                  */
+    int *word; /* pinned: a SYMM__A2AV_* reason when the call failed     */
+} symm__ka2av_params;
 
 #endif /* SYMM_CUDA_KERNEL_PARAMS_H */

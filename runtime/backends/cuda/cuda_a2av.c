@@ -1,0 +1,160 @@
+/*
+ * symm_alltoallv / symm_alltoallv_on_stream on the CUDA backend (the coll
+ * hook's SYMM__COLL_ALLTOALLV): one cooperative launch of symm_k_alltoallv
+ * (kernels_a2av.cu), the grid form of symm_device_coll.cuh, so the counts
+ * are read on the GPU when the stream gets there (docs/DECISIONS.md
+ * "alltoallv in the C ABI").
+ *
+ * Failures: a barrier that gave up (a dead peer, the timeout) sets the
+ * context's error word as every runtime kernel does; a PE that copied
+ * nothing (dst too small, a peer's piece beyond its src) or whose own send
+ * counts exceed its src leaves the reason in a pinned word: the blocking
+ * form's (pinned[3]) is read after the wait and returned; the stream form's
+ * (pinned[2]) is taken by the next symm_ctx_async_error (cuda.c's
+ * async_poll) and recorded there.
+ */
+#include <stdlib.h>
+
+#include "cuda_internal.h"
+
+#define A2AV_WORD_STREAM 2
+#define A2AV_WORD_BLOCKING 3
+
+static int *a2av_word(cu_state *s, int which) {
+    return (int *)&s->pinned[which];
+}
+
+/* The status and message of a reason the kernel left (SYMM__A2AV_*). */
+static symm_status a2av_status(int why, const char *fn, uint64_t dst_cap, uint64_t src_cap,
+                               bool record, symm__ctx *ctx) {
+    const char *fmt;
+    unsigned long long v;
+    switch (why) {
+    case CU_A2AV_DST:
+        fmt = "%s: this PE would receive more elements than dst_nelems (%llu); nothing was "
+              "received (recv_counts says what would have come)";
+        v = (unsigned long long)dst_cap;
+        break;
+    case CU_A2AV_PEER_SRC:
+        fmt = "%s: a team PE's elements for this PE lie beyond its src range (its counts up to "
+              "this PE add up to more than src_nelems %llu); nothing was received";
+        v = (unsigned long long)src_cap;
+        break;
+    case CU_A2AV_OWN_SRC:
+        fmt = "%s: this PE's send counts add up to more than src_nelems (%llu)";
+        v = (unsigned long long)src_cap;
+        break;
+    default:
+        fmt = "%s: the GPU reported failure %llu";
+        v = (unsigned long long)why;
+        break;
+    }
+    if (record) {
+        symm__async_record(ctx, SYMM_ERR_OUT_OF_BOUNDS, fmt, fn, v);
+        return SYMM_ERR_OUT_OF_BOUNDS;
+    }
+    return symm__err(SYMM_ERR_OUT_OF_BOUNDS, fmt, fn, v);
+}
+
+void symm__cu_a2av_poll(cu_state *s) {
+    if (!s->pinned) return;
+    int why = __atomic_exchange_n(a2av_word(s, A2AV_WORD_STREAM), 0, __ATOMIC_SEQ_CST);
+    if (why)
+        (void)a2av_status(why, "symm_alltoallv_on_stream", s->a2av_caps[0], s->a2av_caps[1],
+                          true, s->ctx);
+}
+
+symm_status symm__cu_a2av_setup(cu_state *s) {
+    SYMM_TRY(symm__cu_get_fn(s, &s->f_a2av, "symm_k_alltoallv"));
+    uint64_t blocks = 0;
+    SYMM_TRY(symm__cu_env_size("SYMM_CUDA_A2AV_BLOCKS", 0, &blocks));
+    const uint64_t sms = s->sms > 0 ? (uint64_t)s->sms : 1;
+    if (blocks > sms)
+        return symm__err(SYMM_ERR_INVALID_ARG,
+                         "SYMM_CUDA_A2AV_BLOCKS=%llu: expected 0 (one block a SM) to %llu (the "
+                         "SMs of this GPU: the grid is cooperative, one block a SM at most)",
+                         (unsigned long long)blocks, (unsigned long long)sms);
+    s->a2av_blocks = (unsigned)(blocks ? blocks : sms);
+    return SYMM_SUCCESS;
+}
+
+/* One cooperative launch: cuLaunchKernelEx with the cooperative attribute,
+ * else cuLaunchCooperativeKernel. */
+static symm_status launch_coop(cu_state *s, unsigned gx, unsigned bx, unsigned smem,
+                               CUstream cs, void **args) {
+    if (symm__cu.LaunchKernelEx) {
+        CUlaunchAttribute a;
+        memset(&a, 0, sizeof a);
+        a.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        a.value.cooperative = 1;
+        CUlaunchConfig c;
+        memset(&c, 0, sizeof c);
+        c.gridDimX = gx;
+        c.gridDimY = 1;
+        c.gridDimZ = 1;
+        c.blockDimX = bx;
+        c.blockDimY = 1;
+        c.blockDimZ = 1;
+        c.sharedMemBytes = smem;
+        c.hStream = cs;
+        c.attrs = &a;
+        c.numAttrs = 1;
+        CUresult r = symm__cu.LaunchKernelEx(&c, s->f_a2av, args, NULL);
+        return r == CUDA_SUCCESS ? SYMM_SUCCESS
+                                 : symm__cu_fail(r, "cuLaunchKernelEx(symm_k_alltoallv, cooperative)");
+    }
+    if (symm__cu.LaunchCooperativeKernel) {
+        CUresult r = symm__cu.LaunchCooperativeKernel(s->f_a2av, gx, 1, 1, bx, 1, 1, smem, cs, args);
+        return r == CUDA_SUCCESS ? SYMM_SUCCESS
+                                 : symm__cu_fail(r, "cuLaunchCooperativeKernel(symm_k_alltoallv)");
+    }
+    return symm__err(SYMM_ERR_NOT_SUPPORTED, "the CUDA driver has neither cuLaunchKernelEx nor "
+                     "cuLaunchCooperativeKernel: alltoallv needs a cooperative launch");
+}
+
+symm_status symm__cu_alltoallv(symm__ctx *ctx, cu_state *s, const symm__coll *c, void *stream) {
+    const symm__team *team = c->team;
+    const int32_t n = team->n_pes;
+    for (int32_t j = 0; j < n; j++) {
+        const int32_t pe = symm__team_world_pe(team, j);
+        if (!ctx->peer_base[pe]) return symm__cu_unreachable(ctx, pe);
+    }
+    symm__ka2av_params p;
+    memset(&p, 0, sizeof p);
+    SYMM_TRY(ctx->ops->device_ctx(ctx, &p.ctx));
+    SYMM_TRY(symm__device_team_of(team, &p.team));
+    /* 3 uint64_t a PE of shared memory: teams the hook serves fit easily */
+    const uint64_t smem = 3u * 8u * (uint64_t)(n > 0 ? n : 1);
+    if (smem > 48u * 1024u)
+        return symm__err(SYMM_ERR_NOT_SUPPORTED, "alltoallv on the CUDA backend: teams of up to "
+                         "2048 PEs (this one has %d)", (int)n);
+    p.dst = symm__local(ctx, c->dst_off);
+    p.src = symm__local(ctx, c->src_off);
+    p.send_counts = (const uint64_t *)symm__local(ctx, c->scount_off);
+    p.recv_counts = (uint64_t *)symm__local(ctx, c->rcount_off);
+    p.recv_offsets = p.recv_counts + n;
+    p.dst_cap = c->dst_cap;
+    p.src_cap = c->src_cap;
+    p.unit_bytes = c->elem_size;
+    p.timeout_ns = s->timeout_ns;
+    p.err = s->err_word;
+    p.word = a2av_word(s, stream ? A2AV_WORD_STREAM : A2AV_WORD_BLOCKING);
+    SYMM_TRY(cu_enter(s));
+    CUstream cs = stream_of(s, stream);
+    if (stream) {
+        s->a2av_caps[0] = c->dst_cap; /* for the message: the latest call's */
+        s->a2av_caps[1] = c->src_cap;
+    } else {
+        __atomic_store_n(p.word, 0, __ATOMIC_SEQ_CST);
+    }
+    SYMM_TRACE(SYMM_LOG_COLL, "cuda: alltoallv on %d PEs: one cooperative grid of %u block(s) x "
+               "%u threads (counts read on the GPU)", (int)n, s->a2av_blocks,
+               (unsigned)SYMM__A2AV_THREADS);
+    void *args[] = {&p};
+    SYMM_TRY(launch_coop(s, s->a2av_blocks, SYMM__A2AV_THREADS, (unsigned)smem, cs, args));
+    SYMM_TRY(symm__cu_finish(s, stream));
+    if (stream) return SYMM_SUCCESS;
+    const int why = __atomic_exchange_n(p.word, 0, __ATOMIC_SEQ_CST);
+    return why ? a2av_status(why, "symm_alltoallv", c->dst_cap, c->src_cap, false, ctx)
+               : SYMM_SUCCESS;
+}
