@@ -16,8 +16,8 @@
 # tests/perf/bench_coll.py: symm vs NCCL vs SymmetricMemory collectives),
 # COLL_MAX_BYTES (default 1 GiB: bench_coll's largest size), CSTREAM_ARGS
 # (arguments of bench_coll_stream, default: every op, the out-of-place
-# all-reduce and the device alltoallv's stream form too, its own sizes up to
-# 256 MiB).
+# all-reduce, the device alltoallv's stream form and symm_alltoallv_on_stream
+# too, its own sizes up to 256 MiB).
 #
 # Files in $OUT: summary.md (pass counts, figures, side-by-side table, platform
 # probe, GPUs, driver, date, command), env.txt, build.log, test.log,
@@ -237,7 +237,7 @@ fi
 CSTREAM_AB_SIZES=262144,1048576,4194304,16777216,67108864,268435456
 CSTREAM_AB_OPS=all_reduce,all_reduce_oop,reduce_scatter
 CSTREAM_L8_SIZES=262144,1048576,2097152
-CSTREAM_ARGS=${CSTREAM_ARGS:---ops all_reduce,all_gather,reduce_scatter,all_to_all,all_reduce_oop,all_to_all_v}
+CSTREAM_ARGS=${CSTREAM_ARGS:---ops all_reduce,all_gather,reduce_scatter,all_to_all,all_reduce_oop,all_to_all_v,all_to_all_v_abi}
 if [ $BUILD_OK = 1 ] && phase cstream; then
   nps=2; [ "$NGPU" -gt 2 ] && nps="2 $NGPU"
   for np in $nps; do

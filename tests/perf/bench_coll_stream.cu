@@ -11,6 +11,9 @@
  *                   counts in GPU memory, equal (as all_to_all), with
  *                   --a2av-blocks N blocks (0: one a SM; only when --ops
  *                   names it)
+ *   all_to_all_v_abi  symm_alltoallv_on_stream (the C ABI's: the same grid,
+ *                   through the runtime; SYMM_CUDA_A2AV_BLOCKS sets its
+ *                   blocks; only when --ops names it)
  *
  * "bytes" is the largest buffer, as in bench_coll.py: the all-reduce buffer,
  * the all-gather output, the reduce-scatter input, the all-to-all buffer. For
@@ -65,9 +68,10 @@ __global__ void k_fill(float *x, uint64_t n, int pe) {
 
 /* Counts elements of x that differ from the expected value of op for element
  * i (i counted from first in the source pattern's numbering). */
-enum { OP_AR, OP_AG, OP_RS, OP_A2A, OP_ARO, OP_A2AV, N_OPS };
+enum { OP_AR, OP_AG, OP_RS, OP_A2A, OP_ARO, OP_A2AV, OP_A2AVC, N_OPS };
 static const char *const kOpName[N_OPS] = {"all_reduce", "all_gather", "reduce_scatter",
-                                           "all_to_all", "all_reduce_oop", "all_to_all_v"};
+                                           "all_to_all", "all_reduce_oop", "all_to_all_v",
+                                           "all_to_all_v_abi"};
 __global__ void k_check(const float *x, uint64_t n, int op, int me, int npes, uint64_t per,
                         unsigned long long *bad) {
     unsigned long long mine = 0;
@@ -93,7 +97,7 @@ __global__ void k_check(const float *x, uint64_t n, int op, int me, int npes, ui
 
 struct Args {
     std::vector<size_t> sizes;
-    bool ops[N_OPS] = {true, true, true, true, false, false};
+    bool ops[N_OPS] = {true, true, true, true, false, false, false};
     bool peer_access = false;
     int calls = 0; /* --calls K: calls per timing (0: by size) */
 };
@@ -101,7 +105,9 @@ static bool g_align = true; /* --no-align: no host barrier before each timing */
 static int g_skew_us = 0;   /* --skew-us N: PE 1 sleeps N us before each timing */
 static unsigned g_a2av_blocks = 0; /* --a2av-blocks N */
 /* all_to_all_v: the device context and team, this PE's symmetric src / dst,
- * the symmetric send counts, and the receive counts / offsets */
+ * the symmetric send counts, and the receive counts / offsets (one buffer:
+ * send counts, then receive counts and offsets, as symm_alltoallv takes) */
+static symm_buf g_bcounts;
 static symm_device_ctx g_dc;
 static symm_device_team g_dt;
 static float *g_src, *g_dst;
@@ -166,6 +172,11 @@ static void call(int op, symm_buf dst, symm_buf src, size_t bytes, cudaStream_t 
     case OP_A2AV: /* units of one float; the counts (per each) are set per size */
         CK(symm_dev_alltoallv_on_stream_blocks(g_dc, g_dt, g_dst, per * (uint64_t)g_n, g_src,
                                                g_counts, 4, g_rc, g_ro, nullptr, g_a2av_blocks, s));
+        break;
+    case OP_A2AVC:
+        SK(symm_alltoallv_on_stream(g_world, dst, 0, per * (uint64_t)g_n, src, 0,
+                                    per * (uint64_t)g_n, g_bcounts, 0, g_bcounts, (uint64_t)g_n,
+                                    s));
         break;
     default: SK(symm_alltoall_on_stream(g_world, dst, 0, src, 0, per, s)); break;
     }
@@ -260,9 +271,8 @@ int main(int argc, char **argv) {
     SK(symm_buf_ptr(bsrc, (void **)&src));
     SK(symm_buf_ptr(bdst, (void **)&dst));
     SK(symm_buf_ptr(bbad, (void **)&bad));
-    symm_buf bcounts;
-    SK(symm_buf_alloc(g_ctx, SYMM_DTYPE_UINT64, 3 * (uint64_t)g_n, &bcounts));
-    SK(symm_buf_ptr(bcounts, (void **)&g_counts));
+    SK(symm_buf_alloc(g_ctx, SYMM_DTYPE_UINT64, 3 * (uint64_t)g_n, &g_bcounts));
+    SK(symm_buf_ptr(g_bcounts, (void **)&g_counts));
     g_rc = g_counts + g_n;
     g_ro = g_counts + 2 * g_n;
     g_src = src;
@@ -314,7 +324,7 @@ int main(int argc, char **argv) {
             const bool whole = op == OP_AR || op == OP_ARO; /* n elements, not per PE */
             if (!whole && per == 0) continue;
             if (n == 0) continue;
-            if (op == OP_A2AV) { /* per units to every PE */
+            if (op == OP_A2AV || op == OP_A2AVC) { /* per units to every PE */
                 std::vector<uint64_t> c((size_t)g_n, per);
                 CK(cudaMemcpy(g_counts, c.data(), c.size() * 8, cudaMemcpyHostToDevice));
             }
@@ -366,7 +376,7 @@ int main(int argc, char **argv) {
     results_json("symm");
     CK(cudaStreamSynchronize(s));
     SK(symm_barrier_all(g_ctx));
-    SK(symm_buf_free(bcounts));
+    SK(symm_buf_free(g_bcounts));
     SK(symm_buf_free(bbad));
     SK(symm_buf_free(bdst));
     SK(symm_buf_free(bsrc));
