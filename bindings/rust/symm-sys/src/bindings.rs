@@ -36,8 +36,8 @@ pub type symm_stream_t = *mut c_void;
 // ---- constants (every integer #define of symm.h)
 /// C `#define SYMM_VERSION_MAJOR 1`.
 pub const SYMM_VERSION_MAJOR: u32 = 1;
-/// C `#define SYMM_VERSION_MINOR 1`.
-pub const SYMM_VERSION_MINOR: u32 = 1;
+/// C `#define SYMM_VERSION_MINOR 2`.
+pub const SYMM_VERSION_MINOR: u32 = 2;
 /// C `#define SYMM_VERSION_PATCH 0`.
 pub const SYMM_VERSION_PATCH: u32 = 0;
 /// ```text
@@ -45,7 +45,7 @@ pub const SYMM_VERSION_PATCH: u32 = 0;
 /// spelled as a literal so binding generators (bindgen, cgo, translate-c) keep
 /// it; tests/abi checks that the two agree.
 /// ```
-pub const SYMM_VERSION: u32 = 1001000;
+pub const SYMM_VERSION: u32 = 1002000;
 /// C `#define SYMM_SUCCESS 0`.
 pub const SYMM_SUCCESS: symm_status = 0;
 /// C `#define SYMM_ERR_INVALID_ARG 1`.
@@ -1188,6 +1188,56 @@ extern "C" {
     /// symm_status symm_reducescatter_on_stream(symm_team team, symm_buf dst, uint64_t dst_index, symm_buf src, uint64_t src_index, uint64_t nelems, uint32_t op, symm_stream_t stream);
     /// ```
     pub fn symm_reducescatter_on_stream(team: symm_team, dst: symm_buf, dst_index: u64, src: symm_buf, src_index: u64, nelems: u64, op: u32, stream: symm_stream_t) -> symm_status;
+    /// ```text
+    /// MoE dispatch and combine (PyTorch's all_to_all_vdev): every PE sends
+    /// send_counts[j] elements to team PE j, and the counts are read from
+    /// symmetric memory when the call (the stream) gets there, so counts that a
+    /// kernel just computed need no copy to the host.
+    ///  - src: src_nelems elements from src_index: those for team PE 0, then those
+    ///    for PE 1, ... (packed).
+    ///  - send_counts: a SYMM_DTYPE_UINT64 or SYMM_DTYPE_INT64 buffer, n entries
+    ///    from send_index (n = the team's size): elements for team PE j. Peers
+    ///    read it.
+    ///  - dst: room for dst_nelems elements from dst_index; receives PE 0's
+    ///    elements for this PE, then PE 1's, ... (packed).
+    ///  - recv_counts: UINT64 or INT64, 2 * n entries from recv_index, written:
+    ///    [j] the elements that came from PE j, [n + j] where they start in dst
+    ///    (relative to dst_index).
+    /// dst and src have one dtype; every buffer is in the team's context; dst,
+    /// src, send_counts and recv_counts ranges must not overlap (except src with
+    /// send_counts, both only read). src_index, src_nelems and send_index must be
+    /// the same on every PE (the GPU reads a peer at this PE's offsets): the
+    /// blocking form checks it (MISMATCH), the stream form cannot.
+    /// Counts are read as uint64 (a negative INT64 count is a huge one). When
+    /// this PE's counts add up to more than src_nelems, it returns
+    /// SYMM_ERR_OUT_OF_BOUNDS; when what it would receive exceeds dst_nelems, or
+    /// some peer's elements for it lie beyond that peer's src_nelems, it copies
+    /// nothing, still writes recv_counts (what would have come), and returns
+    /// SYMM_ERR_OUT_OF_BOUNDS. Either way the other PEs finish normally.
+    /// Combine (the reverse exchange) is the same call with the forward call's
+    /// recv_counts (its first n entries, in a symmetric buffer) as send_counts
+    /// and its dst as src: every element returns to the slot it left from.
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA, TIMEOUT;
+    ///   keeps: none.
+    ///
+    /// symm_status symm_alltoallv(symm_team team, symm_buf dst, uint64_t dst_index, uint64_t dst_nelems, symm_buf src, uint64_t src_index, uint64_t src_nelems, symm_buf send_counts, uint64_t send_index, symm_buf recv_counts, uint64_t recv_index);
+    /// ```
+    pub fn symm_alltoallv(team: symm_team, dst: symm_buf, dst_index: u64, dst_nelems: u64, src: symm_buf, src_index: u64, src_nelems: u64, send_counts: symm_buf, send_index: u64, recv_counts: symm_buf, recv_index: u64) -> symm_status;
+    /// ```text
+    /// Stream-ordered form: enqueued on stream (graph-capturable; on the CUDA
+    /// backend one cooperative kernel that reads the counts on the GPU). The
+    /// returned status is about the arguments; an OUT_OF_BOUNDS found on the GPU
+    /// is recorded on the context (symm_ctx_async_error), and recv_counts says
+    /// what would have come. On the host backend it runs to completion first and
+    /// returns the status itself, as the blocking form.
+    /// Contract: collective(team); thread: level; errors: INVALID_HANDLE, INVALID_ARG, OUT_OF_BOUNDS,
+    ///   THREAD_LEVEL, MISMATCH, NOT_SUPPORTED, OUT_OF_MEMORY, PEER_FAILED, CUDA, TIMEOUT;
+    ///   keeps: none.
+    ///
+    /// symm_status symm_alltoallv_on_stream(symm_team team, symm_buf dst, uint64_t dst_index, uint64_t dst_nelems, symm_buf src, uint64_t src_index, uint64_t src_nelems, symm_buf send_counts, uint64_t send_index, symm_buf recv_counts, uint64_t recv_index, symm_stream_t stream);
+    /// ```
+    pub fn symm_alltoallv_on_stream(team: symm_team, dst: symm_buf, dst_index: u64, dst_nelems: u64, src: symm_buf, src_index: u64, src_nelems: u64, send_counts: symm_buf, send_index: u64, recv_counts: symm_buf, recv_index: u64, stream: symm_stream_t) -> symm_status;
     /// ```text
     /// Address at which this process can load/store pe's copy of buf (element 0),
     /// or NULL in *ptr when pe is not load/store reachable. Any thread.
