@@ -335,6 +335,19 @@ fn symm_sys_matches_the_abi_description() {
     );
     let version = abi.get("version").unwrap();
     assert_eq!(version.n("encoded"), symm_sys::SYMM_VERSION as i128);
+    // The crates carry the library's version: a new minor bumps them too.
+    let v = format!(
+        "{}.{}.{}",
+        version.n("major"),
+        version.n("minor"),
+        version.n("patch")
+    );
+    assert_eq!(
+        env!("CARGO_PKG_VERSION"),
+        v,
+        "symm-sys's version is not the ABI's: bump [workspace.package] version in \
+         bindings/rust/Cargo.toml (and symm's symm-sys requirement, Cargo.lock)"
+    );
 }
 
 /// The comparison catches each kind of drift (so the test above can fail).

@@ -20,6 +20,15 @@ pub trait Element: sealed::Sealed + Copy + Default + Send + Sync + 'static {
 /// atomics accept.
 pub trait Integer: Element {}
 
+/// Element types of a count buffer of [`Team::alltoallv`](crate::Team::alltoallv):
+/// `u64` and `i64` (`SYMM_DTYPE_UINT64`, `SYMM_DTYPE_INT64`), the two the
+/// runtime accepts. Counts are read as `u64` whichever it is (a negative `i64`
+/// count is a huge one).
+pub trait Count: Integer {}
+
+impl Count for u64 {}
+impl Count for i64 {}
+
 macro_rules! elements {
     ($($t:ty => $d:ident $(, $int:ident)?;)*) => {$(
         impl sealed::Sealed for $t {}

@@ -91,7 +91,7 @@ pub use buffer::{Buffer, NbiScope};
 pub use context::{
     Backend, Bootstrap, Context, ContextBuilder, ContextInfo, ThreadLevel, UniqueId,
 };
-pub use element::{dtype_size, Element, Integer, BF16, F16};
+pub use element::{dtype_size, Count, Element, Integer, BF16, F16};
 pub use error::{status_name, Error, Result};
 pub use team::{PredefinedTeam, Team};
 /// The README's examples compile (`cargo test` runs them as doc tests).

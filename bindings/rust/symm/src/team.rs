@@ -9,7 +9,7 @@ use symm_sys as ffi;
 
 use crate::buffer::Buffer;
 use crate::context::Context;
-use crate::element::Element;
+use crate::element::{Count, Element};
 use crate::error::{check, Result};
 use crate::{u64_of, warn_leak, ReduceOp, Stream};
 
@@ -348,6 +348,93 @@ impl<'ctx> Team<'ctx> {
         })
     }
 
+    /// Variable-size all-to-all with its counts in symmetric memory, as MoE
+    /// dispatch and combine need it (`symm_alltoallv`, since ABI 1.2).
+    /// Collective.
+    ///
+    /// Every PE sends `send_counts[send_index + j]` elements to team PE `j`.
+    /// The counts are read from symmetric memory when the call gets there
+    /// (peers read them too), so counts that a kernel just computed need no
+    /// copy to the host. With `n` = [`Team::n_pes`]:
+    ///
+    /// - `src`: `src_nelems` elements from `src_index`, packed in team order:
+    ///   the elements for team PE 0, then those for PE 1, ...
+    /// - `send_counts`: `n` entries from `send_index`: how many elements go to
+    ///   each team PE.
+    /// - `dst`: room for `dst_nelems` elements from `dst_index`; receives PE 0's
+    ///   elements for this PE, then PE 1's, ... (packed).
+    /// - `recv_counts`: `2 * n` entries from `recv_index`, written by the call:
+    ///   `[j]` how many elements came from team PE `j`, `[n + j]` where they
+    ///   start in `dst`, relative to `dst_index`.
+    ///
+    /// Count buffers are `u64` or `i64` ([`Count`]) and read as `u64`: a
+    /// negative `i64` count is a huge one. Every buffer belongs to the team's
+    /// context, and the `dst`, `src`, `send_counts` and `recv_counts` ranges
+    /// must not overlap, except `src` with `send_counts` (both only read);
+    /// an overlap is [`Error::InvalidArg`](crate::Error::InvalidArg).
+    /// `src_index`, `src_nelems` and `send_index` must be the same on every PE
+    /// (peers are read at this PE's offsets): otherwise every PE gets
+    /// [`Error::Mismatch`](crate::Error::Mismatch). An argument error of one PE
+    /// is that PE's error, and the other PEs get `Error::Mismatch`; nothing is
+    /// moved then.
+    ///
+    /// # Out of bounds
+    ///
+    /// The counts are only known when the call runs; each PE checks what
+    /// concerns it and returns [`Error::OutOfBounds`](crate::Error::OutOfBounds)
+    /// when
+    ///
+    /// - its send counts add up to more than `src_nelems`, or
+    /// - it would receive more than `dst_nelems` elements, or some of its
+    ///   incoming elements lie beyond their sender's `src_nelems`: then it
+    ///   copies nothing into `dst`, but still writes `recv_counts` (what would
+    ///   have come).
+    ///
+    /// The other PEs finish normally with their complete result, and the team
+    /// stays usable.
+    ///
+    /// A runtime older than 1.2 (the loader compiled into this crate is 1.2)
+    /// answers [`Error::NotSupported`](crate::Error::NotSupported).
+    ///
+    /// # Combine
+    ///
+    /// The reverse exchange is the same call with the forward call's
+    /// `recv_counts` (its first `n` entries, at the forward `recv_index`) as
+    /// `send_counts`, and the forward `dst` (at `dst_index`) as `src`: every
+    /// element returns to the slot of the forward `src` it left from. The
+    /// combine writes its own receive counts to another range.
+    pub fn alltoallv<T: Element, C: Count>(
+        &self,
+        dst: &Buffer<'_, T>,
+        dst_index: usize,
+        dst_nelems: usize,
+        src: &Buffer<'_, T>,
+        src_index: usize,
+        src_nelems: usize,
+        send_counts: &Buffer<'_, C>,
+        send_index: usize,
+        recv_counts: &Buffer<'_, C>,
+        recv_index: usize,
+    ) -> Result<()> {
+        let _g = lock(&self.lock);
+        // SAFETY: handles and integers; every range is checked by the runtime.
+        check(unsafe {
+            ffi::symm_alltoallv(
+                self.raw,
+                dst.as_raw(),
+                u64_of(dst_index),
+                u64_of(dst_nelems),
+                src.as_raw(),
+                u64_of(src_index),
+                u64_of(src_nelems),
+                send_counts.as_raw(),
+                u64_of(send_index),
+                recv_counts.as_raw(),
+                u64_of(recv_index),
+            )
+        })
+    }
+
     /// Element-wise reduction of every PE's `src` range into every PE's `dst`
     /// range. Collective (`symm_reduce`).
     pub fn reduce<T: Element>(
@@ -492,6 +579,53 @@ impl<'ctx> Team<'ctx> {
             src.as_raw(),
             u64_of(src_index),
             u64_of(nelems),
+            stream,
+        ))
+    }
+
+    /// Stream-ordered [`Team::alltoallv`] (`symm_alltoallv_on_stream`, since
+    /// ABI 1.2): enqueued on `stream` (graph-capturable); on the CUDA backend
+    /// one kernel that reads the counts on the GPU when the stream reaches it.
+    ///
+    /// The returned status is about the arguments. An out-of-bounds exchange
+    /// found on the GPU is not returned here: it is recorded on the context
+    /// ([`Context::async_error`]), and `recv_counts` says what would have
+    /// come. The stream form cannot compare `src_index`, `src_nelems` and
+    /// `send_index` across PEs (no [`Error::Mismatch`](crate::Error::Mismatch)):
+    /// they must agree. On the host backend the call runs to completion
+    /// before returning and returns its status as [`Team::alltoallv`] does.
+    ///
+    /// # Safety
+    /// `stream` must be a valid CUDA stream of this process (or null), and the
+    /// four buffers must stay allocated until the stream reaches the
+    /// operation.
+    pub unsafe fn alltoallv_on_stream<T: Element, C: Count>(
+        &self,
+        dst: &Buffer<'_, T>,
+        dst_index: usize,
+        dst_nelems: usize,
+        src: &Buffer<'_, T>,
+        src_index: usize,
+        src_nelems: usize,
+        send_counts: &Buffer<'_, C>,
+        send_index: usize,
+        recv_counts: &Buffer<'_, C>,
+        recv_index: usize,
+        stream: Stream,
+    ) -> Result<()> {
+        let _g = lock(&self.lock);
+        check(ffi::symm_alltoallv_on_stream(
+            self.raw,
+            dst.as_raw(),
+            u64_of(dst_index),
+            u64_of(dst_nelems),
+            src.as_raw(),
+            u64_of(src_index),
+            u64_of(src_nelems),
+            send_counts.as_raw(),
+            u64_of(send_index),
+            recv_counts.as_raw(),
+            u64_of(recv_index),
             stream,
         ))
     }

@@ -140,6 +140,27 @@ fn the_safe_crate_covers_the_abi() {
     );
 }
 
+/// The safe crate has the ABI's version, requires symm-sys of that version,
+/// and Cargo.lock records both (a new minor bumps all of them).
+#[test]
+fn the_crates_have_the_abi_version() {
+    let abi = json::load_abi();
+    let v = abi.get("version").expect("version");
+    let want = format!("{}.{}.{}", v.n("major"), v.n("minor"), v.n("patch"));
+    assert_eq!(env!("CARGO_PKG_VERSION"), want, "symm's version");
+    let toml = include_str!("../Cargo.toml");
+    let dep = format!("symm-sys = {{ path = \"../symm-sys\", version = \"{want}\" }}");
+    assert!(
+        toml.lines().any(|l| l.trim() == dep),
+        "symm/Cargo.toml does not have `{dep}`"
+    );
+    let lock = include_str!("../../Cargo.lock");
+    for name in ["symm", "symm-sys"] {
+        let entry = format!("name = \"{name}\"\nversion = \"{want}\"\n");
+        assert!(lock.contains(&entry), "Cargo.lock: {name} is not {want}");
+    }
+}
+
 /// A header that gains a function or a constant the safe crate does not
 /// name makes the check fail; so does a call that exists only in a comment.
 #[test]

@@ -11,7 +11,7 @@ mod common;
 
 use std::process::Command;
 
-use symm::{Backend, Cmp, Context, ReduceOp, SignalOp};
+use symm::{Backend, Buffer, Cmp, Context, Error, ReduceOp, SignalOp, Team};
 
 const N_PES: i32 = 4;
 
@@ -173,6 +173,8 @@ fn pe_worker() {
         "alltoall"
     );
 
+    alltoallv_checks(&ctx, &world);
+
     // A split team of the even PEs reduces on its own.
     match world.split_strided(0, 2, n / 2).unwrap() {
         Some(even) => {
@@ -216,6 +218,233 @@ fn pe_worker() {
     assert!(ctx.async_error(false).unwrap().is_none());
     ctx.finalize().unwrap();
     println!("pe {me}/{n}: all checks passed");
+}
+
+/// Elements team PE `s` sends to team PE `r` in the alltoallv checks: 0 to 4,
+/// some pairs 0 (rows: [1 4 0 3] [1 4 2 0] [4 4 4 4] [2 4 1 1]).
+fn a2av_count(s: i32, r: i32) -> usize {
+    ((s * 5 + r * 3 + s * r * 2 + 1) % 7 % 5) as usize
+}
+
+/// Element `k` of PE `pe`'s alltoallv source buffer (all of it, not only the
+/// range sent).
+fn a2av_value(pe: i32, k: usize) -> i32 {
+    1000 * (pe + 1) + k as i32
+}
+
+// The alltoallv layout: src_index, src_nelems, dst_index, dst_nelems,
+// send_index, recv_index, and the buffers' lengths (room on both sides).
+const A2AV_SI: usize = 1;
+const A2AV_SN: usize = 18;
+const A2AV_DI: usize = 2;
+const A2AV_DN: usize = 18;
+const A2AV_CI: usize = 1;
+const A2AV_RI: usize = 1;
+const A2AV_LEN: usize = 22;
+const SENTINEL: i32 = -1;
+
+/// What PE `me`'s dst (all `A2AV_LEN` elements) and its 2n receive entries
+/// must be after the forward exchange, computed from `a2av_count` alone.
+fn a2av_expected(me: i32, n: i32) -> (Vec<i32>, Vec<u64>) {
+    let mut dst = vec![SENTINEL; A2AV_LEN];
+    let mut rc = vec![0u64; 2 * n as usize];
+    let mut at = 0;
+    for s in 0..n {
+        // where s packed its elements for me: after those for team PEs < me
+        let off: usize = (0..me).map(|q| a2av_count(s, q)).sum();
+        let c = a2av_count(s, me);
+        for k in 0..c {
+            dst[A2AV_DI + at + k] = a2av_value(s, A2AV_SI + off + k);
+        }
+        rc[s as usize] = c as u64;
+        rc[(n + s) as usize] = at as u64;
+        at += c;
+    }
+    assert!(
+        at <= A2AV_DN,
+        "the layout has room for what PE {me} receives"
+    );
+    (dst, rc)
+}
+
+fn read_all<T: symm::Element>(b: &Buffer<'_, T>, me: i32) -> Vec<T> {
+    let mut v = vec![T::default(); b.len()];
+    b.get(0, &mut v, me).unwrap();
+    v
+}
+
+/// Check PE `me`'s dst against the forward exchange, element by element,
+/// and its receive entries (`rc`: the 2n entries read from recv_index).
+fn a2av_check_forward(dst: &Buffer<'_, i32>, rc: &[u64], me: i32, n: i32, what: &str) {
+    let (want_dst, want_rc) = a2av_expected(me, n);
+    let got = read_all(dst, me);
+    for (i, (g, w)) in got.iter().zip(&want_dst).enumerate() {
+        assert_eq!(g, w, "{what}: dst[{i}] on PE {me} (whole dst: {got:?})");
+    }
+    assert_eq!(
+        rc,
+        &want_rc[..],
+        "{what}: recv counts and offsets on PE {me}"
+    );
+}
+
+/// Variable-size all-to-all (ABI 1.2): the forward exchange with per-pair
+/// counts (zeros included) and non-zero indices, checked element by element;
+/// the combine restores every element; a dst too small on one PE fails there
+/// only (nothing copied, receive counts written); src_nelems that disagree
+/// are a mismatch everywhere; the stream form then works on the same team.
+fn alltoallv_checks(ctx: &Context, world: &Team<'_>) {
+    let (me, n) = (world.my_pe(), world.n_pes());
+    let nu = n as usize;
+    let src = ctx.alloc::<i32>(A2AV_LEN).unwrap();
+    let dst = ctx.alloc::<i32>(A2AV_LEN).unwrap();
+    let back = ctx.alloc::<i32>(A2AV_LEN).unwrap();
+    let scnt = ctx.alloc::<i64>(nu + 2).unwrap();
+    let rcnt = ctx.alloc::<i64>(2 * nu + 1).unwrap();
+    let rcnt2 = ctx.alloc::<i64>(2 * nu).unwrap();
+    let mine: Vec<i32> = (0..A2AV_LEN).map(|k| a2av_value(me, k)).collect();
+    src.put(0, &mine, me).unwrap();
+    let sends: Vec<usize> = (0..n).map(|r| a2av_count(me, r)).collect();
+    let sent: usize = sends.iter().sum();
+    assert!(sent <= A2AV_SN);
+    let mut sc = vec![-5i64; nu + 2]; // entries outside the range are not counts
+    for (r, c) in sends.iter().enumerate() {
+        sc[A2AV_CI + r] = *c as i64;
+    }
+    scnt.put(0, &sc, me).unwrap();
+    dst.put(0, &[SENTINEL; A2AV_LEN], me).unwrap();
+    back.put(0, &[SENTINEL; A2AV_LEN], me).unwrap();
+    rcnt.put(0, &vec![-7; 2 * nu + 1], me).unwrap();
+
+    // Forward (dispatch), i64 counts.
+    world
+        .alltoallv(
+            &dst, A2AV_DI, A2AV_DN, &src, A2AV_SI, A2AV_SN, &scnt, A2AV_CI, &rcnt, A2AV_RI,
+        )
+        .unwrap();
+    let rc = read_all(&rcnt, me);
+    assert_eq!(rc[0], -7, "recv_counts before recv_index untouched");
+    let rc_u: Vec<u64> = rc[A2AV_RI..].iter().map(|&c| c as u64).collect();
+    a2av_check_forward(&dst, &rc_u, me, n, "alltoallv");
+    assert_eq!(read_all(&src, me), mine, "alltoallv leaves src as it was");
+    assert_eq!(
+        read_all(&scnt, me),
+        sc,
+        "alltoallv leaves send_counts as they were"
+    );
+
+    // Combine: the receive counts as send counts, dst as src, into back.
+    world
+        .alltoallv(
+            &back, A2AV_SI, A2AV_SN, &dst, A2AV_DI, A2AV_DN, &rcnt, A2AV_RI, &rcnt2, 0,
+        )
+        .unwrap();
+    let mut want_back = vec![SENTINEL; A2AV_LEN];
+    want_back[A2AV_SI..A2AV_SI + sent].copy_from_slice(&mine[A2AV_SI..A2AV_SI + sent]);
+    assert_eq!(
+        read_all(&back, me),
+        want_back,
+        "combine: every element back in the slot it left from"
+    );
+    let rc2 = read_all(&rcnt2, me);
+    let mut off = 0i64;
+    for r in 0..nu {
+        assert_eq!(rc2[r], sends[r] as i64, "combine's recv count from PE {r}");
+        assert_eq!(rc2[nu + r], off, "combine's recv offset of PE {r}");
+        off += sends[r] as i64;
+    }
+
+    // dst too small on the last PE (u64 counts this time): it gets
+    // OutOfBounds, copies nothing, still writes its receive counts; the
+    // others succeed with their complete result.
+    let scnt_u = ctx.alloc::<u64>(nu).unwrap();
+    let rcnt_u = ctx.alloc::<u64>(2 * nu).unwrap();
+    let sends_u: Vec<u64> = sends.iter().map(|&c| c as u64).collect();
+    scnt_u.put(0, &sends_u, me).unwrap();
+    dst.put(0, &[SENTINEL; A2AV_LEN], me).unwrap();
+    let (_, want_rc) = a2av_expected(me, n);
+    let incoming: u64 = want_rc[..nu].iter().sum();
+    let small = me == n - 1;
+    let dst_n = if small {
+        incoming as usize - 1
+    } else {
+        A2AV_DN
+    };
+    let r = world.alltoallv(
+        &dst, A2AV_DI, dst_n, &src, A2AV_SI, A2AV_SN, &scnt_u, 0, &rcnt_u, 0,
+    );
+    let rc_after = read_all(&rcnt_u, me);
+    if small {
+        match r {
+            Err(Error::OutOfBounds(ref m)) => assert!(m.contains("dst_nelems"), "{m}"),
+            other => panic!("PE {me} with a dst too small: {other:?}"),
+        }
+        assert_eq!(
+            read_all(&dst, me),
+            vec![SENTINEL; A2AV_LEN],
+            "the PE without room copied nothing"
+        );
+        assert_eq!(rc_after, want_rc, "it still wrote what would have come");
+    } else {
+        r.unwrap_or_else(|e| panic!("PE {me} next to a PE without room: {e}"));
+        a2av_check_forward(&dst, &rc_after, me, n, "alltoallv next to a failure");
+    }
+
+    // src_nelems must agree: one PE that differs is a mismatch for all, and
+    // nothing moves.
+    dst.put(0, &[SENTINEL; A2AV_LEN], me).unwrap();
+    let sn = if me == 0 { A2AV_SN - 1 } else { A2AV_SN };
+    let e = world
+        .alltoallv(
+            &dst, A2AV_DI, A2AV_DN, &src, A2AV_SI, sn, &scnt_u, 0, &rcnt_u, 0,
+        )
+        .unwrap_err();
+    assert!(matches!(e, Error::Mismatch(_)), "PE {me}: {e:?}");
+    assert_eq!(
+        read_all(&dst, me),
+        vec![SENTINEL; A2AV_LEN],
+        "a mismatch moves nothing"
+    );
+
+    // The team still works: the stream form (complete on return on the host
+    // backend) gives the full exchange on every PE.
+    rcnt_u.put(0, &vec![u64::MAX; 2 * nu], me).unwrap();
+    // SAFETY: host backend (the null stream is not used); the buffers outlive
+    // the call, which completes before returning.
+    unsafe {
+        world
+            .alltoallv_on_stream(
+                &dst,
+                A2AV_DI,
+                A2AV_DN,
+                &src,
+                A2AV_SI,
+                A2AV_SN,
+                &scnt_u,
+                0,
+                &rcnt_u,
+                0,
+                std::ptr::null_mut(),
+            )
+            .unwrap();
+    }
+    a2av_check_forward(
+        &dst,
+        &read_all(&rcnt_u, me),
+        me,
+        n,
+        "alltoallv_on_stream after the errors",
+    );
+
+    for b in [src, dst, back] {
+        b.free().unwrap();
+    }
+    for b in [scnt, rcnt, rcnt2] {
+        b.free().unwrap();
+    }
+    for b in [scnt_u, rcnt_u] {
+        b.free().unwrap();
+    }
 }
 
 /// A PE that leaves the job: the one waiting for it gets `Error::PeerFailed`

@@ -181,6 +181,28 @@ fn rma_atomics_waits_and_collectives_on_one_pe() {
     world.fcollect(&dst, 0, &src, 1, 1).unwrap();
     world.collect(&dst, 1, &src, 0, 1).unwrap();
     world.alltoall(&dst, 0, &src, 0, 1).unwrap();
+    // alltoallv to itself with i64 counts; a negative count is a huge one
+    let sc = ctx.alloc::<i64>(1).unwrap();
+    let rc = ctx.alloc::<i64>(2).unwrap();
+    sc.p(0, 2, 0).unwrap();
+    world
+        .alltoallv(&dst, 0, 2, &src, 0, 2, &sc, 0, &rc, 0)
+        .unwrap();
+    let mut got_rc = [0i64; 2];
+    rc.get(0, &mut got_rc, 0).unwrap();
+    assert_eq!(got_rc, [2, 0], "alltoallv recv count and offset");
+    sc.p(0, -1, 0).unwrap();
+    let e = world
+        .alltoallv(&dst, 0, 2, &src, 0, 2, &sc, 0, &rc, 0)
+        .unwrap_err();
+    assert!(matches!(e, Error::OutOfBounds(_)), "{e:?}");
+    let e = world
+        .alltoallv(&dst, 0, 2, &src, 0, 2, &rc, 1, &rc, 0)
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidArg(_)),
+        "overlapping counts: {e:?}"
+    );
     world
         .reducescatter(&dst, 1, &src, 1, 1, ReduceOp::Sum)
         .unwrap();
@@ -231,6 +253,9 @@ fn rma_atomics_waits_and_collectives_on_one_pe() {
     drop(leaked);
     assert_eq!(ctx.query().unwrap().heap_used, with, "drop did not free");
     for b in [src, dst] {
+        b.free().unwrap();
+    }
+    for b in [sc, rc] {
         b.free().unwrap();
     }
     data.free().unwrap();
@@ -374,6 +399,9 @@ fn stream_forms_on_the_host_backend() {
     assert_eq!(all, [6, 6, 7, 5], "putmem_on_stream");
 
     let d = ctx.alloc::<u32>(4).unwrap();
+    let sc = ctx.alloc::<u64>(1).unwrap();
+    let rc = ctx.alloc::<u64>(2).unwrap();
+    sc.p(0, 4, 0).unwrap();
     let expect = |what: &str| {
         let mut got = [0u32; 4];
         d.get(0, &mut got, 0).unwrap();
@@ -394,6 +422,18 @@ fn stream_forms_on_the_host_backend() {
         w.reducescatter_on_stream(&d, 0, &b, 0, 4, ReduceOp::Prod, s)
             .unwrap();
         expect("reducescatter_on_stream");
+        w.alltoallv_on_stream(&d, 0, 4, &b, 0, 4, &sc, 0, &rc, 0, s)
+            .unwrap();
+        expect("alltoallv_on_stream");
+        assert_eq!([rc.g(0, 0).unwrap(), rc.g(1, 0).unwrap()], [4, 0]);
+        // dst too small: nothing copied, the receive counts still written
+        rc.put(0, &[9, 9], 0).unwrap();
+        let e = w
+            .alltoallv_on_stream(&d, 0, 3, &b, 0, 4, &sc, 0, &rc, 0, s)
+            .unwrap_err();
+        assert!(matches!(e, Error::OutOfBounds(_)), "{e:?}");
+        assert_eq!([rc.g(0, 0).unwrap(), rc.g(1, 0).unwrap()], [4, 0]);
+        assert_eq!(d.g(0, 0).unwrap(), 0, "nothing copied");
 
         // CUDA's special stream handles are values, not pointers.
         ctx.quiet_on_stream(1 as symm::Stream).unwrap();
@@ -410,6 +450,9 @@ fn stream_forms_on_the_host_backend() {
     assert!(ctx.async_error(true).unwrap().is_none());
     drop(w);
     d.free().unwrap();
+    for c in [sc, rc] {
+        c.free().unwrap();
+    }
     sig.free().unwrap();
     b.free().unwrap();
     ctx.finalize().unwrap();
