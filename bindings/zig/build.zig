@@ -1,6 +1,6 @@
 //! Build of the symm Zig package (bindings/zig). Zig 0.15.2.
 //!
-//! Module `symm` (src/symm.zig): the idiomatic API over the C ABI 1.1, with
+//! Module `symm` (src/symm.zig): the idiomatic API over the C ABI 1.2, with
 //! the header translated by translate-c (module `symm_c`, re-exported as
 //! `symm.c`) and the symm loader (loader/symm_loader.c) compiled in, so a
 //! program builds without an installed symm and finds the runtime at run time.
@@ -9,6 +9,7 @@
 //! ABI check, missing-runtime tests; single-PE tests with -Dsymm-runtime=PATH),
 //! `zig build docs` (HTML into <prefix>/docs), `zig build abi-check`.
 const std = @import("std");
+const manifest = @import("build.zig.zon");
 
 pub fn build(b: *std.Build) void {
     const target = b.standardTargetOptions(.{});
@@ -31,12 +32,19 @@ pub fn build(b: *std.Build) void {
     translated.addIncludePath(include_dir);
     const c_mod = translated.createModule();
 
+    // The package's version (build.zig.zon) as `symm.package_version`.
+    const package = b.addOptions();
+    package.addOption([]const u8, "version", manifest.version);
+
     const symm = b.addModule("symm", .{
         .root_source_file = b.path("src/symm.zig"),
         .target = target,
         .optimize = optimize,
         .link_libc = true,
-        .imports = &.{.{ .name = "symm_c", .module = c_mod }},
+        .imports = &.{
+            .{ .name = "symm_c", .module = c_mod },
+            .{ .name = "symm_package", .module = package.createModule() },
+        },
     });
     symm.addIncludePath(include_dir);
     symm.addIncludePath(loader_dir);

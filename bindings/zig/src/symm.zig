@@ -1,6 +1,6 @@
 //! symm for Zig: one-sided communication over a symmetric heap.
 //!
-//! This module wraps the C ABI 1.1 of `include/symm/symm.h` (translated by
+//! This module wraps the C ABI 1.2 of `include/symm/symm.h` (translated by
 //! translate-c, available raw as `symm.c`). The symm loader is compiled into
 //! the program, so it always starts: the runtime (`libsymm_runtime.so.1`) is
 //! opened on the first call that needs it, and where none can be found that
@@ -218,6 +218,10 @@ pub const Version = struct {
 
 /// The ABI version of the header this binding was built with (SYMM_VERSION).
 pub const header_version: u32 = c.SYMM_VERSION;
+
+/// The version of this Zig package (build.zig.zon): its major.minor is the
+/// ABI's it wraps (the ABI check, tests/abi_check.zig, holds it there).
+pub const package_version: []const u8 = @import("symm_package").version;
 
 /// Version of the compiled-in loader (never loads the runtime).
 pub fn loaderVersion() Error!u32 {
@@ -804,6 +808,42 @@ pub const Team = struct {
         return call(c.symm_alltoall(self.handle, dst.handle, dst_index, src.handle, src_index, nelems));
     }
 
+    /// Variable-size all-to-all with the counts in symmetric memory (ABI
+    /// 1.2; MoE dispatch, PyTorch's all_to_all_vdev): this PE sends
+    /// `send_counts[send_index + j]` elements to team PE j. The counts are
+    /// read from symmetric memory when the call gets there, so counts that
+    /// a kernel just computed need no copy to the host. Collective.
+    /// - `src`: `src_nelems` elements from `src_index`: those for team PE 0,
+    ///   then those for PE 1, ... (packed).
+    /// - `send_counts`: `Buffer(u64)` or `Buffer(i64)` (checked at compile
+    ///   time), nPes() entries from `send_index`. Peers read it.
+    /// - `dst`: room for `dst_nelems` elements from `dst_index`; receives
+    ///   PE 0's elements for this PE, then PE 1's, ... (packed).
+    /// - `recv_counts`: `Buffer(u64)` or `Buffer(i64)`, 2 * nPes() entries
+    ///   from `recv_index`, written: [j] the elements that came from PE j,
+    ///   [nPes() + j] where they start in dst (relative to `dst_index`).
+    ///
+    /// `dst` and `src` have one element type; every buffer is in the team's
+    /// context; the dst, src, send_counts and recv_counts ranges must not
+    /// overlap (src with send_counts may: both are only read). `src_index`,
+    /// `src_nelems` and `send_index` must be the same on every PE, else
+    /// `error.Mismatch`. Counts are read as u64 (a negative i64 count is a
+    /// huge one). When this PE's counts add up to more than `src_nelems`,
+    /// `error.OutOfBounds`; when what it would receive exceeds `dst_nelems`,
+    /// or a peer's elements for it lie beyond that peer's `src_nelems`, it
+    /// copies nothing, still writes `recv_counts` (what would have come) and
+    /// returns `error.OutOfBounds`. Either way the other PEs finish normally.
+    ///
+    /// Combine (the reverse exchange) is the same call with the forward
+    /// call's `recv_counts` (its first nPes() entries) as `send_counts` and
+    /// its `dst` as `src`: every element returns to the slot it left from.
+    /// A 1.1 runtime lacks the entry: `error.NotSupported`. Keeps no pointer.
+    pub fn alltoallv(self: Team, dst: anytype, dst_index: u64, dst_nelems: u64, src: @TypeOf(dst), src_index: u64, src_nelems: u64, send_counts: anytype, send_index: u64, recv_counts: anytype, recv_index: u64) Error!void {
+        comptime requireCounts(@TypeOf(send_counts), "send_counts");
+        comptime requireCounts(@TypeOf(recv_counts), "recv_counts");
+        return call(c.symm_alltoallv(self.handle, dst.handle, dst_index, dst_nelems, src.handle, src_index, src_nelems, send_counts.handle, send_index, recv_counts.handle, recv_index));
+    }
+
     /// Element-wise reduction of every PE's src range into every PE's dst
     /// range; bitwise-identical results on every PE. Collective.
     pub fn reduce(self: Team, dst: anytype, dst_index: u64, src: @TypeOf(dst), src_index: u64, nelems: u64, op: ReduceOp) Error!void {
@@ -829,6 +869,20 @@ pub const Team = struct {
     /// Stream-ordered `alltoall`. Collective.
     pub fn alltoallOnStream(self: Team, dst: anytype, dst_index: u64, src: @TypeOf(dst), src_index: u64, nelems: u64, stream: Stream) Error!void {
         return call(c.symm_alltoall_on_stream(self.handle, dst.handle, dst_index, src.handle, src_index, nelems, stream));
+    }
+
+    /// Stream-ordered `alltoallv` (graph-capturable; on the CUDA backend one
+    /// cooperative kernel that reads the counts on the GPU). Collective.
+    /// The returned error is about the arguments; the agreement of
+    /// `src_index`, `src_nelems` and `send_index` across PEs cannot always
+    /// be checked here (keep them equal). An out-of-bounds exchange found on the GPU is
+    /// recorded on the context (`Context.asyncError`), and `recv_counts` says
+    /// what would have come. On the host backend it runs to completion first
+    /// and returns the error itself, as `alltoallv`. Keeps no pointer.
+    pub fn alltoallvOnStream(self: Team, dst: anytype, dst_index: u64, dst_nelems: u64, src: @TypeOf(dst), src_index: u64, src_nelems: u64, send_counts: anytype, send_index: u64, recv_counts: anytype, recv_index: u64, stream: Stream) Error!void {
+        comptime requireCounts(@TypeOf(send_counts), "send_counts");
+        comptime requireCounts(@TypeOf(recv_counts), "recv_counts");
+        return call(c.symm_alltoallv_on_stream(self.handle, dst.handle, dst_index, dst_nelems, src.handle, src_index, src_nelems, send_counts.handle, send_index, recv_counts.handle, recv_index, stream));
     }
 
     /// Stream-ordered `reduce`. Collective.
@@ -1254,6 +1308,12 @@ pub fn Buffer(comptime T: type) type {
             return std.mem.zeroes(T);
         }
     };
+}
+
+/// The count buffers of `Team.alltoallv`: `Buffer(u64)` or `Buffer(i64)`.
+fn requireCounts(comptime B: type, comptime what: []const u8) void {
+    if (B != Buffer(u64) and B != Buffer(i64))
+        @compileError("symm: alltoallv's " ++ what ++ " is a Buffer(u64) or a Buffer(i64), not " ++ @typeName(B));
 }
 
 fn requireSignal(comptime T: type) void {

@@ -5,6 +5,7 @@
 //!
 //! Fails (exit 1, one line per problem) when the JSON and the binding
 //! disagree:
+//! - the package version (build.zig.zon) has the JSON's major.minor;
 //! - every function of the JSON is declared by translate-c with the same
 //!   return and parameter types, and every symm_* function translate-c
 //!   declares is in the JSON;
@@ -295,6 +296,19 @@ fn checkFunctions(alloc: std.mem.Allocator, abi: Json, wrapper: []const u8) !voi
     }
 }
 
+/// The package version (build.zig.zon, `symm.package_version`) names the
+/// ABI it wraps: the same major.minor as the JSON (the patch is the
+/// binding's own).
+fn checkPackageVersion(abi: Json) void {
+    const v = get(abi, "version");
+    const pv = std.SemanticVersion.parse(symm.package_version) catch {
+        bad("the package version \"{s}\" (build.zig.zon) is not a semantic version", .{symm.package_version});
+        return;
+    };
+    if (int(v, "major") != pv.major or int(v, "minor") != pv.minor)
+        bad("the package version is {s} (build.zig.zon), the ABI {?d}.{?d}", .{ symm.package_version, int(v, "major"), int(v, "minor") });
+}
+
 fn checkConstants(alloc: std.mem.Allocator, abi: Json) !void {
     for (arr(abi, "constants")) |k| {
         const name = str(k, "name");
@@ -444,13 +458,15 @@ pub fn main() !void {
 
     if (int(get(abi, "version"), "encoded") != symm.header_version)
         bad("the ABI is version {?d}, the binding's header {d}", .{ int(get(abi, "version"), "encoded"), symm.header_version });
+    checkPackageVersion(abi);
     try checkFunctions(alloc, abi, wrapper);
     try checkConstants(alloc, abi);
     try checkStatuses(alloc, abi);
     try checkTypes(alloc, abi);
 
-    std.debug.print("abi check of {s}: {d} functions, {d} constants, {d} statuses, {d} typedefs, {d} structs; {d} not wrapped; {d} problem(s)\n", .{
+    std.debug.print("abi check of {s} (package {s}): {d} functions, {d} constants, {d} statuses, {d} typedefs, {d} structs; {d} not wrapped; {d} problem(s)\n", .{
         args[1],
+        symm.package_version,
         arr(abi, "functions").len,
         arr(abi, "constants").len,
         arr(abi, "statuses").len,

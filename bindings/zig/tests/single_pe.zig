@@ -243,6 +243,55 @@ test "collectives on one PE" {
     try testing.expectError(error.OutOfBounds, world.broadcast(dst, 2, src, 0, 4, 0));
 }
 
+test "alltoallv on one PE: counts in symmetric memory, combine, errors" {
+    const cx = try ctx();
+    const world = try cx.world();
+    var src = try cx.alloc(i16, 6);
+    defer src.free() catch unreachable;
+    var dst = try cx.alloc(i16, 6);
+    defer dst.free() catch unreachable;
+    var send = try cx.alloc(u64, 2);
+    defer send.free() catch unreachable;
+    var recv = try cx.alloc(i64, 3);
+    defer recv.free() catch unreachable;
+    try src.put(0, &.{ 10, 11, 12, 13, 14, 15 }, 0);
+    try dst.put(0, &.{ -1, -1, -1, -1, -1, -1 }, 0);
+    try send.put(0, &.{ 7, 3 }, 0); // 3 elements to PE 0, from send_index 1
+    try recv.put(0, &.{ -7, -7, -7 }, 0);
+    var out: [6]i16 = undefined;
+    var rc: [3]i64 = undefined;
+
+    // src[2..5] into dst[1..4]; recv_counts at 1: count 3, offset 0.
+    try world.alltoallv(dst, 1, 5, src, 2, 4, send, 1, recv, 1);
+    try dst.get(0, &out, 0);
+    try testing.expectEqualSlices(i16, &.{ -1, 12, 13, 14, -1, -1 }, &out);
+    try recv.get(0, &rc, 0);
+    try testing.expectEqualSlices(i64, &.{ -7, 3, 0 }, &rc);
+
+    // Combine on the stream form: back into src[0..3] from dst[1..4].
+    try src.put(0, &.{ 0, 0, 0, 0, 0, 0 }, 0);
+    var rc2 = try cx.alloc(u64, 2);
+    defer rc2.free() catch unreachable;
+    try world.alltoallvOnStream(src, 0, 6, dst, 1, 3, recv, 1, rc2, 0, null);
+    try src.get(0, &out, 0);
+    try testing.expectEqualSlices(i16, &.{ 12, 13, 14, 0, 0, 0 }, &out);
+    try testing.expectEqual(@as(u64, 3), try rc2.g(0, 0));
+    try testing.expectEqual(@as(u64, 0), try rc2.g(1, 0));
+
+    // dst too small: nothing received, the counts still written.
+    try dst.put(0, &.{ -1, -1, -1, -1, -1, -1 }, 0);
+    try recv.put(0, &.{ -7, -7, -7 }, 0);
+    try testing.expectError(error.OutOfBounds, world.alltoallv(dst, 0, 2, src, 0, 6, send, 1, recv, 1));
+    try testing.expect(std.mem.indexOf(u8, symm.lastError(), "dst_nelems") != null);
+    try dst.get(0, &out, 0);
+    try testing.expectEqualSlices(i16, &.{ -1, -1, -1, -1, -1, -1 }, &out);
+    try recv.get(0, &rc, 0);
+    try testing.expectEqualSlices(i64, &.{ -7, 3, 0 }, &rc);
+    // Send counts beyond src_nelems; receive counts that do not fit.
+    try testing.expectError(error.OutOfBounds, world.alltoallv(dst, 0, 6, src, 0, 2, send, 1, recv, 1));
+    try testing.expectError(error.OutOfBounds, world.alltoallvOnStream(dst, 0, 6, src, 0, 6, send, 1, recv, 2, null));
+}
+
 test "typed buffers: f16 and bfloat16; register is CUDA-only" {
     const cx = try ctx();
     var h = try cx.alloc(f16, 2);
