@@ -95,6 +95,7 @@ var goAPI = map[string][]string{
 	"symm_fcollect":                    {"Fcollect"},
 	"symm_collect":                     {"Collect"},
 	"symm_alltoall":                    {"Alltoall"},
+	"symm_alltoallv":                   {"Alltoallv"},
 	"symm_reduce":                      {"Reduce"},
 	"symm_reducescatter":               {"Reducescatter"},
 	"symm_put_on_stream":               {"Buffer.PutOnStream"},
@@ -114,6 +115,7 @@ var goAPI = map[string][]string{
 	"symm_broadcast_on_stream":         {"BroadcastOnStream"},
 	"symm_fcollect_on_stream":          {"FcollectOnStream"},
 	"symm_alltoall_on_stream":          {"AlltoallOnStream"},
+	"symm_alltoallv_on_stream":         {"AlltoallvOnStream"},
 	"symm_reduce_on_stream":            {"ReduceOnStream"},
 	"symm_reducescatter_on_stream":     {"ReducescatterOnStream"},
 	"symm_buf_peer_ptr":                {"Buffer.PeerPtr"},
@@ -123,7 +125,7 @@ var goAPI = map[string][]string{
 }
 
 // notWrapped: C functions intentionally without Go API, with the reason.
-// (None at ABI 1.0: every function of the header is bound.)
+// (None at ABI 1.2: every function of the header is bound.)
 var notWrapped = map[string]string{}
 
 // goConstants: the Go constant exposing each C constant.

@@ -87,6 +87,78 @@ func Alltoall[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], 
 	})
 }
 
+// a2avArgs are the C arguments of Alltoallv and AlltoallvOnStream.
+type a2avArgs struct {
+	team                       C.symm_team
+	dst, src, send, recv       C.symm_buf
+	dstIdx, dstN, srcIdx, srcN C.uint64_t
+	sendIdx, recvIdx           C.uint64_t
+}
+
+func a2avCheck[T Element, S, R Count](op string, t *Team, dst *Buffer[T], dstIndex, dstN int, src *Buffer[T],
+	srcIndex, srcN int, sendCounts *Buffer[S], sendIndex int, recvCounts *Buffer[R], recvIndex int) (a2avArgs, error) {
+	if err := checkIndex(op, dstIndex, srcIndex, sendIndex, recvIndex); err != nil {
+		return a2avArgs{}, err
+	}
+	if err := checkCount(op, dstN); err != nil {
+		return a2avArgs{}, err
+	}
+	if err := checkCount(op, srcN); err != nil {
+		return a2avArgs{}, err
+	}
+	return a2avArgs{t.handle(), dst.handle(), src.handle(), sendCounts.handle(), recvCounts.handle(),
+		C.uint64_t(dstIndex), C.uint64_t(dstN), C.uint64_t(srcIndex), C.uint64_t(srcN),
+		C.uint64_t(sendIndex), C.uint64_t(recvIndex)}, nil
+}
+
+// Alltoallv is the variable-size all-to-all with its counts in symmetric
+// memory (since ABI 1.2; MoE dispatch and combine, like PyTorch's
+// all_to_all_vdev): this PE sends sendCounts[sendIndex+j] elements to team
+// PE j. The counts are read from symmetric memory when the call gets there
+// (on a stream: when the stream does), so counts that a kernel just computed
+// need no copy to the host. With n = t.NPEs():
+//
+//   - src[srcIndex:srcIndex+srcN] holds the elements for team PE 0, then
+//     those for PE 1, ... (packed).
+//   - sendCounts[sendIndex:sendIndex+n]: entry j is the number of elements
+//     for team PE j. Peers read it.
+//   - dst[dstIndex:dstIndex+dstN] is the room to receive: PE 0's elements
+//     for this PE, then PE 1's, ... (packed).
+//   - recvCounts[recvIndex:recvIndex+2*n] is written: entry j is the number
+//     of elements that came from team PE j, entry n+j where they start in
+//     dst (relative to dstIndex).
+//
+// dst and src are buffers of the team's context; the four ranges must not
+// overlap, except src with sendCounts (both are only read): ErrInvalidArg.
+// srcIndex, srcN and sendIndex must be the same on every PE (a GPU reads a
+// peer at this PE's offsets): PEs that disagree get ErrMismatch. A count is
+// read as a uint64 (a negative int64 count is a huge one).
+//
+// Bad counts fail one PE and let the others finish: when this PE's send
+// counts add up to more than srcN, when what it would receive exceeds dstN,
+// or when some peer's elements for it lie beyond that peer's srcN, this PE
+// gets ErrOutOfBounds; in the last two cases it copies nothing into dst but
+// still writes recvCounts (what would have come). The other PEs succeed, and
+// the team stays usable.
+//
+// Combine (the reverse exchange) is the same call with the forward call's
+// recvCounts (its first n entries, at recvIndex) as sendCounts and its dst as
+// src: every element returns to the slot of src it left from.
+//
+// On return every peer has finished reading this PE's src and sendCounts.
+func Alltoallv[T Element, S, R Count](t *Team, dst *Buffer[T], dstIndex, dstN int, src *Buffer[T], srcIndex, srcN int,
+	sendCounts *Buffer[S], sendIndex int, recvCounts *Buffer[R], recvIndex int) error {
+	const op = "symm_alltoallv"
+	a, err := a2avCheck(op, t, dst, dstIndex, dstN, src, srcIndex, srcN, sendCounts, sendIndex, recvCounts, recvIndex)
+	if err != nil {
+		return err
+	}
+	return collective(t, op, func() C.symm_status {
+		return C.symm_alltoallv(a.team, a.dst, a.dstIdx, a.dstN, a.src, a.srcIdx, a.srcN,
+			a.send, a.sendIdx, a.recv, a.recvIdx)
+	})
+}
+
 // Reduce combines every team PE's src range element-wise with op into every
 // PE's dst range (in team order, so every PE gets identical results).
 func Reduce[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], srcIndex, n int, op ReduceOp) error {
@@ -146,6 +218,28 @@ func AlltoallOnStream[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buf
 	}
 	return collective(t, op, func() C.symm_status {
 		return C.symm_go_alltoall_on_stream(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, C.uintptr_t(s))
+	})
+}
+
+// AlltoallvOnStream enqueues an Alltoallv on stream s (graph-capturable; on
+// the CUDA backend one cooperative kernel that reads the counts on the GPU
+// when the stream gets there). On the CUDA backend the returned error is
+// about this PE's arguments only: the PEs' srcIndex, srcN and sendIndex are
+// not compared (they must still agree), and an ErrOutOfBounds found on the
+// GPU (the bad counts of Alltoallv) is recorded on the context
+// (Context.AsyncError) while recvCounts says what would have come. On the
+// host backend it runs to completion before returning and returns the
+// status itself, as Alltoallv does.
+func AlltoallvOnStream[T Element, S, R Count](t *Team, dst *Buffer[T], dstIndex, dstN int, src *Buffer[T],
+	srcIndex, srcN int, sendCounts *Buffer[S], sendIndex int, recvCounts *Buffer[R], recvIndex int, s Stream) error {
+	const op = "symm_alltoallv_on_stream"
+	a, err := a2avCheck(op, t, dst, dstIndex, dstN, src, srcIndex, srcN, sendCounts, sendIndex, recvCounts, recvIndex)
+	if err != nil {
+		return err
+	}
+	return collective(t, op, func() C.symm_status {
+		return C.symm_go_alltoallv_on_stream(a.team, a.dst, a.dstIdx, a.dstN, a.src, a.srcIdx, a.srcN,
+			a.send, a.sendIdx, a.recv, a.recvIdx, C.uintptr_t(s))
 	})
 }
 

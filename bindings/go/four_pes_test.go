@@ -141,6 +141,10 @@ func TestPEWorker(t *testing.T) {
 		}
 	}
 
+	// Alltoallv: a dst too small on one PE, then varied counts and the combine.
+	checkAlltoallvFault(t, ctx, world, me, n)
+	checkAlltoallv(t, ctx, world, me, n)
+
 	// A split team of the even PEs; a reduce over it.
 	even, err := world.SplitStrided(0, 2, n/2, nil)
 	must(t, err, "SplitStrided")
@@ -186,6 +190,171 @@ func TestPEWorker(t *testing.T) {
 	must(t, ring.Free(), "Free")
 	must(t, ctx.Finalize(), "Finalize")
 	fmt.Printf("pe %d/%d: all checks passed\n", me, n)
+}
+
+// a2avCount is the number of elements team PE s sends to team PE r in
+// checkAlltoallv: 0 to 5, zero for some pairs (PE 0 sends none to itself).
+func a2avCount(s, r int) int {
+	if (s+2*r)%5 == 0 {
+		return 0
+	}
+	return (3*s + 5*r + s*r + 1) % 6
+}
+
+// checkAlltoallv runs an Alltoallv with the counts of a2avCount (int64 send
+// counts, uint64 receive counts, every index nonzero and distinct) and checks
+// dst element by element, the receive counts and offsets, and that nothing
+// around the ranges changed, against an image computed from a2avCount alone.
+// Then the combine (AlltoallvOnStream, the forward receive counts as send
+// counts, dst as src) must put every element back where it left.
+func checkAlltoallv(t *testing.T, ctx *Context, world *Team, me, n int) {
+	const capN, sentinel = 24, int32(-1)
+	const srcIndex, dstIndex, sendIndex, recvIndex = 2, 3, 1, 2
+	const srcN, dstN = capN - srcIndex, capN - dstIndex - 1 // dst[capN-1] is outside dst's range
+	src, dst, back := alloc[int32](t, ctx, capN), alloc[int32](t, ctx, capN), alloc[int32](t, ctx, capN)
+	send := alloc[int64](t, ctx, n+2)
+	recv := alloc[uint64](t, ctx, 2*n+3)
+	recv2 := alloc[int64](t, ctx, 2*n)
+	val := func(pe, i int) int32 { return int32(1000*pe + i) } // src[i] of PE pe
+
+	mine := make([]int32, capN)
+	for i := range mine {
+		mine[i] = val(me, i)
+	}
+	must(t, src.Put(0, mine, me), "Put src")
+	fill := make([]int32, capN)
+	for i := range fill {
+		fill[i] = sentinel
+	}
+	must(t, dst.Put(0, fill, me), "Put dst")
+	must(t, back.Put(0, fill, me), "Put back")
+	sc := make([]int64, n+2) // sendIndex is 1: a sentinel on either side
+	sc[0], sc[n+1] = -7, -7
+	sent := 0
+	for r := 0; r < n; r++ {
+		sc[sendIndex+r] = int64(a2avCount(me, r))
+		sent += a2avCount(me, r)
+	}
+	must(t, send.Put(0, sc, me), "Put send counts")
+	rcFill := make([]uint64, 2*n+3)
+	for i := range rcFill {
+		rcFill[i] = 77777
+	}
+	must(t, recv.Put(0, rcFill, me), "Put recv counts")
+
+	must(t, Alltoallv(world, dst, dstIndex, dstN, src, srcIndex, srcN, send, sendIndex, recv, recvIndex),
+		"Alltoallv")
+
+	// The reference: from each s in team order, s's elements for me.
+	want := append([]int32(nil), fill...)
+	wantRC := append([]uint64(nil), rcFill...)
+	at := 0
+	for s := 0; s < n; s++ {
+		off := 0 // where s packed its elements for me
+		for q := 0; q < me; q++ {
+			off += a2avCount(s, q)
+		}
+		c := a2avCount(s, me)
+		for k := 0; k < c; k++ {
+			want[dstIndex+at+k] = val(s, srcIndex+off+k)
+		}
+		wantRC[recvIndex+s], wantRC[recvIndex+n+s] = uint64(c), uint64(at)
+		at += c
+	}
+	got := make([]int32, capN)
+	must(t, dst.Get(0, got, me), "Get dst")
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("alltoallv dst[%d] = %d, want %d (dst %v, want %v)", i, got[i], want[i], got, want)
+		}
+	}
+	gotRC := make([]uint64, 2*n+3)
+	must(t, recv.Get(0, gotRC, me), "Get recv counts")
+	if !equal(gotRC, wantRC) {
+		t.Fatalf("alltoallv recv counts and offsets %v, want %v", gotRC, wantRC)
+	}
+	must(t, src.Get(0, got, me), "Get src")
+	if !equal(got, mine) {
+		t.Fatalf("alltoallv changed src: %v", got)
+	}
+
+	// The combine: every element returns to the slot it left from.
+	must(t, AlltoallvOnStream(world, back, srcIndex, srcN, dst, dstIndex, dstN, recv, recvIndex, recv2, 0, 0),
+		"AlltoallvOnStream (combine)")
+	want = append(want[:0], fill...)
+	copy(want[srcIndex:srcIndex+sent], mine[srcIndex:srcIndex+sent])
+	must(t, back.Get(0, got, me), "Get back")
+	if !equal(got, want) {
+		t.Fatalf("combine: %v, want %v", got, want)
+	}
+	gotRC2 := make([]int64, 2*n)
+	must(t, recv2.Get(0, gotRC2, me), "Get combine recv counts")
+	for r, o := 0, 0; r < n; r++ {
+		if gotRC2[r] != int64(a2avCount(me, r)) || gotRC2[n+r] != int64(o) {
+			t.Fatalf("combine recv counts %v (entry %d)", gotRC2, r)
+		}
+		o += a2avCount(me, r)
+	}
+	for _, b := range []interface{ Free() error }{src, dst, back, send, recv, recv2} {
+		must(t, b.Free(), "Free")
+	}
+}
+
+// checkAlltoallvFault: every PE sends 2 elements to every PE, but the last
+// PE's dst has room for 2n-1: it gets ErrOutOfBounds, copies nothing and
+// still writes its receive counts; the others succeed with their data. The
+// team keeps working (checkAlltoallv runs on it next).
+func checkAlltoallvFault(t *testing.T, ctx *Context, world *Team, me, n int) {
+	src, dst := alloc[uint16](t, ctx, 2*n), alloc[uint16](t, ctx, 2*n)
+	send, recv := alloc[uint64](t, ctx, n), alloc[uint64](t, ctx, 2*n)
+	mine, counts := make([]uint16, 2*n), make([]uint64, n)
+	for i := range mine {
+		mine[i] = uint16(100*me + i)
+	}
+	for i := range counts {
+		counts[i] = 2
+	}
+	must(t, src.Put(0, mine, me), "Put src")
+	must(t, send.Put(0, counts, me), "Put send counts")
+	fill := make([]uint16, 2*n)
+	for i := range fill {
+		fill[i] = 0xffff
+	}
+	must(t, dst.Put(0, fill, me), "Put dst")
+	small := me == n-1
+	dstN := 2 * n
+	if small {
+		dstN--
+	}
+	err := Alltoallv(world, dst, 0, dstN, src, 0, 2*n, send, 0, recv, 0)
+	got := make([]uint16, 2*n)
+	must(t, dst.Get(0, got, me), "Get dst")
+	if small {
+		e := isStatus(t, err, ErrOutOfBounds, "Alltoallv into a dst too small")
+		if e.Op != "symm_alltoallv" || !strings.Contains(e.Message, "dst_nelems") {
+			t.Fatalf("Alltoallv into a dst too small: Op %q, message %q", e.Op, e.Message)
+		}
+		if !equal(got, fill) {
+			t.Fatalf("the PE without room received %v", got)
+		}
+	} else {
+		must(t, err, "Alltoallv beside a PE without room")
+		for s := 0; s < n; s++ {
+			if got[2*s] != uint16(100*s+2*me) || got[2*s+1] != uint16(100*s+2*me+1) {
+				t.Fatalf("Alltoallv beside a PE without room: dst %v", got)
+			}
+		}
+	}
+	rc := make([]uint64, 2*n)
+	must(t, recv.Get(0, rc, me), "Get recv counts")
+	for s := 0; s < n; s++ {
+		if rc[s] != 2 || rc[n+s] != uint64(2*s) {
+			t.Fatalf("recv counts after the failed Alltoallv: %v", rc)
+		}
+	}
+	for _, b := range []interface{ Free() error }{src, dst, send, recv} {
+		must(t, b.Free(), "Free")
+	}
 }
 
 // A PE that leaves the job: the PE waiting for it gets ErrPeerFailed (with a

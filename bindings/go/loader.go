@@ -12,9 +12,9 @@ import (
 // (SYMM_VERSION_MAJOR, _MINOR, _PATCH and SYMM_VERSION).
 const (
 	VersionMajor   = 1
-	VersionMinor   = 1
+	VersionMinor   = 2
 	VersionPatch   = 0
-	VersionEncoded = 1001000 // VersionMajor*1000000 + VersionMinor*1000 + VersionPatch
+	VersionEncoded = 1002000 // VersionMajor*1000000 + VersionMinor*1000 + VersionPatch
 )
 
 // Version is a symm version.

@@ -407,6 +407,23 @@ func TestCollectivesAndTeams(t *testing.T) {
 	if !equal(got, []int32{4, 3, 2, 1}) {
 		t.Fatalf("Reduce %v", got)
 	}
+	// Alltoallv on one PE: its own 2 elements, from src[2:4] to dst[0:2].
+	sc, rc := alloc[int64](t, ctx, 1), alloc[uint64](t, ctx, 2)
+	must(t, sc.P(0, 2, 0), "P")
+	must(t, rc.Put(0, []uint64{9, 9}, 0), "Put")
+	must(t, Alltoallv(w, dst, 0, 3, src, 2, 2, sc, 0, rc, 0), "Alltoallv")
+	must(t, dst.Get(0, got, 0), "Get")
+	rcv := make([]uint64, 2)
+	must(t, rc.Get(0, rcv, 0), "Get")
+	if !equal(got, []int32{2, 1, 2, 1}) || !equal(rcv, []uint64{2, 0}) {
+		t.Fatalf("Alltoallv dst %v, recv counts %v", got, rcv)
+	}
+	isStatus(t, Alltoallv(w, src, 0, 4, src, 0, 4, sc, 0, rc, 0), ErrInvalidArg, "Alltoallv with dst = src")
+	isStatus(t, Alltoallv(w, dst, 0, 4, src, 0, 1, sc, 0, rc, 0), ErrOutOfBounds, "Alltoallv: counts beyond src")
+	isStatus(t, AlltoallvOnStream(w, dst, 0, 4, src, 0, 4, sc, 0, rc, 1, 0), ErrOutOfBounds,
+		"AlltoallvOnStream: recv counts past the end")
+	isStatus(t, Alltoallv(w, dst, 0, 4, src, -1, 4, sc, 0, rc, 0), ErrOutOfBounds, "Alltoallv: negative index")
+	isStatus(t, Alltoallv(w, dst, 0, -4, src, 0, 4, sc, 0, rc, 0), ErrInvalidArg, "Alltoallv: negative dst count")
 	isStatus(t, Reduce(w, dst, 2, src, 0, 4, OpSum), ErrOutOfBounds, "Reduce past the end")
 	isStatus(t, Reduce(w, dst, 0, src, 0, -1, OpSum), ErrInvalidArg, "negative count")
 	f := alloc[float32](t, ctx, 1)

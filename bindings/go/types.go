@@ -50,6 +50,11 @@ type Element interface {
 		Float16 | BFloat16 | float32 | float64
 }
 
+// Count is the set of element types of the count buffers of Alltoallv:
+// uint64 and int64 (SYMM_DTYPE_UINT64, SYMM_DTYPE_INT64). The runtime reads
+// every count as a uint64, so a negative int64 count is a huge one.
+type Count interface{ uint64 | int64 }
+
 // DTypeOf is the DType of the element type T.
 func DTypeOf[T Element]() DType {
 	var z T
