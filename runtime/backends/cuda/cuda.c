@@ -93,6 +93,21 @@ symm_status symm__cu_unreachable(const symm__ctx *ctx, int32_t pe) {
                      (int)pe, (int)ctx->my_pe);
 }
 
+void symm__cu_launch_config(CUlaunchConfig *c, CUlaunchAttribute *attr, unsigned gx,
+                            unsigned gy, unsigned bx, unsigned smem, CUstream cs) {
+    memset(c, 0, sizeof *c);
+    c->gridDimX = gx;
+    c->gridDimY = gy;
+    c->gridDimZ = 1;
+    c->blockDimX = bx;
+    c->blockDimY = 1;
+    c->blockDimZ = 1;
+    c->sharedMemBytes = smem;
+    c->hStream = cs;
+    c->attrs = attr;
+    c->numAttrs = 1;
+}
+
 /* Launch one of our kernels (every one starts with symm__k_enter, so PDL is
  * always safe). A PDL launch the driver refuses is retried plainly; if that
  * works, PDL stays off for this context. */
@@ -105,17 +120,7 @@ symm_status symm__cu_launch_smem(cu_state *s, CUfunction f, const char *name, un
         a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
         a.value.programmaticStreamSerializationAllowed = 1;
         CUlaunchConfig c;
-        memset(&c, 0, sizeof c);
-        c.gridDimX = gx;
-        c.gridDimY = gy;
-        c.gridDimZ = 1;
-        c.blockDimX = bx;
-        c.blockDimY = 1;
-        c.blockDimZ = 1;
-        c.sharedMemBytes = smem;
-        c.hStream = cs;
-        c.attrs = &a;
-        c.numAttrs = 1;
+        symm__cu_launch_config(&c, &a, gx, gy, bx, smem, cs);
         if (symm__cu.LaunchKernelEx(&c, f, args, NULL) == CUDA_SUCCESS) return SYMM_SUCCESS;
     }
     CUresult r = symm__cu.LaunchKernel(f, gx, gy, 1, bx, 1, 1, smem, cs, args, NULL);

@@ -88,17 +88,7 @@ static symm_status launch_coop(cu_state *s, unsigned gx, unsigned bx, unsigned s
         a.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
         a.value.cooperative = 1;
         CUlaunchConfig c;
-        memset(&c, 0, sizeof c);
-        c.gridDimX = gx;
-        c.gridDimY = 1;
-        c.gridDimZ = 1;
-        c.blockDimX = bx;
-        c.blockDimY = 1;
-        c.blockDimZ = 1;
-        c.sharedMemBytes = smem;
-        c.hStream = cs;
-        c.attrs = &a;
-        c.numAttrs = 1;
+        symm__cu_launch_config(&c, &a, gx, 1, bx, smem, cs);
         CUresult r = symm__cu.LaunchKernelEx(&c, s->f_a2av, args, NULL);
         return r == CUDA_SUCCESS ? SYMM_SUCCESS
                                  : symm__cu_fail(r, "cuLaunchKernelEx(symm_k_alltoallv, cooperative)");

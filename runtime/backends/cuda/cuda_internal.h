@@ -311,6 +311,10 @@ static inline unsigned copy_blocks(uint64_t n, unsigned thr, unsigned cap) {
 
 /* PE pe is not load/store reachable from this one: SYMM_ERR_NOT_SUPPORTED. */
 symm_status symm__cu_unreachable(const symm__ctx *ctx, int32_t pe);
+/* *c for cuLaunchKernelEx: gx x gy blocks of bx threads, smem bytes of
+ * dynamic shared memory, on cs, with the one attribute *attr. */
+void symm__cu_launch_config(CUlaunchConfig *c, CUlaunchAttribute *attr, unsigned gx,
+                            unsigned gy, unsigned bx, unsigned smem, CUstream cs);
 /* Launch one of the runtime's kernels (gx x gy blocks of bx threads, smem
  * bytes of dynamic shared memory) on cs, with PDL where the driver takes it. */
 symm_status symm__cu_launch_smem(cu_state *s, CUfunction f, const char *name, unsigned gx,
