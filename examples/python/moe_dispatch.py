@@ -10,14 +10,22 @@ tokens to every peer. Per step:
   3. expert: y = x * (e + 1) + e / 2 on the received rows;
   4. combine: the results go back to their senders the same way, and each
      PE puts them back in token order.
-The result is checked against the same computation done locally.
+The result is checked against the same computation done locally. Then the
+same step again with Team.alltoallv (symm_alltoallv, ABI 1.2: PyTorch's
+all_to_all_vdev), the counts read from symmetric memory by the call itself:
+  dispatch: alltoallv of the sorted tokens with the per-peer counts, which
+            also writes the receive counts and offsets;
+  expert:   on the whole receive buffer (no host copy of any count);
+  combine:  alltoallv of the results with the receive counts as send counts,
+            which brings every row back to where it left.
 
     symmrun -n 4 python3 examples/python/moe_dispatch.py          # host backend, NumPy
     torchrun --nproc_per_node=N examples/python/moe_dispatch.py   # GPUs, PyTorch tensors
     python3 examples/python/moe_dispatch.py                       # one process, with or without symm
 
 All communication uses the stream forms: on GPUs they are ordered on torch's
-current stream (no host synchronisation but the counts), on the host backend
+current stream (no host synchronisation but the counts of the first way; none
+at all in the alltoallv way but the final check), on the host backend
 they run at once. Without symm it runs as one process (every token goes to
 the only expert) and says why."""
 import os
@@ -107,6 +115,16 @@ def moe(ctx, ops):
     cnt_send = ctx.alloc("int64", n)
     cnt_recv = ctx.alloc("int64", n)
     recv_v, back_v, cs_v = ops.view(recv), ops.view(back), ops.view(cnt_send)
+    # the alltoallv way: counts in elements (rows * D), in symmetric memory
+    a_src = ctx.array((T, D), "float32")       # tokens sorted by destination
+    a_recv = ctx.array((n * T, D), "float32")  # packed: from PE 0, PE 1, ...
+    a_y = ctx.array((n * T, D), "float32")     # the expert's results, same layout
+    a_back = ctx.array((T, D), "float32")      # results, in the sorted order
+    a_cnt = ctx.alloc("int64", n)              # elements for each PE
+    a_rc = ctx.alloc("int64", 2 * n)           # dispatch: received counts, offsets
+    a_rc2 = ctx.alloc("int64", 2 * n)          # combine: the same
+    a_src_v, a_recv_v, a_y_v, a_back_v, a_cnt_v = (
+        ops.view(b) for b in (a_src, a_recv, a_y, a_back, a_cnt))
     ok = True
     for step in range(1, STEPS + 1):
         x = ops.tokens(me + step)
@@ -152,12 +170,23 @@ def moe(ctx, ops):
             off += sc[j]
         ref = reference(ops.asnp(x), ops.asnp(dest))
         good = bool((ops.asnp(out) == ref).all())
-        ok = ok and good
-        print("PE %d step %d: sent %s, received %s tokens: %s"
-              % (me, step, sc, rc, "ok" if good else "WRONG"), flush=True)
+        # the same with alltoallv: no count goes through the host
+        a_src_v[:] = xs
+        a_cnt_v[:] = counts * D
+        ctx.world.alltoallv(a_recv, a_src, a_cnt, a_rc, stream=s, on_stream=True)
+        a_y_v[:] = expert(a_recv_v, me)          # rows past the received ones: unused
+        ctx.world.alltoallv(a_back, a_y, a_rc, a_rc2, stream=s, on_stream=True)  # combine
+        out2 = ops.empty_like(x)
+        out2[order] = a_back_v
+        good2 = bool((ops.asnp(out2) == ref).all())
+        ok = ok and good and good2
+        print("PE %d step %d: sent %s, received %s tokens: %s; alltoallv: %s"
+              % (me, step, sc, rc, "ok" if good else "WRONG", "ok" if good2 else "WRONG"),
+              flush=True)
         ctx.barrier_all(stream=s, on_stream=True)  # nobody overwrites a buffer still read
         del keep
-    for b in (recv, back, sig, cnt_send, cnt_recv):
+    for b in (recv, back, sig, cnt_send, cnt_recv, a_src, a_recv, a_y, a_back, a_cnt, a_rc,
+              a_rc2):
         b.free()
     return ok
 

@@ -653,6 +653,7 @@ _STREAM_FORMS = {
     "symm_broadcast": "symm_broadcast_on_stream",
     "symm_fcollect": "symm_fcollect_on_stream",
     "symm_alltoall": "symm_alltoall_on_stream",
+    "symm_alltoallv": "symm_alltoallv_on_stream",
     "symm_reduce": "symm_reduce_on_stream",
     "symm_reducescatter": "symm_reducescatter_on_stream",
 }
@@ -780,6 +781,64 @@ class Team:
         """Block j (nelems elements) of src goes to PE j's dst block i (i: this PE; collective)."""
         n = (src.count - src_index) // self.n_pes if nelems is None else nelems
         self._coll("symm_alltoall", dst, dst_index, src, src_index, n, [], stream, on_stream)
+
+    def alltoallv(self, dst, src, send_counts, recv_counts, dst_nelems=None, src_nelems=None,
+                  dst_index=0, src_index=0, send_index=0, recv_index=0, stream=None,
+                  on_stream=False):
+        """Variable-size all-to-all with the counts in symmetric memory
+        (symm_alltoallv, since ABI 1.2; MoE dispatch and combine, like
+        PyTorch's all_to_all_vdev). Collective over the team; n = n_pes.
+
+        This PE sends send_counts[send_index + j] elements to team PE j. The
+        counts are read from symmetric memory when the call (or the stream)
+        gets there, and peers read them too, so counts that a kernel just
+        computed need no copy to the host.
+
+        - src: src_nelems elements from src_index (default: the rest of src),
+          packed in team order: the elements for PE 0, then for PE 1, ...
+        - send_counts: a "uint64" or "int64" Buffer, n entries from
+          send_index.
+        - dst: room for dst_nelems elements from dst_index (default: the rest
+          of dst); receives PE 0's elements for this PE, then PE 1's, ...
+          (packed); elements past the received ones keep their values.
+        - recv_counts: "uint64" or "int64", 2 * n entries from recv_index,
+          written: [j] how many elements came from PE j, [n + j] where they
+          start in dst, relative to dst_index.
+
+        dst and src have one dtype; every buffer belongs to this context; the
+        dst, src, send_counts and recv_counts ranges must not overlap (src
+        with send_counts may). src_index, src_nelems and send_index must be
+        the same on every PE (peers are read at this PE's offsets): the
+        blocking form raises Mismatch otherwise (also on the peers of a PE
+        whose own arguments were wrong), the stream form cannot check.
+        Counts are read as uint64 (a negative int64 count is a huge one).
+
+        OutOfBounds on the PE concerned only, the others finish normally and
+        the team stays usable: when its send counts add up to more than
+        src_nelems (it still receives what lies in range for it); or when
+        what it would receive exceeds dst_nelems, or a peer's elements for it
+        lie beyond that peer's src_nelems: then it copies nothing into dst
+        but still writes recv_counts (what would have come).
+
+        Combine (the reverse exchange) is the same call with the forward
+        call's recv_counts (its first n entries: recv_index) as send_counts
+        and its dst as src: every element returns to the slot it left from.
+
+        stream=/on_stream=True: symm_alltoallv_on_stream, enqueued (on CUDA
+        one cooperative kernel that reads the counts on the GPU;
+        graph-capturable). Its status is about the arguments: an
+        OutOfBounds found on the GPU is recorded on the context
+        (Context.async_error / raise_async_error), and recv_counts says what
+        would have come. On the host backend it runs at once and raises as
+        the blocking form. A runtime older than 1.2 raises NotSupported."""
+        dn = dst.count - int(dst_index) if dst_nelems is None else dst_nelems
+        sn = src.count - int(src_index) if src_nelems is None else src_nelems
+        args = (self.handle, dst.handle, int(dst_index), int(dn), src.handle, int(src_index),
+                int(sn), send_counts.handle, int(send_index), recv_counts.handle, int(recv_index))
+        if on_stream or stream is not None:
+            call(_STREAM_FORMS["symm_alltoallv"], *args, _stream_handle(stream))
+        else:
+            call("symm_alltoallv", *args)
 
     def reduce(self, dst, src, op="sum", nelems=None, dst_index=0, src_index=0, stream=None,
                on_stream=False):

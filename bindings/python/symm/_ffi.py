@@ -163,6 +163,9 @@ PROTOTYPES = {
     "symm_alltoall_on_stream": (S, [H, H, u64, H, u64, u64, vp]),
     "symm_reduce_on_stream": (S, [H, H, u64, H, u64, u64, u32, vp]),
     "symm_reducescatter_on_stream": (S, [H, H, u64, H, u64, u64, u32, vp]),
+    # since 1.2: variable-size all-to-all with its counts in symmetric memory
+    "symm_alltoallv": (S, [H, H, u64, u64, H, u64, u64, H, u64, H, u64]),
+    "symm_alltoallv_on_stream": (S, [H, H, u64, u64, H, u64, u64, H, u64, H, u64, vp]),
     "symm_buf_peer_ptr": (S, [H, i32, P(vp)]),
     "symm_buf_register": (S, [H, vp, u32, u64, P(H)]),
     "symm_device_ctx_get": (S, [H, P(DeviceCtx)]),

@@ -7,7 +7,9 @@
 
 Functions: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast,
 barrier (same argument order as torch.distributed's all_reduce,
-all_gather_into_tensor, reduce_scatter_tensor, all_to_all_single, broadcast).
+all_gather_into_tensor, reduce_scatter_tensor, all_to_all_single, broadcast),
+and all_to_all_v (PyTorch's torch.ops.symm_mem.all_to_all_vdev: splits in
+symmetric memory, read on the GPU; MoE dispatch and combine).
 Every call is enqueued on torch's current CUDA stream of the tensor's device
 and returns at once (host backend: runs to completion, CPU tensors), so it is
 ordered with the surrounding kernels and can be captured in a CUDA graph. The
@@ -28,10 +30,11 @@ Fallback (no symm context: symm.available() False, or init() met
 LibraryNotFound / NoDevice / AbiMismatch, or init() was never called):
   - torch.distributed is initialised: the call goes to torch.distributed
     (all_reduce, all_gather_into_tensor, reduce_scatter_tensor,
-    all_to_all_single, broadcast, barrier) on the default group;
+    all_to_all_single, broadcast, barrier) on the default group; all_to_all_v
+    makes two all_to_all_single calls (the splits, then the rows);
   - else one process (WORLD_SIZE unset or 1): the result is what one rank
     would get (all_reduce, broadcast, barrier: nothing; the others copy input
-    to output);
+    to output; all_to_all_v copies input's first in_splits[0] rows);
   - else (several ranks, neither symm nor torch.distributed): symm.InvalidState.
 st.backend() says which of "symm", "torch.distributed", "single" is in use.
 
@@ -45,7 +48,7 @@ from ._ffi import LIB
 
 __all__ = ["init", "init_from_process_group", "use", "finalize", "context", "backend", "why_fallback", "empty",
            "reserve", "is_symmetric", "all_reduce", "all_gather", "reduce_scatter",
-           "all_to_all", "broadcast", "barrier"]
+           "all_to_all", "all_to_all_v", "broadcast", "barrier"]
 
 _FALLBACK_ERRORS = (errors.LibraryNotFound, errors.NoDevice, errors.AbiMismatch)
 _OP_NAMES = {"sum": 0, "prod": 1, "product": 1, "min": 2, "max": 3, "band": 4, "and": 4,
@@ -90,6 +93,8 @@ class _State:
         for name in ("reduce", "fcollect", "reducescatter", "alltoall", "broadcast"):
             self.f[name] = getattr(lib, "symm_%s_on_stream" % name)
         self.f["barrier"] = lib.symm_barrier_all_on_stream
+        # since 1.2; None from an older loader (all_to_all_v raises NotSupported)
+        self.f["alltoallv"] = getattr(lib, "symm_alltoallv_on_stream", None)
         self.lib = lib
         if ctx.backend == "cuda":
             dev = ctx.device
@@ -453,6 +458,113 @@ def all_to_all(output, input, group=None):
     _two("alltoall", output, input, group, input.numel() // n)
 
 
+def _rows(t):
+    """Elements of one dim-0 row of t (1 for a 1-D tensor)."""
+    r = 1
+    for d in tuple(t.shape)[1:]:
+        r *= int(d)
+    return r
+
+
+def _a2av_check(input, out, in_splits, out_splits_offsets, n):
+    """all_to_all_v's local argument checks; the row length (elements)."""
+    for t, what in ((input, "input"), (out, "out"), (in_splits, "in_splits"),
+                    (out_splits_offsets, "out_splits_offsets")):
+        _check(t, "all_to_all_v: " + what)
+    if out.dtype != input.dtype:
+        raise _invalid("all_to_all_v: out is %s, input %s" % (out.dtype, input.dtype))
+    row = _rows(input)
+    if _rows(out) != row:
+        raise _invalid("all_to_all_v: input rows have %d elements, out rows %d (shapes %s, %s)"
+                       % (row, _rows(out), tuple(input.shape), tuple(out.shape)))
+    if in_splits.numel() != n:
+        raise _invalid("all_to_all_v: in_splits has %d entries, the group %d ranks"
+                       % (in_splits.numel(), n))
+    shape = tuple(out_splits_offsets.shape)
+    if out_splits_offsets.numel() != 2 * n or (len(shape) == 2 and shape[0] != 2):
+        raise _invalid("all_to_all_v: out_splits_offsets is %s; it needs shape (2, %d)"
+                       % (shape, n))
+    for t, what in ((in_splits, "in_splits"), (out_splits_offsets, "out_splits_offsets")):
+        if "int64" not in str(t.dtype):
+            raise _invalid("all_to_all_v: %s is %s; splits are torch.int64" % (what, t.dtype))
+    return row
+
+
+def all_to_all_v(input, out, in_splits, out_splits_offsets, group=None):
+    """Variable-size all-to-all with the splits on the device (PyTorch's
+    torch.ops.symm_mem.all_to_all_vdev(input, out, in_splits,
+    out_splits_offsets, group_name); MoE token dispatch and combine).
+
+    - input: the rows for rank 0, then those for rank 1, ... (packed along
+      dim 0; a 1-D tensor's rows are its elements);
+    - in_splits: int64, one entry per rank: rows of input for rank j;
+    - out: receives rank 0's rows for this rank, then rank 1's, ... (packed);
+      rows past the received ones keep their values; same dtype and row
+      shape as input;
+    - out_splits_offsets: int64 of shape (2, n_ranks), written: [0][j] the
+      rows that came from rank j, [1][j] where they start in out.
+
+    Enqueued on the current CUDA stream (one kernel that reads the splits on
+    the GPU: splits made by a kernel need no host copy; graph-capturable);
+    the host backend runs it at once. Combine (the reverse exchange) is
+    all_to_all_v(out, back, out_splits_offsets[0], other_splits_offsets):
+    every row returns to where it left.
+
+    input must have the same size on every rank (as PyTorch's symmetric
+    tensors; its place in the heap too: allocate it in the same order
+    everywhere). Tensors on the symmetric heap (st.empty) are used in place;
+    others are staged (input, out, and the splits: one copy each way).
+    Splits of rows longer than one element, and ordinary splits tensors, go
+    through symmetric staging counts (one small kernel before and after).
+    Bad splits (more rows than input holds, more than out holds) raise
+    symm.OutOfBounds on the rank concerned (the host backend); on GPUs that
+    is recorded on the context: ctx.raise_async_error(). The receiving rank
+    then copies nothing but still gets out_splits_offsets.
+
+    Fallback: torch.distributed (an all_to_all_single of the splits, then
+    one with the split sizes: a host synchronisation); one process: out
+    gets input's first in_splits[0] rows, out_splits_offsets [[in_splits[0]],
+    [0]]. group: None (every rank) or a symm.Team."""
+    S = _S
+    if S.ctx is None:
+        return _fb_all_to_all_v(input, out, in_splits, out_splits_offsets, group)
+    n = _npes(group)
+    row = _a2av_check(input, out, in_splits, out_splits_offsets, n)
+    fn = S.f.get("alltoallv")
+    if fn is None:
+        raise errors.NotSupported(7, "SYMM_ERR_NOT_SUPPORTED",
+                                  "all_to_all_v: the loader %s has no symm_alltoallv_on_stream "
+                                  "(ABI 1.2)" % LIB.path)
+    team = S.world if group is None else group.handle
+    tk = 0 if group is None else team.value
+    hi, ii, si = _operand(input, 0, tk)
+    ho, io, so = _operand(out, 1, tk)
+    if row == 1:
+        hs, is_, ss = _operand(in_splits, 2, tk)
+        hr, ir, sr = _operand(out_splits_offsets, 3, tk)
+    else:  # the library counts elements: scaled copies of the splits
+        b, ss = _staging(_dcode(in_splits.dtype), n, in_splits.dtype, 2, tk)
+        hs, is_ = b._h, 0
+        b, sr = _staging(_dcode(out_splits_offsets.dtype), 2 * n, out_splits_offsets.dtype, 3, tk)
+        hr, ir = b._h, 0
+    if si is not None:
+        si.copy_(_flat(input))
+    if so is not None:
+        so.copy_(_flat(out))  # rows not received keep their values
+    if ss is not None:
+        ss.copy_(_flat(in_splits) if row == 1 else _flat(in_splits) * row)
+    st = fn(team, ho, io, out.numel(), hi, ii, input.numel(), hs, is_, hr, ir, S.stream())
+    if st and st != errors.OutOfBounds.status:
+        raise S.fail(st)  # an argument error: nothing was written
+    err = S.fail(st) if st else None  # read the message before more calls
+    if sr is not None:
+        _flat(out_splits_offsets).copy_(sr if row == 1 else sr // row)
+    if so is not None:
+        _flat(out).copy_(so)
+    if err is not None:
+        raise err
+
+
 def broadcast(tensor, src=0, group=None):
     """Every rank's tensor receives rank src's, in place."""
     S = _S
@@ -516,6 +628,42 @@ def _fb_all_reduce(tensor, op, group):
     if dist is not None:
         return dist.all_reduce(tensor, op=getattr(dist.ReduceOp, _DIST_OPS[code]), group=group)
     _single_or_raise("all_reduce")
+    return None
+
+
+def _fb_all_to_all_v(input, out, in_splits, out_splits_offsets, group):
+    dist = _dist()
+    if dist is None:
+        _single_or_raise("all_to_all_v")
+    n = dist.get_world_size(group) if dist is not None else 1
+    _a2av_check(input, out, in_splits, out_splits_offsets, n)
+    torch = _torch()
+    sends = _flat(in_splits)
+    if dist is not None:  # the splits first: torch.distributed wants them on the host
+        got = torch.zeros(n, dtype=in_splits.dtype, device=in_splits.device)
+        dist.all_to_all_single(got, sends, group=group)
+    else:
+        got = sends
+    ins = [int(x) for x in sends.tolist()]
+    outs = [int(x) for x in got.tolist()]
+    offs = [sum(outs[:j]) for j in range(n)]
+    _flat(out_splits_offsets).copy_(torch.tensor(outs + offs, dtype=out_splits_offsets.dtype,
+                                                 device=out_splits_offsets.device))
+    rows_in = int(input.shape[0]) if input.dim() else 1
+    rows_out = int(out.shape[0]) if out.dim() else 1
+    if min(ins) < 0 or sum(ins) > rows_in:
+        raise errors.OutOfBounds(3, "SYMM_ERR_OUT_OF_BOUNDS",
+                                 "all_to_all_v: in_splits %s: input has %d rows" % (ins, rows_in))
+    if sum(outs) > rows_out:
+        raise errors.OutOfBounds(3, "SYMM_ERR_OUT_OF_BOUNDS",
+                                 "all_to_all_v: %d rows would come, out has %d (nothing was "
+                                 "received; out_splits_offsets says what would have come)"
+                                 % (sum(outs), rows_out))
+    src = input.view(-1) if input.dim() == 0 else input
+    dst = out.view(-1) if out.dim() == 0 else out
+    if dist is not None:
+        return dist.all_to_all_single(dst[:sum(outs)], src[:sum(ins)], outs, ins, group=group)
+    dst[:ins[0]].copy_(src[:ins[0]])
     return None
 
 

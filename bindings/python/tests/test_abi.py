@@ -151,4 +151,19 @@ def structs_match():
     check(not bad, "\n".join(bad))
 
 
+@case
+def the_package_states_the_abis_version():
+    # symm.__version__, the wheel's (symm_build.py) and pyproject.toml's are
+    # the header's SYMM_VERSION (a new minor adds functions: bump them too)
+    import re
+    import symm
+    import symm_build
+    v = ABI["version"]
+    want = "%d.%d.%d" % (v["major"], v["minor"], v["patch"])
+    pyproject = open(os.path.join(os.path.dirname(HERE), "pyproject.toml")).read()
+    got = {"symm.__version__": symm.__version__, "symm_build.VERSION": symm_build.VERSION,
+           "pyproject.toml": re.search(r'^version = "([^"]*)"', pyproject, re.M).group(1)}
+    check(all(x == want for x in got.values()), "ABI %s, package %s" % (want, got))
+
+
 sys.exit(run())

@@ -207,6 +207,116 @@ def teams_and_collectives():
         b.free()
 
 
+def a2av_count(tag, s, r, lim):
+    """Elements PE s sends to PE r in exchange tag: 0..lim, about one in five 0."""
+    x = (((tag + 1) * 1000003 + (s + 1) * 7919 + (r + 1) * 104729) * 2654435761) % (1 << 32)
+    x ^= x >> 13
+    return 0 if x % 5 == 0 else x % (lim + 1)
+
+
+@case
+def alltoallv_against_a_reference_and_combine():
+    # Team.alltoallv (symm_alltoallv, ABI 1.2): per-pair counts (zeros too)
+    # from a2av_count, checked element by element against an image computed
+    # from the counts alone; then the combine brings every element back.
+    cap, w = 64, ctx.world
+    sentinel = -7
+
+    def image(p, dtype):
+        return (1000 * p + np.arange(cap)).astype(dtype)
+
+    zeros_seen = moved = 0
+    variants = [  # data dtype, counts dtype, (si, di, ci, ri), explicit nelems, stream form
+        ("int32", "int64", (0, 0, 0, 0), False, False),
+        ("float64", "uint64", (3, 5, 1, 2), True, False),
+        ("int32", "uint64", (1, 2, 2, 0), False, True),
+        ("int64", "int64", (0, 1, 0, 1), True, True),
+    ]
+    for tag, (dt, cdt, (si, di, ci, ri), explicit, on_stream) in enumerate(variants):
+        lim = 5 if tag < 3 else 0  # the last: every count 0, still a collective
+        src, dst, back = (ctx.alloc(dt, cap) for _ in range(3))
+        scnt, rcnt, rcnt2 = ctx.alloc(cdt, n + 2), ctx.alloc(cdt, 2 * n + 2), ctx.alloc(cdt, 2 * n)
+        sc = [a2av_count(tag, me, r, lim) for r in range(n)]
+        if lim:
+            every = [a2av_count(tag, s, r, lim) for s in range(n) for r in range(n)]
+            zeros_seen += every.count(0)
+            moved += sum(every)
+        src.numpy()[:] = image(me, dt)
+        dst.numpy()[:] = sentinel
+        back.numpy()[:] = sentinel
+        rcnt.numpy()[:] = 777
+        scnt.numpy()[ci:ci + n] = sc
+        kw = dict(dst_index=di, src_index=si, send_index=ci, recv_index=ri, on_stream=on_stream)
+        if explicit:
+            kw.update(dst_nelems=cap - di, src_nelems=cap - si)
+        w.alltoallv(dst, src, scnt, rcnt, **kw)
+        # the reference: from each s in team order, s's piece for me
+        want = np.full(cap, sentinel).astype(dt)
+        want_rc, at = [], 0
+        for s in range(n):
+            off = sum(a2av_count(tag, s, q, lim) for q in range(me))
+            c = a2av_count(tag, s, me, lim)
+            want[di + at:di + at + c] = image(s, dt)[si + off:si + off + c]
+            want_rc.append((c, at))
+            at += c
+        got_rc = rcnt.numpy()
+        check((dst.numpy() == want).all(), (tag, dst.numpy(), want))
+        check(list(got_rc[ri:ri + n]) == [c for c, _ in want_rc], (tag, got_rc, want_rc))
+        check(list(got_rc[ri + n:ri + 2 * n]) == [a for _, a in want_rc], (tag, got_rc, want_rc))
+        check((np.delete(got_rc, range(ri, ri + 2 * n)) == 777).all(), (tag, "outside", got_rc))
+        check((src.numpy() == image(me, dt)).all(), (tag, "src kept"))
+        # combine: the receive counts as send counts, dst as src
+        w.alltoallv(back, dst, rcnt, rcnt2, dst_index=si, src_index=di, send_index=ri,
+                    on_stream=on_stream, dst_nelems=cap - si, src_nelems=cap - di)
+        sent = sum(sc)
+        want = np.full(cap, sentinel).astype(dt)
+        want[si:si + sent] = image(me, dt)[si:si + sent]
+        check((back.numpy() == want).all(), (tag, "combine", back.numpy(), want))
+        check(list(rcnt2.numpy()) == sc + [sum(sc[:j]) for j in range(n)], (tag, rcnt2.numpy()))
+        for b in (src, dst, back, scnt, rcnt, rcnt2):
+            b.free()
+    check(zeros_seen > 0 and moved > 0, "some pairs exchange nothing, others something")
+    check(ctx.async_error() == (0, ""), ctx.async_error())
+
+
+@case
+def alltoallv_failures_stay_local():
+    # A dst too small on the last PE: it raises OutOfBounds, copies nothing,
+    # still gets its receive counts; every other PE succeeds; then the team works.
+    w, last = ctx.world, n - 1
+    src, dst = ctx.alloc("int32", 4 * n), ctx.alloc("int32", 4 * n)
+    scnt, rcnt = ctx.alloc("int64", n), ctx.alloc("int64", 2 * n)
+    src.numpy()[:] = 100 * me + np.arange(4 * n)
+    scnt.numpy()[:] = 2
+    dst.numpy()[:] = -1
+    room = 2 * n - 1 if me == last else 2 * n
+    if me == last:
+        e = expect_raises(symm.OutOfBounds, w.alltoallv, dst, src, scnt, rcnt, dst_nelems=room)
+        check(e.status == 3 and "dst_nelems" in e.message, e.message)
+        check((dst.numpy() == -1).all(), ("nothing copied", dst.numpy()))
+    else:
+        w.alltoallv(dst, src, scnt, rcnt, dst_nelems=room)
+        want = np.concatenate([100 * s + np.arange(2 * me, 2 * me + 2) for s in range(n)])
+        check((dst.numpy()[:2 * n] == want).all(), dst.numpy())
+    check(list(rcnt.numpy()) == [2] * n + [2 * s for s in range(n)], rcnt.numpy())
+    # the team still works: the same exchange with room everywhere
+    dst.numpy()[:] = -1
+    w.alltoallv(dst, src, scnt, rcnt, dst_nelems=2 * n)
+    want = np.concatenate([100 * s + np.arange(2 * me, 2 * me + 2) for s in range(n)])
+    check((dst.numpy()[:2 * n] == want).all(), ("after the failure", dst.numpy()))
+    # argument errors: counts of a float type (every PE), src_nelems that differ
+    f64 = ctx.alloc("float64", 2 * n)
+    e = expect_raises(symm.InvalidArgument, w.alltoallv, dst, src, f64, rcnt)
+    check("UINT64" in e.message, e.message)
+    if n > 1:
+        expect_raises(symm.Mismatch, w.alltoallv, dst, src, scnt, rcnt, src_nelems=4 * n - me)
+    w.alltoallv(dst, src, scnt, rcnt, on_stream=True)
+    check((dst.numpy()[:2 * n] == want).all(), ("stream form after the errors", dst.numpy()))
+    ctx.barrier_all()
+    for b in (src, dst, scnt, rcnt, f64):
+        b.free()
+
+
 @case
 def stream_forms_run_in_order_on_the_host():
     # The host backend runs every *_on_stream form at once, in call order

@@ -61,12 +61,46 @@ def single_process_results():
 
 
 @case
+def single_process_all_to_all_v():
+    # one rank: out gets input's first in_splits[0] rows (the others keep
+    # their values), out_splits_offsets [[in_splits[0]], [0]]
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    out = torch.tensor([-1.0] * 5)
+    oso = torch.zeros((2, 1), torch.int64)
+    st.all_to_all_v(x, out, torch.tensor([3], torch.int64), oso)
+    check(out.tolist() == [1.0, 2.0, 3.0, -1.0, -1.0], out.tolist())
+    check(oso.tolist() == [[3], [0]], oso.tolist())
+    rows = torch.tensor([[1, 2], [3, 4], [5, 6]], torch.int32)  # splits count rows
+    out2 = torch.zeros((3, 2), torch.int32)
+    st.all_to_all_v(rows, out2, torch.tensor([2], torch.int64), oso)
+    check(out2.tolist() == [[1, 2], [3, 4], [0, 0]], out2.tolist())
+    check(oso.tolist() == [[2], [0]], oso.tolist())
+    def i64(v):
+        return torch.tensor(v, torch.int64)
+
+    e = expect_raises(symm.OutOfBounds, st.all_to_all_v, x, torch.zeros(2), i64([3]), oso)
+    check("would come" in e.message, e.message)
+    check(oso.tolist() == [[3], [0]], ("the splits are written anyway", oso.tolist()))
+    expect_raises(symm.OutOfBounds, st.all_to_all_v, x, out, i64([5]), oso)
+    expect_raises(symm.OutOfBounds, st.all_to_all_v, x, out, i64([-1]), oso)
+    expect_raises(symm.InvalidArgument, st.all_to_all_v, x, out, i64([1, 1]), oso)
+    i32 = torch.tensor([1], torch.int32)
+    expect_raises(symm.InvalidArgument, st.all_to_all_v, x, out, i32, oso)
+    oso32 = torch.zeros(2, torch.int32)
+    expect_raises(symm.InvalidArgument, st.all_to_all_v, x, out, i64([1]), oso32)
+    check(out.tolist() == [1.0, 2.0, 3.0, -1.0, -1.0], ("errors leave out alone", out.tolist()))
+
+
+@case
 def several_ranks_without_anything_raise():
     os.environ["WORLD_SIZE"] = "2"
     try:
         e = expect_raises(symm.InvalidState, st.all_reduce, torch.zeros(2))
         check("init_process_group" in e.message and "LIBRARY_NOT_FOUND" in e.message, e.message)
         expect_raises(symm.InvalidState, st.barrier)
+        e = expect_raises(symm.InvalidState, st.all_to_all_v, torch.zeros(2), torch.zeros(2),
+                          torch.zeros(2, torch.int64), torch.zeros((2, 2), torch.int64))
+        check("all_to_all_v" in e.message, e.message)
     finally:
         del os.environ["WORLD_SIZE"]
 
@@ -107,6 +141,16 @@ def torch_distributed_fallback():
                     "broadcast", "barrier"], names)
     check(dist.calls[-4][2]["op"] is dist.ReduceOp.MIN, dist.calls[-4])
     check(dist.calls[-5][1] == (o, t), "output, input order kept")
+    # all_to_all_v: the splits first (all_to_all_single), then the rows with
+    # the split sizes (the stand-in's collectives receive nothing: 0 rows)
+    oso = torch.zeros((2, 1), torch.int64)
+    sp = torch.tensor([2], torch.int64)
+    st.all_to_all_v(t, o, sp, oso)
+    check([c[0] for c in dist.calls[-2:]] == ["all_to_all_single"] * 2, dist.calls[-2:])
+    check(dist.calls[-2][1][1] is not None and dist.calls[-2][1][1].tolist() == [2], dist.calls[-2])
+    check(dist.calls[-1][1][2:] == ([0], [2]) and dist.calls[-1][1][1].tolist() == [1, 2],
+          dist.calls[-1])
+    check(oso.tolist() == [[0], [0]], oso.tolist())
     dist.destroy_process_group()
 
 

@@ -62,6 +62,21 @@ if MODE == "fallback":
         b = torch.full((4,), float(rank))
         st.broadcast(b, src=world - 1)
         check(torch.equal(b, torch.full((4,), float(world - 1))), b)
+        # all_to_all_v: the splits, then the rows, through all_to_all_single
+        sp = torch.tensor([(rank + j) % 3 for j in range(world)], dtype=torch.int64)
+        x = torch.arange(3 * world, dtype=torch.float32) + 100 * rank
+        out = torch.full((3 * world,), -1.0)
+        oso = torch.zeros((2, world), dtype=torch.int64)
+        st.all_to_all_v(x, out, sp, oso)
+        want, at, woso = torch.full((3 * world,), -1.0), 0, [[], []]
+        for s in range(world):
+            off = sum((s + q) % 3 for q in range(rank))
+            c = (s + rank) % 3
+            want[at:at + c] = torch.arange(off, off + c, dtype=torch.float32) + 100 * s
+            woso[0].append(c)
+            woso[1].append(at)
+            at += c
+        check(torch.equal(out, want) and oso.tolist() == woso, (out, want, oso, woso))
         st.barrier()
 
     rc = run(P)
@@ -301,6 +316,118 @@ def torch_collectives_on_the_current_stream():
                 st.broadcast(bc, src=n - 1)
                 check(bool((bc == n + 1).all()), (dt, kind, "broadcast"))
                 st.barrier()
+    S.synchronize()
+    check(ctx.async_error() == (0, ""), ctx.async_error())
+
+
+def _split(tag, s, r):
+    """Rows rank s sends to rank r in exchange tag (0..3; zeros included)."""
+    return (s * 3 + r * 5 + tag) % 4
+
+
+def _a2av_reference(tag, shape, dt, image):
+    """(out, out_splits_offsets) this rank must get from all_to_all_v."""
+    want = torch.full(shape, -1).to(dt)
+    oso, at = [[], []], 0
+    for s in range(n):
+        off = sum(_split(tag, s, q) for q in range(me))
+        c = _split(tag, s, me)
+        want[at:at + c] = image(s)[off:off + c]
+        oso[0].append(c)
+        oso[1].append(at)
+        at += c
+    return want, oso
+
+
+@case
+def all_to_all_v_with_splits_made_on_the_gpu():
+    # symm.torch.all_to_all_v (symm_alltoallv_on_stream: one kernel reading
+    # the splits on the GPU) on the current stream: splits computed by a torch
+    # kernel (no host copy), heap and ordinary tensors, 1-D and 2-D rows;
+    # the combine; a CUDA graph replayed with new splits; an out too small on
+    # one rank (recorded on its context only).
+    cap = 4 * n + 3
+    k = 0
+    with torch.cuda.stream(S):
+        for kind in ("heap", "plain"):
+            for cols, dt in ((None, torch.float32), (8, torch.bfloat16), (3, torch.int64)):
+                shape = (cap,) if cols is None else (cap, cols)
+                mk = (lambda s, d: ctx.tensor(s, d)) if kind == "heap" else (
+                    lambda s, d: torch.zeros(s, dtype=d, device="cuda"))
+
+                def image(p, shape=shape, dt=dt):
+                    return (torch.arange(cap * (cols or 1)).reshape(shape) + 1000 * p).to(dt)
+
+                x, out, back = mk(shape, dt), mk(shape, dt), mk(shape, dt)
+                splits = mk(n, torch.int64)
+                oso, oso2 = mk((2, n), torch.int64), mk((2, n), torch.int64)
+                x.copy_(image(me).cuda())
+                out.fill_(-1)
+                back.fill_(-1)
+                k += 1
+                splits.copy_((torch.arange(n, device="cuda") * 5 + me * 3 + k) % 4)  # on the GPU
+                st.all_to_all_v(x, out, splits, oso)
+                st.all_to_all_v(out, back, oso[0], oso2)  # combine
+                S.synchronize()
+                want, want_oso = _a2av_reference(k, shape, dt, image)
+                label = (kind, tuple(shape), dt)
+                check(torch.equal(out.cpu(), want), (label, out.cpu(), want))
+                check(oso.cpu().tolist() == want_oso, (label, oso.cpu(), want_oso))
+                sc = [_split(k, me, r) for r in range(n)]
+                want = torch.full(shape, -1).to(dt)
+                want[:sum(sc)] = image(me)[:sum(sc)]
+                check(torch.equal(back.cpu(), want), (label, "combine", back.cpu()))
+                check(oso2.cpu().tolist() == [sc, [sum(sc[:j]) for j in range(n)]],
+                      (label, oso2.cpu()))
+        # a CUDA graph: splits from a device tag, dispatch, combine; replayed
+        x, out, back = ctx.tensor(cap, torch.float32), ctx.tensor(cap, torch.float32), \
+            ctx.tensor(cap, torch.float32)
+        tag_t = torch.zeros((), dtype=torch.int64, device="cuda")
+        splits = ctx.tensor(n, torch.int64)
+        oso, oso2 = ctx.tensor((2, n), torch.int64), ctx.tensor((2, n), torch.int64)
+        x.copy_(torch.arange(cap, dtype=torch.float32, device="cuda") + 1000 * me)
+
+        def step():
+            splits.copy_((torch.arange(n, device="cuda") * 5 + me * 3 + tag_t) % 4)
+            st.all_to_all_v(x, out, splits, oso)
+            st.all_to_all_v(out, back, oso[0], oso2)
+
+        step()  # eager warm-up
+    S.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=S):
+        step()
+    for tag in (1, 2, 3):
+        with torch.cuda.stream(S):
+            tag_t.fill_(tag)
+            out.fill_(-1)
+            back.fill_(-1)
+            g.replay()
+        S.synchronize()
+        want, want_oso = _a2av_reference(
+            tag, (cap,), torch.float32, lambda p: torch.arange(cap, dtype=torch.float32) + 1000 * p)
+        check(torch.equal(out.cpu(), want) and oso.cpu().tolist() == want_oso, ("graph", tag, out))
+        sent = sum(_split(tag, me, r) for r in range(n))
+        check(torch.equal(back.cpu()[:sent], x.cpu()[:sent]) and bool((back[sent:] == -1).all()),
+              ("graph combine", tag, back))
+    check(ctx.async_error() == (0, ""), ctx.async_error())
+    # out too small on the last rank: found on the GPU, recorded on its context
+    with torch.cuda.stream(S):
+        splits.fill_(2)
+        out.fill_(-1)
+        st.all_to_all_v(x, out[:2 * n - 1] if me == n - 1 else out, splits, oso)
+    S.synchronize()
+    status, msg = ctx.async_error(clear=True)
+    if me == n - 1:
+        check(status == 3 and bool((out == -1).all()), (status, msg, out))
+    else:
+        check(status == 0, (status, msg))
+        want = torch.cat([torch.arange(2 * me, 2 * me + 2, dtype=torch.float32) + 1000 * s
+                          for s in range(n)])
+        check(torch.equal(out.cpu()[:2 * n], want), out.cpu())
+    check(oso.cpu().tolist() == [[2] * n, [2 * s for s in range(n)]], oso.cpu())
+    with torch.cuda.stream(S):  # the group still works
+        st.all_to_all_v(x, out, splits, oso)
     S.synchronize()
     check(ctx.async_error() == (0, ""), ctx.async_error())
 

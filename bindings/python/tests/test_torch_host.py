@@ -136,6 +136,93 @@ def all_to_all_both_kinds():
         check(out.numpy().tolist() == want, (make.__name__, out.numpy(), want))
 
 
+def split(tag, s, r):
+    """Rows rank s sends to rank r in exchange tag: 0..3, about one in four 0."""
+    x = (((tag + 1) * 1000003 + (s + 1) * 7919 + (r + 1) * 104729) * 2654435761) % (1 << 32)
+    x ^= x >> 11
+    return 0 if x % 4 == 0 else x % 4
+
+
+@case
+def all_to_all_v_dispatch_and_combine():
+    # all_to_all_v (all_to_all_vdev's shape): splits in rows of dim 0, on heap
+    # tensors (in place) and ordinary ones (staged), 1-D and 2-D rows (the
+    # splits scaled to elements for the library), against a reference made
+    # from the splits alone; then the combine brings every row back.
+    cap, zeros, moved = 4 * n + 3, 0, 0
+    for tag, (make, cols, dt, grp) in enumerate((
+            (heap, None, torch.int64, None), (plain, None, torch.float32, ctx.world),
+            (heap, 3, torch.float64, None), (plain, 2, torch.int32, None))):
+        shape = (cap,) if cols is None else (cap, cols)
+        row = 1 if cols is None else cols
+
+        def image(p):
+            return (1000 * p + np.arange(cap * row)).reshape(shape).astype(dt.np)
+
+        x = make(shape, dt)
+        x.numpy()[:] = image(me)
+        sc = [split(tag, me, r) for r in range(n)]
+        every = [split(tag, s, r) for s in range(n) for r in range(n)]
+        zeros, moved = zeros + every.count(0), moved + sum(every)
+        splits = make(n, torch.int64)
+        splits.numpy()[:] = sc
+        out, back = make(shape, dt), make(shape, dt)
+        out.numpy()[:] = -1
+        back.numpy()[:] = -1
+        oso, oso2 = make((2, n), torch.int64), make((2, n), torch.int64)
+        st.all_to_all_v(x, out, splits, oso, group=grp)
+        want, at, want_oso = np.full(shape, -1).astype(dt.np), 0, [[], []]
+        for s in range(n):
+            off = sum(split(tag, s, q) for q in range(me))
+            c = split(tag, s, me)
+            want[at:at + c] = image(s)[off:off + c]
+            want_oso[0].append(c)
+            want_oso[1].append(at)
+            at += c
+        check((out.numpy() == want).all(), (tag, make.__name__, out.numpy(), want))
+        check(oso.numpy().tolist() == want_oso, (tag, oso.numpy(), want_oso))
+        check((x.numpy() == image(me)).all(), (tag, "input kept"))
+        st.all_to_all_v(out, back, oso[0], oso2, group=grp)  # combine
+        want = np.full(shape, -1).astype(dt.np)
+        want[:sum(sc)] = image(me)[:sum(sc)]
+        check((back.numpy() == want).all(), (tag, "combine", back.numpy(), want))
+        check(oso2.numpy().tolist() == [sc, [sum(sc[:j]) for j in range(n)]], (tag, oso2.numpy()))
+    check(zeros > 0 and moved > 0, "some pairs exchange nothing, others something")
+    check(dist.calls == [], "symm mode never calls torch.distributed: %r" % dist.calls)
+
+
+@case
+def all_to_all_v_failures():
+    # out too small on the last rank (a shorter view of a heap tensor): that
+    # rank raises OutOfBounds, receives nothing but its splits and offsets;
+    # the others get their rows; the group still works. Argument errors
+    # are found before anything is exchanged.
+    x, out = heap(2 * n, torch.int64), heap(2 * n, torch.int64)
+    x.numpy()[:] = 100 * me + np.arange(2 * n)
+    splits, oso = heap(n, torch.int64), heap((2, n), torch.int64)
+    splits.numpy()[:] = 2
+    out.numpy()[:] = -1
+    want = np.concatenate([100 * s + np.arange(2 * me, 2 * me + 2) for s in range(n)])
+    if me == n - 1:
+        e = expect_raises(symm.OutOfBounds, st.all_to_all_v, x, out[:2 * n - 1], splits, oso)
+        check("dst_nelems" in e.message, e.message)
+        check((out.numpy() == -1).all(), out.numpy())
+    else:
+        st.all_to_all_v(x, out, splits, oso)
+        check((out.numpy() == want).all(), out.numpy())
+    check(oso.numpy().tolist() == [[2] * n, [2 * s for s in range(n)]], oso.numpy())
+    st.all_to_all_v(x, out, splits, oso)
+    check((out.numpy() == want).all(), ("after the failure", out.numpy()))
+    bad = (((x, out, heap(n + 1, torch.int64), oso), "in_splits"),
+           ((x, out, splits, heap((3, n), torch.int64)), "(2, %d)" % n),
+           ((x, heap(2 * n, torch.int32), splits, oso), "out is"),
+           ((x, out, heap(n, torch.int32), oso), "int64"),
+           ((heap((n, 2), torch.int64), heap((n, 3), torch.int64), splits, oso), "rows"))
+    for args, what in bad:
+        e = expect_raises(symm.InvalidArgument, st.all_to_all_v, *args)
+        check(what in e.message, (what, e.message))
+
+
 @case
 def broadcast_and_barrier():
     for make in (heap, plain):
@@ -243,6 +330,20 @@ def finalize_then_fallback():
     check(dist.calls[0][2]["op"] is dist.ReduceOp.MAX, dist.calls[0])
     check(dist.calls[2][2]["op"] is dist.ReduceOp.SUM, dist.calls[2])
     check(dist.calls[4][2]["src"] == 1, dist.calls[4])
+    # all_to_all_v: the splits by all_to_all_single, then the rows with the
+    # split sizes (the stand-in receives nothing: every incoming split is 0)
+    sp = torch.tensor([j % 3 for j in range(n)], torch.int64)
+    oso = torch.zeros((2, n), torch.int64)
+    oso.numpy()[:] = 9
+    x = torch.zeros(3 * n, torch.float32)
+    st.all_to_all_v(x, o, sp, oso)
+    names = [c[0] for c in dist.calls[6:]]
+    check(names == ["all_to_all_single"] * 2, names)
+    ins = [int(v) for v in sp.tolist()]
+    check(dist.calls[7][1][2:] == ([0] * n, ins), dist.calls[7])
+    check(dist.calls[7][1][1].numel() == sum(ins) and dist.calls[7][1][0].numel() == 0,
+          dist.calls[7])
+    check(oso.numpy().tolist() == [[0] * n, [0] * n], oso.numpy())
     dist.destroy_process_group()
     check(st.backend() == "single", st.backend())
     e = expect_raises(symm.InvalidState, st.all_reduce, t)  # 4 ranks, nothing to use

@@ -92,6 +92,9 @@ class Tensor:
     def __add__(self, k):
         return Tensor(self.a + (k.a if isinstance(k, Tensor) else k))
 
+    def __floordiv__(self, k):
+        return Tensor(self.a // (k.a if isinstance(k, Tensor) else k))
+
     def __eq__(self, k):
         return Tensor(self.a == (k.a if isinstance(k, Tensor) else k))
 
@@ -174,7 +177,7 @@ def equal(a, b):
     return a.a.shape == b.a.shape and bool((a.a == b.a).all())
 
 
-def tensor(data, dtype=float32):
+def tensor(data, dtype=float32, device=None):
     return Tensor(np.array(data, dtype=dtype.np))
 
 
