@@ -1210,7 +1210,8 @@ extern "C" {
     /// blocking form checks it (MISMATCH), the stream form cannot.
     /// Counts are read as uint64 (a negative INT64 count is a huge one). When
     /// this PE's counts add up to more than src_nelems, it returns
-    /// SYMM_ERR_OUT_OF_BOUNDS; when what it would receive exceeds dst_nelems, or
+    /// SYMM_ERR_OUT_OF_BOUNDS (it still receives what lies in range for it);
+    /// when what it would receive exceeds dst_nelems, or
     /// some peer's elements for it lie beyond that peer's src_nelems, it copies
     /// nothing, still writes recv_counts (what would have come), and returns
     /// SYMM_ERR_OUT_OF_BOUNDS. Either way the other PEs finish normally.
