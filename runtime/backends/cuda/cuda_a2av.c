@@ -104,20 +104,14 @@ static symm_status launch_coop(cu_state *s, unsigned gx, unsigned bx, unsigned s
 
 symm_status symm__cu_alltoallv(symm__ctx *ctx, cu_state *s, const symm__coll *c, void *stream) {
     const symm__team *team = c->team;
-    const int32_t n = team->n_pes;
-    for (int32_t j = 0; j < n; j++) {
-        const int32_t pe = symm__team_world_pe(team, j);
-        if (!ctx->peer_base[pe]) return symm__cu_unreachable(ctx, pe);
-    }
+    const int32_t n = team->n_pes; /* at most CU_PARAM_PES (the hook's limit) */
+    SYMM_TRY(symm__cu_team_reachable(ctx, team));
     symm__ka2av_params p;
     memset(&p, 0, sizeof p);
     SYMM_TRY(ctx->ops->device_ctx(ctx, &p.ctx));
     SYMM_TRY(symm__device_team_of(team, &p.team));
-    /* 3 uint64_t a PE of shared memory: teams the hook serves fit easily */
-    const uint64_t smem = 3u * 8u * (uint64_t)(n > 0 ? n : 1);
-    if (smem > 48u * 1024u)
-        return symm__err(SYMM_ERR_NOT_SUPPORTED, "alltoallv on the CUDA backend: teams of up to "
-                         "2048 PEs (this one has %d)", (int)n);
+    /* 3 uint64_t a PE of shared memory: 1.5 KiB for the largest team */
+    const unsigned smem = 3u * 8u * (unsigned)n;
     p.dst = symm__local(ctx, c->dst_off);
     p.src = symm__local(ctx, c->src_off);
     p.send_counts = (const uint64_t *)symm__local(ctx, c->scount_off);
@@ -141,7 +135,7 @@ symm_status symm__cu_alltoallv(symm__ctx *ctx, cu_state *s, const symm__coll *c,
                "%u threads (counts read on the GPU)", (int)n, s->a2av_blocks,
                (unsigned)SYMM__A2AV_THREADS);
     void *args[] = {&p};
-    SYMM_TRY(launch_coop(s, s->a2av_blocks, SYMM__A2AV_THREADS, (unsigned)smem, cs, args));
+    SYMM_TRY(launch_coop(s, s->a2av_blocks, SYMM__A2AV_THREADS, smem, cs, args));
     SYMM_TRY(symm__cu_finish(s, stream));
     if (stream) return SYMM_SUCCESS;
     const int why = __atomic_exchange_n(p.word, 0, __ATOMIC_SEQ_CST);

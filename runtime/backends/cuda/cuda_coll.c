@@ -297,7 +297,7 @@ symm_status symm__cu_scratch_zero_slots(symm__ctx *ctx, cu_state *s, uint64_t of
 /* ------------------------------------------------------------------------ */
 
 /* Every team PE must be load/store reachable (the kernels store to peers). */
-static symm_status team_reachable(const symm__ctx *ctx, const symm__team *team) {
+symm_status symm__cu_team_reachable(const symm__ctx *ctx, const symm__team *team) {
     for (int32_t j = 0; j < team->n_pes; j++) {
         int32_t pe = symm__team_world_pe(team, j);
         if (!ctx->peer_base[pe]) return symm__cu_unreachable(ctx, pe);
@@ -369,16 +369,16 @@ static symm_status launch_barrier(cu_state *s, const symm__team *team, char *con
  * from the device peer table, so the team must be strided (split teams and
  * the world are; only the SHARED/NODE teams of irregular layouts are not). */
 static symm_status launch_barrier_wide(cu_state *s, const symm__team *team, CUstream cs) {
+    symm_device_team dt;
+    if (symm__device_team_of(team, &dt) != SYMM_SUCCESS)
+        return symm__err(SYMM_ERR_NOT_SUPPORTED,
+                         "GPU barriers of teams over %d PEs need a strided team (this "
+                         "team of %d PEs is not)", CU_PARAM_PES, (int)team->n_pes);
     symm__kbarrier_wide_params p;
     memset(&p, 0, sizeof p);
     p.table = (char *const *)(uintptr_t)s->peer_table;
-    p.start = symm__team_world_pe(team, 0);
-    p.stride = team->n_pes > 1 ? symm__team_world_pe(team, 1) - p.start : 1;
-    for (int32_t j = 0; j < team->n_pes; j++)
-        if (symm__team_world_pe(team, j) != p.start + j * p.stride)
-            return symm__err(SYMM_ERR_NOT_SUPPORTED,
-                             "GPU barriers of teams over %d PEs need a strided team (this "
-                             "team of %d PEs is not)", CU_PARAM_PES, (int)team->n_pes);
+    p.start = dt.start;
+    p.stride = dt.stride;
     p.me = team->my_pe;
     p.n = team->n_pes;
     p.area_off = symm__team_sync_off(s->ctx, team->slot) + CU_BARRIER_OFF;
@@ -393,7 +393,7 @@ static symm_status launch_barrier_wide(cu_state *s, const symm__team *team, CUst
 
 symm_status symm__cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, void *stream) {
     cu_state *s = ctx->backend;
-    SYMM_TRY(team_reachable(ctx, team));
+    SYMM_TRY(symm__cu_team_reachable(ctx, team));
     SYMM_TRY(cu_enter(s));
     if (team->n_pes > CU_PARAM_PES) {
         SYMM_TRY(launch_barrier_wide(s, team, stream_of(s, stream)));

@@ -336,6 +336,9 @@ symm_status symm__cu_env_size(const char *name, uint64_t dflt, uint64_t *v);
 symm_status symm__cu_map_new_chunk(symm__ctx *ctx, cu_state *s, uint64_t off, uint64_t size,
                                    const char *what, symm_status st);
 
+/* cuda_coll.c: SYMM_SUCCESS when every PE of the team is load/store
+ * reachable, else symm__cu_unreachable's status. */
+symm_status symm__cu_team_reachable(const symm__ctx *ctx, const symm__team *team);
 /* cuda_a2av.c: the coll hook's SYMM__COLL_ALLTOALLV; setup (f_a2av,
  * SYMM_CUDA_A2AV_BLOCKS); a failure a stream-form call left for
  * symm_ctx_async_error. */
