@@ -1,9 +1,13 @@
 /*
  * symm_alltoallv / symm_alltoallv_on_stream on the CUDA backend (the coll
- * hook's SYMM__COLL_ALLTOALLV): one cooperative launch of symm_k_alltoallv
- * (kernels_a2av.cu), the grid form of symm_device_coll.cuh, so the counts
- * are read on the GPU when the stream gets there (docs/DECISIONS.md
- * "alltoallv in the C ABI").
+ * hook's SYMM__COLL_ALLTOALLV): one cooperative launch, so the counts are
+ * read on the GPU when the stream gets there (docs/DECISIONS.md
+ * "alltoallv in the C ABI"). Where the team's LL lines serve it (up to 8
+ * PEs of one host, SYMM_CUDA_COLL_ALGO auto or ll: cuda_coll.c
+ * symm__cu_a2av_ll), symm_k_alltoallv_ll (kernels_a2av.cu "The LL form":
+ * headers and small pieces in the lines, no team barrier); else
+ * symm_k_alltoallv, the grid form of symm_device_coll.cuh (two team
+ * barriers; docs/DECISIONS.md "The LL form of alltoallv").
  *
  * Failures: a barrier that gave up (a dead peer, the timeout) sets the
  * context's error word as every runtime kernel does; a PE that copied
@@ -66,6 +70,7 @@ void symm__cu_a2av_poll(cu_state *s) {
 
 symm_status symm__cu_a2av_setup(cu_state *s) {
     SYMM_TRY(symm__cu_get_fn(s, &s->f_a2av, "symm_k_alltoallv"));
+    SYMM_TRY(symm__cu_get_fn(s, &s->f_a2av_ll, "symm_k_alltoallv_ll"));
     uint64_t blocks = 0;
     SYMM_TRY(symm__cu_env_size("SYMM_CUDA_A2AV_BLOCKS", 0, &blocks));
     const uint64_t sms = s->sms > 0 ? (uint64_t)s->sms : 1;
@@ -80,8 +85,8 @@ symm_status symm__cu_a2av_setup(cu_state *s) {
 
 /* One cooperative launch: cuLaunchKernelEx with the cooperative attribute,
  * else cuLaunchCooperativeKernel. */
-static symm_status launch_coop(cu_state *s, unsigned gx, unsigned bx, unsigned smem,
-                               CUstream cs, void **args) {
+static symm_status launch_coop(cu_state *s, CUfunction f, unsigned gx, unsigned bx,
+                               unsigned smem, CUstream cs, void **args) {
     if (symm__cu.LaunchKernelEx) {
         CUlaunchAttribute a;
         memset(&a, 0, sizeof a);
@@ -89,14 +94,14 @@ static symm_status launch_coop(cu_state *s, unsigned gx, unsigned bx, unsigned s
         a.value.cooperative = 1;
         CUlaunchConfig c;
         symm__cu_launch_config(&c, &a, gx, 1, bx, smem, cs);
-        CUresult r = symm__cu.LaunchKernelEx(&c, s->f_a2av, args, NULL);
+        CUresult r = symm__cu.LaunchKernelEx(&c, f, args, NULL);
         return r == CUDA_SUCCESS ? SYMM_SUCCESS
-                                 : symm__cu_fail(r, "cuLaunchKernelEx(symm_k_alltoallv, cooperative)");
+                                 : symm__cu_fail(r, "cuLaunchKernelEx(symm_k_alltoallv*, cooperative)");
     }
     if (symm__cu.LaunchCooperativeKernel) {
-        CUresult r = symm__cu.LaunchCooperativeKernel(s->f_a2av, gx, 1, 1, bx, 1, 1, smem, cs, args);
+        CUresult r = symm__cu.LaunchCooperativeKernel(f, gx, 1, 1, bx, 1, 1, smem, cs, args);
         return r == CUDA_SUCCESS ? SYMM_SUCCESS
-                                 : symm__cu_fail(r, "cuLaunchCooperativeKernel(symm_k_alltoallv)");
+                                 : symm__cu_fail(r, "cuLaunchCooperativeKernel(symm_k_alltoallv*)");
     }
     return symm__err(SYMM_ERR_NOT_SUPPORTED, "the CUDA driver has neither cuLaunchKernelEx nor "
                      "cuLaunchCooperativeKernel: alltoallv needs a cooperative launch");
@@ -106,39 +111,65 @@ symm_status symm__cu_alltoallv(symm__ctx *ctx, cu_state *s, const symm__coll *c,
     const symm__team *team = c->team;
     const int32_t n = team->n_pes; /* at most CU_PARAM_PES (the hook's limit) */
     SYMM_TRY(symm__cu_team_reachable(ctx, team));
+    symm__ka2avll_params q;
+    memset(&q, 0, sizeof q);
+    bool ll = false;
+    const char *why = "";
+    SYMM_TRY(symm__cu_a2av_ll(ctx, s, team, &q, &ll, &why));
     symm__ka2av_params p;
     memset(&p, 0, sizeof p);
-    SYMM_TRY(ctx->ops->device_ctx(ctx, &p.ctx));
-    SYMM_TRY(symm__device_team_of(team, &p.team));
-    /* 3 uint64_t a PE of shared memory: 1.5 KiB for the largest team */
-    const unsigned smem = 3u * 8u * (unsigned)n;
-    p.dst = symm__local(ctx, c->dst_off);
-    p.src = symm__local(ctx, c->src_off);
-    p.send_counts = (const uint64_t *)symm__local(ctx, c->scount_off);
-    p.recv_counts = (uint64_t *)symm__local(ctx, c->rcount_off);
-    p.recv_offsets = p.recv_counts + n;
-    p.dst_cap = c->dst_cap;
-    p.src_cap = c->src_cap;
-    p.unit_bytes = c->elem_size;
-    p.timeout_ns = s->timeout_ns;
-    p.err = s->err_word;
-    p.word = a2av_word(s, stream ? A2AV_WORD_STREAM : A2AV_WORD_BLOCKING);
+    int *word = a2av_word(s, stream ? A2AV_WORD_STREAM : A2AV_WORD_BLOCKING);
+    if (ll) {
+        q.dst_off = c->dst_off;
+        q.src_off = c->src_off;
+        q.scount_off = c->scount_off;
+        q.rcount_off = c->rcount_off;
+        q.dst_cap = c->dst_cap;
+        q.src_cap = c->src_cap;
+        q.unit_bytes = c->elem_size;
+        q.word = word;
+    } else {
+        SYMM_TRY(ctx->ops->device_ctx(ctx, &p.ctx));
+        SYMM_TRY(symm__device_team_of(team, &p.team));
+        p.dst = symm__local(ctx, c->dst_off);
+        p.src = symm__local(ctx, c->src_off);
+        p.send_counts = (const uint64_t *)symm__local(ctx, c->scount_off);
+        p.recv_counts = (uint64_t *)symm__local(ctx, c->rcount_off);
+        p.recv_offsets = p.recv_counts + n;
+        p.dst_cap = c->dst_cap;
+        p.src_cap = c->src_cap;
+        p.unit_bytes = c->elem_size;
+        p.timeout_ns = s->timeout_ns;
+        p.err = s->err_word;
+        p.word = word;
+    }
     SYMM_TRY(cu_enter(s));
     CUstream cs = stream_of(s, stream);
     if (stream) {
         s->a2av_caps[0] = c->dst_cap; /* for the message: the latest call's */
         s->a2av_caps[1] = c->src_cap;
     } else {
-        __atomic_store_n(p.word, 0, __ATOMIC_SEQ_CST);
+        __atomic_store_n(word, 0, __ATOMIC_SEQ_CST);
     }
-    SYMM_TRACE(SYMM_LOG_COLL, "cuda: alltoallv on %d PEs: one cooperative grid of %u block(s) x "
-               "%u threads (counts read on the GPU)", (int)n, s->a2av_blocks,
-               (unsigned)SYMM__A2AV_THREADS);
-    void *args[] = {&p};
-    SYMM_TRY(launch_coop(s, s->a2av_blocks, SYMM__A2AV_THREADS, smem, cs, args));
+    if (ll) {
+        SYMM_TRACE(SYMM_LOG_COLL, "cuda: alltoallv on %d PEs: LL form (%s), pieces of up to %llu "
+                   "bytes inline, larger ones pulled; one cooperative grid of %u block(s) x %u "
+                   "threads (counts read on the GPU)", (int)n, why,
+                   (unsigned long long)q.inline_max, s->a2av_blocks, (unsigned)SYMM__A2AV_THREADS);
+        void *args[] = {&q};
+        SYMM_TRY(launch_coop(s, s->f_a2av_ll, s->a2av_blocks, SYMM__A2AV_THREADS, 0, cs, args));
+    } else {
+        /* 3 uint64_t a PE of shared memory: 1.5 KiB for the largest team */
+        const unsigned smem = 3u * 8u * (unsigned)n;
+        SYMM_TRACE(SYMM_LOG_COLL, "cuda: alltoallv on %d PEs: grid form (LL form not taken: %s); "
+                   "one cooperative grid of %u block(s) x %u threads (counts read on the GPU)",
+                   (int)n, why, s->a2av_blocks, (unsigned)SYMM__A2AV_THREADS);
+        void *args[] = {&p};
+        SYMM_TRY(launch_coop(s, s->f_a2av, s->a2av_blocks, SYMM__A2AV_THREADS, smem, cs, args));
+    }
     SYMM_TRY(symm__cu_finish(s, stream));
     if (stream) return SYMM_SUCCESS;
-    const int why = __atomic_exchange_n(p.word, 0, __ATOMIC_SEQ_CST);
-    return why ? a2av_status(why, "symm_alltoallv", c->dst_cap, c->src_cap, false, ctx)
-               : SYMM_SUCCESS;
+    const int w = __atomic_exchange_n(word, 0, __ATOMIC_SEQ_CST);
+    return w ? a2av_status(w, "symm_alltoallv", c->dst_cap, c->src_cap, false, ctx)
+             : SYMM_SUCCESS;
 }

@@ -457,6 +457,40 @@ static bool forced_other(const cu_state *s, int algo) {
     return s->coll_algo != CU_ALGO_AUTO && s->coll_algo != algo;
 }
 
+/* Whether the LL lines serve a team (and SYMM_CUDA_COLL_ALGO lets them), or
+ * false with why not (for the trace). */
+static bool ll_team(const cu_state *s, const symm__team *team, const char **why) {
+    if (team->n_pes < 2) return *why = "one PE", false;
+    if (forced_other(s, CU_ALGO_LL)) return *why = "SYMM_CUDA_COLL_ALGO", false;
+    if (!s->ll_slot) return *why = "no LL scratch (SYMM_CUDA_LL_BYTES=0 or one GPU per host)", false;
+    if (team->n_pes > s->ll_pes) return *why = "team larger than the LL scratch serves", false;
+    if (team->slot >= CU_LL_SLOTS) return *why = "team slot without LL scratch", false;
+    return true;
+}
+
+/* The LL form of alltoallv (cuda_a2av.c, kernels_a2av.cu "The LL form"):
+ * the bytes of a pair are known only on the GPU, so the team alone decides
+ * (ll_team); then *p gets the team's bases, barrier flags and lines, and
+ * the largest piece a pair sends inline: the LL threshold of an all-to-all
+ * of the team's size (what the lines hold with SYMM_CUDA_COLL_ALGO=ll),
+ * less the header lines. Larger pieces are pulled. */
+symm_status symm__cu_a2av_ll(const symm__ctx *ctx, const cu_state *s, const symm__team *team,
+                             symm__ka2avll_params *p, bool *ll, const char **why) {
+    *ll = ll_team(s, team, why);
+    if (!*ll) return SYMM_SUCCESS;
+    char *base[CU_PARAM_PES];
+    SYMM_TRY(team_bases(ctx, team, base));
+    CU_FILL_TEAM_PARAMS(*p);
+    p->ll_off = s->span + (uint64_t)team->slot * s->ll_slot;
+    p->ll_region = s->ll_region;
+    p->ll_parity = s->ll_parity;
+    const uint64_t room = (s->ll_region / 16 - SYMM__A2L_DATA) * 8;
+    const uint64_t thr = s->coll_algo == CU_ALGO_LL ? s->ll_max : ll_threshold(team->n_pes, true);
+    p->inline_max = min_u64(min_u64(thr, s->ll_max), room);
+    *why = s->coll_algo == CU_ALGO_LL ? "SYMM_CUDA_COLL_ALGO=ll" : "auto: the LL lines serve the team";
+    return SYMM_SUCCESS;
+}
+
 /* One-shot LL form of a collective (kernels_ll.cu), or false with why not
  * (for the trace) when symm__cuda_coll should run the barrier algorithm. */
 static bool ll_choose(const cu_state *s, const symm__coll *c, uint64_t pair_bytes,
@@ -467,12 +501,7 @@ static bool ll_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
      * peer to finish a call (kernels_common.cuh "LL"): a broadcast's root needs none, so
      * it could run two calls ahead and overwrite lines not yet read. */
     if (c->kind == SYMM__COLL_BROADCAST) return *why = "broadcast (the root waits for nobody)", false;
-    if (team->n_pes < 2) return *why = "one PE", false;
-    if (forced_other(s, CU_ALGO_LL))
-        return *why = "SYMM_CUDA_COLL_ALGO", false;
-    if (!s->ll_slot) return *why = "no LL scratch (SYMM_CUDA_LL_BYTES=0 or one GPU per host)", false;
-    if (team->n_pes > s->ll_pes) return *why = "team larger than the LL scratch serves", false;
-    if (team->slot >= CU_LL_SLOTS) return *why = "team slot without LL scratch", false;
+    if (!ll_team(s, team, why)) return false;
     if (pair_bytes > s->ll_max) return *why = "above SYMM_CUDA_LL_BYTES", false;
     if (s->coll_algo == CU_ALGO_LL) return *why = "SYMM_CUDA_COLL_ALGO=ll", true;
     if (pair_bytes > ll_threshold(team->n_pes, c->kind == SYMM__COLL_FCOLLECT ||

@@ -194,6 +194,7 @@ typedef struct cu_state {
     CUmodule mod[SYMM__CUDA_FATBINS_N]; /* symm__cuda_fatbins[i], loaded in order */
     CUfunction f_copy, f_store, f_signal, f_wait, f_amo, f_barrier2, f_barrier8, f_barrier64, f_gather;
     CUfunction f_a2av;     /* symm_k_alltoallv (cuda_a2av.c)                   */
+    CUfunction f_a2av_ll;  /* symm_k_alltoallv_ll: its LL form                 */
     unsigned a2av_blocks;  /* its grid: SYMM_CUDA_A2AV_BLOCKS, 0 = one a SM     */
     uint64_t a2av_caps[2]; /* dst and src capacity of the latest stream-form call */
     CUfunction f_barrier_wide;
@@ -343,6 +344,10 @@ symm_status symm__cu_team_reachable(const symm__ctx *ctx, const symm__team *team
  * SYMM_CUDA_A2AV_BLOCKS); a failure a stream-form call left for
  * symm_ctx_async_error. */
 symm_status symm__cu_alltoallv(symm__ctx *ctx, cu_state *s, const symm__coll *c, void *stream);
+/* cuda_coll.c: whether alltoallv takes the LL form on this team (*ll), and
+ * then its parameter block's team part and lines. */
+symm_status symm__cu_a2av_ll(const symm__ctx *ctx, const cu_state *s, const symm__team *team,
+                             symm__ka2avll_params *p, bool *ll, const char **why);
 symm_status symm__cu_a2av_setup(cu_state *s);
 void symm__cu_a2av_poll(cu_state *s);
 

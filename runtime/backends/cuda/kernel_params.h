@@ -258,4 +258,33 @@ typedef struct symm__ka2av_params {
     int *word; /* pinned: a SYMM__A2AV_* reason when the call failed     */
 } symm__ka2av_params;
 
+/* symm_k_alltoallv_ll (kernels_a2av.cu "The LL form"): symm_alltoallv /
+ * _on_stream for teams that the LL lines serve (cuda_coll.c
+ * symm__cu_a2av_ll), with no team barrier. PE s tells every peer r, in
+ * lines of s's region at r (kernels_common.cuh "LL"), how many units it
+ * sends r, where they start in its src and how they travel: inline, in the
+ * lines that follow, when they fit inline_max bytes; else r pulls them from
+ * s's src and then says so in line SYMM__A2L_ACK of r's region at s, which s
+ * waits for before its grid ends; or not at all, when they lie beyond s's
+ * src. */
+#define SYMM__A2L_COUNT 0u  /* line: the units s sends r                       */
+#define SYMM__A2L_SOFF 1u   /* line: where they start in s's src (units)        */
+#define SYMM__A2L_MODE 2u   /* line: SYMM__A2L_INLINE, _PULL or _NONE           */
+#define SYMM__A2L_ACK 3u    /* line of r's region at s: r has pulled s's units   */
+#define SYMM__A2L_DATA 4u   /* first line of an inline piece (8 bytes a line)   */
+#define SYMM__A2L_INLINE 0u /* the units follow in the lines                    */
+#define SYMM__A2L_PULL 1u   /* the receiver reads them from s's src, then acks  */
+#define SYMM__A2L_NONE 2u   /* beyond s's src: nothing comes (OUT_OF_BOUNDS)     */
+typedef struct symm__ka2avll_params {
+    symm__kteam8 team;
+    uint64_t area_off, timeout_ns; /* the slot's barrier flags: PE me's entry is the epoch */
+    int *err;
+    uint64_t ll_off, ll_region, ll_parity; /* the team slot's lines, as symm__kll_params  */
+    uint64_t dst_off, src_off;             /* heap offsets, the same on every PE          */
+    uint64_t scount_off, rcount_off;       /* n send counts; n receive counts, n offsets  */
+    uint64_t dst_cap, src_cap, unit_bytes; /* units, units, bytes a unit                  */
+    uint64_t inline_max;                   /* bytes: a larger piece is pulled             */
+    int *word; /* pinned: a SYMM__A2AV_* reason when the call failed              */
+} symm__ka2avll_params;
+
 #endif /* SYMM_CUDA_KERNEL_PARAMS_H */
