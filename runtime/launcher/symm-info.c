@@ -569,7 +569,7 @@ static const var vars[] = {
     {"SYMM_CUDA_COPY_KERNEL_MAX", "... up to (bytes; 0: copy engine only)", false},
     {"SYMM_CUDA_STREAM_MEMOPS", "1: EQ stream waits with cuStreamWaitValue64", false},
     {"SYMM_CUDA_COLL_ALGO",
-     "collectives: auto, ll (one-shot), ll128 (reductions), staged, ce (copy engines: reduce-scatter, all-reduce, all-gather, all-to-all), twoshot / pull (barrier)", false},
+     "collectives: auto, ll (one-shot), ll128 (reductions), staged, ce (copy engines: reduce-scatter, all-reduce, all-gather, all-to-all), twoshot / pull (barrier); alltoallv: auto / ll its LL form, others its grid form", false},
     {"SYMM_CUDA_LL_BYTES", "one-shot LL collectives: bytes per pair of PEs (0: none)", false},
     {"SYMM_CUDA_LL128_BYTES", "LL128 reductions: payload bytes per sender (0: none)", false},
     {"SYMM_CUDA_LL128_ONESHOT", "LL128 all-reduce on > 2 PEs: largest one-shot payload", false},
