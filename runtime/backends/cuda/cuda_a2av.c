@@ -3,7 +3,7 @@
  * hook's SYMM__COLL_ALLTOALLV): one cooperative launch, so the counts are
  * read on the GPU when the stream gets there (docs/DECISIONS.md
  * "alltoallv in the C ABI"). Where the team's LL lines serve it (up to 8
- * PEs of one host, SYMM_CUDA_COLL_ALGO auto or ll: cuda_coll.c
+ * PEs of one host, or one PE; SYMM_CUDA_COLL_ALGO auto or ll: cuda_coll.c
  * symm__cu_a2av_ll), symm_k_alltoallv_ll (kernels_a2av.cu "The LL form":
  * headers and small pieces in the lines, no team barrier); else
  * symm_k_alltoallv, the grid form of symm_device_coll.cuh (two team

@@ -470,17 +470,20 @@ static bool ll_team(const cu_state *s, const symm__team *team, const char **why)
 
 /* The LL form of alltoallv (cuda_a2av.c, kernels_a2av.cu "The LL form"):
  * the bytes of a pair are known only on the GPU, so the team alone decides
- * (ll_team); then *p gets the team's bases, barrier flags and lines, and
+ * (ll_team; a team of one PE always, unless another algorithm is forced); then *p gets the team's bases, barrier flags and lines, and
  * the largest piece a pair sends inline: the LL threshold of an all-to-all
  * of the team's size (what the lines hold with SYMM_CUDA_COLL_ALGO=ll),
  * less the header lines. Larger pieces are pulled. */
 symm_status symm__cu_a2av_ll(const symm__ctx *ctx, const cu_state *s, const symm__team *team,
                              symm__ka2avll_params *p, bool *ll, const char **why) {
-    *ll = ll_team(s, team, why);
+    /* one PE: the same kernel copies its own piece, with no lines to touch */
+    const bool alone = team->n_pes == 1 && !forced_other(s, CU_ALGO_LL);
+    *ll = alone || ll_team(s, team, why);
     if (!*ll) return SYMM_SUCCESS;
     char *base[CU_PARAM_PES];
     SYMM_TRY(team_bases(ctx, team, base));
     CU_FILL_TEAM_PARAMS(*p);
+    if (alone) return *why = "one PE: its own piece, no lines", SYMM_SUCCESS;
     p->ll_off = s->span + (uint64_t)team->slot * s->ll_slot;
     p->ll_region = s->ll_region;
     p->ll_parity = s->ll_parity;
