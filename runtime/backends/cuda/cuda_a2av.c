@@ -1,7 +1,7 @@
 /*
  * symm_alltoallv / symm_alltoallv_on_stream on the CUDA backend (the coll
- * hook's SYMM__COLL_ALLTOALLV): one cooperative launch, so the counts are
- * read on the GPU when the stream gets there (docs/DECISIONS.md
+ * hook's SYMM__COLL_ALLTOALLV): one launch, so the counts are read on the
+ * GPU when the stream gets there (docs/DECISIONS.md
  * "alltoallv in the C ABI"). Where the team's LL lines serve it (up to 8
  * PEs of one host, or one PE; SYMM_CUDA_COLL_ALGO auto or ll: cuda_coll.c
  * symm__cu_a2av_ll), symm_k_alltoallv_ll (kernels_a2av.cu "The LL form":
@@ -153,11 +153,13 @@ symm_status symm__cu_alltoallv(symm__ctx *ctx, cu_state *s, const symm__coll *c,
     }
     if (ll) {
         SYMM_TRACE(SYMM_LOG_COLL, "cuda: alltoallv on %d PEs: LL form (%s), pieces of up to %llu "
-                   "bytes inline, larger ones pulled; one cooperative grid of %u block(s) x %u "
-                   "threads (counts read on the GPU)", (int)n, why,
+                   "bytes inline, larger ones pulled; one grid of %u block(s) x %u threads "
+                   "(counts read on the GPU)", (int)n, why,
                    (unsigned long long)q.inline_max, s->a2av_blocks, (unsigned)SYMM__A2AV_THREADS);
         void *args[] = {&q};
-        SYMM_TRY(launch_coop(s, s->f_a2av_ll, s->a2av_blocks, SYMM__A2AV_THREADS, 0, cs, args));
+        /* a plain (PDL) launch: the LL form needs no co-residency (kernels_a2av.cu) */
+        SYMM_TRY(symm__cu_launch(s, s->f_a2av_ll, "cuLaunchKernel(symm_k_alltoallv_ll)",
+                                 s->a2av_blocks, 1, SYMM__A2AV_THREADS, cs, args));
     } else {
         /* 3 uint64_t a PE of shared memory: 1.5 KiB for the largest team */
         const unsigned smem = 3u * 8u * (unsigned)n;

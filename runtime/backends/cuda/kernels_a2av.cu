@@ -44,8 +44,14 @@ extern "C" __global__ void __launch_bounds__(SYMM__A2AV_THREADS)
  * writes the receive counts and offsets and any reason, and advances the
  * epoch. Every call hears from every peer (its header), which is what the
  * two parities need. A dead peer: the waits give up as the LL waits do,
- * no block copies anything, and the error word says why. Launched
- * cooperatively (every block resident: blocks wait for the peers' blocks). */
+ * no block copies anything, and the error word says why.
+ * Launched plainly (with PDL), not cooperatively: it needs no co-residency.
+ * Every block sends all it sends before it waits, and waits only for the
+ * peers' block 0 (the headers), for the peer blocks that send its line
+ * indices (with grids of one size, as by default, the blocks of its own
+ * index), and, in the last block alone, for the peers' last blocks. Blocks
+ * start in index order, so when other kernels hold SMs the lowest
+ * unfinished blocks and the peer blocks they wait for still get to run. */
 extern "C" __global__ void __launch_bounds__(SYMM__A2AV_THREADS)
     symm_k_alltoallv_ll(const __grid_constant__ symm__ka2avll_params p) {
     symm__k_enter();
