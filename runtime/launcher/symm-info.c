@@ -584,7 +584,7 @@ static const var vars[] = {
     {"SYMM_CUDA_CE_BYTES", "copy-engine reduce-scatter / all-reduce: slot per sender (0: none; default 64M with 3-4 PEs a host)", false},
     {"SYMM_CUDA_CE_PIECES", "copy-engine reduce-scatter / all-reduce: copies of the last phase (1-7; default 4)", false},
     {"SYMM_CUDA_CE_GRAPHS", "copy-engine collectives: shapes whose calls replay a cached CUDA graph (0: none; default 64)", false},
-    {"SYMM_CUDA_A2AV_BLOCKS", "symm_alltoallv on CUDA: blocks of its cooperative grid (default 0: one a SM)", false},
+    {"SYMM_CUDA_A2AV_BLOCKS", "symm_alltoallv on CUDA: blocks of its grid (default 0: one a SM)", false},
     {"SYMM_CUDA_COLL_COPY", "all-gather/all-to-all above LL: auto (push; large 3-PE all-gathers pull), push, pull", false},
     {"SYMM_CUDA_DISABLE_P2P", "1: no load/store between GPUs", false},
     {"SYMM_TRANSPORT", "transport to other hosts: auto, none, ibverbs, tcp", false},
