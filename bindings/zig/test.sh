@@ -163,8 +163,11 @@ open(h, "w").write(text)
 # ... and the loader answers it, as a real addition would.
 open(tree + "/loader/symm_loader.c", "a").write(
     "\nSYMM_API int32_t symm_drift_probe(symm_ctx ctx) { (void)ctx; return -1; }\n")
+# a node of the next minor, after the map's last one (as check_symbols.py expects)
+import re
 m = tree + "/abi/symm.map"
-open(m, "a").write("\nSYMM_1.1 {\n  global:\n    symm_drift_probe;\n} SYMM_1.0;\n")
+last = max(int(x) for x in re.findall(r"^SYMM_1\.(\d+) \{", open(m).read(), re.M))
+open(m, "a").write("\nSYMM_1.%d {\n  global:\n    symm_drift_probe;\n} SYMM_1.%d;\n" % (last + 1, last))
 PY
   res=$(python3 "$tree/abi/gen_abi_json.py" --write 2>&1) || { echo "$res"; return 1; }
   (cd "$tree/bindings/zig" && nice -n 5 python3 -m ziglang build abi-check -j2 --summary failures \
