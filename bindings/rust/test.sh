@@ -3,7 +3,8 @@
 #
 # BUILD_DIR is a meson build of symm (runtime/libsymm_runtime.so.1 and
 # runtime/symmrun built). Offline: the workspace depends on std only.
-#   1. symm-sys/src/bindings.rs is what gen_sys.py makes from symm.h now
+#   1. symm-sys/src/bindings.rs is what gen_sys.py makes from symm.h now;
+#      cargo fmt --check (when rustfmt is installed)
 #   2. cargo build (crates, tests, the example), warnings are errors
 #   3. cargo test: unit tests, the ABI check against abi/symm-abi.json, the
 #      missing-runtime test, single-PE tests, 4 PEs under symmrun, doc tests
@@ -157,6 +158,11 @@ PY
 
 echo "rust: $("$cargo" --version), $(rustc --version 2>/dev/null)"
 step "bindings.rs up to date" python3 symm-sys/gen_sys.py --check
+if "$cargo" fmt --version >/dev/null 2>&1; then
+  step "cargo fmt --check" "$cargo" fmt --check
+else
+  echo "=== rust: rustfmt is not installed: format step not run (not a test)"
+fi
 step "cargo build" "$cargo" build --offline --workspace --all-targets
 if [ ${#failed[@]} -eq 0 ]; then
   step "cargo test" "$cargo" test --offline --workspace

@@ -7,9 +7,9 @@
 //! this test fails when the header gains or changes an entry that `symm`
 //! does not wrap, unless the entry is listed below with the reason.
 
+mod common;
 #[path = "../../symm-sys/tests/json/mod.rs"]
 mod json;
-mod common;
 
 /// Entries of the ABI the safe crate deliberately does not name, and why.
 const NOT_WRAPPED: &[(&str, &str)] = &[

@@ -5,9 +5,9 @@
 //! `Context::nbi_scope`, whose borrows make the rule hold. A new kept-pointer
 //! entry wrapped by a safe function fails here.
 
+mod common;
 #[path = "../../symm-sys/tests/json/mod.rs"]
 mod json;
-mod common;
 
 /// The signature line of the Rust function around byte `at` of `text`, and
 /// whether its doc comment has a `# Safety` section.
