@@ -12,7 +12,9 @@
  *
  * KIND: dev_wait, dev_signal, dev_barrier (block), dev_barrier_thread,
  * dev_barrier_warp (team, warp scope), dev_fcollect, dev_reduce,
- * stream_wait (symm_signal_wait_until_on_stream), stream_barrier.
+ * stream_wait (symm_signal_wait_until_on_stream), stream_barrier,
+ * stream_alltoallv (symm_alltoallv_on_stream: its LL form by default, the
+ * grid form under SYMM_CUDA_COLL_ALGO=twoshot).
  * The PEs are forked (unique-id bootstrap; symmrun would end the job
  * itself); the parent never touches CUDA. Before the kill each survivor
  * checks the context forms on a healthy job (a satisfied wait returns
@@ -111,8 +113,11 @@ static int run_pe(int rank, const symm_unique_id *id, int ready_fd) {
     CUDA_OK(cudaFree(0));
 
     const size_t n = 256;
-    symm_buf flags = NULL, data = NULL;
+    symm_buf flags = NULL, data = NULL, cnts = NULL;
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT64, 4, &flags));
+    /* alltoallv: n_pes send counts (A2V each), then the receive counts and offsets */
+    const uint64_t A2V = 8, np = (uint64_t)n_pes;
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT64, 3 * np, &cnts));
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_FLOAT32, (uint64_t)(n * (n_pes + 1)), &data));
     uint64_t *flag = NULL;
     float *fbuf = NULL;
@@ -158,6 +163,21 @@ static int run_pe(int rank, const symm_unique_id *id, int ready_fd) {
     CUDA_OK(cudaStreamSynchronize(s));
     CUDA_OK(cudaMemcpy(&h_status, d_status, sizeof h_status, cudaMemcpyDeviceToHost));
     ASSERT_EQ(h_status, (int)SYMM_SUCCESS);
+    /* and an alltoallv on the stream: A2V floats from every PE */
+    uint64_t *cnt = NULL;
+    CHECK_OK(symm_buf_ptr(cnts, (void **)&cnt));
+    uint64_t h_cnt[3 * SYMM_KILL_MAX_PES];
+    for (uint64_t j = 0; j < np; j++) h_cnt[j] = A2V;
+    CUDA_OK(cudaMemcpy(cnt, h_cnt, np * sizeof(uint64_t), cudaMemcpyHostToDevice));
+    CHECK_OK(symm_barrier_all(ctx));
+    CHECK_OK(symm_alltoallv_on_stream(world, data, n, n, data, 0, A2V * np, cnts, 0, cnts, np,
+                                      (symm_stream_t)s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    CUDA_OK(cudaMemcpy(h_cnt, cnt, 3 * np * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+    for (uint64_t j = 0; j < np; j++) {
+        ASSERT_U64_EQ(h_cnt[np + j], A2V);
+        ASSERT_U64_EQ(h_cnt[2 * np + j], A2V * j);
+    }
     CHECK_OK(symm_barrier_all(ctx));
 
     char one = 1;
@@ -177,6 +197,9 @@ static int run_pe(int rank, const symm_unique_id *id, int ready_fd) {
         CHECK_OK(symm_signal_wait_until_on_stream(flags, 3, SYMM_CMP_EQ, 4242, (symm_stream_t)s));
     } else if (strcmp(kind, "stream_barrier") == 0) {
         CHECK_OK(symm_barrier_all_on_stream(ctx, (symm_stream_t)s));
+    } else if (strcmp(kind, "stream_alltoallv") == 0) {
+        CHECK_OK(symm_alltoallv_on_stream(world, data, n, n, data, 0, A2V * np, cnts, 0, cnts,
+                                          np, (symm_stream_t)s));
     } else {
         TEST_FAIL_("unknown kind %s", kind);
     }
