@@ -9,41 +9,89 @@ import "C"
 // PE's block of dst, Fcollect and Collect; other overlaps are ErrInvalidArg.
 // PEs that disagree on n, root or op get ErrMismatch. On return every peer has
 // finished reading this PE's src.
+//
+// A negative index or count is not refused here before the call, as it is
+// for the point-to-point calls: a PE that returned early would leave its
+// peers waiting in the collective (until the timeout, or until its next
+// collective pairs with theirs). The call is made on every PE, the negative
+// value passed as its two's complement uint64 (huge, outside any buffer), so
+// C rejects it on this PE. Where C exchanges the PEs' verdicts (every form on
+// the host backend, the blocking Alltoallv on every backend) the other PEs get
+// ErrMismatch ("team PE i rejected its arguments") at once; elsewhere (the
+// other forms on the CUDA backend) C returns this PE's error without an
+// exchange, as for any bad argument. Either way every PE makes the same C
+// calls, so the team stays in step. This PE gets the binding's own error for
+// the argument (ErrOutOfBounds for an index, ErrInvalidArg for a count,
+// naming the negative value as written), not C's message about the huge
+// number; see argVerdict.
 
 type collArgs struct {
 	team          C.symm_team
 	dst, src      C.symm_buf
 	dstIdx, srcIx C.uint64_t
 	n             C.uint64_t
+	bad           error // a negative index or count: this PE's error, after the call
 }
 
-func collCheck[T Element](op string, t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], srcIndex, n int) (collArgs, error) {
-	if err := checkIndex(op, dstIndex, srcIndex); err != nil {
-		return collArgs{}, err
+// cU64 is an index or count for C; a negative one becomes a huge uint64 (two's
+// complement) that C's bounds checks reject.
+func cU64(v int) C.uint64_t { return C.uint64_t(uint64(int64(v))) }
+
+// negArgs is the binding's error for the first negative index (ErrOutOfBounds)
+// or count (ErrInvalidArg) of a collective, or nil.
+func negArgs(op string, idx []int, counts ...int) error {
+	if err := checkIndex(op, idx...); err != nil {
+		return err
 	}
-	if err := checkCount(op, n); err != nil {
-		return collArgs{}, err
+	for _, n := range counts {
+		if err := checkCount(op, n); err != nil {
+			return err
+		}
 	}
-	return collArgs{t.handle(), dst.handle(), src.handle(), C.uint64_t(dstIndex), C.uint64_t(srcIndex),
-		C.uint64_t(n)}, nil
+	return nil
 }
 
-// collective runs one collective call under the team's lock.
-func collective(t *Team, op string, f func() C.symm_status) error {
+func collCheck[T Element](op string, t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], srcIndex, n int) collArgs {
+	return collArgs{t.handle(), dst.handle(), src.handle(), cU64(dstIndex), cU64(srcIndex), cU64(n),
+		negArgs(op, []int{dstIndex, srcIndex}, n)}
+}
+
+// collective runs one collective call under the team's lock. bad is this PE's
+// error for a negative index or count (nil if none): the call is still made,
+// so the team hears of it (see argVerdict).
+func collective(t *Team, op string, bad error, f func() C.symm_status) error {
 	mu := t.lock()
 	defer mu.Unlock()
-	return call(op, f)
+	err := call(op, f)
+	if bad == nil {
+		return err
+	}
+	return argVerdict(bad, err)
+}
+
+// argVerdict is the error of a collective that this PE entered with a negative
+// index or count (bad, the binding's error for it) and that returned err. C
+// rejected the huge value it got (ErrOutOfBounds) or another argument of this
+// PE (ErrInvalidArg ...): bad says what was wrong as the caller wrote it. A
+// failure of another kind (a peer that failed, a timeout, a peer in another
+// collective) is added to bad's message, so it is not lost; bad's status
+// stays.
+func argVerdict(bad, err error) error {
+	e, ok := err.(*Error)
+	if !ok || e.Status == ErrOutOfBounds || e.Status == ErrInvalidArg {
+		return bad
+	}
+	b := *bad.(*Error)
+	b.Message += "; the call also failed: " + e.Error()
+	return &b
 }
 
 // Broadcast copies root's src[srcIndex:srcIndex+n] to dst[dstIndex:...] on
 // every PE of the team (root in team PE numbers; root's dst is written too).
 func Broadcast[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], srcIndex, n, root int) error {
 	const op = "symm_broadcast"
-	a, err := collCheck(op, t, dst, dstIndex, src, srcIndex, n)
-	if err != nil {
-		return err
-	}
-	return collective(t, op, func() C.symm_status {
+	a := collCheck(op, t, dst, dstIndex, src, srcIndex, n)
+	return collective(t, op, a.bad, func() C.symm_status {
 		return C.symm_broadcast(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, cpe(root))
 	})
 }
@@ -52,11 +100,8 @@ func Broadcast[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T],
 // order into dst[dstIndex:dstIndex+n*NPEs] on every PE.
 func Fcollect[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], srcIndex, n int) error {
 	const op = "symm_fcollect"
-	a, err := collCheck(op, t, dst, dstIndex, src, srcIndex, n)
-	if err != nil {
-		return err
-	}
-	return collective(t, op, func() C.symm_status {
+	a := collCheck(op, t, dst, dstIndex, src, srcIndex, n)
+	return collective(t, op, a.bad, func() C.symm_status {
 		return C.symm_fcollect(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n)
 	})
 }
@@ -65,11 +110,8 @@ func Fcollect[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], 
 // order.
 func Collect[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], srcIndex, n int) error {
 	const op = "symm_collect"
-	a, err := collCheck(op, t, dst, dstIndex, src, srcIndex, n)
-	if err != nil {
-		return err
-	}
-	return collective(t, op, func() C.symm_status {
+	a := collCheck(op, t, dst, dstIndex, src, srcIndex, n)
+	return collective(t, op, a.bad, func() C.symm_status {
 		return C.symm_collect(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n)
 	})
 }
@@ -78,11 +120,8 @@ func Collect[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], s
 // where it lands in dst block i (i = this PE's team number).
 func Alltoall[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], srcIndex, n int) error {
 	const op = "symm_alltoall"
-	a, err := collCheck(op, t, dst, dstIndex, src, srcIndex, n)
-	if err != nil {
-		return err
-	}
-	return collective(t, op, func() C.symm_status {
+	a := collCheck(op, t, dst, dstIndex, src, srcIndex, n)
+	return collective(t, op, a.bad, func() C.symm_status {
 		return C.symm_alltoall(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n)
 	})
 }
@@ -93,22 +132,14 @@ type a2avArgs struct {
 	dst, src, send, recv       C.symm_buf
 	dstIdx, dstN, srcIdx, srcN C.uint64_t
 	sendIdx, recvIdx           C.uint64_t
+	bad                        error // as in collArgs
 }
 
 func a2avCheck[T Element, S, R Count](op string, t *Team, dst *Buffer[T], dstIndex, dstN int, src *Buffer[T],
-	srcIndex, srcN int, sendCounts *Buffer[S], sendIndex int, recvCounts *Buffer[R], recvIndex int) (a2avArgs, error) {
-	if err := checkIndex(op, dstIndex, srcIndex, sendIndex, recvIndex); err != nil {
-		return a2avArgs{}, err
-	}
-	if err := checkCount(op, dstN); err != nil {
-		return a2avArgs{}, err
-	}
-	if err := checkCount(op, srcN); err != nil {
-		return a2avArgs{}, err
-	}
+	srcIndex, srcN int, sendCounts *Buffer[S], sendIndex int, recvCounts *Buffer[R], recvIndex int) a2avArgs {
 	return a2avArgs{t.handle(), dst.handle(), src.handle(), sendCounts.handle(), recvCounts.handle(),
-		C.uint64_t(dstIndex), C.uint64_t(dstN), C.uint64_t(srcIndex), C.uint64_t(srcN),
-		C.uint64_t(sendIndex), C.uint64_t(recvIndex)}, nil
+		cU64(dstIndex), cU64(dstN), cU64(srcIndex), cU64(srcN), cU64(sendIndex), cU64(recvIndex),
+		negArgs(op, []int{dstIndex, srcIndex, sendIndex, recvIndex}, dstN, srcN)}
 }
 
 // Alltoallv is the variable-size all-to-all with its counts in symmetric
@@ -149,11 +180,8 @@ func a2avCheck[T Element, S, R Count](op string, t *Team, dst *Buffer[T], dstInd
 func Alltoallv[T Element, S, R Count](t *Team, dst *Buffer[T], dstIndex, dstN int, src *Buffer[T], srcIndex, srcN int,
 	sendCounts *Buffer[S], sendIndex int, recvCounts *Buffer[R], recvIndex int) error {
 	const op = "symm_alltoallv"
-	a, err := a2avCheck(op, t, dst, dstIndex, dstN, src, srcIndex, srcN, sendCounts, sendIndex, recvCounts, recvIndex)
-	if err != nil {
-		return err
-	}
-	return collective(t, op, func() C.symm_status {
+	a := a2avCheck(op, t, dst, dstIndex, dstN, src, srcIndex, srcN, sendCounts, sendIndex, recvCounts, recvIndex)
+	return collective(t, op, a.bad, func() C.symm_status {
 		return C.symm_alltoallv(a.team, a.dst, a.dstIdx, a.dstN, a.src, a.srcIdx, a.srcN,
 			a.send, a.sendIdx, a.recv, a.recvIdx)
 	})
@@ -163,11 +191,8 @@ func Alltoallv[T Element, S, R Count](t *Team, dst *Buffer[T], dstIndex, dstN in
 // PE's dst range (in team order, so every PE gets identical results).
 func Reduce[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], srcIndex, n int, op ReduceOp) error {
 	const name = "symm_reduce"
-	a, err := collCheck(name, t, dst, dstIndex, src, srcIndex, n)
-	if err != nil {
-		return err
-	}
-	return collective(t, name, func() C.symm_status {
+	a := collCheck(name, t, dst, dstIndex, src, srcIndex, n)
+	return collective(t, name, a.bad, func() C.symm_status {
 		return C.symm_reduce(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, C.uint32_t(op))
 	})
 }
@@ -176,11 +201,8 @@ func Reduce[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], sr
 // team PE i's dst range receives the reduction (op) of every PE's block i.
 func Reducescatter[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], srcIndex, n int, op ReduceOp) error {
 	const name = "symm_reducescatter"
-	a, err := collCheck(name, t, dst, dstIndex, src, srcIndex, n)
-	if err != nil {
-		return err
-	}
-	return collective(t, name, func() C.symm_status {
+	a := collCheck(name, t, dst, dstIndex, src, srcIndex, n)
+	return collective(t, name, a.bad, func() C.symm_status {
 		return C.symm_reducescatter(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, C.uint32_t(op))
 	})
 }
@@ -188,11 +210,8 @@ func Reducescatter[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer
 // BroadcastOnStream enqueues a Broadcast on stream s.
 func BroadcastOnStream[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], srcIndex, n, root int, s Stream) error {
 	const op = "symm_broadcast_on_stream"
-	a, err := collCheck(op, t, dst, dstIndex, src, srcIndex, n)
-	if err != nil {
-		return err
-	}
-	return collective(t, op, func() C.symm_status {
+	a := collCheck(op, t, dst, dstIndex, src, srcIndex, n)
+	return collective(t, op, a.bad, func() C.symm_status {
 		return C.symm_go_broadcast_on_stream(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, cpe(root), C.uintptr_t(s))
 	})
 }
@@ -200,11 +219,8 @@ func BroadcastOnStream[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Bu
 // FcollectOnStream enqueues an Fcollect on stream s.
 func FcollectOnStream[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], srcIndex, n int, s Stream) error {
 	const op = "symm_fcollect_on_stream"
-	a, err := collCheck(op, t, dst, dstIndex, src, srcIndex, n)
-	if err != nil {
-		return err
-	}
-	return collective(t, op, func() C.symm_status {
+	a := collCheck(op, t, dst, dstIndex, src, srcIndex, n)
+	return collective(t, op, a.bad, func() C.symm_status {
 		return C.symm_go_fcollect_on_stream(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, C.uintptr_t(s))
 	})
 }
@@ -212,11 +228,8 @@ func FcollectOnStream[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buf
 // AlltoallOnStream enqueues an Alltoall on stream s.
 func AlltoallOnStream[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], srcIndex, n int, s Stream) error {
 	const op = "symm_alltoall_on_stream"
-	a, err := collCheck(op, t, dst, dstIndex, src, srcIndex, n)
-	if err != nil {
-		return err
-	}
-	return collective(t, op, func() C.symm_status {
+	a := collCheck(op, t, dst, dstIndex, src, srcIndex, n)
+	return collective(t, op, a.bad, func() C.symm_status {
 		return C.symm_go_alltoall_on_stream(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, C.uintptr_t(s))
 	})
 }
@@ -233,11 +246,8 @@ func AlltoallOnStream[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buf
 func AlltoallvOnStream[T Element, S, R Count](t *Team, dst *Buffer[T], dstIndex, dstN int, src *Buffer[T],
 	srcIndex, srcN int, sendCounts *Buffer[S], sendIndex int, recvCounts *Buffer[R], recvIndex int, s Stream) error {
 	const op = "symm_alltoallv_on_stream"
-	a, err := a2avCheck(op, t, dst, dstIndex, dstN, src, srcIndex, srcN, sendCounts, sendIndex, recvCounts, recvIndex)
-	if err != nil {
-		return err
-	}
-	return collective(t, op, func() C.symm_status {
+	a := a2avCheck(op, t, dst, dstIndex, dstN, src, srcIndex, srcN, sendCounts, sendIndex, recvCounts, recvIndex)
+	return collective(t, op, a.bad, func() C.symm_status {
 		return C.symm_go_alltoallv_on_stream(a.team, a.dst, a.dstIdx, a.dstN, a.src, a.srcIdx, a.srcN,
 			a.send, a.sendIdx, a.recv, a.recvIdx, C.uintptr_t(s))
 	})
@@ -246,11 +256,8 @@ func AlltoallvOnStream[T Element, S, R Count](t *Team, dst *Buffer[T], dstIndex,
 // ReduceOnStream enqueues a Reduce on stream s.
 func ReduceOnStream[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], srcIndex, n int, op ReduceOp, s Stream) error {
 	const name = "symm_reduce_on_stream"
-	a, err := collCheck(name, t, dst, dstIndex, src, srcIndex, n)
-	if err != nil {
-		return err
-	}
-	return collective(t, name, func() C.symm_status {
+	a := collCheck(name, t, dst, dstIndex, src, srcIndex, n)
+	return collective(t, name, a.bad, func() C.symm_status {
 		return C.symm_go_reduce_on_stream(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, C.uint32_t(op), C.uintptr_t(s))
 	})
 }
@@ -258,11 +265,8 @@ func ReduceOnStream[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffe
 // ReducescatterOnStream enqueues a Reducescatter on stream s.
 func ReducescatterOnStream[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buffer[T], srcIndex, n int, op ReduceOp, s Stream) error {
 	const name = "symm_reducescatter_on_stream"
-	a, err := collCheck(name, t, dst, dstIndex, src, srcIndex, n)
-	if err != nil {
-		return err
-	}
-	return collective(t, name, func() C.symm_status {
+	a := collCheck(name, t, dst, dstIndex, src, srcIndex, n)
+	return collective(t, name, a.bad, func() C.symm_status {
 		return C.symm_go_reducescatter_on_stream(a.team, a.dst, a.dstIdx, a.src, a.srcIx, a.n, C.uint32_t(op), C.uintptr_t(s))
 	})
 }

@@ -36,6 +36,14 @@
 // locks the goroutine to its OS thread (runtime.LockOSThread) for the call and
 // the read of the thread-local message.
 //
+// A negative index or count is refused by the binding: ErrOutOfBounds for an
+// index, ErrInvalidArg for a count. A collective still makes its C call on
+// that PE, with a value the runtime rejects, so that its peers are not left
+// waiting for a PE that never came: they get what the runtime gives for one
+// PE's bad argument (ErrMismatch naming that PE at once, where the runtime
+// exchanges the PEs' verdicts: every collective on the host backend, the
+// blocking Alltoallv on every backend).
+//
 // # Resources: explicit, collective releases
 //
 // Freeing a buffer (Buffer.Free), destroying a team (Team.Destroy) and
