@@ -730,8 +730,10 @@ SYMM_API symm_status symm_atomic_nbi(symm_buf buf, uint64_t index, uint32_t op,
  * MIN/MAX follow fmin/fmax; FLOAT16/BFLOAT16 are accumulated in float32 and
  * rounded to nearest-even once. nelems 0 is a valid call (it synchronises).
  * A PE whose own arguments are rejected returns its error and its team peers
- * return MISMATCH (no PE is left waiting). On return every peer has finished
- * reading this PE's src, which may be reused at once. */
+ * return MISMATCH (no PE is left waiting; the _on_stream forms check this
+ * PE's arguments only: its peers' collective then waits until the timeout).
+ * On return every peer has finished reading this PE's src, which may be
+ * reused at once. */
 
 #define SYMM_OP_SUM  0
 #define SYMM_OP_PROD 1

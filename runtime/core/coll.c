@@ -703,6 +703,51 @@ static symm_status coll_hook(const coll_call *c, coll_plan *p) {
     return SYMM_SUCCESS;
 }
 
+/* A blocking collective that the hook runs (not collect or alltoallv, which
+ * exchange more): every PE gives its call and its own verdict through
+ * ops->coll_agree, one round on the backend's side, and the records are
+ * judged as the host exchange's (coll_verdict), so a PE with bad arguments
+ * gets its error and its peers MISMATCH before anything runs, and PEs whose
+ * nelems, root, op or dtype differ all get MISMATCH. A PE that made another
+ * team operation leaves no record: MISMATCH too. */
+static symm_status coll_agreed(const coll_call *c, coll_plan *p, symm_status local) {
+    char saved[1024] = "";
+    if (local) snprintf(saved, sizeof saved, "%s", symm__last_error());
+    const bool reduction = c->kind == SYMM__COLL_REDUCE || c->kind == SYMM__COLL_REDUCESCATTER;
+    uint64_t mine[SYMM__AGREE_WORDS] = {(uint32_t)local, c->kind, 0, 0};
+    if (local == SYMM_SUCCESS) {
+        mine[1] |= (uint64_t)(p->dtype & 0xffu) << 8 | (uint64_t)((reduction ? c->op : 0) & 0xffu) << 16;
+        mine[2] = (uint32_t)(c->kind == SYMM__COLL_BROADCAST ? c->root : 0);
+        mine[3] = c->nelems;
+    }
+    const int32_t n = p->team->n_pes;
+    uint64_t *words = malloc((size_t)n * sizeof mine);
+    symm__xrec *all = calloc((size_t)n, sizeof *all);
+    symm_status st = words && all ? SYMM_SUCCESS
+                                  : symm__err(SYMM_ERR_OUT_OF_MEMORY, "%s: out of host memory", p->fn);
+    if (st == SYMM_SUCCESS) st = p->ctx->ops->coll_agree(p->ctx, p->team, mine, words);
+    if (st) st = symm__err_prefix(p->fn, st);
+    for (int32_t i = 0; st == SYMM_SUCCESS && i < n; i++) {
+        const uint64_t *w = words + (size_t)i * SYMM__AGREE_WORDS;
+        if (w[0] == ~0ull) {
+            st = symm__err(SYMM_ERR_MISMATCH, "%s: team PE %d made another team operation (a "
+                           "barrier or a stream collective) while team PE %d called %s", p->fn, i,
+                           (int)p->team->my_pe, p->fn);
+            break;
+        }
+        all[i].status = (int32_t)(uint32_t)w[0];
+        all[i].kind = (uint32_t)(w[1] & 0xffu);
+        all[i].dtype = (uint32_t)(w[1] >> 8 & 0xffu);
+        all[i].op = (uint32_t)(w[1] >> 16 & 0xffu);
+        all[i].root = (int32_t)(uint32_t)w[2];
+        all[i].nelems = w[3];
+    }
+    if (st == SYMM_SUCCESS) st = coll_verdict(c, p, all, local, saved);
+    free(words);
+    free(all);
+    return st ? st : coll_hook(c, p);
+}
+
 static symm_status coll_run(const coll_call *c) {
     symm__err_clear();
     coll_plan p;
@@ -726,16 +771,22 @@ static symm_status coll_run(const coll_call *c) {
     const bool reduction = c->kind == SYMM__COLL_REDUCE || c->kind == SYMM__COLL_REDUCESCATTER;
     const bool a2av = c->kind == SYMM__COLL_ALLTOALLV;
     symm_status local = coll_check(c, &p);
+    /* The hook's other blocking forms agree first where the backend can
+     * (coll_agreed); collect and alltoallv exchange below. */
+    const bool agree = hook && !c->on_stream && c->kind != SYMM__COLL_COLLECT && !a2av &&
+                       p.ctx->ops->coll_agree && p.team->n_pes > 1;
     /* (the blocking alltoallv exchanges even then, so its peers hear of it) */
-    if (hook && local && (c->on_stream || !a2av)) return local;
+    if (hook && local && !agree && (c->on_stream || !a2av)) return local;
     SYMM_TRACE(SYMM_LOG_COLL, "%s: team of %d PEs, %llu elements of %u bytes: %s%s", p.fn,
                (int)p.team->n_pes, (unsigned long long)(a2av ? c->src_nelems : c->nelems), p.es,
                hook ? "the backend's hook, " : generic_algorithm(c->kind),
                hook ? p.ctx->ops->name : "");
-    /* With a hook only collect (its counts) and alltoallv (its cross-PE
-     * checks) exchange arguments first; stream forms cannot talk to peers from
-     * the host inside a stream or capture. Without a hook (host backend)
-     * every form runs the generic algorithm. */
+    /* With a hook collect (its counts) and alltoallv (its cross-PE checks)
+     * exchange arguments first, the other blocking forms agree (above);
+     * stream forms cannot talk to peers from the host inside a stream or
+     * capture. Without a hook (host backend) every form runs the generic
+     * algorithm. */
+    if (agree) return coll_agreed(c, &p, local);
     if (hook && (c->on_stream || (c->kind != SYMM__COLL_COLLECT && !a2av)))
         return coll_hook(c, &p);
 

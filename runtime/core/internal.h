@@ -185,6 +185,15 @@ typedef struct symm__backend_ops {
      * blocking. NULL hook: the core's generic algorithm over put/get + sync
      * (blocking) or NOT_SUPPORTED (stream forms). */
     symm_status (*coll)(symm__ctx *ctx, const struct symm__coll *c, void *stream);
+    /* Before a blocking collective that the coll hook runs: every team PE
+     * gives SYMM__AGREE_WORDS words (its call and its own argument verdict)
+     * and gets every PE's, in team order, into all[n * SYMM__AGREE_WORDS],
+     * in one round among the team's PEs (coll.c judges them as the host
+     * exchange's records, so a PE's bad arguments reach its peers and no PE
+     * runs the collective alone). NULL: the hook's blocking forms check
+     * arguments locally only. */
+    symm_status (*coll_agree)(symm__ctx *ctx, struct symm__team *team, const uint64_t *mine,
+                              uint64_t *all);
     /* Stream-ordered forms. NULL hook: the blocking form runs at call time. */
     symm_status (*put_stream)(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src,
                               uint64_t n, void *stream);
@@ -307,6 +316,7 @@ void symm__alloc_fini(symm__alloc *a);
  * ctx->sys_bytes hold a context's values; SYMM__SYS_BYTES is the smallest
  * system area (what config.c reserves at least). */
 #define SYMM__TEAM_SLOT_BYTES 1024
+#define SYMM__AGREE_WORDS 4 /* ops->coll_agree: words a PE gives (coll.c packs them) */
 #define SYMM__SYS_BYTES (SYMM__MAX_TEAMS * SYMM__TEAM_SLOT_BYTES)
 static inline uint64_t symm__slot_bytes_for(int32_t n_pes) {
     uint64_t need = 512u + 8u * (uint64_t)(n_pes > 0 ? n_pes : 1);

@@ -22,6 +22,9 @@ void symm__teams_fini(symm__ctx *ctx);
  *               round, at most 31 rounds for an int32 team size;
  *   [256, 512)  scratch for teams.c / coll.c: each PE publishes one
  *               symm__xrec there (written only by its owner, read by peers);
+ *               its last 64 bytes (SYMM__SLOT_AGREE_OFF) hold the CUDA
+ *               backend's agree records (ops->coll_agree: two parities of
+ *               SYMM__AGREE_WORDS words, owner-written, read by peers);
  *   [512, slot_bytes) device/stream barrier flags of the CUDA backend
  *               (symm_device.cuh: SYMM_DEVICE_BARRIER_OFF, one uint64 per
  *               team PE; slot_bytes grows with the job, internal.h).
@@ -33,6 +36,7 @@ void symm__teams_fini(symm__ctx *ctx);
 #define SYMM__SLOT_SCRATCH_OFF 256u
 #define SYMM__SLOT_SCRATCH_BYTES 256u
 #define SYMM__SLOT_DEVICE_OFF 512u
+#define SYMM__SLOT_AGREE_OFF (SYMM__SLOT_DEVICE_OFF - 64u)
 
 /* In the barrier area: the dissemination rounds (at most 24: 2^24 PEs), then
  * the hierarchical barrier's words (sync.c): a host leader's arrival counter
@@ -77,8 +81,10 @@ typedef struct symm__xrec {
     uint8_t free_slots[SYMM__SLOT_BITMAP_BYTES]; /* splits: bit s = slot free */
 } symm__xrec;
 
-_Static_assert(sizeof(symm__xrec) <= SYMM__SLOT_SCRATCH_BYTES,
-               "exchange record must fit the slot scratch");
+_Static_assert(SYMM__SLOT_SCRATCH_OFF + sizeof(symm__xrec) <= SYMM__SLOT_AGREE_OFF,
+               "exchange record must fit the slot scratch, before the agree records");
+_Static_assert(SYMM__SLOT_AGREE_OFF + 2 * SYMM__AGREE_WORDS * 8 <= SYMM__SLOT_DEVICE_OFF,
+               "two parities of agree records fit the scratch");
 _Static_assert(SYMM__MAX_TEAMS % 8 == 0, "slot bitmap is whole bytes");
 
 typedef struct symm__team_x {

@@ -11,9 +11,12 @@
  *                   counts in GPU memory, equal (as all_to_all), with
  *                   --a2av-blocks N blocks (0: one a SM; only when --ops
  *                   names it)
- *   all_to_all_v_abi  symm_alltoallv_on_stream (the C ABI's: the same grid,
- *                   through the runtime; SYMM_CUDA_A2AV_BLOCKS sets its
- *                   blocks; only when --ops names it)
+ *   all_to_all_v_abi  symm_alltoallv_on_stream (the C ABI's, through the
+ *                   runtime: its LL or grid form; SYMM_CUDA_A2AV_BLOCKS
+ *                   sets its blocks; only when --ops names it)
+ *   all_reduce_blocking  symm_reduce, in place, the blocking form: "host" is
+ *                   the whole call (it returns done), no GPU columns (only
+ *                   when --ops names it)
  *
  * "bytes" is the largest buffer, as in bench_coll.py: the all-reduce buffer,
  * the all-gather output, the reduce-scatter input, the all-to-all buffer. For
@@ -68,10 +71,10 @@ __global__ void k_fill(float *x, uint64_t n, int pe) {
 
 /* Counts elements of x that differ from the expected value of op for element
  * i (i counted from first in the source pattern's numbering). */
-enum { OP_AR, OP_AG, OP_RS, OP_A2A, OP_ARO, OP_A2AV, OP_A2AVC, N_OPS };
+enum { OP_AR, OP_AG, OP_RS, OP_A2A, OP_ARO, OP_A2AV, OP_A2AVC, OP_ARB, N_OPS };
 static const char *const kOpName[N_OPS] = {"all_reduce", "all_gather", "reduce_scatter",
                                            "all_to_all", "all_reduce_oop", "all_to_all_v",
-                                           "all_to_all_v_abi"};
+                                           "all_to_all_v_abi", "all_reduce_blocking"};
 __global__ void k_check(const float *x, uint64_t n, int op, int me, int npes, uint64_t per,
                         unsigned long long *bad) {
     unsigned long long mine = 0;
@@ -81,6 +84,7 @@ __global__ void k_check(const float *x, uint64_t n, int op, int me, int npes, ui
         const float sum_pe = (float)(npes * (npes + 1) / 2);
         switch (op) {
         case OP_AR:
+        case OP_ARB:
         case OP_ARO: want = (float)npes * (float)(i % 251u) + sum_pe; break;
         /* block j of the output is PE j's source (element i % per of it) */
         case OP_AG: want = (float)((i % per) % 251u) + (float)(i / per + 1); break;
@@ -97,7 +101,7 @@ __global__ void k_check(const float *x, uint64_t n, int op, int me, int npes, ui
 
 struct Args {
     std::vector<size_t> sizes;
-    bool ops[N_OPS] = {true, true, true, true, false, false, false};
+    bool ops[N_OPS] = {true, true, true, true, false, false, false, false};
     bool peer_access = false;
     int calls = 0; /* --calls K: calls per timing (0: by size) */
 };
@@ -169,6 +173,7 @@ static void call(int op, symm_buf dst, symm_buf src, size_t bytes, cudaStream_t 
     case OP_AG: SK(symm_fcollect_on_stream(g_world, dst, 0, src, 0, per, s)); break;
     case OP_RS: SK(symm_reducescatter_on_stream(g_world, dst, 0, src, 0, per, SYMM_OP_SUM, s)); break;
     case OP_ARO: SK(symm_reduce_on_stream(g_world, dst, 0, src, 0, n, SYMM_OP_SUM, s)); break;
+    case OP_ARB: SK(symm_reduce(g_world, src, 0, src, 0, n, SYMM_OP_SUM)); break;
     case OP_A2AV: /* units of one float; the counts (per each) are set per size */
         CK(symm_dev_alltoallv_on_stream_blocks(g_dc, g_dt, g_dst, per * (uint64_t)g_n, g_src,
                                                g_counts, 4, g_rc, g_ro, nullptr, g_a2av_blocks, s));
@@ -321,7 +326,7 @@ int main(int argc, char **argv) {
         if (!a.ops[op]) continue;
         for (size_t bytes : a.sizes) {
             const uint64_t n = bytes / 4, per = n / (uint64_t)g_n;
-            const bool whole = op == OP_AR || op == OP_ARO; /* n elements, not per PE */
+            const bool whole = op == OP_AR || op == OP_ARO || op == OP_ARB; /* n elements */
             if (!whole && per == 0) continue;
             if (n == 0) continue;
             if (op == OP_A2AV || op == OP_A2AVC) { /* per units to every PE */
@@ -336,7 +341,8 @@ int main(int argc, char **argv) {
             CK(cudaStreamSynchronize(s));
             SK(symm_barrier_all(g_ctx));
             call(op, bdst, bsrc, bytes, s);
-            k_check<<<264, 256, 0, s>>>(op == OP_AR ? src : dst, out_n, op, g_me, g_n, per, bad);
+            k_check<<<264, 256, 0, s>>>(op == OP_AR || op == OP_ARB ? src : dst, out_n, op, g_me,
+                                        g_n, per, bad);
             CK(cudaStreamSynchronize(s));
             unsigned long long mine = 0, all = 0;
             CK(cudaMemcpy(&mine, bad, 8, cudaMemcpyDeviceToHost));
@@ -357,6 +363,18 @@ int main(int argc, char **argv) {
             const int k = a.calls > 0 ? a.calls : bytes <= (1u << 20) ? 50 : bytes <= (16u << 20) ? 10 : 2;
             auto fn = [&]() { call(op, bdst, bsrc, bytes, s); };
             const double h = host_us(k, s, fn);
+            if (op == OP_ARB) { /* blocking: the host time is the call */
+                if (g_me == 0) {
+                    printf("| %s | %s | %.2f | - | - | - | ok |\n", kOpName[op],
+                           human(bytes).c_str(), h);
+                    fflush(stdout);
+                }
+                char key[96];
+                snprintf(key, sizeof key, "%s_us_%s", kOpName[op], human(bytes).c_str());
+                result(key, h, "us", "a whole blocking call, %d PEs", g_n);
+                SK(symm_barrier_all(g_ctx));
+                continue;
+            }
             const double b = gpu_us(k, false, s, e0, e1, fn);
             const double g = gpu_us(k, true, s, e0, e1, fn);
             const double f = whole ? 2.0 * (g_n - 1) / g_n : (double)(g_n - 1) / g_n;

@@ -305,14 +305,16 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
     SYMM_TRY(symm__cu_get_fn(s, &s->f_barrier64, "symm_k_barrier_64"));
     SYMM_TRY(symm__cu_get_fn(s, &s->f_barrier_wide, "symm_k_barrier_wide"));
     SYMM_TRY(symm__cu_get_fn(s, &s->f_gather, "symm_k_gather"));
+    SYMM_TRY(symm__cu_get_fn(s, &s->f_agree, "symm_k_agree"));
     SYMM_TRY(symm__cu_a2av_setup(s));
 
     SYMM__CU(StreamCreate(&s->s_int, CU_STREAM_NON_BLOCKING));
     SYMM__CU(EventCreate(&s->ev_int, CU_EVENT_DISABLE_TIMING));
     void *pinned = NULL;
-    SYMM__CU(MemHostAlloc(&pinned, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+    SYMM__CU(MemHostAlloc(&pinned, CU_PINNED_BYTES,
+                          CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
     s->pinned = pinned;
-    memset(pinned, 0, 64);
+    memset(pinned, 0, CU_PINNED_BYTES);
     s->err_word = (int *)&s->pinned[1];
     if (pthread_mutex_init(&s->amo_lock, NULL) != 0)
         return symm__err(SYMM_ERR_SYSTEM, "pthread_mutex_init failed");
@@ -921,6 +923,7 @@ const symm__backend_ops symm__cuda_ops = {
     .memset0 = symm__cuda_memset0,
     .fini = cuda_fini,
     .coll = symm__cuda_coll,
+    .coll_agree = symm__cuda_coll_agree,
     .put_stream = symm__cuda_put_stream,
     .get_stream = symm__cuda_get_stream,
     .signal_stream = symm__cuda_signal_stream,

@@ -339,6 +339,31 @@ static symm_status team_bases(const symm__ctx *ctx, const symm__team *team, char
         (p).bump = bump;          \
     } while (0)
 
+/* ops->coll_agree: one symm_k_agree on the internal stream, waited for; the
+ * records land in the pinned words. A kernel and a wait (not the host
+ * exchange of teams.c: a copy to the heap, a barrier, a copy from every
+ * peer, and the closing sync): the cost blocking collectives pay so that a
+ * PE's bad arguments are its peers' MISMATCH, not a collective run alone. */
+_Static_assert(CU_AGREE_WORDS == SYMM__AGREE_WORDS, "kernel_params.h and internal.h agree");
+symm_status symm__cuda_coll_agree(symm__ctx *ctx, symm__team *team, const uint64_t *mine,
+                                  uint64_t *all) {
+    cu_state *s = ctx->backend;
+    char *base[CU_PARAM_PES];
+    SYMM_TRY(team_bases(ctx, team, base));
+    SYMM_TRY(cu_enter(s));
+    symm__kagree_params p;
+    CU_FILL_TEAM_PARAMS(p);
+    p.rec_off = symm__team_sync_off(ctx, team->slot) + SYMM__SLOT_AGREE_OFF;
+    memcpy(p.words, mine, sizeof p.words);
+    p.out = s->pinned + CU_PINNED_AGREE;
+    void *args[] = {&p};
+    SYMM_TRY(symm__cu_launch(s, s->f_agree, "cuLaunchKernel(symm_k_agree)", 1, 1, 64,
+                             stream_of(s, NULL), args));
+    SYMM_TRY(symm__cu_finish(s, NULL));
+    memcpy(all, (const void *)p.out, (size_t)team->n_pes * sizeof p.words);
+    return SYMM_SUCCESS;
+}
+
 /* Barrier kernel: epoch = counter + bump (1: a stream barrier; 2: the
  * closing barrier of a collective whose data kernel does not close it). */
 static symm_status launch_barrier(cu_state *s, const symm__team *team, char *const *base,

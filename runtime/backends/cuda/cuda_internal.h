@@ -79,6 +79,9 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * (symm__cu_coll_setup): symmetric, never allocated in a call.
  * Teams of more than CU_LL_MAX_PES PEs, and teams of higher slots, use the
  * barrier algorithms. */
+/* The pinned words (cu_state.pinned): 8, then CU_PARAM_PES agree records. */
+#define CU_PINNED_AGREE 8
+#define CU_PINNED_BYTES ((CU_PINNED_AGREE + CU_PARAM_PES * CU_AGREE_WORDS) * 8)
 #define CU_LL_SLOTS 16
 #define CU_LL_MAX_PES 8
 /* Staged reductions (kernels_staged.cuh; choice in st_choose): the same
@@ -193,6 +196,7 @@ typedef struct cu_state {
     int smem_optin; /* shared memory a block may opt in to (0: unknown) */
     CUmodule mod[SYMM__CUDA_FATBINS_N]; /* symm__cuda_fatbins[i], loaded in order */
     CUfunction f_copy, f_store, f_signal, f_wait, f_amo, f_barrier2, f_barrier8, f_barrier64, f_gather;
+    CUfunction f_agree; /* symm_k_agree (symm__cuda_coll_agree) */
     CUfunction f_a2av;     /* symm_k_alltoallv (cuda_a2av.c)                   */
     CUfunction f_a2av_ll;  /* symm_k_alltoallv_ll: its LL form                 */
     unsigned a2av_blocks;  /* its grid: SYMM_CUDA_A2AV_BLOCKS, 0 = one a SM     */
@@ -209,7 +213,8 @@ typedef struct cu_state {
     bool amo_lock_init;
     uint64_t *pinned; /* [0]: atomic result, [1]: error word (int), [2], [3]:
                          the alltoallv words of the stream and blocking forms
-                         (int, cuda_a2av.c) */
+                         (int, cuda_a2av.c); from [CU_PINNED_AGREE]: the
+                         agree records (symm__cuda_coll_agree) */
     int *err_word;      /* CU_ERR_*, read by the runtime's waiting kernels */
     atomic_bool failed_noted; /* CU_ERR_PEER_FAILED recorded as async error  */
     uint64_t timeout_ns;
@@ -344,6 +349,9 @@ symm_status symm__cu_team_reachable(const symm__ctx *ctx, const symm__team *team
  * SYMM_CUDA_A2AV_BLOCKS); a failure a stream-form call left for
  * symm_ctx_async_error. */
 symm_status symm__cu_alltoallv(symm__ctx *ctx, cu_state *s, const symm__coll *c, void *stream);
+/* cuda_coll.c: ops->coll_agree (symm_k_agree on the internal stream, waited for). */
+symm_status symm__cuda_coll_agree(symm__ctx *ctx, struct symm__team *team, const uint64_t *mine,
+                                  uint64_t *all);
 /* cuda_coll.c: whether alltoallv takes the LL form on this team (*ll), and
  * then its parameter block's team part and lines. */
 symm_status symm__cu_a2av_ll(const symm__ctx *ctx, const cu_state *s, const symm__team *team,

@@ -93,6 +93,21 @@ typedef struct symm__kbarrier_wide_params {
     int *err;
 } symm__kbarrier_wide_params;
 
+/* symm_k_agree (kernels.cu): ops->coll_agree, before a blocking collective.
+ * PE me stores its CU_AGREE_WORDS words (the first tagged with the epoch)
+ * into its own record of parity epoch & 1 at rec_off, runs the team's
+ * barrier, then reads every PE's record into out (pinned host memory, n *
+ * CU_AGREE_WORDS words; a record without the epoch's tag: all ones). */
+#define CU_AGREE_WORDS 4
+typedef struct symm__kagree_params {
+    symm__kteam64 team;
+    uint64_t area_off, timeout_ns; /* the slot's barrier flags: PE me's entry is the epoch */
+    int *err;
+    uint64_t rec_off; /* the slot's agree records (teams.h SYMM__SLOT_AGREE_OFF)       */
+    uint64_t words[CU_AGREE_WORDS];
+    uint64_t *out;
+} symm__kagree_params;
+
 /* symm_k_gather: see kernels.cu. */
 typedef struct symm__kgather_params {
     symm__kteam64 team;

@@ -122,6 +122,41 @@ extern "C" __global__ void symm_k_barrier_wide(const __grid_constant__ symm__kba
                         p.timeout_ns, p.err);
 }
 
+/* Before a blocking collective (ops->coll_agree, kernel_params.h): every PE
+ * publishes its words in its own record, the team's barrier orders them
+ * before every read (a release by the announcing threads after the block's
+ * sync; acquire loads and a block sync on the way out), and each PE reads
+ * every record. Two parities by epoch: a PE can start the next agree only
+ * after a team operation this PE took part in, or the very next epoch. */
+extern "C" __global__ void symm_k_agree(const __grid_constant__ symm__kagree_params p) {
+    symm__k_enter();
+    const int me = p.team.me, n = p.team.n;
+    char *mine = p.team.base[me];
+    const uint64_t e = symm__barrier_epoch(mine, p.area_off, me) + 1;
+    const uint64_t rec = p.rec_off + (e & 1) * 8 * CU_AGREE_WORDS;
+    const uint64_t tag = (e & 0xffffffffull) << 32;
+    if (threadIdx.x < CU_AGREE_WORDS) {
+        const uint64_t w = p.words[threadIdx.x];
+        ((volatile uint64_t *)(mine + rec))[threadIdx.x] =
+            threadIdx.x == 0 ? tag | (w & 0xffffffffull) : w;
+    }
+    __syncthreads();
+    const bool ok = symm__barrier_arrive_wait(mine, p.area_off, me, n,
+                                              symm__world_table<64>{&p.team}, e, threadIdx.x,
+                                              blockDim.x, p.timeout_ns, p.err, true);
+    __syncthreads();
+    for (int j = (int)threadIdx.x; j < n; j += (int)blockDim.x) {
+        const volatile uint64_t *r = (const volatile uint64_t *)(p.team.base[j] + rec);
+        uint64_t w[CU_AGREE_WORDS];
+        for (int k = 0; k < CU_AGREE_WORDS; k++) w[k] = ok ? r[k] : ~0ull;
+        if ((w[0] & ~0xffffffffull) != tag)
+            for (int k = 0; k < CU_AGREE_WORDS; k++) w[k] = ~0ull;
+        for (int k = 0; k < CU_AGREE_WORDS; k++) p.out[(uint64_t)j * CU_AGREE_WORDS + k] = w[k];
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) symm__barrier_advance(mine, p.area_off, me, e);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Data movement of broadcast / fcollect / collect / alltoall                */
 /* ------------------------------------------------------------------------ */

@@ -16,11 +16,13 @@
 
 static symm_ctx tu_ctx;
 static int32_t tu_me, tu_n;
-/* Cross-PE checks of collectives (MISMATCH, a peer's argument error) are made
- * by the generic algorithm; a backend with its own collective hook (CUDA)
- * checks arguments locally only, so calls whose arguments differ across PEs
- * are tested on the host backend only. Team creation checks always hold. */
-static bool tu_xchecks;
+/* Cross-PE checks of the blocking collectives (MISMATCH, a peer's argument
+ * error): the host backend's generic algorithm exchanges the calls, the CUDA
+ * backend's hook agrees on them first (ops->coll_agree), so both make them.
+ * A backend with a hook and no agree would check arguments locally only:
+ * tu_xchecks says whether the cases whose arguments differ across PEs run.
+ * tu_host: the host backend. Team creation checks always hold. */
+static bool tu_xchecks, tu_host;
 
 static inline symm_team tu_world(void) {
     symm_team t = NULL;
@@ -36,7 +38,8 @@ static inline void tu_init(void) {
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
     CHECK_OK(symm_ctx_query(tu_ctx, &info));
-    tu_xchecks = info.backend == SYMM_BACKEND_HOST;
+    tu_host = info.backend == SYMM_BACKEND_HOST;
+    tu_xchecks = tu_host || info.backend == SYMM_BACKEND_CUDA;
 }
 
 static inline void tu_fini(void) {
