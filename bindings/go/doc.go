@@ -41,8 +41,8 @@
 // that PE, with a value the runtime rejects, so that its peers are not left
 // waiting for a PE that never came: they get what the runtime gives for one
 // PE's bad argument (ErrMismatch naming that PE at once, where the runtime
-// exchanges the PEs' verdicts: every collective on the host backend, the
-// blocking Alltoallv on every backend).
+// exchanges the PEs' verdicts: every blocking collective on every backend;
+// the OnStream forms on the host backend).
 //
 // # Resources: explicit, collective releases
 //
