@@ -15,11 +15,11 @@ import "C"
 // peers waiting in the collective (until the timeout, or until its next
 // collective pairs with theirs). The call is made on every PE, the negative
 // value passed as its two's complement uint64 (huge, outside any buffer), so
-// C rejects it on this PE. Where C exchanges the PEs' verdicts (every form on
-// the host backend, the blocking Alltoallv on every backend) the other PEs get
-// ErrMismatch ("team PE i rejected its arguments") at once; elsewhere (the
-// other forms on the CUDA backend) C returns this PE's error without an
-// exchange, as for any bad argument. Either way every PE makes the same C
+// C rejects it on this PE. Where C exchanges the PEs' verdicts (every
+// blocking form on every backend, the OnStream forms on the host backend) the
+// other PEs get ErrMismatch ("team PE i rejected its arguments") at once;
+// elsewhere (the OnStream forms on the CUDA backend) C returns this PE's error
+// without an exchange, as for any bad argument. Either way every PE makes the same C
 // calls, so the team stays in step. This PE gets the binding's own error for
 // the argument (ErrOutOfBounds for an index, ErrInvalidArg for a count,
 // naming the negative value as written), not C's message about the huge
@@ -235,8 +235,8 @@ func AlltoallOnStream[T Element](t *Team, dst *Buffer[T], dstIndex int, src *Buf
 }
 
 // AlltoallvOnStream enqueues an Alltoallv on stream s (graph-capturable; on
-// the CUDA backend one cooperative kernel that reads the counts on the GPU
-// when the stream gets there). On the CUDA backend the returned error is
+// the CUDA backend one kernel that reads the counts on the GPU when the
+// stream gets there). On the CUDA backend the returned error is
 // about this PE's arguments only: the PEs' srcIndex, srcN and sendIndex are
 // not compared (they must still agree), and an ErrOutOfBounds found on the
 // GPU (the bad counts of Alltoallv) is recorded on the context
