@@ -934,7 +934,7 @@ SYMM_API symm_status symm_alltoallv(symm_team team, symm_buf dst, uint64_t dst_i
                                     uint64_t send_index, symm_buf recv_counts,
                                     uint64_t recv_index);
 /* Stream-ordered form: enqueued on stream (graph-capturable; on the CUDA
- * backend one cooperative kernel that reads the counts on the GPU). The
+ * backend one kernel that reads the counts on the GPU). The
  * returned status is about the arguments; an OUT_OF_BOUNDS found on the GPU
  * is recorded on the context (symm_ctx_async_error), and recv_counts says
  * what would have come. On the host backend it runs to completion first and

@@ -825,7 +825,7 @@ class Team:
         and its dst as src: every element returns to the slot it left from.
 
         stream=/on_stream=True: symm_alltoallv_on_stream, enqueued (on CUDA
-        one cooperative kernel that reads the counts on the GPU;
+        one kernel that reads the counts on the GPU;
         graph-capturable). Its status is about the arguments: an
         OutOfBounds found on the GPU is recorded on the context
         (Context.async_error / raise_async_error), and recv_counts says what

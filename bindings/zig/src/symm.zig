@@ -872,7 +872,7 @@ pub const Team = struct {
     }
 
     /// Stream-ordered `alltoallv` (graph-capturable; on the CUDA backend one
-    /// cooperative kernel that reads the counts on the GPU). Collective.
+    /// kernel that reads the counts on the GPU). Collective.
     /// The returned error is about the arguments; the agreement of
     /// `src_index`, `src_nelems` and `send_index` across PEs cannot always
     /// be checked here (keep them equal). An out-of-bounds exchange found on the GPU is

@@ -1227,7 +1227,7 @@ extern "C" {
     pub fn symm_alltoallv(team: symm_team, dst: symm_buf, dst_index: u64, dst_nelems: u64, src: symm_buf, src_index: u64, src_nelems: u64, send_counts: symm_buf, send_index: u64, recv_counts: symm_buf, recv_index: u64) -> symm_status;
     /// ```text
     /// Stream-ordered form: enqueued on stream (graph-capturable; on the CUDA
-    /// backend one cooperative kernel that reads the counts on the GPU). The
+    /// backend one kernel that reads the counts on the GPU). The
     /// returned status is about the arguments; an OUT_OF_BOUNDS found on the GPU
     /// is recorded on the context (symm_ctx_async_error), and recv_counts says
     /// what would have come. On the host backend it runs to completion first and
