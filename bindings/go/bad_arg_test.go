@@ -20,15 +20,7 @@ import (
 const badArgPrompt = 5 * time.Second
 
 func TestNegativeArgumentOnOnePE(t *testing.T) {
-	out, err := runWorker(t, "TestNegativeArgumentWorker", nPEs, "SYMM_RUNTIME="+runtimeLib(t), "SYMM_BACKEND=host")
-	if err != nil {
-		t.Fatalf("symmrun -n %d failed: %v\n%s", nPEs, err, out)
-	}
-	for pe := 0; pe < nPEs; pe++ {
-		if line := fmt.Sprintf("pe %d/%d: negative arguments checked", pe, nPEs); !strings.Contains(out, line) {
-			t.Fatalf("missing %q:\n%s", line, out)
-		}
-	}
+	runOnPEs(t, "TestNegativeArgumentWorker", "negative arguments checked")
 }
 
 func TestNegativeArgumentWorker(t *testing.T) {

@@ -17,12 +17,19 @@ import (
 const nPEs = 4
 
 func TestFourPEs(t *testing.T) {
-	out, err := runWorker(t, "TestPEWorker", nPEs, "SYMM_RUNTIME="+runtimeLib(t), "SYMM_BACKEND=host")
+	runOnPEs(t, "TestPEWorker", "all checks passed")
+}
+
+// runOnPEs runs the test function worker on nPEs PEs under symmrun (host
+// backend) and requires every PE's line "pe <me>/<n>: <done>".
+func runOnPEs(t *testing.T, worker, done string) {
+	t.Helper()
+	out, err := runWorker(t, worker, nPEs, "SYMM_RUNTIME="+runtimeLib(t), "SYMM_BACKEND=host")
 	if err != nil {
 		t.Fatalf("symmrun -n %d failed: %v\n%s", nPEs, err, out)
 	}
 	for pe := 0; pe < nPEs; pe++ {
-		if line := fmt.Sprintf("pe %d/%d: all checks passed", pe, nPEs); !strings.Contains(out, line) {
+		if line := fmt.Sprintf("pe %d/%d: %s", pe, nPEs, done); !strings.Contains(out, line) {
 			t.Fatalf("missing %q:\n%s", line, out)
 		}
 	}
