@@ -27,7 +27,8 @@
 # bench_coll.txt (+ bench_coll_<ranks>.json), cstream.txt (bench_coll_stream
 # on 2 and on all GPUs, + cstream_<ranks>.json), cstream-algos.txt (its
 # all-reduce, in place and out of place, and reduce-scatter with
-# SYMM_CUDA_COLL_ALGO=twoshot, =staged and =ll128), cstream-late.txt (its
+# SYMM_CUDA_COLL_ALGO=twoshot, =staged and =ll128; alltoallv's grid form),
+# cstream-late.txt (its
 # all-reduce and all-gather graphs with a late peer: --skew-us).
 # SUITE_PACK=1 packs them all into $OUT/suite.tgz at the end and leaves only it
 # and summary.md loose (for runners that bring back a few files; the device
@@ -237,7 +238,8 @@ fi
 CSTREAM_AB_SIZES=262144,1048576,4194304,16777216,67108864,268435456
 CSTREAM_AB_OPS=all_reduce,all_reduce_oop,reduce_scatter
 CSTREAM_L8_SIZES=262144,1048576,2097152
-CSTREAM_ARGS=${CSTREAM_ARGS:---ops all_reduce,all_gather,reduce_scatter,all_to_all,all_reduce_oop,all_to_all_v,all_to_all_v_abi}
+CSTREAM_ARGS=${CSTREAM_ARGS:---ops all_reduce,all_gather,reduce_scatter,all_to_all,all_reduce_oop,all_to_all_v,all_to_all_v_abi,all_reduce_blocking}
+CSTREAM_A2AV_SIZES=8,65536,1048576,16777216,268435456
 if [ $BUILD_OK = 1 ] && phase cstream; then
   nps=2; [ "$NGPU" -gt 2 ] && nps="2 $NGPU"
   for np in $nps; do
@@ -259,6 +261,15 @@ if [ $BUILD_OK = 1 ] && phase cstream; then
         --sizes "$sizes" >> "$OUT/cstream-algos.txt" 2>&1
       echo "exit status $?" >> "$OUT/cstream-algos.txt"
     done
+    # alltoallv's grid form (any forced algorithm but ll), beside auto's LL
+    # form in cstream.txt (docs/DECISIONS.md "The LL form of alltoallv")
+    if [ "$(left)" -gt 40 ]; then
+      echo "command: SYMM_CUDA_COLL_ALGO=twoshot symmrun -n $np tests/perf/bench_coll_stream --ops all_to_all_v_abi --sizes $CSTREAM_A2AV_SIZES" >> "$OUT/cstream-algos.txt"
+      SYMM_CUDA_COLL_ALGO=twoshot timeout -k 5 "$(cap 60)" "$BUILD/runtime/symmrun" -n "$np" --timeout 50 \
+        "$BUILD/tests/perf/bench_coll_stream" --ops all_to_all_v_abi \
+        --sizes "$CSTREAM_A2AV_SIZES" >> "$OUT/cstream-algos.txt" 2>&1
+      echo "exit status $?" >> "$OUT/cstream-algos.txt"
+    fi
     # a late peer: PE 1 starts each graph replay 3 ms after PE 0 (no host
     # barrier between replays, as in PyTorch's loops). Without the LL/LL128
     # waiters' naps this started a polling storm that held whole replays at
