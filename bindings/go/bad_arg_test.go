@@ -126,6 +126,38 @@ func TestNegativeArgumentWorker(t *testing.T) {
 		}
 	}
 
+	// Alloc, collective over the context: the bad PE's negative count is its
+	// ErrInvalidArg, the others' ErrMismatch names it; then an Alloc works.
+	for bad := 0; bad < n; bad++ {
+		what := fmt.Sprintf("Alloc with a negative count on PE %d", bad)
+		count := 8
+		if me == bad {
+			count = -2
+		}
+		t0 := time.Now()
+		b, err := Alloc[int32](ctx, count)
+		if d := time.Since(t0); d > badArgPrompt {
+			t.Fatalf("%s: returned after %v (%v), not at once", what, d, err)
+		}
+		if b != nil {
+			t.Fatalf("%s: got a buffer", what)
+		}
+		if me == bad {
+			e := isStatus(t, err, ErrInvalidArg, what)
+			if !strings.Contains(e.Message, "negative count -2") {
+				t.Fatalf("%s: message %q", what, e.Message)
+			}
+		} else {
+			e := isStatus(t, err, ErrMismatch, what+" (a good PE)")
+			if !strings.Contains(e.Message, fmt.Sprintf("PE %d rejected its arguments", bad)) {
+				t.Fatalf("%s (a good PE): message %q", what, e.Message)
+			}
+		}
+		b, err = Alloc[int32](ctx, 8)
+		must(t, err, what+": the Alloc after it")
+		must(t, b.Free(), what+": Free")
+	}
+
 	// Last, an Alltoall and a Broadcast with data, then the releases.
 	blocks := make([]int64, n)
 	for j := range blocks {

@@ -31,15 +31,25 @@ type Buffer[T Element] struct {
 // Collective: every PE must call it with the same T and count (otherwise all
 // get ErrMismatch and nothing is allocated).
 func Alloc[T Element](ctx *Context, count int) (*Buffer[T], error) {
+	// A negative count still makes the (collective) C call, as a count past
+	// any heap cap, so that the other PEs get C's verdict (ErrMismatch naming
+	// this PE) instead of waiting for it; this PE gets ErrInvalidArg.
+	var bad error
 	if count < 0 {
-		return nil, argError("symm_buf_alloc", ErrInvalidArg, "negative count %d", count)
+		bad = argError("symm_buf_alloc", ErrInvalidArg, "negative count %d", count)
 	}
 	var h C.symm_buf
 	mu := ctx.collLock()
 	defer mu.Unlock()
 	err := call("symm_buf_alloc", func() C.symm_status {
-		return C.symm_buf_alloc(ctx.handle(), C.uint32_t(DTypeOf[T]()), C.uint64_t(count), &h)
+		return C.symm_buf_alloc(ctx.handle(), C.uint32_t(DTypeOf[T]()), cU64(count), &h)
 	})
+	if bad != nil {
+		if e, ok := err.(*Error); ok && e.Status == ErrOutOfMemory {
+			return nil, bad // C refused the huge count, as expected
+		}
+		return nil, argVerdict(bad, err)
+	}
 	if err != nil {
 		return nil, err
 	}

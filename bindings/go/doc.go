@@ -37,12 +37,12 @@
 // the read of the thread-local message.
 //
 // A negative index or count is refused by the binding: ErrOutOfBounds for an
-// index, ErrInvalidArg for a count. A collective still makes its C call on
-// that PE, with a value the runtime rejects, so that its peers are not left
-// waiting for a PE that never came: they get what the runtime gives for one
-// PE's bad argument (ErrMismatch naming that PE at once, where the runtime
-// exchanges the PEs' verdicts: every blocking collective on every backend;
-// the OnStream forms on the host backend).
+// index, ErrInvalidArg for a count. A collective (Alloc too) still makes its
+// C call on that PE, with a value the runtime rejects, so that its peers are
+// not left waiting for a PE that never came: they get what the runtime gives
+// for one PE's bad argument (ErrMismatch naming that PE at once, where the
+// runtime exchanges the PEs' verdicts: Alloc and every blocking collective
+// on every backend; the OnStream forms on the host backend).
 //
 // # Resources: explicit, collective releases
 //

@@ -133,7 +133,9 @@ typedef struct call_sig {
     uint64_t seq;
     uint32_t kind; /* 1 alloc, 2 free, 3 register, 4 outcome */
     uint32_t dtype;
-    uint64_t a, b; /* alloc: count, bytes; free: offset; outcome: status */
+    uint64_t a, b;   /* alloc: count, bytes; free: offset; outcome: status */
+    int32_t status;  /* the PE's own argument checks (alloc), 0 otherwise */
+    uint32_t pad;
 } call_sig;
 
 /* All-gather this PE's call signature; MISMATCH (on every PE) if any differs. */
@@ -148,6 +150,11 @@ static symm_status agree(symm__ctx *ctx, const char *what, const call_sig *mine)
         return st;
     }
     for (int32_t pe = 0; pe < ctx->n_pes; pe++) {
+        if (all[pe].status && pe != ctx->my_pe && !mine->status) {
+            st = symm__err(SYMM_ERR_MISMATCH, "%s: PE %d rejected its arguments (%s); nothing "
+                           "was changed", what, pe, symm__status_name(all[pe].status));
+            break;
+        }
         if (memcmp(&all[pe], mine, sizeof *mine) != 0) {
             st = symm__err(SYMM_ERR_MISMATCH,
                            "%s: PEs disagree (PE %d: call #%llu kind %u dtype %u args %llu/%llu; "
@@ -227,24 +234,36 @@ symm_status symm_buf_alloc(symm_ctx h, uint32_t dtype, uint64_t count, symm_buf 
     symm__ctx *ctx = NULL;
     SYMM_TRY(symm__ctx_get(h, &ctx));
     SYMM_TRY(symm__thread_check(ctx));
-    SYMM_CHECK(out, SYMM_ERR_INVALID_ARG, "symm_buf_alloc: buf out-parameter is NULL");
-    uint32_t es = symm__dtype_size(dtype);
-    SYMM_CHECK(es, SYMM_ERR_INVALID_ARG, "symm_buf_alloc: unknown dtype %u", dtype);
-    SYMM_CHECK(count <= ctx->heap_cap / es, SYMM_ERR_OUT_OF_MEMORY,
-               "symm_buf_alloc: %llu elements of %u bytes exceed the heap cap of %llu bytes "
-               "(SYMM_HEAP_CAP)", (unsigned long long)count, es, (unsigned long long)ctx->heap_cap);
-    uint64_t bytes = count * es;
+    /* This PE's own checks go through the agreement too: a PE that returned
+     * at once would leave its peers waiting in it. It gets its own error,
+     * its peers MISMATCH naming it (agree). */
+    const uint32_t es = symm__dtype_size(dtype);
+    symm_status local = SYMM_SUCCESS;
+    if (!out)
+        local = symm__err(SYMM_ERR_INVALID_ARG, "symm_buf_alloc: buf out-parameter is NULL");
+    else if (!es)
+        local = symm__err(SYMM_ERR_INVALID_ARG, "symm_buf_alloc: unknown dtype %u", dtype);
+    else if (count > ctx->heap_cap / es)
+        local = symm__err(SYMM_ERR_OUT_OF_MEMORY,
+                          "symm_buf_alloc: %llu elements of %u bytes exceed the heap cap of %llu "
+                          "bytes (SYMM_HEAP_CAP)", (unsigned long long)count, es,
+                          (unsigned long long)ctx->heap_cap);
+    char saved[512] = "";
+    if (local) snprintf(saved, sizeof saved, "%s", symm__last_error());
+    uint64_t bytes = local ? 0 : count * es;
     uint64_t len = align_up(bytes ? bytes : 1, SYMM__HEAP_ALIGN);
 
     pthread_mutex_lock(&ctx->lock);
-    call_sig sig = {ctx->alloc_seq, 1, dtype, count, bytes};
+    call_sig sig = {ctx->alloc_seq, 1, dtype, count, bytes, (int32_t)local, 0};
     symm_status st = symm__check_failed(ctx);
     if (st == SYMM_SUCCESS) st = agree(ctx, "symm_buf_alloc", &sig);
+    /* this PE's own error, whatever its peers passed (unless the exchange failed) */
+    if (local && (st == SYMM_SUCCESS || st == SYMM_ERR_MISMATCH)) st = symm__err(local, "%s", saved);
     if (st) goto out;
+    local = SYMM_SUCCESS;
     ctx->alloc_seq++;
 
     uint64_t off = 0;
-    symm_status local = SYMM_SUCCESS;
     if (!symm__alloc_take(&ctx->alloc, len, SYMM__HEAP_ALIGN, &off)) {
         /* Same allocator state everywhere: every PE lands here together. */
         st = symm__err(SYMM_ERR_OUT_OF_MEMORY,
@@ -302,7 +321,7 @@ symm_status symm_buf_free(symm_buf h) {
     SYMM_TRY(symm__thread_check(ctx));
     pthread_mutex_lock(&ctx->lock);
     symm_status st = symm__quiet(ctx);
-    call_sig sig = {ctx->alloc_seq, 2, b->dtype, b->off, b->count};
+    call_sig sig = {ctx->alloc_seq, 2, b->dtype, b->off, b->count, 0, 0};
     if (st == SYMM_SUCCESS) st = symm__check_failed(ctx);
     /* The agreement is also the barrier: no peer still targets the buffer. */
     if (st == SYMM_SUCCESS) st = agree(ctx, "symm_buf_free", &sig);
@@ -371,7 +390,7 @@ symm_status symm_buf_register(symm_ctx h, void *ptr, uint32_t dtype, uint64_t co
     const uint64_t bytes = count * es, len = align_up(bytes, SYMM__REG_ALIGN);
     pthread_mutex_lock(&ctx->lock);
     /* every PE must register the same shape (the offsets must agree) */
-    call_sig sig = {ctx->alloc_seq, 3, dtype, count, bytes};
+    call_sig sig = {ctx->alloc_seq, 3, dtype, count, bytes, 0, 0};
     symm_status st = symm__check_failed(ctx);
     if (st == SYMM_SUCCESS) st = agree(ctx, fn, &sig);
     if (st) goto out;

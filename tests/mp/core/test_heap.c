@@ -84,6 +84,23 @@ static void test_mismatch(void) {
         ASSERT_TRUE(b == NULL);
         CHECK_STATUS(symm_buf_alloc(ctx, me == 0 ? SYMM_DTYPE_INT32 : SYMM_DTYPE_FLOAT32, 10, &b),
                      SYMM_ERR_MISMATCH);
+        /* One PE's own argument error: it gets that error, the others
+         * MISMATCH naming it at once (nobody waits for it), nothing is
+         * allocated. */
+        const int bad = n - 1;
+        CHECK_STATUS(symm_buf_alloc(ctx, SYMM_DTYPE_INT64, me == bad ? 1ull << 60 : 10, &b),
+                     me == bad ? SYMM_ERR_OUT_OF_MEMORY : SYMM_ERR_MISMATCH);
+        ASSERT_TRUE(b == NULL);
+        char want[64];
+        snprintf(want, sizeof want, "PE %d rejected its arguments", bad);
+        if (me == bad) ASSERT_TRUE(strstr(symm_last_error(), "heap cap") != NULL);
+        else ASSERT_TRUE(strstr(symm_last_error(), want) != NULL);
+        CHECK_STATUS(symm_buf_alloc(ctx, me == bad ? 99u : SYMM_DTYPE_INT32, 10, &b),
+                     me == bad ? SYMM_ERR_INVALID_ARG : SYMM_ERR_MISMATCH);
+        ASSERT_TRUE(b == NULL);
+        CHECK_STATUS(symm_buf_alloc(ctx, SYMM_DTYPE_INT32, 10, me == bad ? NULL : &b),
+                     me == bad ? SYMM_ERR_INVALID_ARG : SYMM_ERR_MISMATCH);
+        ASSERT_TRUE(b == NULL);
         symm_ctx_info info = {.struct_size = sizeof info};
         CHECK_OK(symm_ctx_query(ctx, &info));
         ASSERT_U64_EQ(info.heap_used, 0);
