@@ -391,10 +391,22 @@ class Context:
 
     # buffers
     def alloc(self, dtype, count, shape=None):
-        """A symmetric buffer of count elements (collective; zeroed)."""
-        code = dtype_code(dtype)
+        """A symmetric buffer of count elements (collective; zeroed). A dtype
+        the library does not know still takes part in the allocation (as a
+        code it rejects): this rank raises InvalidArgument, the others
+        Mismatch naming it, and nobody waits."""
+        try:
+            code, bad = dtype_code(dtype), None
+        except errors.InvalidArgument as e:
+            code, bad = 0xFFFFFFFF, e
         h = ctypes.c_void_p()
-        call("symm_buf_alloc", self.handle, code, int(count), ctypes.byref(h))
+        try:
+            call("symm_buf_alloc", self.handle, code, int(count), ctypes.byref(h))
+        except errors.InvalidArgument:
+            if bad is None:
+                raise
+        if bad is not None:
+            raise bad
         b = Buffer(self, h, code, int(count), shape)
         with self._lock:
             self._bufs[h.value] = b

@@ -451,6 +451,15 @@ def errors_are_exceptions():
     check("pe" in e.message, e.message)
     expect_raises(symm.InvalidArgument, ctx.alloc, "complex64", 3)
     check(isinstance(e, symm.Error), "hierarchy")
+    if n > 1:  # one rank's unknown dtype: its InvalidArgument, the others' Mismatch
+        bad = n - 1
+        if me == bad:
+            e = expect_raises(symm.InvalidArgument, ctx.alloc, "complex64", 3)
+            check("complex64" in e.message, e.message)
+        else:
+            e = expect_raises(symm.Mismatch, ctx.alloc, "int32", 3)
+            check("PE %d rejected its arguments" % bad in e.message, e.message)
+        ctx.alloc("int32", 3).free()  # the heap still works
     ctx.barrier_all()
     b.free()
     expect_raises(symm.InvalidHandle, b.put, np.zeros(1, dtype=np.int32), nxt)
