@@ -725,8 +725,10 @@ static symm_status coll_agreed(const coll_call *c, coll_plan *p, symm_status loc
     symm__xrec *all = calloc((size_t)n, sizeof *all);
     symm_status st = words && all ? SYMM_SUCCESS
                                   : symm__err(SYMM_ERR_OUT_OF_MEMORY, "%s: out of host memory", p->fn);
-    if (st == SYMM_SUCCESS) st = p->ctx->ops->coll_agree(p->ctx, p->team, mine, words);
-    if (st) st = symm__err_prefix(p->fn, st);
+    if (st == SYMM_SUCCESS) {
+        st = p->ctx->ops->coll_agree(p->ctx, p->team, mine, words);
+        if (st) st = symm__err_prefix(p->fn, st);
+    }
     for (int32_t i = 0; st == SYMM_SUCCESS && i < n; i++) {
         const uint64_t *w = words + (size_t)i * SYMM__AGREE_WORDS;
         if (w[0] == ~0ull) {

@@ -238,32 +238,32 @@ symm_status symm_buf_alloc(symm_ctx h, uint32_t dtype, uint64_t count, symm_buf 
      * at once would leave its peers waiting in it. It gets its own error,
      * its peers MISMATCH naming it (agree). */
     const uint32_t es = symm__dtype_size(dtype);
-    symm_status local = SYMM_SUCCESS;
+    symm_status own = SYMM_SUCCESS;
     if (!out)
-        local = symm__err(SYMM_ERR_INVALID_ARG, "symm_buf_alloc: buf out-parameter is NULL");
+        own = symm__err(SYMM_ERR_INVALID_ARG, "symm_buf_alloc: buf out-parameter is NULL");
     else if (!es)
-        local = symm__err(SYMM_ERR_INVALID_ARG, "symm_buf_alloc: unknown dtype %u", dtype);
+        own = symm__err(SYMM_ERR_INVALID_ARG, "symm_buf_alloc: unknown dtype %u", dtype);
     else if (count > ctx->heap_cap / es)
-        local = symm__err(SYMM_ERR_OUT_OF_MEMORY,
-                          "symm_buf_alloc: %llu elements of %u bytes exceed the heap cap of %llu "
-                          "bytes (SYMM_HEAP_CAP)", (unsigned long long)count, es,
-                          (unsigned long long)ctx->heap_cap);
+        own = symm__err(SYMM_ERR_OUT_OF_MEMORY,
+                        "symm_buf_alloc: %llu elements of %u bytes exceed the heap cap of %llu "
+                        "bytes (SYMM_HEAP_CAP)", (unsigned long long)count, es,
+                        (unsigned long long)ctx->heap_cap);
     char saved[512] = "";
-    if (local) snprintf(saved, sizeof saved, "%s", symm__last_error());
-    uint64_t bytes = local ? 0 : count * es;
+    if (own) snprintf(saved, sizeof saved, "%s", symm__last_error());
+    uint64_t bytes = own ? 0 : count * es;
     uint64_t len = align_up(bytes ? bytes : 1, SYMM__HEAP_ALIGN);
 
     pthread_mutex_lock(&ctx->lock);
-    call_sig sig = {ctx->alloc_seq, 1, dtype, count, bytes, (int32_t)local, 0};
+    call_sig sig = {ctx->alloc_seq, 1, dtype, count, bytes, (int32_t)own, 0};
     symm_status st = symm__check_failed(ctx);
     if (st == SYMM_SUCCESS) st = agree(ctx, "symm_buf_alloc", &sig);
     /* this PE's own error, whatever its peers passed (unless the exchange failed) */
-    if (local && (st == SYMM_SUCCESS || st == SYMM_ERR_MISMATCH)) st = symm__err(local, "%s", saved);
+    if (own && (st == SYMM_SUCCESS || st == SYMM_ERR_MISMATCH)) st = symm__err(own, "%s", saved);
     if (st) goto out;
-    local = SYMM_SUCCESS;
     ctx->alloc_seq++;
 
     uint64_t off = 0;
+    symm_status local = SYMM_SUCCESS;
     if (!symm__alloc_take(&ctx->alloc, len, SYMM__HEAP_ALIGN, &off)) {
         /* Same allocator state everywhere: every PE lands here together. */
         st = symm__err(SYMM_ERR_OUT_OF_MEMORY,

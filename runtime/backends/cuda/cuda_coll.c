@@ -495,10 +495,11 @@ static bool ll_team(const cu_state *s, const symm__team *team, const char **why)
 
 /* The LL form of alltoallv (cuda_a2av.c, kernels_a2av.cu "The LL form"):
  * the bytes of a pair are known only on the GPU, so the team alone decides
- * (ll_team; a team of one PE always, unless another algorithm is forced); then *p gets the team's bases, barrier flags and lines, and
- * the largest piece a pair sends inline: the LL threshold of an all-to-all
- * of the team's size (what the lines hold with SYMM_CUDA_COLL_ALGO=ll),
- * less the header lines. Larger pieces are pulled. */
+ * (ll_team; a team of one PE always, unless another algorithm is forced);
+ * then *p gets the team's bases, barrier flags and lines, and the largest
+ * piece a pair sends inline: the LL threshold of an all-to-all of the
+ * team's size (what the lines hold with SYMM_CUDA_COLL_ALGO=ll), less the
+ * header lines. Larger pieces are pulled. */
 symm_status symm__cu_a2av_ll(const symm__ctx *ctx, const cu_state *s, const symm__team *team,
                              symm__ka2avll_params *p, bool *ll, const char **why) {
     /* one PE: the same kernel copies its own piece, with no lines to touch */
