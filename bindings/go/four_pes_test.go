@@ -20,6 +20,25 @@ func TestFourPEs(t *testing.T) {
 	runOnPEs(t, "TestPEWorker", "all checks passed")
 }
 
+// checkAlltoall puts 10*me+j into block j of src (one element a block),
+// runs Alltoall into dst, and checks that block i of dst holds 10*i+me.
+func checkAlltoall[T int32 | int64](t *testing.T, world *Team, dst, src *Buffer[T], me, n int, what string) {
+	t.Helper()
+	blocks := make([]T, n)
+	for j := range blocks {
+		blocks[j] = T(10*me + j) // block j goes to PE j
+	}
+	must(t, src.Put(0, blocks, me), what+": Put")
+	must(t, Alltoall(world, dst, 0, src, 0, 1), what)
+	got := make([]T, n)
+	must(t, dst.Get(0, got, me), what+": Get")
+	for i := range got {
+		if got[i] != T(10*i+me) {
+			t.Fatalf("%s: %v", what, got)
+		}
+	}
+}
+
 // runOnPEs runs the test function worker on nPEs PEs under symmrun (host
 // backend) and requires every PE's line "pe <me>/<n>: <done>".
 func runOnPEs(t *testing.T, worker, done string) {
@@ -134,19 +153,7 @@ func TestPEWorker(t *testing.T) {
 		t.Fatalf("broadcast %v", b2)
 	}
 	asrc, adst := alloc[int32](t, ctx, n), alloc[int32](t, ctx, n)
-	blocks := make([]int32, n)
-	for j := range blocks {
-		blocks[j] = int32(10*me + j) // block j goes to PE j
-	}
-	must(t, asrc.Put(0, blocks, me), "Put")
-	must(t, Alltoall(world, adst, 0, asrc, 0, 1), "Alltoall")
-	recv := make([]int32, n)
-	must(t, adst.Get(0, recv, me), "Get")
-	for i := range recv {
-		if recv[i] != int32(10*i+me) {
-			t.Fatalf("alltoall %v", recv)
-		}
-	}
+	checkAlltoall(t, world, adst, asrc, me, n, "Alltoall")
 
 	// Alltoallv: a dst too small on one PE, then varied counts and the combine.
 	checkAlltoallvFault(t, ctx, world, me, n)
