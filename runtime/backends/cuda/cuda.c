@@ -135,19 +135,26 @@ symm_status symm__cu_launch(cu_state *s, CUfunction f, const char *name, unsigne
     return symm__cu_launch_smem(s, f, name, gx, gy, bx, 0, cs, args);
 }
 
-/* NULL stream = blocking: the work went to the internal stream; wait for it,
- * polling the job's health (once per poll interval; symm__boot_check): when a
- * PE died, the waiting kernels are told to give up (cuda_peer_failed). */
-symm_status symm__cu_finish(cu_state *s, void *stream) {
-    if (stream) return SYMM_SUCCESS;
-    CUresult r;
+/* Wait for cs (the internal stream or a lane's), polling the job's health
+ * (once per poll interval; symm__boot_check): when a PE died, the waiting
+ * kernels are told to give up (cuda_peer_failed). With word, the wait ends
+ * as soon as *word is want (the last kernel stores it when it is done with
+ * what the host reads), and the stream is queried only every 16th look. */
+static symm_status finish_on(cu_state *s, CUstream cs, const uint64_t *word, uint64_t want,
+                             const char *what) {
+    CUresult r = CUDA_ERROR_NOT_READY;
     uint64_t spins = 0, t0 = 0, note_at = 0;
-    while ((r = symm__cu.StreamQuery(s->s_int)) == CUDA_ERROR_NOT_READY) {
+    for (;; spins++) {
+        if (word && __atomic_load_n(word, __ATOMIC_ACQUIRE) == want) return SYMM_SUCCESS;
+        if (!word || (spins & 15) == 15) {
+            r = symm__cu.StreamQuery(cs);
+            if (r != CUDA_ERROR_NOT_READY) break;
+        }
         if (s->ctx && symm__check_failed(s->ctx) != SYMM_SUCCESS) {
-            r = symm__cu.StreamSynchronize(s->s_int); /* the kernels end within 1024 spins */
+            r = symm__cu.StreamSynchronize(cs); /* the kernels end within 1024 spins */
             break;
         }
-        if ((++spins & 1023) == 0 && symm__log_on(SYMM_LOG_INFO, SYMM_LOG_WAIT)) {
+        if ((spins & 1023) == 1023 && symm__log_on(SYMM_LOG_INFO, SYMM_LOG_WAIT)) {
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
             uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -156,15 +163,83 @@ symm_status symm__cu_finish(cu_state *s, void *stream) {
                 note_at = t + 1000000000ull;
             } else if (t >= note_at) { /* 1 s, then every 10 s */
                 note_at = t + 10000000000ull;
-                SYMM_INFO(SYMM_LOG_WAIT, "cuda: still waiting after %.1f s for the internal stream "
-                          "of GPU %d (a blocking barrier, collective or copy waiting on peers)",
-                          (double)(t - t0) / 1e9, s->ordinal);
+                SYMM_INFO(SYMM_LOG_WAIT, "cuda: still waiting after %.1f s for %s of GPU %d",
+                          (double)(t - t0) / 1e9, what, s->ordinal);
             }
         }
     }
-    if (r != CUDA_SUCCESS) return symm__cu_fail(r, "cuStreamSynchronize(internal stream)");
+    if (r != CUDA_SUCCESS) return symm__cu_fail(r, "cuStreamSynchronize");
+    if (word && __atomic_load_n(word, __ATOMIC_ACQUIRE) != want)
+        return symm__err(SYMM_ERR_INTERNAL, "cuda: %s ended without its done word", what);
+    return SYMM_SUCCESS;
+}
+
+/* NULL stream = blocking: the work went to the internal stream; wait for it. */
+symm_status symm__cu_finish(cu_state *s, void *stream) {
+    if (stream) return SYMM_SUCCESS;
+    SYMM_TRY(finish_on(s, s->s_int, NULL, 0, "the internal stream (a blocking copy or atomic)"));
     atomic_store(&s->nbi_pending, false);
     return check_err_word(s);
+}
+
+symm_status symm__cu_lane_finish(cu_state *s, const cu_lane *lane, const uint64_t *word,
+                                 uint64_t want) {
+    SYMM_TRY(finish_on(s, lane->stream, word, want,
+                       "a team's stream (a blocking barrier or collective waiting on peers)"));
+    return check_err_word(s);
+}
+
+static void lane_free(cu_lane *l) {
+    if (!l) return;
+    if (l->stream) symm__cu.StreamDestroy(l->stream);
+    if (l->pinned) symm__cu.MemFreeHost(l->pinned);
+    free(l);
+}
+
+symm_status symm__cu_lane(cu_state *s, const symm__team *team, cu_lane **lane) {
+    if (team->slot < 0 || team->slot >= SYMM__MAX_TEAMS)
+        return symm__err(SYMM_ERR_INTERNAL, "cuda: team slot %d out of range", (int)team->slot);
+    cu_lane *l = atomic_load_explicit(&s->lanes[team->slot], memory_order_acquire);
+    if (!l) {
+        pthread_mutex_lock(&s->lane_lock);
+        l = atomic_load_explicit(&s->lanes[team->slot], memory_order_relaxed);
+        symm_status st = SYMM_SUCCESS;
+        if (!l) {
+            void *pinned = NULL;
+            cu_lane *nl = calloc(1, sizeof *nl);
+            CUresult r = CUDA_SUCCESS;
+            if (!nl) {
+                st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
+            } else if ((r = symm__cu.StreamCreate(&nl->stream, CU_STREAM_NON_BLOCKING)) !=
+                       CUDA_SUCCESS) {
+                st = symm__cu_fail(r, "cuStreamCreate (a team's stream)");
+            } else if ((r = symm__cu.MemHostAlloc(&pinned, CU_LANE_PINNED_BYTES,
+                                                  CU_MEMHOSTALLOC_DEVICEMAP |
+                                                      CU_MEMHOSTALLOC_PORTABLE)) != CUDA_SUCCESS) {
+                st = symm__cu_fail(r, "cuMemHostAlloc (a team's result words)");
+            } else {
+                nl->pinned = pinned;
+                memset(pinned, 0, CU_LANE_PINNED_BYTES);
+                atomic_store_explicit(&s->lanes[team->slot], nl, memory_order_release);
+                l = nl;
+            }
+            if (st) lane_free(nl);
+        }
+        pthread_mutex_unlock(&s->lane_lock);
+        SYMM_TRY(st);
+    }
+    /* This PE's nbi puts and gets that no quiet waited for yet went to the
+     * internal stream: the team's work follows them, as when it ran there. */
+    if (atomic_load(&s->nbi_pending)) {
+        CUevent ev = NULL;
+        SYMM__CU(EventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+        CUresult r = symm__cu.EventRecord(ev, s->s_int);
+        if (r == CUDA_SUCCESS) r = symm__cu.StreamWaitEvent(l->stream, ev, 0);
+        symm__cu.EventDestroy(ev);
+        if (r != CUDA_SUCCESS) return symm__cu_fail(r, "cuEventRecord / cuStreamWaitEvent");
+    }
+    *lane = l;
+    return SYMM_SUCCESS;
 }
 
 static void cuda_peer_failed(symm__ctx *ctx) {
@@ -205,6 +280,8 @@ static void state_free(cu_state *s) {
     if (s->ev_ce_fork) symm__cu.EventDestroy(s->ev_ce_fork);
     if (s->ev_ce_join) symm__cu.EventDestroy(s->ev_ce_join);
     if (s->pinned) symm__cu.MemFreeHost(s->pinned);
+    for (int i = 0; i < SYMM__MAX_TEAMS; i++) lane_free(atomic_load(&s->lanes[i]));
+    if (s->lane_lock_init) pthread_mutex_destroy(&s->lane_lock);
     for (int i = 0; i < SYMM__CUDA_FATBINS_N; i++)
         if (s->mod[i]) symm__cu.ModuleUnload(s->mod[i]); /* those loaded, if setup stopped */
     if (s->retained) symm__cu.DevicePrimaryCtxRelease(s->dev);
@@ -322,6 +399,9 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
     if (pthread_mutex_init(&s->reg_lock, NULL) != 0)
         return symm__err(SYMM_ERR_SYSTEM, "pthread_mutex_init failed");
     s->reg_lock_init = true;
+    if (pthread_mutex_init(&s->lane_lock, NULL) != 0)
+        return symm__err(SYMM_ERR_SYSTEM, "pthread_mutex_init failed");
+    s->lane_lock_init = true;
 
     atomic_store(&s->memops, memops && symm__cu.StreamWriteValue64 && symm__cu.StreamWaitValue64);
     s->timeout_ns = (uint64_t)(ctx->cfg.timeout_ms ? ctx->cfg.timeout_ms : SYMM__DEFAULT_TIMEOUT_MS) *

@@ -13,19 +13,18 @@
  * context's error word as every runtime kernel does; a PE that copied
  * nothing (dst too small, a peer's piece beyond its src) or whose own send
  * counts exceed its src leaves the reason in a pinned word: the blocking
- * form's (pinned[3]) is read after the wait and returned; the stream form's
- * (pinned[2]) is taken by the next symm_ctx_async_error (cuda.c's
+ * form's (its team lane's) is read after the wait and returned; the stream
+ * form's (the context's pinned[2]) is taken by the next symm_ctx_async_error (cuda.c's
  * async_poll) and recorded there.
  */
 #include <stdlib.h>
 
 #include "cuda_internal.h"
 
-#define A2AV_WORD_STREAM 2
-#define A2AV_WORD_BLOCKING 3
-
-static int *a2av_word(cu_state *s, int which) {
-    return (int *)&s->pinned[which];
+/* The stream form's word: the context's pinned[2]; the blocking form's: its
+ * team lane's pinned[0]. */
+static int *a2av_stream_word(cu_state *s) {
+    return (int *)&s->pinned[2];
 }
 
 /* The status and message of a reason the kernel left (SYMM__A2AV_*). */
@@ -62,7 +61,7 @@ static symm_status a2av_status(int why, const char *fn, uint64_t dst_cap, uint64
 
 void symm__cu_a2av_poll(cu_state *s) {
     if (!s->pinned) return;
-    int why = __atomic_exchange_n(a2av_word(s, A2AV_WORD_STREAM), 0, __ATOMIC_SEQ_CST);
+    int why = __atomic_exchange_n(a2av_stream_word(s), 0, __ATOMIC_SEQ_CST);
     if (why)
         (void)a2av_status(why, "symm_alltoallv_on_stream", s->a2av_caps[0], s->a2av_caps[1],
                           true, s->ctx);
@@ -118,7 +117,10 @@ symm_status symm__cu_alltoallv(symm__ctx *ctx, cu_state *s, const symm__coll *c,
     SYMM_TRY(symm__cu_a2av_ll(ctx, s, team, &q, &ll, &why));
     symm__ka2av_params p;
     memset(&p, 0, sizeof p);
-    int *word = a2av_word(s, stream ? A2AV_WORD_STREAM : A2AV_WORD_BLOCKING);
+    SYMM_TRY(cu_enter(s));
+    cu_lane *lane = NULL;
+    if (!stream) SYMM_TRY(symm__cu_lane(s, team, &lane));
+    int *word = lane ? (int *)&lane->pinned[0] : a2av_stream_word(s);
     if (ll) {
         q.dst_off = c->dst_off;
         q.src_off = c->src_off;
@@ -143,8 +145,7 @@ symm_status symm__cu_alltoallv(symm__ctx *ctx, cu_state *s, const symm__coll *c,
         p.err = s->err_word;
         p.word = word;
     }
-    SYMM_TRY(cu_enter(s));
-    CUstream cs = stream_of(s, stream);
+    CUstream cs = lane ? lane->stream : (CUstream)stream;
     if (stream) {
         s->a2av_caps[0] = c->dst_cap; /* for the message: the latest call's */
         s->a2av_caps[1] = c->src_cap;
@@ -169,8 +170,8 @@ symm_status symm__cu_alltoallv(symm__ctx *ctx, cu_state *s, const symm__coll *c,
         void *args[] = {&p};
         SYMM_TRY(launch_coop(s, s->f_a2av, s->a2av_blocks, SYMM__A2AV_THREADS, smem, cs, args));
     }
-    SYMM_TRY(symm__cu_finish(s, stream));
     if (stream) return SYMM_SUCCESS;
+    SYMM_TRY(symm__cu_lane_finish(s, lane, NULL, 0));
     const int w = __atomic_exchange_n(word, 0, __ATOMIC_SEQ_CST);
     return w ? a2av_status(w, "symm_alltoallv", c->dst_cap, c->src_cap, false, ctx)
              : SYMM_SUCCESS;

@@ -339,8 +339,8 @@ static symm_status team_bases(const symm__ctx *ctx, const symm__team *team, char
         (p).bump = bump;          \
     } while (0)
 
-/* ops->coll_agree: one symm_k_agree on the internal stream, waited for; the
- * records land in the pinned words. A kernel and a wait (not the host
+/* ops->coll_agree: one symm_k_agree on the team's lane, waited for; the
+ * records land in the lane's pinned words. A kernel and a wait (not the host
  * exchange of teams.c: a copy to the heap, a barrier, a copy from every
  * peer, and the closing sync): the cost blocking collectives pay so that a
  * PE's bad arguments are its peers' MISMATCH, not a collective run alone. */
@@ -351,15 +351,19 @@ symm_status symm__cuda_coll_agree(symm__ctx *ctx, symm__team *team, const uint64
     char *base[CU_PARAM_PES];
     SYMM_TRY(team_bases(ctx, team, base));
     SYMM_TRY(cu_enter(s));
+    cu_lane *lane = NULL;
+    SYMM_TRY(symm__cu_lane(s, team, &lane));
     symm__kagree_params p;
     CU_FILL_TEAM_PARAMS(p);
     p.rec_off = symm__team_sync_off(ctx, team->slot) + SYMM__SLOT_AGREE_OFF;
     memcpy(p.words, mine, sizeof p.words);
-    p.out = s->pinned + CU_PINNED_AGREE;
+    p.out = lane->pinned + CU_LANE_AGREE;
+    p.done = lane->pinned + 1;
+    p.seq = ++lane->agrees;
     void *args[] = {&p};
     SYMM_TRY(symm__cu_launch(s, s->f_agree, "cuLaunchKernel(symm_k_agree)", 1, 1, 64,
-                             stream_of(s, NULL), args));
-    SYMM_TRY(symm__cu_finish(s, NULL));
+                             lane->stream, args));
+    SYMM_TRY(symm__cu_lane_finish(s, lane, p.done, p.seq));
     memcpy(all, (const void *)p.out, (size_t)team->n_pes * sizeof p.words);
     return SYMM_SUCCESS;
 }
@@ -420,14 +424,17 @@ symm_status symm__cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, void
     cu_state *s = ctx->backend;
     SYMM_TRY(symm__cu_team_reachable(ctx, team));
     SYMM_TRY(cu_enter(s));
+    cu_lane *lane = NULL;
+    if (!stream) SYMM_TRY(symm__cu_lane(s, team, &lane));
+    CUstream cs = lane ? lane->stream : (CUstream)stream;
     if (team->n_pes > CU_PARAM_PES) {
-        SYMM_TRY(launch_barrier_wide(s, team, stream_of(s, stream)));
+        SYMM_TRY(launch_barrier_wide(s, team, cs));
     } else if (team->n_pes > 1) {
         char *base[CU_PARAM_PES];
         SYMM_TRY(team_bases(ctx, team, base));
-        SYMM_TRY(launch_barrier(s, team, base, 1, stream_of(s, stream)));
+        SYMM_TRY(launch_barrier(s, team, base, 1, cs));
     }
-    return symm__cu_finish(s, stream);
+    return lane ? symm__cu_lane_finish(s, lane, NULL, 0) : SYMM_SUCCESS;
 }
 
 /* The reduction kernel of an algorithm: symm_k_<form>reduce_<dtype>_<op>. */
@@ -1250,15 +1257,14 @@ static bool copy_pulls(const cu_state *s, const symm__coll *c, int32_t n) {
     return n == 3 && c->kind == SYMM__COLL_FCOLLECT && c->nelems * c->elem_size > CU_PULL3_BYTES;
 }
 
-symm_status symm__cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) {
-    cu_state *s = ctx->backend;
-    if (c->kind == SYMM__COLL_ALLTOALLV) return symm__cu_alltoallv(ctx, s, c, stream);
+/* Enqueue the collective on cs: the user's stream, or (stream NULL, a
+ * blocking call) the team's lane. */
+static symm_status coll_enqueue(symm__ctx *ctx, cu_state *s, const symm__coll *c, void *stream,
+                                CUstream cs) {
     const symm__team *team = c->team;
     const int32_t n = team->n_pes, me = team->my_pe;
     char *base[CU_PARAM_PES];
     SYMM_TRY(team_bases(ctx, team, base));
-    SYMM_TRY(cu_enter(s));
-    CUstream cs = stream_of(s, stream);
     const uint64_t es = c->elem_size;
     const unsigned max_blocks = (unsigned)(s->sms > 0 ? 2 * s->sms : 128);
 
@@ -1277,21 +1283,21 @@ symm_status symm__cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) {
     if (!data) why = "no data: the barrier algorithm synchronises the team";
     if (data && ll_choose(s, c, pair_bytes, &why)) {
         SYMM_TRY(coll_ll(s, c, base, cs, pair_bytes, why));
-        return symm__cu_finish(s, stream);
+        return SYMM_SUCCESS;
     }
     symm__l8_shape l8;
     if (data && l8_choose(s, c, &l8, &why)) {
         SYMM_TRY(coll_l8(s, c, base, cs, &l8, why));
-        return symm__cu_finish(s, stream);
+        return SYMM_SUCCESS;
     }
     if (data && ce_choose(s, c, pair_bytes, &why)) {
         SYMM_TRY(coll_ce_cached(s, c, base, cs, why));
-        return symm__cu_finish(s, stream);
+        return SYMM_SUCCESS;
     }
     if (data && st_choose(s, c, pair_bytes, &why)) {
         bool done = false;
         SYMM_TRY(coll_staged(s, c, base, cs, why, &done));
-        if (done) return symm__cu_finish(s, stream);
+        if (done) return SYMM_SUCCESS;
         why = "staged: too many steps";
     }
     /* The barrier algorithms start with the team's barrier, fused into their
@@ -1438,6 +1444,17 @@ symm_status symm__cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) {
         }
     }
     if (n > 1 && !fuse) SYMM_TRY(launch_barrier(s, team, base, 2, cs));
-    return symm__cu_finish(s, stream);
+    return SYMM_SUCCESS;
+}
+
+symm_status symm__cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) {
+    cu_state *s = ctx->backend;
+    if (c->kind == SYMM__COLL_ALLTOALLV) return symm__cu_alltoallv(ctx, s, c, stream);
+    SYMM_TRY(cu_enter(s));
+    if (stream) return coll_enqueue(ctx, s, c, stream, (CUstream)stream);
+    cu_lane *lane = NULL;
+    SYMM_TRY(symm__cu_lane(s, c->team, &lane));
+    SYMM_TRY(coll_enqueue(ctx, s, c, NULL, lane->stream));
+    return symm__cu_lane_finish(s, lane, NULL, 0);
 }
 

@@ -79,9 +79,11 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * (symm__cu_coll_setup): symmetric, never allocated in a call.
  * Teams of more than CU_LL_MAX_PES PEs, and teams of higher slots, use the
  * barrier algorithms. */
-/* The pinned words (cu_state.pinned): 8, then CU_PARAM_PES agree records. */
-#define CU_PINNED_AGREE 8
-#define CU_PINNED_BYTES ((CU_PINNED_AGREE + CU_PARAM_PES * CU_AGREE_WORDS) * 8)
+/* The context's pinned words (cu_state.pinned): 4. */
+#define CU_PINNED_BYTES (4 * 8)
+/* A lane's pinned words (cu_lane.pinned): 8, then CU_PARAM_PES agree records. */
+#define CU_LANE_AGREE 8
+#define CU_LANE_PINNED_BYTES ((CU_LANE_AGREE + CU_PARAM_PES * CU_AGREE_WORDS) * 8)
 #define CU_LL_SLOTS 16
 #define CU_LL_MAX_PES 8
 /* Staged reductions (kernels_staged.cuh; choice in st_choose): the same
@@ -185,6 +187,23 @@ typedef struct cu_map {
     CUmemGenericAllocationHandle *h; /* [local_n]; 0 where not mapped */
 } cu_map;
 
+/* The lane of a team slot (symm__cu_lane): where the blocking operations of
+ * the team in that slot (barrier, collectives, the agree) run and leave
+ * their results. Threads may run blocking collectives on different teams
+ * at once (symm.h), so each team has its own stream, made on first use:
+ * one team's kernels never queue behind another team's waits (with one
+ * stream for all, two PEs that reached two teams' calls in opposite orders
+ * waited on each other until the timeout), and its result words are its
+ * own. docs/DECISIONS.md "Blocking team operations run on the team's lane". */
+typedef struct cu_lane {
+    CUstream stream;
+    uint64_t *pinned; /* CU_LANE_PINNED_BYTES: [0] the blocking alltoallv's
+                         word (int, cuda_a2av.c); [1] the agree's done word;
+                         from [CU_LANE_AGREE] the agree records
+                         (symm__cuda_coll_agree) */
+    uint64_t agrees;  /* agree kernels launched (the done word's value)     */
+} cu_lane;
+
 typedef struct cu_state {
     symm__ctx *ctx; /* owner (asynchronous failures are recorded on it) */
     /* device and kernels */
@@ -211,10 +230,11 @@ typedef struct cu_state {
     atomic_bool nbi_pending;
     pthread_mutex_t amo_lock;
     bool amo_lock_init;
-    uint64_t *pinned; /* [0]: atomic result, [1]: error word (int), [2], [3]:
-                         the alltoallv words of the stream and blocking forms
-                         (int, cuda_a2av.c); from [CU_PINNED_AGREE]: the
-                         agree records (symm__cuda_coll_agree) */
+    uint64_t *pinned; /* [0]: atomic result, [1]: error word (int), [2]: the
+                         stream alltoallv's word (int, cuda_a2av.c) */
+    _Atomic(cu_lane *) lanes[SYMM__MAX_TEAMS]; /* by team slot, made on first use */
+    pthread_mutex_t lane_lock;                 /* making one                      */
+    bool lane_lock_init;
     int *err_word;      /* CU_ERR_*, read by the runtime's waiting kernels */
     atomic_bool failed_noted; /* CU_ERR_PEER_FAILED recorded as async error  */
     uint64_t timeout_ns;
@@ -332,6 +352,14 @@ symm_status symm__cu_launch(cu_state *s, CUfunction f, const char *name, unsigne
  * internal stream (watching the job's health) and report a GPU-side wait
  * that gave up; a stream returns at once. */
 symm_status symm__cu_finish(cu_state *s, void *stream);
+/* The team's lane (cu_lane), made on first use, with its stream ordered
+ * after this context's unquieted nbi work on the internal stream (which it
+ * followed when blocking team operations ran there). */
+symm_status symm__cu_lane(cu_state *s, const symm__team *team, cu_lane **lane);
+/* Wait for a lane's stream as symm__cu_finish waits for the internal one;
+ * with word, only until *word is want (a kernel's last store). */
+symm_status symm__cu_lane_finish(cu_state *s, const cu_lane *lane, const uint64_t *word,
+                                 uint64_t want);
 /* A kernel of the embedded modules by name: the driver's result / a status. */
 CUresult symm__cu_module_fn(cu_state *s, CUfunction *f, const char *name);
 symm_status symm__cu_get_fn(cu_state *s, CUfunction *f, const char *name);

@@ -97,7 +97,8 @@ typedef struct symm__kbarrier_wide_params {
  * PE me stores its CU_AGREE_WORDS words (the first tagged with the epoch)
  * into its own record of parity epoch & 1 at rec_off, runs the team's
  * barrier, then reads every PE's record into out (pinned host memory, n *
- * CU_AGREE_WORDS words; a record without the epoch's tag: all ones). */
+ * CU_AGREE_WORDS words; a record without the epoch's tag: all ones), and
+ * last stores seq in *done (pinned), which the host waits for. */
 #define CU_AGREE_WORDS 4
 typedef struct symm__kagree_params {
     symm__kteam64 team;
@@ -106,6 +107,7 @@ typedef struct symm__kagree_params {
     uint64_t rec_off; /* the slot's agree records (teams.h SYMM__SLOT_AGREE_OFF)       */
     uint64_t words[CU_AGREE_WORDS];
     uint64_t *out;
+    uint64_t *done, seq;
 } symm__kagree_params;
 
 /* symm_k_gather: see kernels.cu. */
