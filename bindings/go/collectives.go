@@ -7,8 +7,9 @@ import "C"
 // same T); ranges are element ranges, bounds-checked. In-place use (the same
 // range of one buffer) is allowed for Broadcast, Reduce and, when src is this
 // PE's block of dst, Fcollect and Collect; other overlaps are ErrInvalidArg.
-// PEs that disagree on n, root or op get ErrMismatch. On return every peer has
-// finished reading this PE's src.
+// PEs that disagree on n, root or op, or name different dst or src ranges
+// (every PE must pass the same buffers and indices), get ErrMismatch. On return
+// every peer has finished reading this PE's src.
 //
 // A negative index or count is not refused here before the call, as it is
 // for the point-to-point calls: a PE that returned early would leave its

@@ -721,7 +721,11 @@ SYMM_API symm_status symm_atomic_nbi(symm_buf buf, uint64_t index, uint32_t op,
  * team's context; ranges are element ranges (bounds-checked). In-place use
  * (dst range == src range) is allowed for broadcast, reduce and (when src is
  * this PE's block of dst) fcollect/collect; other overlaps are INVALID_ARG.
- * Cheap cross-PE checks report MISMATCH (nelems, root, op, dtype). */
+ * Every PE names the same dst and src (buffer and index; an in-place
+ * fcollect/collect's src is its own block of dst) and is in place or not
+ * alike: the GPU kernels read and write a peer's buffers at this PE's
+ * offsets. The blocking forms check that and nelems, root, op and dtype
+ * across PEs (MISMATCH); the _on_stream forms cannot. */
 
 /* SYMM_OP_AND/OR/XOR on FLOAT16/BFLOAT16/FLOAT32/FLOAT64 return
  * SYMM_ERR_NOT_SUPPORTED; an op outside SYMM_OP_* is INVALID_ARG.
@@ -731,7 +735,9 @@ SYMM_API symm_status symm_atomic_nbi(symm_buf buf, uint64_t index, uint32_t op,
  * rounded to nearest-even once. nelems 0 is a valid call (it synchronises).
  * A PE whose own arguments are rejected returns its error and its team peers
  * return MISMATCH (no PE is left waiting; the _on_stream forms check this
- * PE's arguments only: its peers' collective then waits until the timeout).
+ * PE's arguments only: its peers' collective then goes on without it, and
+ * pairs with its next operation on the team or ends at the timeout, after
+ * which the team is out of step: finalize the context).
  * On return every peer has finished reading this PE's src, which may be
  * reused at once. */
 

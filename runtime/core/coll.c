@@ -13,7 +13,8 @@
  *         status, dtype, op, root, nelems, its src/dst offsets) in its team
  *         scratch and syncs the team; every PE reads every record;
  *      2. verdict, the same on all PEs: a different collective on some PE,
- *         or differing dtype/op/root/nelems is SYMM_ERR_MISMATCH; a PE whose
+ *         or differing dtype/op/root/nelems, buffers, indices or in-place
+ *         use is SYMM_ERR_MISMATCH (ranges_agree); a PE whose
  *         own checks failed returns its error, the others MISMATCH (so a bad
  *         argument on one PE does not leave the others hanging);
  *      3. each PE pulls what it needs with ops->get into its own dst (reads
@@ -407,6 +408,42 @@ static symm_status coll_check(const coll_call *c, coll_plan *p) {
 /* Cross-PE verdict                                                          */
 /* ------------------------------------------------------------------------ */
 
+/* Every PE must name the same dst and src ranges (buffer and index), and
+ * be in place or not alike: a backend's kernels (CUDA) read and write a
+ * peer's buffers at this PE's offsets. The generic algorithm would not need
+ * it (it reads the offsets each PE published); the rule is the same on every
+ * backend, so that a program that runs on one runs on all. alltoallv checks
+ * its own (src and send counts; dst may differ). An in-place fcollect or
+ * collect's src is its own block of dst, which differs by design; a collect
+ * is in place when src is exactly where its block starts (whatever its
+ * count: the CUDA hook decides so). */
+static symm_status ranges_agree(const coll_call *c, const char *fn, const symm__xrec *all,
+                                int32_t me, int32_t n, uint64_t es) {
+    if (c->kind == SYMM__COLL_ALLTOALLV) return SYMM_SUCCESS;
+    const bool collect = c->kind == SYMM__COLL_COLLECT;
+    bool inplace = (all[me].flags & SYMM__XF_INPLACE) != 0;
+    if (collect) {
+        uint64_t at = all[me].dst_off;
+        for (int32_t j = 0; j < me; j++) at += all[j].nelems * es;
+        inplace = all[me].src_off == at;
+    }
+    uint64_t prefix = 0; /* collect: where PE i's block starts in dst, bytes */
+    for (int32_t i = 0; i < n; prefix += all[i].nelems * es, i++) {
+        const symm__xrec *r = &all[i];
+        const bool ip = collect ? r->src_off == r->dst_off + prefix
+                                : (r->flags & SYMM__XF_INPLACE) != 0;
+        SYMM_CHECK(ip == inplace, SYMM_ERR_MISMATCH,
+                   "%s: team PE %d calls it in place and team PE %d does not (in place or not "
+                   "must be alike on every PE)", fn, inplace ? me : i, inplace ? i : me);
+        SYMM_CHECK(r->dst_off == all[me].dst_off && (inplace || r->src_off == all[me].src_off),
+                   SYMM_ERR_MISMATCH,
+                   "%s: team PE %d and team PE %d name different %s ranges (a collective needs "
+                   "the same buffers and indices on every PE)", fn, me, i,
+                   r->dst_off != all[me].dst_off ? "dst" : "src");
+    }
+    return SYMM_SUCCESS;
+}
+
 static symm_status coll_verdict(const coll_call *c, coll_plan *p, const symm__xrec *all,
                                 symm_status local, const char *saved) {
     const char *fn = p->fn;
@@ -445,7 +482,7 @@ static symm_status coll_verdict(const coll_call *c, coll_plan *p, const symm__xr
                    "%s: team PE %d and team PE %d name different src or send_counts ranges (the "
                    "same buffers and indices are needed on every PE)", fn, me, i);
     }
-    if (c->kind != SYMM__COLL_COLLECT) return SYMM_SUCCESS;
+    if (c->kind != SYMM__COLL_COLLECT) return ranges_agree(c, fn, all, me, n, p->es);
 
     /* collect: counts, then every PE's dst bounds and overlap, judged by all */
     const uint64_t es = p->es;
@@ -482,7 +519,7 @@ static symm_status coll_verdict(const coll_call *c, coll_plan *p, const symm__xr
             if (i == me) p->inplace = overlap;
         }
     }
-    return SYMM_SUCCESS;
+    return ranges_agree(c, fn, all, me, n, p->es);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -714,11 +751,15 @@ static symm_status coll_agreed(const coll_call *c, coll_plan *p, symm_status loc
     char saved[1024] = "";
     if (local) snprintf(saved, sizeof saved, "%s", symm__last_error());
     const bool reduction = c->kind == SYMM__COLL_REDUCE || c->kind == SYMM__COLL_REDUCESCATTER;
-    uint64_t mine[SYMM__AGREE_WORDS] = {(uint32_t)local, c->kind, 0, 0};
+    uint64_t mine[SYMM__AGREE_WORDS] = {(uint32_t)local, c->kind, 0, 0, 0, 0};
     if (local == SYMM_SUCCESS) {
-        mine[1] |= (uint64_t)(p->dtype & 0xffu) << 8 | (uint64_t)((reduction ? c->op : 0) & 0xffu) << 16;
+        mine[1] |= (uint64_t)(p->dtype & 0xffu) << 8 |
+                   (uint64_t)((reduction ? c->op : 0) & 0xffu) << 16 |
+                   (uint64_t)(p->inplace ? SYMM__XF_INPLACE : 0) << 24;
         mine[2] = (uint32_t)(c->kind == SYMM__COLL_BROADCAST ? c->root : 0);
         mine[3] = c->nelems;
+        mine[4] = p->dst_off;
+        mine[5] = p->src_off;
     }
     const int32_t n = p->team->n_pes;
     uint64_t *words = malloc((size_t)n * sizeof mine);
@@ -741,8 +782,11 @@ static symm_status coll_agreed(const coll_call *c, coll_plan *p, symm_status loc
         all[i].kind = (uint32_t)(w[1] & 0xffu);
         all[i].dtype = (uint32_t)(w[1] >> 8 & 0xffu);
         all[i].op = (uint32_t)(w[1] >> 16 & 0xffu);
+        all[i].flags = (uint32_t)(w[1] >> 24 & 0xffu);
         all[i].root = (int32_t)(uint32_t)w[2];
         all[i].nelems = w[3];
+        all[i].dst_off = w[4];
+        all[i].src_off = w[5];
     }
     if (st == SYMM_SUCCESS) st = coll_verdict(c, p, all, local, saved);
     free(words);

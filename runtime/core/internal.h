@@ -316,7 +316,7 @@ void symm__alloc_fini(symm__alloc *a);
  * ctx->sys_bytes hold a context's values; SYMM__SYS_BYTES is the smallest
  * system area (what config.c reserves at least). */
 #define SYMM__TEAM_SLOT_BYTES 1024
-#define SYMM__AGREE_WORDS 4 /* ops->coll_agree: words a PE gives (coll.c packs them) */
+#define SYMM__AGREE_WORDS 6 /* ops->coll_agree: words a PE gives (coll.c packs them) */
 #define SYMM__SYS_BYTES (SYMM__MAX_TEAMS * SYMM__TEAM_SLOT_BYTES)
 static inline uint64_t symm__slot_bytes_for(int32_t n_pes) {
     uint64_t need = 512u + 8u * (uint64_t)(n_pes > 0 ? n_pes : 1);

@@ -22,7 +22,7 @@ void symm__teams_fini(symm__ctx *ctx);
  *               round, at most 31 rounds for an int32 team size;
  *   [256, 512)  scratch for teams.c / coll.c: each PE publishes one
  *               symm__xrec there (written only by its owner, read by peers);
- *               its last 64 bytes (SYMM__SLOT_AGREE_OFF) hold the CUDA
+ *               its last 96 bytes (SYMM__SLOT_AGREE_OFF) hold the CUDA
  *               backend's agree records (ops->coll_agree: two parities of
  *               SYMM__AGREE_WORDS words, owner-written, read by peers);
  *   [512, slot_bytes) device/stream barrier flags of the CUDA backend
@@ -36,7 +36,7 @@ void symm__teams_fini(symm__ctx *ctx);
 #define SYMM__SLOT_SCRATCH_OFF 256u
 #define SYMM__SLOT_SCRATCH_BYTES 256u
 #define SYMM__SLOT_DEVICE_OFF 512u
-#define SYMM__SLOT_AGREE_OFF (SYMM__SLOT_DEVICE_OFF - 64u)
+#define SYMM__SLOT_AGREE_OFF (SYMM__SLOT_DEVICE_OFF - 2u * SYMM__AGREE_WORDS * 8u)
 
 /* In the barrier area: the dissemination rounds (at most 24: 2^24 PEs), then
  * the hierarchical barrier's words (sync.c): a host leader's arrival counter

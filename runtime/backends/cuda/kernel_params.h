@@ -99,7 +99,7 @@ typedef struct symm__kbarrier_wide_params {
  * barrier, then reads every PE's record into out (pinned host memory, n *
  * CU_AGREE_WORDS words; a record without the epoch's tag: all ones), and
  * last stores seq in *done (pinned), which the host waits for. */
-#define CU_AGREE_WORDS 4
+#define CU_AGREE_WORDS 6
 typedef struct symm__kagree_params {
     symm__kteam64 team;
     uint64_t area_off, timeout_ns; /* the slot's barrier flags: PE me's entry is the epoch */

@@ -296,6 +296,19 @@ static void t_errors(void) {
         /* Different collectives on one team. */
         if (tu_me == 0) CHECK_STATUS(symm_broadcast(w, p->b, 0, p->a, 0, 1, 0), SYMM_ERR_MISMATCH);
         else CHECK_STATUS(symm_fcollect(w, p->b, 0, p->a, 0, 1), SYMM_ERR_MISMATCH);
+        /* Ranges must be the same on every PE (the CUDA kernels use this
+         * PE's offsets for its peers). */
+        CHECK_STATUS(symm_broadcast(w, p->b, tu_me == 0 ? 1 : 0, p->a, 0, 2, 0), SYMM_ERR_MISMATCH);
+        ASSERT_TRUE(strstr(symm_last_error(), "different dst ranges") != NULL);
+        CHECK_STATUS(symm_alltoall(w, p->b, 0, p->a, tu_me == tu_n - 1 ? 1 : 0, 1),
+                     SYMM_ERR_MISMATCH);
+        ASSERT_TRUE(strstr(symm_last_error(), "different src ranges") != NULL);
+        /* in place on PE 0 only (its src is its block of dst) */
+        CHECK_STATUS(symm_fcollect(w, p->b, 0, tu_me == 0 ? p->b : p->a, 0, 1), SYMM_ERR_MISMATCH);
+        ASSERT_TRUE(strstr(symm_last_error(), "in place") != NULL);
+        /* collect: PE 1's src index differs */
+        CHECK_STATUS(symm_collect(w, p->b, 0, p->a, tu_me == 1 ? 3 : 0, 1), SYMM_ERR_MISMATCH);
+        ASSERT_TRUE(strstr(symm_last_error(), "different src ranges") != NULL);
         /* One PE's own bounds error: it reports it, the others MISMATCH. */
         CHECK_STATUS(symm_broadcast(w, p->b, tu_me == 1 ? CAP : 0, p->a, 0, 1, 0),
                      tu_me == 1 ? SYMM_ERR_OUT_OF_BOUNDS : SYMM_ERR_MISMATCH);

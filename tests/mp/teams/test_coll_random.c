@@ -59,6 +59,13 @@ static void src_img(const step_args *a, int32_t w, uint8_t *img) {
     }
 }
 
+/* The call's message, kept before the checks make other calls. */
+static char g_err[1024];
+static symm_status kept(symm_status st) {
+    snprintf(g_err, sizeof g_err, "%s", st ? symm_last_error() : "");
+    return st;
+}
+
 static void run_step(symm_team t, const step_args *a) {
     const int32_t n = symm_team_n_pes(t), me = symm_team_my_pe(t);
     const uint32_t es = esize(a->dt);
@@ -78,13 +85,13 @@ static void run_step(symm_team t, const step_args *a) {
     switch (a->kind) {
     case 0: /* broadcast */
         if (a->inplace) si = di;
-        st = symm_broadcast(t, dst, di, src, si, ne, a->root);
+        st = kept(symm_broadcast(t, dst, di, src, si, ne, a->root));
         src_img(a, tu_world_pe(t, a->root), peer);
         memcpy(want + di * es, peer + si * es, ne * es);
         break;
     case 1: /* fcollect */
         if (a->inplace) si = di + (uint64_t)me * ne;
-        st = symm_fcollect(t, dst, di, src, si, ne);
+        st = kept(symm_fcollect(t, dst, di, src, si, ne));
         for (int32_t j = 0; j < n; j++) {
             src_img(a, tu_world_pe(t, j), peer);
             uint64_t psi = a->inplace ? di + (uint64_t)j * ne : si;
@@ -95,7 +102,7 @@ static void run_step(symm_team t, const step_args *a) {
         uint64_t prefix = 0, my_prefix = 0;
         for (int32_t j = 0; j < me; j++) my_prefix += collect_count(a->step, j, ne);
         if (a->inplace) si = di + my_prefix;
-        st = symm_collect(t, dst, di, src, si, collect_count(a->step, me, ne));
+        st = kept(symm_collect(t, dst, di, src, si, collect_count(a->step, me, ne)));
         for (int32_t j = 0; j < n; j++) {
             uint64_t c = collect_count(a->step, j, ne);
             src_img(a, tu_world_pe(t, j), peer);
@@ -106,7 +113,7 @@ static void run_step(symm_team t, const step_args *a) {
         break;
     }
     case 3: /* alltoall */
-        st = symm_alltoall(t, dst, di, src, si, ne);
+        st = kept(symm_alltoall(t, dst, di, src, si, ne));
         for (int32_t j = 0; j < n; j++) {
             src_img(a, tu_world_pe(t, j), peer);
             memcpy(want + (di + (uint64_t)j * ne) * es, peer + (si + (uint64_t)me * ne) * es,
@@ -115,12 +122,12 @@ static void run_step(symm_team t, const step_args *a) {
         break;
     case 4: /* reduce */
         if (a->inplace) si = di;
-        st = symm_reduce(t, dst, di, src, si, ne, a->op);
+        st = kept(symm_reduce(t, dst, di, src, si, ne, a->op));
         for (uint64_t i = 0; i < ne; i++)
             expect(a->dt, a->op, GEN_EXACT, a->step, t, si + i, want + (di + i) * es);
         break;
     case 5: /* reducescatter */
-        st = symm_reducescatter(t, dst, di, src, si, ne, a->op);
+        st = kept(symm_reducescatter(t, dst, di, src, si, ne, a->op));
         for (uint64_t i = 0; i < ne; i++)
             expect(a->dt, a->op, GEN_EXACT, a->step, t, si + (uint64_t)me * ne + i,
                    want + (di + i) * es);
@@ -133,7 +140,7 @@ static void run_step(symm_team t, const step_args *a) {
              (unsigned long long)ne, (unsigned long long)di, (unsigned long long)si, a->root,
              a->inplace ? " in place" : "", n);
     if (st != SYMM_SUCCESS)
-        TEST_FAIL_("%s -> %s (%s)", what, symm_status_string(st), symm_last_error());
+        TEST_FAIL_("%s -> %s (%s)", what, symm_status_string(st), g_err);
     tu_read(dst, 0, got, RCAP);
     ASSERT_IMAGE_EQ(got, want, RCAP, es, what);
     free(mine);

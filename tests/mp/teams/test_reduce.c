@@ -147,6 +147,16 @@ static void test_errors(void) {
                      tu_me == 0 ? SYMM_ERR_NOT_SUPPORTED : SYMM_ERR_MISMATCH);
         if (tu_me == 0) CHECK_STATUS(symm_reduce(w, d, 0, s, 0, 4, SYMM_OP_SUM), SYMM_ERR_MISMATCH);
         else CHECK_STATUS(symm_reducescatter(w, d, 0, s, 0, 1, SYMM_OP_SUM), SYMM_ERR_MISMATCH);
+        /* Ranges must be the same on every PE (the CUDA kernels use this
+         * PE's offsets for its peers): a dst or src index, a buffer, in
+         * place on one PE only. */
+        CHECK_STATUS(symm_reduce(w, d, tu_me == 0 ? 1 : 0, s, 0, 4, SYMM_OP_SUM), SYMM_ERR_MISMATCH);
+        ASSERT_TRUE(strstr(symm_last_error(), "different dst ranges") != NULL);
+        CHECK_STATUS(symm_reducescatter(w, d, 0, s, tu_me == tu_n - 1 ? 2 : 0, 1, SYMM_OP_SUM),
+                     SYMM_ERR_MISMATCH);
+        ASSERT_TRUE(strstr(symm_last_error(), "different src ranges") != NULL);
+        CHECK_STATUS(symm_reduce(w, tu_me == 0 ? s : d, 0, s, 0, 4, SYMM_OP_SUM), SYMM_ERR_MISMATCH);
+        ASSERT_TRUE(strstr(symm_last_error(), "in place") != NULL);
     }
     /* Still in step. */
     run_one(w, s, d, CAPR, SYMM_DTYPE_INT32, SYMM_OP_SUM, GEN_EXACT, 16, false, false);
