@@ -736,8 +736,10 @@ SYMM_API symm_status symm_atomic_nbi(symm_buf buf, uint64_t index, uint32_t op,
  * A PE whose own arguments are rejected returns its error and its team peers
  * return MISMATCH (no PE is left waiting; the _on_stream forms check this
  * PE's arguments only: its peers' collective then goes on without it, and
- * pairs with its next operation on the team or ends at the timeout, after
- * which the team is out of step: finalize the context).
+ * pairs with its next operation on the team or ends at the timeout). Once a
+ * GPU-side team wait (barrier, collective) of a context gave up at the
+ * timeout, the context's teams may be out of step across PEs: its team
+ * operations then fail with TIMEOUT at once (RMA still works); finalize it.
  * On return every peer has finished reading this PE's src, which may be
  * reused at once. */
 

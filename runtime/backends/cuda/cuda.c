@@ -32,7 +32,9 @@
  *
  * GPU-side waits (barriers, signal waits, collectives) give up after the
  * context's timeout and set a pinned error word that the next blocking call
- * reports as SYMM_ERR_TIMEOUT. When the host learns that a PE died
+ * reports as SYMM_ERR_TIMEOUT; after a team wait gave up, team operations
+ * fail (symm__cu_teams_ok: the teams may be out of step across PEs). When
+ * the host learns that a PE died
  * (symm__mark_failed -> cuda_peer_failed) it sets the word to CU_ERR_PEER_FAILED;
  * every waiting kernel of the context then gives up within 1024 spins and
  * blocking calls report SYMM_ERR_PEER_FAILED. Blocking calls poll their
@@ -51,8 +53,9 @@
 /* ------------------------------------------------------------------------ */
 
 /* A GPU-side wait that gave up set the pinned error word: record it on the
- * context (symm_ctx_async_error) and clear the word (CU_ERR_TIMEOUT), or keep
- * it (CU_ERR_PEER_FAILED: the context stays unusable). Returns the word. */
+ * context (symm_ctx_async_error) and clear the word (CU_ERR_TIMEOUT, which
+ * also marks the teams out of step, or CU_ERR_WAIT_TIMEOUT), or keep it
+ * (CU_ERR_PEER_FAILED: the context stays unusable). Returns the word. */
 static int take_err_word(cu_state *s) {
     int w = *(volatile int *)s->err_word;
     if (!w) return 0;
@@ -61,7 +64,14 @@ static int take_err_word(cu_state *s) {
             symm__async_record(s->ctx, SYMM_ERR_PEER_FAILED, CU_PEER_FAILED_MSG);
         return w;
     }
+    const int seen = w;
     __atomic_compare_exchange_n(s->err_word, &w, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    if (seen == CU_ERR_WAIT_TIMEOUT) {
+        symm__async_record(s->ctx, SYMM_ERR_TIMEOUT, CU_WAIT_GAVE_UP_MSG,
+                           (unsigned long long)(s->timeout_ns / 1000000u));
+        return seen;
+    }
+    atomic_store(&s->out_of_step, true);
     symm__async_record(s->ctx, SYMM_ERR_TIMEOUT, CU_GAVE_UP_MSG,
                        (unsigned long long)(s->timeout_ns / 1000000u));
     return CU_ERR_TIMEOUT;
@@ -72,7 +82,14 @@ static symm_status check_err_word(cu_state *s) {
     int w = take_err_word(s);
     if (!w) return SYMM_SUCCESS;
     if (w == CU_ERR_PEER_FAILED) return symm__err(SYMM_ERR_PEER_FAILED, CU_PEER_FAILED_MSG);
-    return symm__err(SYMM_ERR_TIMEOUT, CU_GAVE_UP_MSG,
+    return symm__err(SYMM_ERR_TIMEOUT, w == CU_ERR_WAIT_TIMEOUT ? CU_WAIT_GAVE_UP_MSG : CU_GAVE_UP_MSG,
+                     (unsigned long long)(s->timeout_ns / 1000000u));
+}
+
+symm_status symm__cu_teams_ok(cu_state *s) {
+    if (s->err_word) (void)take_err_word(s); /* a give-up not yet seen by the host */
+    if (!atomic_load_explicit(&s->out_of_step, memory_order_relaxed)) return SYMM_SUCCESS;
+    return symm__err(SYMM_ERR_TIMEOUT, CU_OUT_OF_STEP_MSG,
                      (unsigned long long)(s->timeout_ns / 1000000u));
 }
 

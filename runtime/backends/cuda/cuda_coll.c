@@ -348,6 +348,7 @@ _Static_assert(CU_AGREE_WORDS == SYMM__AGREE_WORDS, "kernel_params.h and interna
 symm_status symm__cuda_coll_agree(symm__ctx *ctx, symm__team *team, const uint64_t *mine,
                                   uint64_t *all) {
     cu_state *s = ctx->backend;
+    SYMM_TRY(symm__cu_teams_ok(s));
     char *base[CU_PARAM_PES];
     SYMM_TRY(team_bases(ctx, team, base));
     SYMM_TRY(cu_enter(s));
@@ -422,6 +423,7 @@ static symm_status launch_barrier_wide(cu_state *s, const symm__team *team, CUst
 
 symm_status symm__cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, void *stream) {
     cu_state *s = ctx->backend;
+    SYMM_TRY(symm__cu_teams_ok(s));
     SYMM_TRY(symm__cu_team_reachable(ctx, team));
     SYMM_TRY(cu_enter(s));
     cu_lane *lane = NULL;
@@ -1449,6 +1451,7 @@ static symm_status coll_enqueue(symm__ctx *ctx, cu_state *s, const symm__coll *c
 
 symm_status symm__cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) {
     cu_state *s = ctx->backend;
+    SYMM_TRY(symm__cu_teams_ok(s));
     if (c->kind == SYMM__COLL_ALLTOALLV) return symm__cu_alltoallv(ctx, s, c, stream);
     SYMM_TRY(cu_enter(s));
     if (stream) return coll_enqueue(ctx, s, c, stream, (CUstream)stream);

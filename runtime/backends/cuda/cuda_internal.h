@@ -237,6 +237,8 @@ typedef struct cu_state {
     bool lane_lock_init;
     int *err_word;      /* CU_ERR_*, read by the runtime's waiting kernels */
     atomic_bool failed_noted; /* CU_ERR_PEER_FAILED recorded as async error  */
+    atomic_bool out_of_step;  /* a team wait gave up (CU_ERR_TIMEOUT): every
+                                 later team operation fails (symm__cu_teams_ok) */
     uint64_t timeout_ns;
     atomic_bool memops; /* cuStreamWriteValue64 / WaitValue64 usable */
     bool stream_memops; /* SYMM_CUDA_STREAM_MEMOPS=1: memop signal waits */
@@ -318,8 +320,14 @@ static inline symm_status cu_enter(const cu_state *s) {
 }
 
 #define CU_GAVE_UP_MSG                                                                  \
-    "a GPU-side wait (barrier, collective or signal wait on a stream) gave up after %llu " \
-    "ms: a peer PE died or did not take part"
+    "a GPU-side team wait (a barrier or collective) gave up after %llu ms: a peer PE died " \
+    "or did not take part; the context's teams are out of step from now on"
+#define CU_WAIT_GAVE_UP_MSG \
+    "a GPU-side signal wait on a stream gave up after %llu ms (the signal never came)"
+#define CU_OUT_OF_STEP_MSG                                                                    \
+    "a GPU-side team wait of this context gave up at the timeout (%llu ms) earlier, so its "  \
+    "teams may be out of step across PEs (a later call could pair with a peer's earlier "     \
+    "one): team operations fail from now on; finalize the context (RMA still works)"
 #define CU_PEER_FAILED_MSG "a peer PE of this job failed; GPU-side waits of this context gave up"
 
 static inline CUstream stream_of(const cu_state *s, void *stream) {
@@ -356,6 +364,10 @@ symm_status symm__cu_finish(cu_state *s, void *stream);
  * after this context's unquieted nbi work on the internal stream (which it
  * followed when blocking team operations ran there). */
 symm_status symm__cu_lane(cu_state *s, const symm__team *team, cu_lane **lane);
+/* Before a team operation: SYMM_ERR_TIMEOUT once a team wait of this
+ * context gave up (cu_state.out_of_step; docs/DECISIONS.md "After a team
+ * wait gave up"), else SYMM_SUCCESS. */
+symm_status symm__cu_teams_ok(cu_state *s);
 /* Wait for a lane's stream as symm__cu_finish waits for the internal one;
  * with word, only until *word is want (a kernel's last store). */
 symm_status symm__cu_lane_finish(cu_state *s, const cu_lane *lane, const uint64_t *word,

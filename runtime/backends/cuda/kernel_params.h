@@ -15,8 +15,10 @@
  * read and set; the device context hands the same word to user kernels as
  * symm_device_ctx.fail_word (kernels_common.cuh checks that
  * CU_ERR_PEER_FAILED is symm_device.cuh's SYMM_DEVICE_FAIL_PEER). */
-#define CU_ERR_TIMEOUT 1     /* a runtime wait gave up after its timeout */
-#define CU_ERR_PEER_FAILED 2 /* the host learned that a peer PE died     */
+#define CU_ERR_TIMEOUT 1      /* a team wait (barrier, collective) gave up after its
+                                 timeout: the context's teams are out of step */
+#define CU_ERR_PEER_FAILED 2  /* the host learned that a peer PE died     */
+#define CU_ERR_WAIT_TIMEOUT 3 /* a stream signal wait gave up after its timeout */
 
 /* A team slot's grid ticket (teams.h SYMM__SLOT_TICKET_OFF) lies this many
  * bytes before the slot's device barrier flags (area_off in the parameter

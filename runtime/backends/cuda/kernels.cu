@@ -47,15 +47,23 @@ extern "C" __global__ void symm_k_signal(uint64_t *sig, uint64_t value, uint32_t
     __threadfence_system();
 }
 
-/* The stream waits until *sig compares true (one thread spins). */
+/* The stream waits until *sig compares true (one thread spins). It gives up
+ * when the host saw a PE die (CU_ERR_PEER_FAILED) or on timeout, which it
+ * reports as CU_ERR_WAIT_TIMEOUT: a point-to-point wait leaves the teams in
+ * step, unlike a team wait's CU_ERR_TIMEOUT. */
 extern "C" __global__ void symm_k_wait(const uint64_t *sig, uint32_t cmp, uint64_t value,
                                        uint64_t timeout_ns, int *err) {
     symm__k_enter();
     unsigned spins = 0;
     uint64_t t0 = 0;
-    /* gives up when the host saw a PE die (CU_ERR_PEER_FAILED) or on timeout */
-    while (!symm_dev_compare(symm__ld_acquire_u64(sig), (int)cmp, value))
-        if (symm__spin_give_up(spins, t0, timeout_ns, err)) break;
+    while (!symm_dev_compare(symm__ld_acquire_u64(sig), (int)cmp, value)) {
+        if (symm__spin_give_up(spins, t0, timeout_ns, NULL)) {
+            atomicCAS_system(err, 0, CU_ERR_WAIT_TIMEOUT);
+            break;
+        }
+        if (spins % SYMM_DEVICE_FAIL_POLL == 0 && *(volatile int *)err == CU_ERR_PEER_FAILED)
+            break;
+    }
     __threadfence_system();
 }
 
