@@ -881,6 +881,10 @@ static void cuda_unregister(symm__ctx *ctx, uint64_t off, uint64_t bytes) {
     if (!s) return;
     cu_enter(s);
     symm__cu.StreamSynchronize(s->s_int);
+    for (int i = 0; i < SYMM__MAX_TEAMS; i++) { /* a team call that failed midway */
+        const cu_lane *l = atomic_load(&s->lanes[i]);
+        if (l) symm__cu.StreamSynchronize(l->stream);
+    }
     pthread_mutex_lock(&s->reg_lock);
     for (size_t i = 0; i < s->n_regs; i++) {
         if (s->regs[i].off != off) continue;
