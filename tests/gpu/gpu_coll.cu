@@ -160,6 +160,47 @@ static void test_reduce_inplace(symm_ctx ctx, symm_team world, cudaStream_t s) {
     CHECK_OK(symm_buf_free(b));
 }
 
+/* An nbi put into this PE's src that no quiet waited for, then a blocking
+ * reduce of that src: the reduce runs on the team's stream, which follows
+ * the context's pending nbi work (cuda.c symm__cu_lane), so it reads the
+ * put's data, not what was there before. On a team of one PE (a row of
+ * split_2d with xrange 1) the reduce is one copy kernel enqueued at once (no
+ * agree, no peer), and the put is 128 MiB from pinned host memory (2.5 ms
+ * of DMA on an H200), so a reduce that did not wait reads zeros: 99 % of the
+ * elements when the wait was taken out (docs/gpu-runs
+ * 2026-11-29-s18-h200-lanes.txt, calls 3-5). */
+static void test_nbi_then_blocking(symm_ctx ctx, symm_team world) {
+    const uint64_t ne = 32u << 20;
+    symm_team row = NULL, col = NULL;
+    CHECK_OK(symm_team_split_2d(world, 1, NULL, NULL, &row, &col));
+    ASSERT_EQ(symm_team_n_pes(row), 1);
+    symm_buf src = NULL, dst = NULL;
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT32, ne, &src));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT32, ne, &dst));
+    int32_t *host = NULL;
+    CUDA_OK(cudaMallocHost((void **)&host, ne * 4));
+    for (uint64_t i = 0; i < ne; i++) host[i] = (int32_t)(i * 5 + (uint64_t)gpu_me + 1);
+    /* the team's first blocking call makes its stream: before the put, so
+     * that the put and the reduce are all this case orders */
+    CHECK_OK(symm_reduce(row, dst, 0, src, 0, 1, SYMM_OP_SUM));
+    CUDA_OK(cudaMemset(gpu_ptr(src), 0, ne * 4));
+    CUDA_OK(cudaDeviceSynchronize());
+    CHECK_OK(symm_put_nbi(src, 0, host, ne, gpu_me));
+    CHECK_OK(symm_reduce(row, dst, 0, src, 0, ne, SYMM_OP_SUM));
+    std::vector<int32_t> got(ne);
+    gpu_read(got.data(), dst, 0, ne * 4);
+    for (uint64_t i = 0; i < ne; i++)
+        if (got[i] != host[i])
+            TEST_FAIL_("reduce after an nbi put into src: [%llu] = %d, expected %d (the reduce "
+                       "overtook the put)", (unsigned long long)i, got[i], host[i]);
+    CHECK_OK(symm_quiet(ctx));
+    CUDA_OK(cudaFreeHost(host));
+    CHECK_OK(symm_buf_free(dst));
+    CHECK_OK(symm_buf_free(src));
+    CHECK_OK(symm_team_destroy(col));
+    CHECK_OK(symm_team_destroy(row));
+}
+
 static int32_t pv(int pe, uint64_t blk, uint64_t i) {
     return (int32_t)(pe * 1000000 + (int)blk * 10000 + (int)i);
 }
@@ -825,6 +866,7 @@ int main(void) {
     CHECK_OK(symm_team_get(ctx, SYMM_TEAM_WORLD, &world));
     test_reduce_all(ctx, world, s);
     test_reduce_inplace(ctx, world, s);
+    test_nbi_then_blocking(ctx, world);
     test_data_movement(ctx, world, s);
     test_sizes(ctx, world, s);
     test_back_to_back(ctx, world, s);

@@ -209,10 +209,13 @@ symm_status symm__cu_lane_finish(cu_state *s, const cu_lane *lane, const uint64_
 static void lane_free(cu_lane *l) {
     if (!l) return;
     if (l->stream) symm__cu.StreamDestroy(l->stream);
-    if (l->pinned) symm__cu.MemFreeHost(l->pinned);
+    if (l->nbi_ev) symm__cu.EventDestroy(l->nbi_ev);
     free(l);
 }
 
+/* A lane is made under the lock by calls that do not synchronize the device
+ * (its pinned words were allocated at setup: cuMemHostAlloc may wait for the
+ * device, and other threads' team kernels may be waiting on peers then). */
 symm_status symm__cu_lane(cu_state *s, const symm__team *team, cu_lane **lane) {
     if (team->slot < 0 || team->slot >= SYMM__MAX_TEAMS)
         return symm__err(SYMM_ERR_INTERNAL, "cuda: team slot %d out of range", (int)team->slot);
@@ -222,21 +225,17 @@ symm_status symm__cu_lane(cu_state *s, const symm__team *team, cu_lane **lane) {
         l = atomic_load_explicit(&s->lanes[team->slot], memory_order_relaxed);
         symm_status st = SYMM_SUCCESS;
         if (!l) {
-            void *pinned = NULL;
             cu_lane *nl = calloc(1, sizeof *nl);
             CUresult r = CUDA_SUCCESS;
             if (!nl) {
                 st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
             } else if ((r = symm__cu.StreamCreate(&nl->stream, CU_STREAM_NON_BLOCKING)) !=
-                       CUDA_SUCCESS) {
-                st = symm__cu_fail(r, "cuStreamCreate (a team's stream)");
-            } else if ((r = symm__cu.MemHostAlloc(&pinned, CU_LANE_PINNED_BYTES,
-                                                  CU_MEMHOSTALLOC_DEVICEMAP |
-                                                      CU_MEMHOSTALLOC_PORTABLE)) != CUDA_SUCCESS) {
-                st = symm__cu_fail(r, "cuMemHostAlloc (a team's result words)");
+                           CUDA_SUCCESS ||
+                       (r = symm__cu.EventCreate(&nl->nbi_ev, CU_EVENT_DISABLE_TIMING)) !=
+                           CUDA_SUCCESS) {
+                st = symm__cu_fail(r, "cuStreamCreate / cuEventCreate (a team's stream)");
             } else {
-                nl->pinned = pinned;
-                memset(pinned, 0, CU_LANE_PINNED_BYTES);
+                nl->pinned = s->lane_pinned + (size_t)team->slot * (CU_LANE_PINNED_BYTES / 8);
                 atomic_store_explicit(&s->lanes[team->slot], nl, memory_order_release);
                 l = nl;
             }
@@ -246,13 +245,11 @@ symm_status symm__cu_lane(cu_state *s, const symm__team *team, cu_lane **lane) {
         SYMM_TRY(st);
     }
     /* This PE's nbi puts and gets that no quiet waited for yet went to the
-     * internal stream: the team's work follows them, as when it ran there. */
+     * internal stream: the team's work follows them, as when it ran there
+     * (gpu_coll's nbi case). The event is the lane's, used by its one caller. */
     if (atomic_load(&s->nbi_pending)) {
-        CUevent ev = NULL;
-        SYMM__CU(EventCreate(&ev, CU_EVENT_DISABLE_TIMING));
-        CUresult r = symm__cu.EventRecord(ev, s->s_int);
-        if (r == CUDA_SUCCESS) r = symm__cu.StreamWaitEvent(l->stream, ev, 0);
-        symm__cu.EventDestroy(ev);
+        CUresult r = symm__cu.EventRecord(l->nbi_ev, s->s_int);
+        if (r == CUDA_SUCCESS) r = symm__cu.StreamWaitEvent(l->stream, l->nbi_ev, 0);
         if (r != CUDA_SUCCESS) return symm__cu_fail(r, "cuEventRecord / cuStreamWaitEvent");
     }
     *lane = l;
@@ -298,6 +295,7 @@ static void state_free(cu_state *s) {
     if (s->ev_ce_join) symm__cu.EventDestroy(s->ev_ce_join);
     if (s->pinned) symm__cu.MemFreeHost(s->pinned);
     for (int i = 0; i < SYMM__MAX_TEAMS; i++) lane_free(atomic_load(&s->lanes[i]));
+    if (s->lane_pinned) symm__cu.MemFreeHost(s->lane_pinned);
     if (s->lane_lock_init) pthread_mutex_destroy(&s->lane_lock);
     for (int i = 0; i < SYMM__CUDA_FATBINS_N; i++)
         if (s->mod[i]) symm__cu.ModuleUnload(s->mod[i]); /* those loaded, if setup stopped */
@@ -410,6 +408,11 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
     s->pinned = pinned;
     memset(pinned, 0, CU_PINNED_BYTES);
     s->err_word = (int *)&s->pinned[1];
+    void *lp = NULL; /* every team slot's lane words (symm__cu_lane), at once */
+    SYMM__CU(MemHostAlloc(&lp, (size_t)SYMM__MAX_TEAMS * CU_LANE_PINNED_BYTES,
+                          CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+    s->lane_pinned = lp;
+    memset(lp, 0, (size_t)SYMM__MAX_TEAMS * CU_LANE_PINNED_BYTES);
     if (pthread_mutex_init(&s->amo_lock, NULL) != 0)
         return symm__err(SYMM_ERR_SYSTEM, "pthread_mutex_init failed");
     s->amo_lock_init = true;

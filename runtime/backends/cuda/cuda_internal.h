@@ -190,17 +190,19 @@ typedef struct cu_map {
 /* The lane of a team slot (symm__cu_lane): where the blocking operations of
  * the team in that slot (barrier, collectives, the agree) run and leave
  * their results. Threads may run blocking collectives on different teams
- * at once (symm.h), so each team has its own stream, made on first use:
+ * at once (symm.h), so each team has its own stream, made on first use
+ * (its pinned words come from one allocation made at setup):
  * one team's kernels never queue behind another team's waits (with one
  * stream for all, two PEs that reached two teams' calls in opposite orders
  * waited on each other until the timeout), and its result words are its
  * own. docs/DECISIONS.md "Blocking team operations run on the team's lane". */
 typedef struct cu_lane {
     CUstream stream;
-    uint64_t *pinned; /* CU_LANE_PINNED_BYTES: [0] the blocking alltoallv's
-                         word (int, cuda_a2av.c); [1] the agree's done word;
-                         from [CU_LANE_AGREE] the agree records
-                         (symm__cuda_coll_agree) */
+    CUevent nbi_ev;   /* recorded on the internal stream while nbi work is pending */
+    uint64_t *pinned; /* its CU_LANE_PINNED_BYTES of cu_state.lane_pinned: [0]
+                         the blocking alltoallv's word (int, cuda_a2av.c); [1]
+                         the agree's done word; from [CU_LANE_AGREE] the agree
+                         records (symm__cuda_coll_agree) */
     uint64_t agrees;  /* agree kernels launched (the done word's value)     */
 } cu_lane;
 
@@ -233,6 +235,7 @@ typedef struct cu_state {
     uint64_t *pinned; /* [0]: atomic result, [1]: error word (int), [2]: the
                          stream alltoallv's word (int, cuda_a2av.c) */
     _Atomic(cu_lane *) lanes[SYMM__MAX_TEAMS]; /* by team slot, made on first use */
+    uint64_t *lane_pinned;                     /* SYMM__MAX_TEAMS lanes' words (setup) */
     pthread_mutex_t lane_lock;                 /* making one                      */
     bool lane_lock_init;
     int *err_word;      /* CU_ERR_*, read by the runtime's waiting kernels */
