@@ -235,7 +235,7 @@ symm_status symm__cu_lane(cu_state *s, const symm__team *team, cu_lane **lane) {
                            CUDA_SUCCESS) {
                 st = symm__cu_fail(r, "cuStreamCreate / cuEventCreate (a team's stream)");
             } else {
-                nl->pinned = s->lane_pinned + (size_t)team->slot * (CU_LANE_PINNED_BYTES / 8);
+                nl->pinned = symm__cu_slot_words(s, team->slot);
                 atomic_store_explicit(&s->lanes[team->slot], nl, memory_order_release);
                 l = nl;
             }

@@ -12,19 +12,19 @@
  * Failures: a barrier that gave up (a dead peer, the timeout) sets the
  * context's error word as every runtime kernel does; a PE that copied
  * nothing (dst too small, a peer's piece beyond its src) or whose own send
- * counts exceed its src leaves the reason in a pinned word: the blocking
- * form's (its team lane's) is read after the wait and returned; the stream
- * form's (the context's pinned[2]) is taken by the next symm_ctx_async_error (cuda.c's
- * async_poll) and recorded there.
+ * counts exceed its src leaves the reason in a pinned word of the team's
+ * slot: the blocking form's is read after the wait and returned; the stream
+ * form's is taken by the next symm_ctx_async_error (cuda.c's async_poll) and
+ * recorded there.
  */
 #include <stdlib.h>
 
 #include "cuda_internal.h"
 
-/* The stream form's word: the context's pinned[2]; the blocking form's: its
- * team lane's pinned[0]. */
-static int *a2av_stream_word(cu_state *s) {
-    return (int *)&s->pinned[2];
+/* The word of a call on team slot slot: the stream form's or the blocking
+ * form's (cuda_internal.h CU_SLOT_*). */
+static int *a2av_word(cu_state *s, int32_t slot, bool stream) {
+    return (int *)&symm__cu_slot_words(s, slot)[stream ? CU_SLOT_A2AV_STREAM : CU_SLOT_A2AV];
 }
 
 /* The status and message of a reason the kernel left (SYMM__A2AV_*). */
@@ -60,11 +60,15 @@ static symm_status a2av_status(int why, const char *fn, uint64_t dst_cap, uint64
 }
 
 void symm__cu_a2av_poll(cu_state *s) {
-    if (!s->pinned) return;
-    int why = __atomic_exchange_n(a2av_stream_word(s), 0, __ATOMIC_SEQ_CST);
-    if (why)
-        (void)a2av_status(why, "symm_alltoallv_on_stream", s->a2av_caps[0], s->a2av_caps[1],
-                          true, s->ctx);
+    if (!s->lane_pinned) return;
+    for (int32_t slot = 0; slot < SYMM__MAX_TEAMS; slot++) {
+        int *w = a2av_word(s, slot, true);
+        if (!__atomic_load_n(w, __ATOMIC_RELAXED)) continue;
+        int why = __atomic_exchange_n(w, 0, __ATOMIC_SEQ_CST);
+        if (why)
+            (void)a2av_status(why, "symm_alltoallv_on_stream", s->a2av_caps[slot][0],
+                              s->a2av_caps[slot][1], true, s->ctx);
+    }
 }
 
 symm_status symm__cu_a2av_setup(cu_state *s) {
@@ -120,7 +124,7 @@ symm_status symm__cu_alltoallv(symm__ctx *ctx, cu_state *s, const symm__coll *c,
     SYMM_TRY(cu_enter(s));
     cu_lane *lane = NULL;
     if (!stream) SYMM_TRY(symm__cu_lane(s, team, &lane));
-    int *word = lane ? (int *)&lane->pinned[0] : a2av_stream_word(s);
+    int *word = a2av_word(s, team->slot, stream != NULL);
     if (ll) {
         q.dst_off = c->dst_off;
         q.src_off = c->src_off;
@@ -147,8 +151,8 @@ symm_status symm__cu_alltoallv(symm__ctx *ctx, cu_state *s, const symm__coll *c,
     }
     CUstream cs = lane ? lane->stream : (CUstream)stream;
     if (stream) {
-        s->a2av_caps[0] = c->dst_cap; /* for the message: the latest call's */
-        s->a2av_caps[1] = c->src_cap;
+        s->a2av_caps[team->slot][0] = c->dst_cap; /* for the message: the latest call's */
+        s->a2av_caps[team->slot][1] = c->src_cap;
     } else {
         __atomic_store_n(word, 0, __ATOMIC_SEQ_CST);
     }

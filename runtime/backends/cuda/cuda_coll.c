@@ -359,7 +359,7 @@ symm_status symm__cuda_coll_agree(symm__ctx *ctx, symm__team *team, const uint64
     p.rec_off = symm__team_sync_off(ctx, team->slot) + SYMM__SLOT_AGREE_OFF;
     memcpy(p.words, mine, sizeof p.words);
     p.out = lane->pinned + CU_LANE_AGREE;
-    p.done = lane->pinned + 1;
+    p.done = lane->pinned + CU_SLOT_DONE;
     p.seq = ++lane->agrees;
     void *args[] = {&p};
     SYMM_TRY(symm__cu_launch(s, s->f_agree, "cuLaunchKernel(symm_k_agree)", 1, 1, 64,

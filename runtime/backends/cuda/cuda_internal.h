@@ -81,7 +81,14 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * barrier algorithms. */
 /* The context's pinned words (cu_state.pinned): 4. */
 #define CU_PINNED_BYTES (4 * 8)
-/* A lane's pinned words (cu_lane.pinned): 8, then CU_PARAM_PES agree records. */
+/* A team slot's pinned words (symm__cu_slot_words, one allocation for every
+ * slot at setup): [CU_SLOT_A2AV] the blocking alltoallv's word and
+ * [CU_SLOT_A2AV_STREAM] the stream form's (int, cuda_a2av.c), [CU_SLOT_DONE]
+ * the agree's done word, from [CU_LANE_AGREE] the agree records
+ * (symm__cuda_coll_agree). */
+#define CU_SLOT_A2AV 0
+#define CU_SLOT_DONE 1
+#define CU_SLOT_A2AV_STREAM 2
 #define CU_LANE_AGREE 8
 #define CU_LANE_PINNED_BYTES ((CU_LANE_AGREE + CU_PARAM_PES * CU_AGREE_WORDS) * 8)
 #define CU_LL_SLOTS 16
@@ -199,10 +206,7 @@ typedef struct cu_map {
 typedef struct cu_lane {
     CUstream stream;
     CUevent nbi_ev;   /* recorded on the internal stream while nbi work is pending */
-    uint64_t *pinned; /* its CU_LANE_PINNED_BYTES of cu_state.lane_pinned: [0]
-                         the blocking alltoallv's word (int, cuda_a2av.c); [1]
-                         the agree's done word; from [CU_LANE_AGREE] the agree
-                         records (symm__cuda_coll_agree) */
+    uint64_t *pinned; /* its slot's words (symm__cu_slot_words) */
     uint64_t agrees;  /* agree kernels launched (the done word's value)     */
 } cu_lane;
 
@@ -221,7 +225,8 @@ typedef struct cu_state {
     CUfunction f_a2av;     /* symm_k_alltoallv (cuda_a2av.c)                   */
     CUfunction f_a2av_ll;  /* symm_k_alltoallv_ll: its LL form                 */
     unsigned a2av_blocks;  /* its grid: SYMM_CUDA_A2AV_BLOCKS, 0 = one a SM     */
-    uint64_t a2av_caps[2]; /* dst and src capacity of the latest stream-form call */
+    uint64_t a2av_caps[SYMM__MAX_TEAMS][2]; /* by team slot: dst and src capacity of
+                                               its latest stream-form call (message) */
     CUfunction f_barrier_wide;
     CUdeviceptr peer_table; /* device copy of ctx->peer_base (n_pes entries) */
     _Atomic(CUfunction) f_reduce[SYMM_DTYPE_COUNT][CU_N_OPS];
@@ -232,10 +237,9 @@ typedef struct cu_state {
     atomic_bool nbi_pending;
     pthread_mutex_t amo_lock;
     bool amo_lock_init;
-    uint64_t *pinned; /* [0]: atomic result, [1]: error word (int), [2]: the
-                         stream alltoallv's word (int, cuda_a2av.c) */
+    uint64_t *pinned; /* [0]: atomic result, [1]: error word (int) */
     _Atomic(cu_lane *) lanes[SYMM__MAX_TEAMS]; /* by team slot, made on first use */
-    uint64_t *lane_pinned;                     /* SYMM__MAX_TEAMS lanes' words (setup) */
+    uint64_t *lane_pinned;                     /* every slot's words (setup)       */
     pthread_mutex_t lane_lock;                 /* making one                      */
     bool lane_lock_init;
     int *err_word;      /* CU_ERR_*, read by the runtime's waiting kernels */
@@ -367,6 +371,10 @@ symm_status symm__cu_finish(cu_state *s, void *stream);
  * after this context's unquieted nbi work on the internal stream (which it
  * followed when blocking team operations ran there). */
 symm_status symm__cu_lane(cu_state *s, const symm__team *team, cu_lane **lane);
+/* Team slot slot's pinned words (CU_SLOT_*). */
+static inline uint64_t *symm__cu_slot_words(const cu_state *s, int32_t slot) {
+    return s->lane_pinned + (size_t)slot * (CU_LANE_PINNED_BYTES / 8);
+}
 /* Before a team operation: SYMM_ERR_TIMEOUT once a team wait of this
  * context gave up (cu_state.out_of_step; docs/DECISIONS.md "After a team
  * wait gave up"), else SYMM_SUCCESS. */
