@@ -82,8 +82,9 @@ static symm_status check_err_word(cu_state *s) {
     int w = take_err_word(s);
     if (!w) return SYMM_SUCCESS;
     if (w == CU_ERR_PEER_FAILED) return symm__err(SYMM_ERR_PEER_FAILED, CU_PEER_FAILED_MSG);
-    return symm__err(SYMM_ERR_TIMEOUT, w == CU_ERR_WAIT_TIMEOUT ? CU_WAIT_GAVE_UP_MSG : CU_GAVE_UP_MSG,
-                     (unsigned long long)(s->timeout_ns / 1000000u));
+    const unsigned long long ms = (unsigned long long)(s->timeout_ns / 1000000u);
+    if (w == CU_ERR_WAIT_TIMEOUT) return symm__err(SYMM_ERR_TIMEOUT, CU_WAIT_GAVE_UP_MSG, ms);
+    return symm__err(SYMM_ERR_TIMEOUT, CU_GAVE_UP_MSG, ms);
 }
 
 symm_status symm__cu_teams_ok(cu_state *s) {
