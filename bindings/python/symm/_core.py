@@ -673,7 +673,12 @@ _STREAM_FORMS = {
 
 class Team:
     """An ordered subset of a context's PEs. Split teams are destroyed with
-    destroy() (collective); nothing collective runs behind the user's back."""
+    destroy() (collective); nothing collective runs behind the user's back.
+
+    Collectives: every PE passes the same dst and src buffers and indices (an
+    in-place gather's src is its own block of dst) and is in place or not
+    alike; the blocking forms raise Mismatch otherwise, the stream forms cannot
+    check. Collectives on different teams may run in different threads."""
 
     def __init__(self, ctx, h, predefined=False):
         self.ctx, self._h, self.predefined = ctx, h, predefined

@@ -784,6 +784,11 @@ pub const Team = struct {
         return call(c.symm_team_sync_on_stream(self.handle, stream));
     }
 
+    /// Collectives: every PE passes the same `dst` and `src` buffers and
+    /// indices (an in-place gather's `src` is its own block of `dst`) and is
+    /// in place or not alike; the blocking forms return `error.Mismatch`
+    /// otherwise, the stream forms cannot check.
+    ///
     /// Team PE `root`'s `src[src_index ..][0..nelems]` is copied into every
     /// PE's `dst[dst_index ..]` (root's too). Collective.
     pub fn broadcast(self: Team, dst: anytype, dst_index: u64, src: @TypeOf(dst), src_index: u64, nelems: u64, root: i32) Error!void {

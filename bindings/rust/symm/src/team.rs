@@ -55,7 +55,12 @@ pub(crate) fn lock(m: &Mutex<()>) -> MutexGuard<'_, ()> {
 ///
 /// Collectives on one team are serialised by a lock inside the team, so a
 /// `Team` may be shared between threads; every PE must still call a team's
-/// collectives in the same order.
+/// collectives in the same order. Collectives on different teams may run in
+/// different threads at once. Every PE passes the same `dst` and `src`
+/// buffers and indices (an in-place gather's `src` is its own block of `dst`),
+/// and is in place or not alike: the blocking forms return
+/// [`Error::Mismatch`](crate::Error::Mismatch) otherwise, the stream forms
+/// cannot check.
 pub struct Team<'ctx> {
     raw: ffi::symm_team,
     ctx: &'ctx Context,
