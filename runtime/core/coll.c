@@ -740,27 +740,45 @@ static symm_status coll_hook(const coll_call *c, coll_plan *p) {
     return SYMM_SUCCESS;
 }
 
+/* This PE's record of the call (what the exchange publishes and the agree
+ * packs): its kind and own verdict, and when that passed its dtype, op,
+ * root, in-place flag, nelems and ranges. */
+static void call_record(const coll_call *c, const coll_plan *p, symm_status local,
+                        symm__xrec *rec) {
+    memset(rec, 0, sizeof *rec);
+    rec->kind = c->kind;
+    rec->status = local;
+    if (local != SYMM_SUCCESS) return;
+    const bool reduction = c->kind == SYMM__COLL_REDUCE || c->kind == SYMM__COLL_REDUCESCATTER;
+    rec->dtype = p->dtype;
+    rec->op = reduction ? c->op : 0;
+    rec->root = c->kind == SYMM__COLL_BROADCAST ? c->root : 0;
+    rec->flags = p->inplace ? SYMM__XF_INPLACE : 0;
+    rec->nelems = c->kind == SYMM__COLL_ALLTOALLV ? c->src_nelems : c->nelems;
+    rec->aux_off = p->scount_off;
+    rec->src_off = p->src_off;
+    rec->dst_off = p->dst_off;
+    rec->dst_end = p->dst_end;
+}
+
 /* A blocking collective that the hook runs (not collect or alltoallv, which
- * exchange more): every PE gives its call and its own verdict through
+ * exchange more): every PE gives its call record (call_record: its call and
+ * its own verdict), packed in SYMM__AGREE_WORDS words, through
  * ops->coll_agree, one round on the backend's side, and the records are
  * judged as the host exchange's (coll_verdict), so a PE with bad arguments
  * gets its error and its peers MISMATCH before anything runs, and PEs whose
- * nelems, root, op or dtype differ all get MISMATCH. A PE that made another
- * team operation leaves no record: MISMATCH too. */
+ * nelems, root, op, dtype or ranges differ all get MISMATCH. A PE that made
+ * another team operation leaves no record: MISMATCH too. */
 static symm_status coll_agreed(const coll_call *c, coll_plan *p, symm_status local) {
     char saved[1024] = "";
     if (local) snprintf(saved, sizeof saved, "%s", symm__last_error());
-    const bool reduction = c->kind == SYMM__COLL_REDUCE || c->kind == SYMM__COLL_REDUCESCATTER;
-    uint64_t mine[SYMM__AGREE_WORDS] = {(uint32_t)local, c->kind, 0, 0, 0, 0};
-    if (local == SYMM_SUCCESS) {
-        mine[1] |= (uint64_t)(p->dtype & 0xffu) << 8 |
-                   (uint64_t)((reduction ? c->op : 0) & 0xffu) << 16 |
-                   (uint64_t)(p->inplace ? SYMM__XF_INPLACE : 0) << 24;
-        mine[2] = (uint32_t)(c->kind == SYMM__COLL_BROADCAST ? c->root : 0);
-        mine[3] = c->nelems;
-        mine[4] = p->dst_off;
-        mine[5] = p->src_off;
-    }
+    symm__xrec rec;
+    call_record(c, p, local, &rec);
+    const uint64_t mine[SYMM__AGREE_WORDS] = {
+        (uint32_t)rec.status,
+        (uint64_t)(rec.kind & 0xffu) | (uint64_t)(rec.dtype & 0xffu) << 8 |
+            (uint64_t)(rec.op & 0xffu) << 16 | (uint64_t)(rec.flags & 0xffu) << 24,
+        (uint32_t)rec.root, rec.nelems, rec.dst_off, rec.src_off};
     const int32_t n = p->team->n_pes;
     uint64_t *words = malloc((size_t)n * sizeof mine);
     symm__xrec *all = calloc((size_t)n, sizeof *all);
@@ -852,20 +870,7 @@ static symm_status coll_run(const coll_call *c) {
     if (local) snprintf(saved, sizeof saved, "%s", symm__last_error());
 
     symm__xrec rec;
-    memset(&rec, 0, sizeof rec);
-    rec.kind = c->kind;
-    rec.status = local;
-    if (local == SYMM_SUCCESS) {
-        rec.dtype = p.dtype;
-        rec.op = reduction ? c->op : 0;
-        rec.root = c->kind == SYMM__COLL_BROADCAST ? c->root : 0;
-        rec.flags = p.inplace ? SYMM__XF_INPLACE : 0;
-        rec.nelems = a2av ? c->src_nelems : c->nelems;
-        rec.aux_off = p.scount_off;
-        rec.src_off = p.src_off;
-        rec.dst_off = p.dst_off;
-        rec.dst_end = p.dst_end;
-    }
+    call_record(c, &p, local, &rec);
     const symm__xrec *all = NULL;
     st = symm__team_exchange(p.team, &rec, &all);
     if (st == SYMM_SUCCESS) {

@@ -400,7 +400,8 @@ symm_status symm__cu_team_reachable(const symm__ctx *ctx, const symm__team *team
  * SYMM_CUDA_A2AV_BLOCKS); a failure a stream-form call left for
  * symm_ctx_async_error. */
 symm_status symm__cu_alltoallv(symm__ctx *ctx, cu_state *s, const symm__coll *c, void *stream);
-/* cuda_coll.c: ops->coll_agree (symm_k_agree on the internal stream, waited for). */
+/* cuda_coll.c: ops->coll_agree (symm_k_agree on the team's lane; the host
+ * waits for its done word). */
 symm_status symm__cuda_coll_agree(symm__ctx *ctx, struct symm__team *team, const uint64_t *mine,
                                   uint64_t *all);
 /* cuda_coll.c: whether alltoallv takes the LL form on this team (*ll), and
