@@ -7,7 +7,7 @@
 LIB is libsymm (the loader: the public API) or libsymm_runtime (the runtime:
 symm_runtime_negotiate, whose argument carries the dispatch table, so every
 entry's signature and offset is covered). Only types defined in the public
-headers count: include/symm for both, plus loader/symm_dispatch.h for the
+headers count: include/symm for both, plus abi/symm_dispatch.h for the
 runtime.
 
 check fails on any change abidiff reports (exit bit 4, ABI_CHANGE, or bit 8,

@@ -5,7 +5,7 @@
   check_symbols.py runtime LIBSYMM_RUNTIME
 
 loader:  the functions declared SYMM_API in include/symm/symm.h are exactly
-         the dispatch entries of loader/symm_dispatch.h plus those the
+         the dispatch entries of abi/symm_dispatch.h plus those the
          loader answers itself (LOADER_LOCAL); abi/symm.map names each of
          them in its version node; `nm -D --defined-only` lists exactly those
          functions, each versioned by the node that lists it (SYMM_1.0, SYMM_1.2; readelf --dyn-syms); soname
@@ -20,7 +20,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADER = os.path.join(ROOT, "include", "symm", "symm.h")
-DISPATCH = os.path.join(ROOT, "loader", "symm_dispatch.h")
+DISPATCH = os.path.join(ROOT, "abi", "symm_dispatch.h")
 # Answered by the loader itself, without a runtime (docs/ABI.md).
 LOADER_LOCAL = {
     "symm_status_string", "symm_last_error", "symm_loader_probe", "symm_loader_set_runtime",

@@ -8,7 +8,7 @@
                                              files differ from it
 
 Sources: include/symm/symm.h (constants, SYMM_STATUS_TABLE, typedefs, structs,
-prototypes and their contract lines), loader/symm_dispatch.h (the entries the
+prototypes and their contract lines), abi/symm_dispatch.h (the entries the
 runtime answers; every other SYMM_API function is answered by the loader, and
 the ABI version), abi/symm.map (the version node that introduced each
 function). Struct offsets and sizes, and the value of every constant, come from
@@ -29,7 +29,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADER = os.path.join(ROOT, "include", "symm", "symm.h")
-DISPATCH = os.path.join(ROOT, "loader", "symm_dispatch.h")
+DISPATCH = os.path.join(ROOT, "abi", "symm_dispatch.h")
 MAP = os.path.join(ROOT, "abi", "symm.map")
 JSON_PATH = os.path.join(ROOT, "abi", "symm-abi.json")
 DOC = os.path.join(ROOT, "docs", "ABI.md")

@@ -29,8 +29,8 @@
 
 #include "fuzz.h"
 #include "internal.h"
-#include "log.h"
-#include "wire.h"
+#include "base/log.h"
+#include "bootstrap/wire.h"
 
 const char *symm_status_string(symm_status s) { return symm__status_name(s); }
 const char *symm_last_error(void) { return symm__last_error(); }

@@ -26,7 +26,7 @@
 
 #include "fuzz.h"
 #include "internal.h"
-#include "wire.h"
+#include "bootstrap/wire.h"
 
 static const uint8_t secret[SYMM__SECRET_BYTES] = {
     9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,

@@ -28,8 +28,8 @@
 
 #include "fuzz.h"
 #include "internal.h"
-#include "rendezvous.h"
-#include "wire.h"
+#include "bootstrap/rendezvous.h"
+#include "bootstrap/wire.h"
 
 #define NCLI 6
 

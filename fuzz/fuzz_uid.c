@@ -10,7 +10,7 @@
 
 #include "fuzz.h"
 #include "internal.h"
-#include "wire.h"
+#include "bootstrap/wire.h"
 
 static int decode(const uint8_t *data, size_t size) {
     uint8_t id[SYMM_UNIQUE_ID_BYTES] = {0};

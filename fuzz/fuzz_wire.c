@@ -13,7 +13,7 @@
 
 #include "fuzz.h"
 #include "internal.h"
-#include "wire.h"
+#include "bootstrap/wire.h"
 
 /* 1 when the payload is valid for its type. */
 static int parse_payload(const symm__wire_header *h, const uint8_t *p) {

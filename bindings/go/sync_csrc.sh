@@ -10,5 +10,5 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 dir=${1:?usage: sync_csrc.sh DIR (a copy of bindings/go to make self-contained)}
 mkdir -p "$dir/csrc/symm" || exit 1
-cp "$src/loader/symm_loader.c" "$src/loader/symm_dispatch.h" "$dir/csrc/" &&
+cp "$src/loader/symm_loader.c" "$src/abi/symm_dispatch.h" "$dir/csrc/" &&
   cp "$src/include/symm/symm.h" "$dir/csrc/symm/"

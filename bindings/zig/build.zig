@@ -18,7 +18,7 @@ pub fn build(b: *std.Build) void {
     // Files of the symm checkout this package lives in.
     const header = b.path("../../include/symm/symm.h");
     const include_dir = b.path("../../include");
-    const loader_dir = b.path("../../loader");
+    const abi_dir = b.path("../../abi"); // symm_dispatch.h, the loader/runtime contract
     const abi_json = b.option([]const u8, "abi-json", "abi/symm-abi.json to check the binding against") orelse
         b.pathFromRoot("../../abi/symm-abi.json");
     const runtime = b.option([]const u8, "symm-runtime", "libsymm_runtime.so.1 for the single-PE tests");
@@ -47,7 +47,7 @@ pub fn build(b: *std.Build) void {
         },
     });
     symm.addIncludePath(include_dir);
-    symm.addIncludePath(loader_dir);
+    symm.addIncludePath(abi_dir);
     symm.addCSourceFile(.{
         .file = b.path("../../loader/symm_loader.c"),
         .flags = &.{ "-std=c11", "-Wall", "-Wextra", "-Werror" },

@@ -1,6 +1,8 @@
 /* The validation helpers every entry uses: handle resolution, thread level,
  * PE and range checks, peer failure, and the spin-wait that honours it. */
 #include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "internal.h"
@@ -63,6 +65,18 @@ void symm__mark_failed(symm__ctx *ctx) {
     }
 }
 
+static void on_job_lost(void *ctx) { symm__mark_failed(ctx); }
+
+void symm__watch_start(symm__ctx *ctx) {
+    if (!ctx->ops || !ctx->ops->peer_failed || ctx->n_pes < 2) return;
+    ctx->watch = symm__boot_watch_start(ctx->boot, on_job_lost, ctx);
+}
+
+void symm__watch_stop(symm__ctx *ctx) {
+    symm__boot_watch_stop(ctx->watch);
+    ctx->watch = NULL;
+}
+
 symm_status symm__check_failed(symm__ctx *ctx) {
     if (atomic_load_explicit(&ctx->failed, memory_order_relaxed)) {
         if (ctx->boot && symm__boot_check(ctx->boot) != SYMM_SUCCESS)
@@ -108,4 +122,18 @@ symm_status symm__wait(symm__ctx *ctx, bool (*done)(void *arg), void *arg) {
             nanosleep(&nap, NULL);
         }
     }
+}
+
+/* ---- asynchronous failures (read by symm_ctx_async_error) ---- */
+
+void symm__async_record(symm__ctx *ctx, symm_status status, const char *fmt, ...) {
+    pthread_mutex_lock(&ctx->async_lock);
+    if (ctx->async_count++ == 0) {
+        ctx->async_status = status;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(ctx->async_msg, sizeof ctx->async_msg, fmt, ap);
+        va_end(ap);
+    }
+    pthread_mutex_unlock(&ctx->async_lock);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/names.h"
 #include "internal.h"
 
 /* Digits with an optional K/M/G/T suffix (binary; "Ki"/"iB"/"B" tolerated).
@@ -57,7 +58,7 @@ symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg) {
         a.struct_size = sizeof a;
     }
     memset(cfg, 0, sizeof *cfg);
-    SYMM_CHECK(a.backend <= SYMM_BACKEND_CUDA, SYMM_ERR_INVALID_ARG,
+    SYMM_CHECK(a.backend < SYMM__N_BACKEND_CONSTS, SYMM_ERR_INVALID_ARG,
                "symm_init: unknown backend %u", a.backend);
     SYMM_CHECK(a.bootstrap <= SYMM_BOOTSTRAP_SINGLE, SYMM_ERR_INVALID_ARG,
                "symm_init: unknown bootstrap mode %u", a.bootstrap);
@@ -77,12 +78,10 @@ symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg) {
     cfg->timeout_attr = a.timeout_ms != 0;
 
     const char *b = getenv("SYMM_BACKEND");
-    if (b && cfg->backend == SYMM_BACKEND_AUTO) {
-        if (strcasecmp(b, "host") == 0) cfg->backend = SYMM_BACKEND_HOST;
-        else if (strcasecmp(b, "cuda") == 0) cfg->backend = SYMM_BACKEND_CUDA;
-        else if (strcasecmp(b, "auto") != 0)
-            return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_BACKEND=\"%s\": expected auto, host or cuda", b);
-    }
+    if (b && cfg->backend == SYMM_BACKEND_AUTO && !symm__backend_const_parse(b, &cfg->backend))
+        return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_BACKEND=\"%s\": expected one of %s, %s, %s", b,
+                         symm__backend_const_name(0), symm__backend_const_name(1),
+                         symm__backend_const_name(2));
     if (cfg->heap_cap == 0) {
         cfg->heap_cap = SYMM__DEFAULT_HEAP_CAP;
         SYMM_TRY(env_size("SYMM_HEAP_CAP", &cfg->heap_cap));

@@ -1,10 +1,13 @@
 /*
- * Internal contract of the runtime: the context, handles, the backend ops table
- * and the bootstrap interface. Everything here is hidden (-fvisibility=hidden);
- * internal names are symm__*.
+ * The core's services: configuration, handles, the context, buffers, teams,
+ * checks, waits, routing and the transport host. Everything here is hidden
+ * (-fvisibility=hidden); internal names are symm__*.
  *
- * Dependency direction: core -> (backend ops table, bootstrap). A backend never
- * calls another backend; the core reaches a backend only through its ops.
+ * Layers, one way down: api/ (the public entries) -> core/ (these services)
+ * -> bootstrap/ (job formation) -> base/ (errors, logs). Backends use the
+ * core's services; the core reaches a backend only through the ops table its
+ * context holds (backends/backend.h) and a transport only through its plugin
+ * table (transports/transport.h), never by name.
  */
 #ifndef SYMM_RUNTIME_INTERNAL_H
 #define SYMM_RUNTIME_INTERNAL_H
@@ -17,42 +20,11 @@
 
 #include <symm/symm.h>
 
-#include "loader/symm_dispatch.h"
-#include "log.h"
-
-/* ------------------------------------------------------------------------ */
-/* Errors (error.c)                                                          */
-/* ------------------------------------------------------------------------ */
-
-/* Record status + formatted message in the thread-local last error; returns
- * status so callers can `return symm__err(...)`. */
-symm_status symm__err(symm_status status, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* Like symm__err, appending ": strerror(errno_value)". */
-symm_status symm__err_errno(symm_status status, int errno_value, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Re-record the last error as "fn: <message>"; returns status. */
-symm_status symm__err_prefix(const char *fn, symm_status status);
-/* Clear the thread-local message (called at the start of each public entry). */
-void symm__err_clear(void);
-const char *symm__last_error(void);
-
-/* One-line argument check: `SYMM_CHECK(cond, SYMM_ERR_INVALID_ARG, "fmt", ...)` */
-#define SYMM_CHECK(cond, status, ...)                                          \
-    do {                                                                       \
-        if (!(cond)) return symm__err((status), __VA_ARGS__);                  \
-    } while (0)
-#define SYMM_TRY(expr)                                                         \
-    do {                                                                       \
-        symm_status symm__st_ = (expr);                                        \
-        if (symm__st_ != SYMM_SUCCESS) return symm__st_;                       \
-    } while (0)
-/* SYMM_TRY that prefixes the failure's message with fn. */
-#define SYMM_TRY_IN(fn, expr)                                                  \
-    do {                                                                       \
-        symm_status symm__st_ = (expr);                                        \
-        if (symm__st_ != SYMM_SUCCESS) return symm__err_prefix((fn), symm__st_); \
-    } while (0)
+#include "backends/backend.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "bootstrap/bootstrap.h"
+#include "symm_dispatch.h"
 
 /* ------------------------------------------------------------------------ */
 /* Configuration (config.c): environment, parsed once per symm_init          */
@@ -61,10 +33,6 @@ const char *symm__last_error(void);
 #define SYMM__DEFAULT_HEAP_CAP (16ull << 30)  /* per PE, virtual reservation */
 #define SYMM__MAX_HEAP_BYTES (1ull << 47)   /* 128T: above any user address space we run on */
 #define SYMM__DEFAULT_HEAP_CHUNK (64ull << 20)
-#define SYMM__DEFAULT_TIMEOUT_MS 60000u
-/* A call that needs a dead PE fails at most this long after the job's
- * rendezvous server saw it go (SYMM_PEER_TIMEOUT_MS). */
-#define SYMM__DEFAULT_PEER_TIMEOUT_MS 100u
 #define SYMM__HEAP_ALIGN 256u
 
 typedef struct symm__config {
@@ -98,190 +66,6 @@ symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg);
 uint64_t symm__handle_new(uint32_t kind, void *obj);  /* 0 when the table is full */
 void *symm__handle_get(uint32_t kind, uint64_t handle); /* NULL when invalid      */
 void symm__handle_release(uint32_t kind, uint64_t handle);
-
-/* ------------------------------------------------------------------------ */
-/* Bootstrap (bootstrap.c, wire.c)                                           */
-/* ------------------------------------------------------------------------ */
-
-typedef struct symm__boot symm__boot;
-
-typedef struct symm__boot_info {
-    int32_t rank, n_pes;
-    int32_t local_rank, local_n_pes;
-    int32_t *local_index;  /* [n_pes]: index among PEs of my host, or -1       */
-    uint64_t *host_id;     /* [n_pes]: same value <=> same host                 */
-    int32_t *pid;          /* [n_pes]                                           */
-} symm__boot_info;
-
-/* Form the job from cfg (symmrun, env, uid or single). On success *info is
- * filled (arrays owned by the boot object). */
-symm_status symm__boot_open(const symm__config *cfg, symm__boot **boot, symm__boot_info *info);
-/* all receives n_pes * len bytes, rank-ordered. Collective over the job. */
-symm_status symm__boot_allgather(symm__boot *b, const void *mine, void *all, size_t len);
-symm_status symm__boot_barrier(symm__boot *b);
-/* Share an fd with every PE of this host: fds[local_index] receives each local
- * peer's descriptor (fds[my local index] = dup of mine). Collective over the
- * job (PEs without local peers still call). Caller closes the received fds. */
-symm_status symm__boot_share_fd(symm__boot *b, int fd, int *fds);
-/* Non-blocking: SYMM_ERR_PEER_FAILED when the job lost a PE, else success.
- * Polls the server at most once per poll interval (a quarter of
- * SYMM_PEER_TIMEOUT_MS, at most once per coarse-clock tick); between polls it
- * costs one coarse clock read (vDSO, no system call). */
-symm_status symm__boot_check(symm__boot *b);
-/* The same check at once, without the poll interval (the job watcher). */
-symm_status symm__boot_check_now(symm__boot *b);
-/* The socket that carries news of the job (a dead PE) to this PE: readable
- * when there is some; -1 for a single PE. Closed by symm__boot_close. */
-int symm__boot_news_fd(const symm__boot *b);
-/* Leave the job (no collective) and free everything. NULL accepted. */
-void symm__boot_close(symm__boot *b);
-/* Env bootstrap's reading of the environment (rank, size, address, secret
- * checks) without joining: for the fuzz harness and tests. */
-symm_status symm__boot_env_probe(int32_t *rank, int32_t *n_pes, char *addr, size_t addr_cap);
-
-/* ------------------------------------------------------------------------ */
-/* Backends (runtime/backends/<name>)                                        */
-/* ------------------------------------------------------------------------ */
-
-typedef struct symm__ctx symm__ctx;
-struct symm__team;
-struct symm__coll;
-
-/* Flags for put/get: */
-#define SYMM__NBI 1u /* may complete at the next quiet */
-
-typedef struct symm__backend_ops {
-    const char *name;
-    uint32_t id; /* SYMM_BACKEND_* */
-    /* Reserve the heap (ctx->heap_cap bytes of address space for this PE and
-     * each reachable peer), set ctx->heap_base / peer_base[]. Collective. */
-    symm_status (*heap_init)(symm__ctx *ctx);
-    /* Back [0, new_mapped) of every PE's heap (new_mapped > ctx->heap_mapped,
-     * a multiple of the chunk). Collective; all PEs pass the same size. */
-    symm_status (*heap_grow)(symm__ctx *ctx, uint64_t new_mapped);
-    /* Release everything heap_init/heap_grow made. Local, never fails. */
-    void (*heap_fini)(symm__ctx *ctx);
-    /* Data movement between local memory and pe's heap at byte offset off. */
-    symm_status (*put)(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
-                       uint32_t flags);
-    symm_status (*get)(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
-                       uint32_t flags);
-    /* Atomic op on a 4/8-byte element at pe's offset off (dtype of element). */
-    symm_status (*atomic)(symm__ctx *ctx, int32_t pe, uint64_t off, uint32_t dtype, uint32_t op,
-                          const void *value, const void *compare, void *fetched);
-    symm_status (*quiet)(symm__ctx *ctx);
-    symm_status (*fence)(symm__ctx *ctx);
-    /* Zero [off, off + n) of this PE's heap. */
-    symm_status (*memset0)(symm__ctx *ctx, uint64_t off, uint64_t n);
-    void (*fini)(symm__ctx *ctx); /* after heap_fini; NULL allowed */
-
-    /* ---- Optional hooks (NULL: the core's fallback is used) ----
-     * In every hook, stream == NULL means "blocking: complete before
-     * returning". The public *_on_stream entries pass a user's NULL stream
-     * (the legacy default stream) as (void *)1, i.e. CU_STREAM_LEGACY.
-     * symm__team_sync (blocking barriers) calls sync_stream(ctx, team, NULL)
-     * when the hook exists. */
-    /* Collective data movement for one collective call. stream NULL means
-     * blocking. NULL hook: the core's generic algorithm over put/get + sync
-     * (blocking) or NOT_SUPPORTED (stream forms). */
-    symm_status (*coll)(symm__ctx *ctx, const struct symm__coll *c, void *stream);
-    /* Before a blocking collective that the coll hook runs: every team PE
-     * gives SYMM__AGREE_WORDS words (its call and its own argument verdict)
-     * and gets every PE's, in team order, into all[n * SYMM__AGREE_WORDS],
-     * in one round among the team's PEs (coll.c judges them as the host
-     * exchange's records, so a PE's bad arguments reach its peers and no PE
-     * runs the collective alone). NULL: the hook's blocking forms check
-     * arguments locally only. */
-    symm_status (*coll_agree)(symm__ctx *ctx, struct symm__team *team, const uint64_t *mine,
-                              uint64_t *all);
-    /* Stream-ordered forms. NULL hook: the blocking form runs at call time. */
-    symm_status (*put_stream)(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src,
-                              uint64_t n, void *stream);
-    symm_status (*get_stream)(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
-                              void *stream);
-    symm_status (*signal_stream)(symm__ctx *ctx, int32_t pe, uint64_t off, uint64_t value,
-                                 uint32_t sig_op, void *stream);
-    symm_status (*wait_stream)(symm__ctx *ctx, uint64_t off, uint32_t cmp, uint64_t value,
-                               void *stream);
-    symm_status (*quiet_stream)(symm__ctx *ctx, void *stream);
-    symm_status (*sync_stream)(symm__ctx *ctx, struct symm__team *team, void *stream);
-    /* Map caller-owned memory at [off, off + bytes) of every PE's heap
-     * (collective) / undo it (local). NULL: registration not supported. */
-    symm_status (*register_mem)(symm__ctx *ctx, void *ptr, uint64_t bytes, uint64_t off);
-    void (*unregister_mem)(symm__ctx *ctx, uint64_t off, uint64_t bytes);
-    /* Fill a device context. NULL: NOT_SUPPORTED. */
-    symm_status (*device_ctx)(symm__ctx *ctx, symm_device_ctx *out);
-    /* The context just learned that the job lost a PE (called once, from
-     * symm__mark_failed): end GPU-side waits the backend launched. May be
-     * NULL. Any thread. */
-    void (*peer_failed)(symm__ctx *ctx);
-    /* Look for failures that happened after their call returned (GPU-side
-     * waits that gave up) and record them with symm__async_record. Local,
-     * cheap, never blocks. NULL: the backend has none. */
-    void (*async_poll)(symm__ctx *ctx);
-    /* Largest team the coll hook serves (0: any). Larger teams run the core's
-     * generic algorithm (blocking forms); their stream forms are NOT_SUPPORTED. */
-    int32_t coll_max_pes;
-    /* One line for the init log (device, versions, choices made). May be
-     * NULL. Called once after a successful init, only when INFO logs. */
-    void (*describe)(symm__ctx *ctx, char *buf, size_t cap);
-
-    /* ---- For transports (NULL: the backend's memory is host memory) ----
-     * A dma-buf file descriptor for [off, off + len) of this PE's heap, for
-     * the transport's mem_add (the core closes it afterwards); -1 when the
-     * device or driver cannot export one (the reason goes to the log). */
-    int (*dmabuf_fd)(symm__ctx *ctx, uint64_t off, uint64_t len);
-    /* Is p (a caller's local buffer) memory the CPU cannot read or write? */
-    bool (*is_device_mem)(symm__ctx *ctx, const void *p);
-    /* Synchronous copy of n bytes between any local memories (host or
-     * device), for staging device buffers through host memory. */
-    symm_status (*local_copy)(symm__ctx *ctx, void *dst, const void *src, uint64_t n);
-} symm__backend_ops;
-
-/* One collective call, validated by the core (offsets are heap byte offsets). */
-#define SYMM__COLL_BROADCAST 1
-#define SYMM__COLL_FCOLLECT 2
-#define SYMM__COLL_COLLECT 3
-#define SYMM__COLL_ALLTOALL 4
-#define SYMM__COLL_REDUCE 5
-#define SYMM__COLL_REDUCESCATTER 6
-#define SYMM__COLL_ALLTOALLV 7
-
-typedef struct symm__coll {
-    uint32_t kind;          /* SYMM__COLL_*                                 */
-    struct symm__team *team;
-    uint32_t dtype, elem_size;
-    uint32_t op;            /* SYMM_OP_* (reductions)                       */
-    int32_t root;           /* team PE (broadcast)                          */
-    uint64_t dst_off, src_off;
-    uint64_t nelems;        /* per PE (per block for alltoall/reducescatter)*/
-    const uint64_t *counts; /* collect: [team n_pes] elements per PE        */
-    /* alltoallv: element capacities of dst and src (src's is the same on
-     * every PE), heap byte offsets of the send counts (n) and of the receive
-     * counts and offsets (2n), uint64 each */
-    uint64_t dst_cap, src_cap, scount_off, rcount_off;
-} symm__coll;
-
-extern const symm__backend_ops symm__host_ops;
-#ifdef SYMM_HAVE_CUDA
-extern const symm__backend_ops symm__cuda_ops;
-/* SYMM_SUCCESS when a GPU is usable (for AUTO); a status + message otherwise. */
-symm_status symm__cuda_probe(void);
-#endif
-
-/* Registry (registry.c): the only file that names backends and transports. */
-typedef struct symm__backend_entry {
-    uint32_t id; /* SYMM_BACKEND_* */
-    const char *name;
-    symm_status (*probe)(void); /* SUCCESS when usable; else status + message */
-    const symm__backend_ops *ops;
-} symm__backend_entry;
-/* The backend for cfg.backend (AUTO: the first usable one). why (why_cap
- * bytes) receives, for AUTO, the backends skipped and each probe's reason. */
-symm_status symm__backend_pick(uint32_t want, const symm__backend_ops **out, char *why,
-                               size_t why_cap);
-/* Transport plugin names in SYMM_TRANSPORT=auto order. */
-size_t symm__transport_names(const char *const **names);
 
 /* ------------------------------------------------------------------------ */
 /* Allocator (heap.c): deterministic first fit over [start, cap)             */
@@ -415,11 +199,9 @@ struct symm__ctx {
     pthread_mutex_t lock;   /* heap, teams, bootstrap traffic              */
     atomic_int failed;      /* a peer died: every wait returns PEER_FAILED */
 
-    /* the job watcher (watch.c): a thread that marks the context failed as
+    /* the job watcher (bootstrap/watch.c): marks the context failed as
      * soon as news of a dead PE arrives, for waits no host call polls */
-    pthread_t watch_thread;
-    int watch_stop_fd;      /* eventfd: written to stop the watcher; -1    */
-    bool watching;
+    symm__boot_watch *watch;
 
     /* asynchronous failures (async.c): the first one since the last clear */
     pthread_mutex_t async_lock;
@@ -485,7 +267,7 @@ symm_status symm__wait(symm__ctx *ctx, bool (*done)(void *arg), void *arg);
 symm_status symm__check_failed(symm__ctx *ctx);
 /* Record that the job lost a PE (idempotent; tells the backend once). */
 void symm__mark_failed(symm__ctx *ctx);
-/* watch.c: start the job watcher when the backend has GPU-side waits
+/* check.c: start the job watcher (bootstrap/watch.c) when the backend has GPU-side waits
  * (ops->peer_failed) and the job more than one PE; a failure to start is
  * logged and leaves those waits to their timeouts. Stop joins it (safe when
  * never started). */
@@ -504,10 +286,11 @@ symm_status symm__wait_elem(symm__buf *buf, uint64_t index, uint32_t cmp, uint64
 /* Team barrier / sync (sync.c), used by the collectives and alloc. */
 symm_status symm__team_sync(symm__team *team);
 
-/* log.c: the INFO block of symm_init (sets the PE of log lines first). */
+/* api/init_log.c: the INFO block of symm_init (sets the PE of log lines
+ * first). */
 void symm__log_init_summary(symm__ctx *ctx);
 /* The ABI the loader offered at negotiation (0.0: not yet); defined in
- * log.c, set by dispatch.c. */
+ * api/init_log.c, set by dispatch.c. */
 extern uint32_t symm__loader_abi_major, symm__loader_abi_minor;
 
 /* ------------------------------------------------------------------------ */
@@ -537,7 +320,7 @@ void symm__progress(symm__ctx *ctx);
 /* NOT_SUPPORTED (with fn in the message) when pe is on another host: the
  * stream-/kernel-initiated forms that the backend runs on a GPU stream. */
 symm_status symm__stream_route(const char *fn, symm__ctx *ctx, int32_t pe);
-/* The team as GPU code sees it (stream.c; NOT_SUPPORTED when it is not
+/* The team as GPU code sees it (core/teams.c; NOT_SUPPORTED when it is not
  * strided). */
 symm_status symm__device_team_of(const struct symm__team *t, symm_device_team *d);
 /* Does the team hold a PE of another host? */
@@ -545,10 +328,12 @@ bool symm__team_has_remote(const struct symm__team *team);
 
 /* Compute ctx->remote/n_remote/n_hosts from the bootstrap's host ids. */
 symm_status symm__routes_init(symm__ctx *ctx);
-/* Collective: pick (SYMM_TRANSPORT), load and open the transport when the
- * job spans several hosts; nothing otherwise. */
-symm_status symm__tp_open(symm__ctx *ctx);
-/* The transport caps the core relies on (a device backend never has ATOMIC_GLOBAL). */
+/* Collective: pick (SYMM_TRANSPORT; auto: the first usable of names, the
+ * transport registry's order), load and open the transport when the job
+ * spans several hosts; nothing otherwise. */
+symm_status symm__tp_open(symm__ctx *ctx, const char *const *names, size_t n_names);
+/* The transport caps the core relies on (ATOMIC_GLOBAL only where the
+ * backend's own atomics are coherent with a NIC's). */
 uint32_t symm__tp_job_caps(const symm__ctx *ctx, uint32_t caps);
 /* Collective: make [off, off + len) of this PE's heap (local address base)
  * reachable by the transport. No-op without one. */

@@ -97,6 +97,15 @@ static inline symm__team_x *symm__team_x_of(symm__team *t) {
     return (symm__team_x *)t;
 }
 
+/* Team objects (core/teams.c): a team of n PEs; members[] (world PEs, team
+ * order) is copied unless it is an arithmetic progression; NULL when out of
+ * memory or handles. link/unlink keep the process's list of live teams. */
+symm__team_x *symm__team_new(symm__ctx *ctx, const int32_t *members, int32_t n);
+void symm__team_free(symm__team_x *tx);
+void symm__team_link(symm__team_x *tx);
+void symm__team_unlink(symm__team_x *tx);
+symm_team symm__team_handle(const symm__team *t);
+
 /* Publish *mine in this PE's scratch of the team's slot, sync the team and
  * read every member's record: (*all)[i] is team PE i's. The records stay valid
  * until the next exchange on the team. The caller must sync the team again

@@ -3,7 +3,7 @@
 #define SYMM_RUNTIME_TP_H
 
 #include "internal.h"
-#include "../transports/transport.h"
+#include "transports/transport.h"
 
 struct symm__tp {
     const symm_tp_ops *ops;

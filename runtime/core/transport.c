@@ -147,7 +147,7 @@ static symm_status open_instance(symm__ctx *ctx, struct symm__tp *tp, uint32_t l
     return SYMM_SUCCESS;
 }
 
-symm_status symm__tp_open(symm__ctx *ctx) {
+symm_status symm__tp_open(symm__ctx *ctx, const char *const *names, size_t n_names) {
     if (ctx->n_hosts <= 1) return SYMM_SUCCESS;
     struct symm__tp *tp = calloc(1, sizeof *tp);
     if (!tp) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory");
@@ -156,7 +156,7 @@ symm_status symm__tp_open(symm__ctx *ctx) {
         .size = sizeof tp->core, .iface = SYMM_TP_IFACE, .core = ctx,
         .my_pe = ctx->my_pe, .n_pes = ctx->n_pes,
         .host_id = ctx->boot_info.host_id, .remote = ctx->remote,
-        .device = ctx->ops->id == SYMM_BACKEND_HOST ? -1 : ctx->cfg.device,
+        .device = ctx->ops->has_device ? ctx->cfg.device : -1,
         .timeout_ms = ctx->cfg.timeout_ms, .peer_timeout_ms = ctx->cfg.peer_timeout_ms,
         .allgather = svc_allgather, .barrier = svc_barrier, .check_failed = svc_check_failed,
         .set_error = svc_set_error, .log = svc_log, .getenv = svc_getenv,
@@ -165,15 +165,16 @@ symm_status symm__tp_open(symm__ctx *ctx) {
     /* Local choice. */
     const char *want = getenv("SYMM_TRANSPORT");
     if (!want || !*want) want = "auto";
-    const char *const *names;
-    size_t n_names = symm__transport_names(&names);
     char tried[2048] = "";
     symm_status st = SYMM_SUCCESS;
     if (strcmp(want, "none") == 0) {
         snprintf(tried, sizeof tried, "transports are turned off");
     } else if (strlen(want) >= sizeof tp->name || strchr(want, '/')) {
+        char known[256] = "";
+        for (size_t i = 0; i < n_names; i++)
+            appendf(known, sizeof known, "%s%s", i ? ", " : "", names[i]);
         st = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_TRANSPORT=\"%s\": expected auto, none or a "
-                       "transport name (ibverbs, tcp)", want);
+                       "transport name (%s)", want, known);
     } else {
         bool any = strcmp(want, "auto") == 0;
         for (size_t i = 0; i < (any ? n_names : 1) && !tp->ops; i++) {
@@ -263,14 +264,14 @@ symm_status symm__tp_open(symm__ctx *ctx) {
  * atomic kernel), which no NIC claims to be atomic with, so with a device
  * backend every atomic update goes through the transport as for ATOMIC_HCA. */
 uint32_t symm__tp_job_caps(const symm__ctx *ctx, uint32_t caps) {
-    if (ctx->ops->id != SYMM_BACKEND_HOST) caps &= ~SYMM_TP_CAP_ATOMIC_GLOBAL;
+    if (!ctx->ops->nic_coherent_atomics) caps &= ~SYMM_TP_CAP_ATOMIC_GLOBAL;
     return caps;
 }
 
 symm_status symm__tp_mem_add(symm__ctx *ctx, void *base, uint64_t off, uint64_t len) {
     struct symm__tp *tp = ctx->tp;
     if (!tp || !tp->state) return SYMM_SUCCESS;
-    uint32_t kind = ctx->ops->id == SYMM_BACKEND_HOST ? SYMM_TP_MEM_HOST : SYMM_TP_MEM_CUDA;
+    uint32_t kind = ctx->ops->has_device ? SYMM_TP_MEM_CUDA : SYMM_TP_MEM_HOST;
     /* GPU memory: a dma-buf of the range when the backend can export one
      * (cuMemGetHandleForAddressRange); the plugin dups what it keeps. */
     int fd = kind == SYMM_TP_MEM_CUDA && ctx->ops->dmabuf_fd ? ctx->ops->dmabuf_fd(ctx, off, len) : -1;

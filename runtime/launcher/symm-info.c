@@ -29,7 +29,7 @@
 
 #include "internal.h"
 #include "runtime_beside.h"
-#include "../transports/transport.h"
+#include "transports/transport.h"
 #ifdef SYMM_INFO_HAVE_CUDA
 #include "cuda_driver.h"
 #endif

@@ -42,13 +42,16 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "runtime_beside.h"
 #include "symmrun_args.h"
-#include "rendezvous.h"
-#include "wire.h"
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/rendezvous.h"
+#include "bootstrap/wire.h"
 
 #define KILL_GRACE_MS 2000
 #define EXIT_USAGE 2

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 
-FILES = ["include/symm/symm.h", "loader/symm_dispatch.h", "abi/symm.map", "abi/gen_abi_json.py",
+FILES = ["include/symm/symm.h", "abi/symm_dispatch.h", "abi/symm.map", "abi/gen_abi_json.py",
          "abi/symm-abi.json", "docs/ABI.md"]
 
 

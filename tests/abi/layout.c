@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "loader/symm_dispatch.h"
+#include "symm_dispatch.h"
 
 static int failures, checks;
 

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The loader compiles alone, as bindings vendor it (cgo, Zig, a wheel):
-#   cc -std=c11 -c loader/symm_loader.c -Iinclude -Iloader
+#   cc -std=c11 -c loader/symm_loader.c -Iinclude -Iabi (abi/symm_dispatch.h: the
+# loader/runtime contract)
 # with each C compiler present, strict warnings as errors. A missing compiler
 # is reported and skipped; a failing one fails.
 root=$1
@@ -11,7 +12,7 @@ for c in cc gcc clang; do
   command -v "$c" >/dev/null 2>&1 || { echo "skip: $c not found"; continue; }
   for std in c11 c17; do
     if ! "$c" -std=$std -Wall -Wextra -Werror -pedantic -c "$root/loader/symm_loader.c" \
-         -I"$root/include" -I"$root/loader" -o "$out/l.o"; then
+         -I"$root/include" -I"$root/abi" -o "$out/l.o"; then
       echo "FAIL: $c -std=$std cannot compile loader/symm_loader.c alone"
       exit 1
     fi

@@ -24,8 +24,10 @@
 #include <unistd.h>
 
 #include "symm_test.h"
-#include "internal.h"
-#include "wire.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/wire.h"
 
 #define OK(call)                                                                        \
     do {                                                                                \
@@ -79,12 +81,11 @@ static void setenv_int(const char *name, long v) {
     setenv(name, b, 1);
 }
 
-static symm__config config(uint32_t mode, uint32_t timeout_ms) {
-    symm__config c;
+static symm__boot_params config(uint32_t mode, uint32_t timeout_ms) {
+    symm__boot_params c;
     memset(&c, 0, sizeof c);
     c.bootstrap = mode;
     c.timeout_ms = timeout_ms;
-    c.device = -1;
     return c;
 }
 
@@ -141,10 +142,10 @@ static void exercise(symm__boot *b, const symm__boot_info *in) {
     OK(symm__boot_check(b));
 }
 
-static void pe_basic(uint32_t mode, const symm__config *cfg_in, int32_t expect_n) {
+static void pe_basic(uint32_t mode, const symm__boot_params *cfg_in, int32_t expect_n) {
     /* A unique id's socket is taken over (and closed) by rank 0's open. */
     int fds0 = count_fds() - (mode == SYMM_BOOTSTRAP_UID && cfg_in->uid_rank == 0);
-    symm__config cfg = cfg_in ? *cfg_in : config(mode, 20000);
+    symm__boot_params cfg = cfg_in ? *cfg_in : config(mode, 20000);
     symm__boot *b = NULL;
     symm__boot_info in;
     OK(symm__boot_open(&cfg, &b, &in));
@@ -222,7 +223,7 @@ static void pe_env_symm(int32_t r, int32_t n, void *arg) {
 static void pe_sessions(int32_t r, int32_t n, void *arg) {
     env_symm(r, n);
     int fds0 = count_fds();
-    symm__config cfg = config(SYMM_BOOTSTRAP_AUTO, 20000);
+    symm__boot_params cfg = config(SYMM_BOOTSTRAP_AUTO, 20000);
     symm__boot *a, *b, *c;
     symm__boot_info ia, ib, ic;
     OK(symm__boot_open(&cfg, &a, &ia));
@@ -284,7 +285,7 @@ static void pe_slurm(int32_t r, int32_t n, void *arg) {
 static void pe_two_hosts(int32_t r, int32_t n, void *arg) {
     env_symm(r, n);
     setenv("SYMM_HOST_ID", r < n / 2 ? "host-a" : "host-b", 1);
-    symm__config cfg = config(SYMM_BOOTSTRAP_ENV, 20000);
+    symm__boot_params cfg = config(SYMM_BOOTSTRAP_ENV, 20000);
     symm__boot *b;
     symm__boot_info in;
     OK(symm__boot_open(&cfg, &b, &in));
@@ -311,7 +312,7 @@ static int uid_pipe[2];
 static symm_unique_id uid;
 
 static void pe_uid(int32_t r, int32_t n, void *arg) {
-    symm__config cfg = config(SYMM_BOOTSTRAP_UID, 20000);
+    symm__boot_params cfg = config(SYMM_BOOTSTRAP_UID, 20000);
     cfg.uid_rank = r;
     cfg.uid_n_pes = n;
     if (r == 0) {
@@ -376,7 +377,7 @@ static int run_uid_job(int32_t n) {
  * 0..n-3) or from boot_check while not in a collective (PE n-2). */
 static void pe_death(int32_t r, int32_t n, void *arg) {
     env_symm(r, n);
-    symm__config cfg = config(SYMM_BOOTSTRAP_ENV, 20000);
+    symm__boot_params cfg = config(SYMM_BOOTSTRAP_ENV, 20000);
     symm__boot *b;
     symm__boot_info in;
     OK(symm__boot_open(&cfg, &b, &in));
@@ -415,7 +416,7 @@ static void pe_death(int32_t r, int32_t n, void *arg) {
  * long phase of work) still completes it, and nobody reports a failure. */
 static void pe_barrier_timeout(int32_t r, int32_t n, void *arg) {
     env_symm(r, n);
-    symm__config cfg = config(SYMM_BOOTSTRAP_ENV, 20000);
+    symm__boot_params cfg = config(SYMM_BOOTSTRAP_ENV, 20000);
     symm__boot *b;
     symm__boot_info in;
     OK(symm__boot_open(&cfg, &b, &in));
@@ -453,7 +454,7 @@ static void *checker(void *p) {
 
 static void pe_check_threads(int32_t r, int32_t n, void *arg) {
     env_symm(r, n);
-    symm__config cfg = config(SYMM_BOOTSTRAP_ENV, 20000);
+    symm__boot_params cfg = config(SYMM_BOOTSTRAP_ENV, 20000);
     symm__boot *b;
     symm__boot_info in;
     OK(symm__boot_open(&cfg, &b, &in));
@@ -480,7 +481,7 @@ static void pe_intruder(int32_t r, int32_t n, void *arg) {
     if (r == n - 1) { /* the intruder claims rank 1 of an (n-1)-PE job */
         env_symm(1, n - 1);
         setenv("SYMM_JOB_SECRET", "not-the-secret", 1);
-        symm__config cfg = config(SYMM_BOOTSTRAP_ENV, 5000);
+        symm__boot_params cfg = config(SYMM_BOOTSTRAP_ENV, 5000);
         symm__boot *b;
         symm__boot_info in;
         EXPECT(symm__boot_open(&cfg, &b, &in), SYMM_ERR_BOOTSTRAP, "secret");
@@ -529,7 +530,7 @@ static void pe_derived_intruder(int32_t r, int32_t n, void *arg) {
     if (r == n - 1) {
         setenv("XDG_RUNTIME_DIR", other_key_dir, 1);
         setenv_int("RANK", 1);
-        symm__config cfg = config(SYMM_BOOTSTRAP_ENV, 5000);
+        symm__boot_params cfg = config(SYMM_BOOTSTRAP_ENV, 5000);
         symm__boot *b;
         symm__boot_info in;
         EXPECT(symm__boot_open(&cfg, &b, &in), SYMM_ERR_BOOTSTRAP, "secret");
@@ -538,7 +539,7 @@ static void pe_derived_intruder(int32_t r, int32_t n, void *arg) {
     struct timespec ts = {0, r == 1 ? 300 * 1000000 : 0};
     nanosleep(&ts, NULL); /* the real PE 1 comes after the intruder */
     setenv_int("RANK", r);
-    symm__config cfg = config(SYMM_BOOTSTRAP_ENV, 20000);
+    symm__boot_params cfg = config(SYMM_BOOTSTRAP_ENV, 20000);
     symm__boot *b;
     symm__boot_info in;
     OK(symm__boot_open(&cfg, &b, &in));
@@ -554,7 +555,7 @@ static int single_checks(void) {
     clean_env();
     int fds0 = count_fds();
     /* AUTO with no launcher: one PE, no sockets. */
-    symm__config cfg = config(SYMM_BOOTSTRAP_AUTO, 1000);
+    symm__boot_params cfg = config(SYMM_BOOTSTRAP_AUTO, 1000);
     symm__boot *b;
     symm__boot_info in;
     OK(symm__boot_open(&cfg, &b, &in));

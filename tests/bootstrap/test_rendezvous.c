@@ -10,8 +10,8 @@
 
 #include "symm_test.h"
 #include "internal.h"
-#include "rendezvous.h"
-#include "wire.h"
+#include "bootstrap/rendezvous.h"
+#include "bootstrap/wire.h"
 
 #define N 3
 static uint8_t secret[SYMM__SECRET_BYTES];

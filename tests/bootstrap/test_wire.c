@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "symm_test.h"
-#include "wire.h"
+#include "bootstrap/wire.h"
 #include "internal.h"
 
 #define EXPECT_ERR(call, status)                                                       \

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "loader/symm_dispatch.h"
+#include "symm_dispatch.h"
 
 /* Index of each dispatch entry, in table order. */
 enum {

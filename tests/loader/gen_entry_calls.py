@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write a C header that calls every dispatch entry of loader/symm_dispatch.h.
+"""Write a C header that calls every dispatch entry of abi/symm_dispatch.h.
 
 Each call passes 0 for every argument (a null pointer or zero integer), so a
 test can drive every trampoline, in table order, without listing them by hand:

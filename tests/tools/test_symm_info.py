@@ -24,8 +24,8 @@ TOOL, HEADER = args
 hdr = open(HEADER).read()
 version = '.'.join(re.search(r'#define SYMM_VERSION_%s (\d+)' % p, hdr).group(1)
                    for p in ('MAJOR', 'MINOR', 'PATCH'))
-# The ABI the loader negotiates: loader/symm_dispatch.h, beside include/symm/.
-dispatch = open(os.path.join(os.path.dirname(os.path.abspath(HEADER)), '..', '..', 'loader',
+# The ABI the loader negotiates: abi/symm_dispatch.h, beside include/symm/.
+dispatch = open(os.path.join(os.path.dirname(os.path.abspath(HEADER)), '..', '..', 'abi',
                              'symm_dispatch.h')).read()
 abi = '.'.join(re.search(r'#define SYMM_ABI_%s (\d+)' % p, dispatch).group(1)
                for p in ('MAJOR', 'MINOR'))

@@ -497,7 +497,7 @@ static void test_route_gpu_staging(void) {
     static const symm_tp_ops tops = {.size = sizeof(symm_tp_ops), .iface = SYMM_TP_IFACE,
                                      .name = "fake", .put = fk_put, .get = fk_get,
                                      .put_signal = fk_put_signal, .mem_add = fk_mem_add};
-    symm__backend_ops bops = {.name = "fakegpu", .id = SYMM_BACKEND_CUDA,
+    symm__backend_ops bops = {.name = "fakegpu", .id = SYMM_BACKEND_CUDA, .has_device = true,
                               .is_device_mem = fk_is_dev, .local_copy = fk_copy,
                               .dmabuf_fd = fk_dmabuf, .put = fk_bput, .fence = fk_bfence};
     fk_heap = calloc(1, FK_HEAP);
@@ -640,6 +640,8 @@ static void test_route_gpu_staging(void) {
     ASSERT_EQ(symm__tp_job_caps(ctx, all), all & ~SYMM_TP_CAP_ATOMIC_GLOBAL);
     symm__backend_ops hops = bops;
     hops.id = SYMM_BACKEND_HOST;
+    hops.has_device = false;
+    hops.nic_coherent_atomics = true; /* what the host backend declares */
     ctx->ops = &hops;
     ASSERT_EQ(symm__tp_job_caps(ctx, all), all);
 

@@ -43,7 +43,7 @@ fn main() {
         .arg("-I")
         .arg(&include)
         .arg("-I")
-        .arg(src.join("loader"))
+        .arg(src.join("abi"))
         .arg("-o")
         .arg(&obj);
     run(&mut c, "the C compiler");
@@ -56,7 +56,7 @@ fn main() {
     println!("cargo:rustc-link-lib=dylib=pthread");
     for f in [
         "loader/symm_loader.c",
-        "loader/symm_dispatch.h",
+        "abi/symm_dispatch.h",
         "include/symm/symm.h",
     ] {
         println!("cargo:rerun-if-changed={}", src.join(f).display());

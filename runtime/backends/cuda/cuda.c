@@ -265,7 +265,7 @@ static void cuda_peer_failed(symm__ctx *ctx) {
 /* Probe, setup and teardown                                                 */
 /* ------------------------------------------------------------------------ */
 
-symm_status symm__cuda_probe(void) {
+static symm_status cuda_probe(void) {
     SYMM_TRY(symm__cu_load());
     int n = 0;
     SYMM__CU(DeviceGetCount(&n));
@@ -1017,6 +1017,11 @@ static symm_status cuda_local_copy(symm__ctx *ctx, void *dst, const void *src, u
 const symm__backend_ops symm__cuda_ops = {
     .name = "cuda",
     .id = SYMM_BACKEND_CUDA,
+    .probe = cuda_probe,
+    .has_device = true,
+    .nic_coherent_atomics = false, /* the heap is GPU memory */
+    .reach = SYMM__REACH_PEER_BASE, /* peers mapped where P2P works */
+    .reg_align = 2ull << 20,        /* the VMM mapping granularity */
     .heap_init = cuda_heap_init,
     .heap_grow = cuda_heap_grow,
     .heap_fini = cuda_heap_fini,

@@ -5,12 +5,13 @@
  * semantic of symm on machines without GPUs.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "amo_cpu.h"
+#include "transports/amo_cpu.h"
 #include "internal.h"
 
 typedef struct host_state {
@@ -149,9 +150,16 @@ static symm_status host_memset0(symm__ctx *ctx, uint64_t off, uint64_t n) {
     return SYMM_SUCCESS;
 }
 
+static void host_describe(symm__ctx *ctx, char *buf, size_t cap) {
+    snprintf(buf, cap, "no device; the heap is host memory (memfd) shared by the PEs of this host");
+}
+
 const symm__backend_ops symm__host_ops = {
     .name = "host",
     .id = SYMM_BACKEND_HOST,
+    .has_device = false,
+    .nic_coherent_atomics = true, /* CPU atomics on host memory */
+    .reach = SYMM__REACH_HOST,    /* memfd maps every PE of this host */
     .heap_init = host_heap_init,
     .heap_grow = host_heap_grow,
     .heap_fini = host_heap_fini,
@@ -161,4 +169,5 @@ const symm__backend_ops symm__host_ops = {
     .quiet = host_quiet,
     .fence = host_quiet,
     .memset0 = host_memset0,
+    .describe = host_describe,
 };

@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "entry.h"
 
 static const char *const op_names[] = {
     "SYMM_AMO_FETCH",     "SYMM_AMO_SET",       "SYMM_AMO_COMPARE_SWAP", "SYMM_AMO_SWAP",
@@ -53,11 +53,9 @@ static bool dtype_is_amo_float(uint32_t dtype) {
 
 static symm_status atomic_op(const char *fn, symm_buf h, uint64_t index, uint32_t op,
                              const void *value, const void *compare, int32_t pe, void *fetched) {
-    symm__err_clear();
     symm__buf *buf;
-    SYMM_TRY_IN(fn, symm__buf_get(h, &buf));
+    SYMM_TRY(symm__enter_buf(fn, h, &buf));
     symm__ctx *ctx = buf->ctx;
-    SYMM_TRY_IN(fn, symm__thread_check(ctx));
     SYMM_CHECK(op < N_OPS, SYMM_ERR_INVALID_ARG,
                "%s: unknown atomic op %u (expected SYMM_AMO_FETCH..SYMM_AMO_XOR)", fn, op);
     SYMM_CHECK(dtype_is_amo_int(buf->dtype) || (op_allows_float(op) && dtype_is_amo_float(buf->dtype)),

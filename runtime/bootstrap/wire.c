@@ -15,7 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base/error.h"
+#include "base/log.h"
 
 /* ------------------------------------------------------------------------ */
 /* Little-endian fields                                                      */

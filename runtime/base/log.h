@@ -69,6 +69,8 @@ void symm__log_setup(void);
  * on stderr about a bad value): a level (WARN for junk) and a subsystem mask. */
 int symm__log_parse_level(const char *text, bool warn);
 uint32_t symm__log_parse_subsys(const char *text, bool warn);
+/* This host's name as log lines carry it. */
+const char *symm__log_host(void);
 /* The PE lines carry from now on (-1: unknown). */
 void symm__log_set_pe(int32_t pe);
 /* The transport core service: symm_tp_core.log (runtime/transports/

@@ -5,6 +5,7 @@
 
 #include "internal.h"
 #include "teams.h"
+#include "transports/registry.h"
 
 symm_status symm_get_version(uint32_t *runtime_version) {
     symm__err_clear();
@@ -59,13 +60,18 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
     pthread_mutexattr_destroy(&ma);
     pthread_mutex_init(&ctx->async_lock, NULL);
     ctx->init_thread = pthread_self();
-    ctx->watch_stop_fd = -1;
 
     symm_status st = symm__config_load(attr, &ctx->cfg);
     if (st) goto fail;
     ctx->thread_level = ctx->cfg.thread_level;
 
-    st = symm__boot_open(&ctx->cfg, &ctx->boot, &ctx->boot_info);
+    symm__boot_params bp = {.bootstrap = ctx->cfg.bootstrap,
+                            .timeout_ms = ctx->cfg.timeout_ms,
+                            .peer_timeout_ms = ctx->cfg.peer_timeout_ms,
+                            .uid_rank = ctx->cfg.uid_rank,
+                            .uid_n_pes = ctx->cfg.uid_n_pes,
+                            .unique_id = ctx->cfg.unique_id};
+    st = symm__boot_open(&bp, &ctx->boot, &ctx->boot_info);
     if (st) goto fail;
     ctx->my_pe = ctx->boot_info.rank;
     symm__log_set_pe(ctx->my_pe);
@@ -99,7 +105,9 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
     /* PEs of other hosts go through a transport (none for one host). */
     st = symm__routes_init(ctx);
     if (st) goto fail;
-    st = symm__tp_open(ctx);
+    const char *const *tp_names;
+    size_t n_tp_names = symm__transport_names(&tp_names);
+    st = symm__tp_open(ctx, tp_names, n_tp_names);
     if (st) goto fail;
 
     ctx->peer_base = calloc((size_t)ctx->n_pes, sizeof *ctx->peer_base);
@@ -199,7 +207,7 @@ symm_status symm_ctx_query(symm_ctx h, symm_ctx_info *info) {
     d.n_pes = ctx->n_pes;
     d.local_pe = ctx->local_pe;
     d.local_n_pes = ctx->local_n_pes;
-    d.device = ctx->ops->id == SYMM_BACKEND_HOST ? -1 : ctx->cfg.device;
+    d.device = ctx->ops->has_device ? ctx->cfg.device : -1;
     d.heap_cap = ctx->heap_cap;
     pthread_mutex_lock(&ctx->lock);
     d.heap_mapped = ctx->heap_mapped;

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "error.h"
 
 #define SYMM__ERR_MAX 1024
 static _Thread_local char err_msg[SYMM__ERR_MAX];

@@ -1,6 +1,7 @@
 /*
- * Signals: one element of a SYMM_DTYPE_UINT64 buffer, updated with an atomic
- * SET or ADD, optionally after a put whose data it announces.
+ * Signals, in every call mode: one element of a SYMM_DTYPE_UINT64 buffer,
+ * updated with an atomic SET or ADD, optionally after a put whose data it
+ * announces; waits on it.
  *
  * put_signal (route.c) = put, fence, atomic on the signal (one message through
  * a transport for a PE of another host): the fence
@@ -12,7 +13,7 @@
  */
 #include <inttypes.h>
 
-#include "internal.h"
+#include "entry.h"
 
 /* A signal element: uint64 buffer, index inside it. */
 symm_status symm__check_signal(const char *fn, const symm__buf *sig, uint64_t sig_index) {
@@ -39,10 +40,9 @@ symm_status symm__put_signal_check(const char *fn, symm_buf dst_h, uint64_t dst_
                                    uint64_t sig_index, uint32_t sig_op, int32_t pe,
                                    symm__buf **dstp, symm__buf **sigp, uint32_t *amo) {
     symm__buf *dst, *sig;
-    SYMM_TRY_IN(fn, symm__buf_get(dst_h, &dst));
+    SYMM_TRY(symm__enter_buf(fn, dst_h, &dst));
     SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
     symm__ctx *ctx = dst->ctx;
-    SYMM_TRY_IN(fn, symm__thread_check(ctx));
     SYMM_CHECK(sig->ctx == ctx, SYMM_ERR_INVALID_ARG,
                "%s: dst and sig belong to different contexts", fn);
     SYMM_TRY_IN(fn, symm__check_target(ctx, pe));
@@ -63,7 +63,6 @@ static symm_status put_signal(const char *fn, symm_buf dst_h, uint64_t dst_index
                               const void *src, uint64_t nelems, symm_buf sig_h,
                               uint64_t sig_index, uint64_t signal, uint32_t sig_op, int32_t pe,
                               uint32_t flags) {
-    symm__err_clear();
     symm__buf *dst, *sig;
     uint32_t amo = SYMM_AMO_SET;
     SYMM_TRY(symm__put_signal_check(fn, dst_h, dst_index, src, nelems, sig_h, sig_index, sig_op,
@@ -89,29 +88,44 @@ symm_status symm_put_signal_nbi(symm_buf dst, uint64_t dst_index, const void *sr
                       SYMM__NBI);
 }
 
+/* The signal entries' checks: the signal element, its op, the target. */
+static symm_status signal_target(const char *fn, symm_buf sig_h, uint64_t sig_index,
+                                 uint32_t sig_op, int32_t pe, symm__buf **sig, uint32_t *amo) {
+    SYMM_TRY(symm__enter_buf(fn, sig_h, sig));
+    SYMM_TRY_IN(fn, symm__check_target((*sig)->ctx, pe));
+    SYMM_TRY(symm__signal_amo(fn, sig_op, amo));
+    return symm__check_signal(fn, *sig, sig_index);
+}
+
+static symm_status signal_op(const char *fn, symm_buf sig_h, uint64_t sig_index, uint64_t signal,
+                             uint32_t sig_op, int32_t pe, symm__mode m) {
+    symm__buf *sig;
+    uint32_t amo = SYMM_AMO_SET;
+    SYMM_TRY(signal_target(fn, sig_h, sig_index, sig_op, pe, &sig, &amo));
+    symm__ctx *ctx = sig->ctx;
+    uint64_t off = sig->off + sig_index * sizeof(uint64_t);
+    if (m.on_stream && ctx->ops->signal_stream) {
+        SYMM_TRY(symm__stream_route(fn, ctx, pe));
+        return ctx->ops->signal_stream(ctx, pe, off, signal, sig_op, symm__hook_stream(m.stream));
+    }
+    return symm__atomic(ctx, pe, off, SYMM_DTYPE_UINT64, amo, &signal, NULL, NULL);
+}
+
 symm_status symm_signal_op(symm_buf sig_h, uint64_t sig_index, uint64_t signal, uint32_t sig_op,
                            int32_t pe) {
-    const char *fn = __func__;
-    symm__err_clear();
-    symm__buf *sig;
-    SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
-    symm__ctx *ctx = sig->ctx;
-    SYMM_TRY_IN(fn, symm__thread_check(ctx));
-    SYMM_TRY_IN(fn, symm__check_target(ctx, pe));
-    uint32_t amo = SYMM_AMO_SET;
-    SYMM_TRY(symm__signal_amo(fn, sig_op, &amo));
-    SYMM_TRY(symm__check_signal(fn, sig, sig_index));
-    return symm__atomic(ctx, pe, sig->off + sig_index * sizeof(uint64_t), SYMM_DTYPE_UINT64,
-                            amo, &signal, NULL, NULL);
+    return signal_op(__func__, sig_h, sig_index, signal, sig_op, pe, SYMM__BLOCKING);
+}
+
+symm_status symm_signal_op_on_stream(symm_buf sig_h, uint64_t sig_index, uint64_t signal,
+                                     uint32_t sig_op, int32_t pe, symm_stream_t stream) {
+    return signal_op(__func__, sig_h, sig_index, signal, sig_op, pe, SYMM__ON_STREAM(stream));
 }
 
 symm_status symm_signal_fetch(symm_buf sig_h, uint64_t sig_index, uint64_t *value) {
     const char *fn = __func__;
-    symm__err_clear();
     symm__buf *sig;
-    SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
+    SYMM_TRY(symm__enter_buf(fn, sig_h, &sig));
     symm__ctx *ctx = sig->ctx;
-    SYMM_TRY_IN(fn, symm__thread_check(ctx));
     SYMM_TRY(symm__check_signal(fn, sig, sig_index));
     SYMM_CHECK(value, SYMM_ERR_INVALID_ARG, "%s: value is NULL", fn);
     uint64_t zero = 0, v = 0;
@@ -121,17 +135,51 @@ symm_status symm_signal_fetch(symm_buf sig_h, uint64_t sig_index, uint64_t *valu
     return SYMM_SUCCESS;
 }
 
+static symm_status wait_target(const char *fn, symm_buf sig_h, uint64_t sig_index, uint32_t cmp,
+                               symm__buf **sig) {
+    SYMM_TRY(symm__enter_buf(fn, sig_h, sig));
+    SYMM_TRY(symm__check_signal(fn, *sig, sig_index));
+    return symm__check_cmp(fn, cmp);
+}
+
 symm_status symm_signal_wait_until(symm_buf sig_h, uint64_t sig_index, uint32_t cmp,
                                    uint64_t value, uint64_t *value_out) {
-    const char *fn = __func__;
-    symm__err_clear();
     symm__buf *sig;
-    SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
-    SYMM_TRY_IN(fn, symm__thread_check(sig->ctx));
-    SYMM_TRY(symm__check_signal(fn, sig, sig_index));
-    SYMM_TRY(symm__check_cmp(fn, cmp));
+    SYMM_TRY(wait_target(__func__, sig_h, sig_index, cmp, &sig));
     uint64_t seen = 0;
     SYMM_TRY(symm__wait_elem(sig, sig_index, cmp, value, &seen));
     if (value_out) *value_out = seen;
     return SYMM_SUCCESS;
+}
+
+symm_status symm_signal_wait_until_on_stream(symm_buf sig_h, uint64_t sig_index, uint32_t cmp,
+                                             uint64_t value, symm_stream_t stream) {
+    symm__buf *sig;
+    SYMM_TRY(wait_target(__func__, sig_h, sig_index, cmp, &sig));
+    symm__ctx *ctx = sig->ctx;
+    if (!ctx->ops->wait_stream) return symm_signal_wait_until(sig_h, sig_index, cmp, value, NULL);
+    return ctx->ops->wait_stream(ctx, sig->off + sig_index * sizeof(uint64_t), cmp, value,
+                                 symm__hook_stream(stream));
+}
+
+symm_status symm_put_signal_on_stream(symm_buf dst_h, uint64_t dst_index, const void *src,
+                                      uint64_t nelems, symm_buf sig_h, uint64_t sig_index,
+                                      uint64_t signal, uint32_t sig_op, int32_t pe,
+                                      symm_stream_t stream) {
+    const char *fn = __func__;
+    symm__buf *dst, *sig;
+    uint32_t amo;
+    SYMM_TRY(symm__put_signal_check(fn, dst_h, dst_index, src, nelems, sig_h, sig_index, sig_op,
+                                    pe, &dst, &sig, &amo));
+    symm__ctx *ctx = dst->ctx;
+    if (!ctx->ops->put_stream || !ctx->ops->signal_stream)
+        return symm_put_signal(dst_h, dst_index, src, nelems, sig_h, sig_index, signal, sig_op, pe);
+    SYMM_TRY(symm__stream_route(fn, ctx, pe));
+    void *s = symm__hook_stream(stream);
+    if (nelems > 0)
+        SYMM_TRY(ctx->ops->put_stream(ctx, pe, dst->off + dst_index * dst->elem_size, src,
+                                      nelems * dst->elem_size, s));
+    /* stream order + the signal's own fence put the data first */
+    return ctx->ops->signal_stream(ctx, pe, sig->off + sig_index * sizeof(uint64_t), signal,
+                                   sig_op, s);
 }

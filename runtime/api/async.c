@@ -1,21 +1,8 @@
 /* Asynchronous failures: recorded per context, read with symm_ctx_async_error. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
-
-void symm__async_record(symm__ctx *ctx, symm_status status, const char *fmt, ...) {
-    pthread_mutex_lock(&ctx->async_lock);
-    if (ctx->async_count++ == 0) {
-        ctx->async_status = status;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(ctx->async_msg, sizeof ctx->async_msg, fmt, ap);
-        va_end(ap);
-    }
-    pthread_mutex_unlock(&ctx->async_lock);
-}
 
 symm_status symm_ctx_async_error(symm_ctx h, uint32_t flags, uint64_t msg_cap,
                                  symm_status *status, char *msg) {

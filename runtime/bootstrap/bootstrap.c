@@ -50,7 +50,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "boot_env.h"
+#include "bootstrap.h"
 #include "rendezvous.h"
 #include "wire.h"
 
@@ -164,304 +167,6 @@ static void sleep_ms(int ms) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Host identity                                                             */
-/* ------------------------------------------------------------------------ */
-
-/* Same value <=> same host *and* network namespace (where abstract sockets,
- * hence descriptor passing, reach). SYMM_HOST_ID replaces it (for testing
- * multi-host layouts on one machine). */
-static uint64_t host_identity(void) {
-    const char *o = getenv("SYMM_HOST_ID");
-    if (o && *o) return symm__hash64(symm__hash64(SYMM__HASH64_INIT, "id:", 3), o, strlen(o));
-    char buf[512];
-    uint64_t h = SYMM__HASH64_INIT;
-    if (gethostname(buf, sizeof buf) == 0) {
-        buf[sizeof buf - 1] = '\0';
-        h = symm__hash64(h, buf, strlen(buf) + 1);
-    }
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-    if (f) {
-        size_t n = fread(buf, 1, sizeof buf, f);
-        fclose(f);
-        h = symm__hash64(h, buf, n);
-    }
-    ssize_t n = readlink("/proc/self/ns/net", buf, sizeof buf);
-    if (n > 0) h = symm__hash64(h, buf, (size_t)n);
-    return h;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Environment (symmrun, torchrun, Open MPI, Slurm)                          */
-/* ------------------------------------------------------------------------ */
-
-typedef struct env_job {
-    int32_t rank, n_pes;
-    char addr[SYMM__ADDR_TEXT_MAX];
-    bool addr_fallback;  /* abstract socket named from the launcher's job id */
-    bool external;       /* symmrun runs the server                          */
-    uint8_t secret[SYMM__SECRET_BYTES];
-    const char *source;  /* launcher named in messages                       */
-} env_job;
-
-static const char *env(const char *name) {
-    const char *v = getenv(name);
-    return v && *v ? v : NULL;
-}
-
-static symm_status env_int(const char *name, int32_t lo, int32_t hi, int32_t *out, bool *found) {
-    const char *v = env(name);
-    if (!v) return SYMM_SUCCESS;
-    char *end = NULL;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || *end || end == v || x < lo || x > hi)
-        return symm__err(SYMM_ERR_BOOTSTRAP, "%s=\"%s\": expected an integer in [%d, %d]", name, v,
-                         lo, hi);
-    *out = (int32_t)x;
-    *found = true;
-    return SYMM_SUCCESS;
-}
-
-/* First variable of names[] that is set, parsed; *which names it. */
-static symm_status env_first(const char *const *names, int32_t lo, int32_t hi, int32_t *out,
-                             const char **which) {
-    for (size_t i = 0; names[i]; i++) {
-        bool found = false;
-        SYMM_TRY(env_int(names[i], lo, hi, out, &found));
-        if (found) {
-            *which = names[i];
-            return SYMM_SUCCESS;
-        }
-    }
-    *which = NULL;
-    return SYMM_SUCCESS;
-}
-
-static bool env_has_symmrun(void) {
-    return env("SYMM_RANK") && env("SYMM_N_PES");
-}
-
-static bool env_has_launcher(void) {
-    return env_has_symmrun() || (env("RANK") && env("WORLD_SIZE")) ||
-           (env("OMPI_COMM_WORLD_RANK") && env("OMPI_COMM_WORLD_SIZE")) ||
-           (env("SLURM_PROCID") && (env("SLURM_STEP_NUM_TASKS") || env("SLURM_NTASKS")));
-}
-
-/* 32 bytes from a text: four FNV-1a 64 lanes. Not cryptographic: the secret
- * only has to be unguessable when it comes from SYMM_JOB_SECRET/getrandom. */
-static void secret_from_text(uint8_t out[SYMM__SECRET_BYTES], const char *text) {
-    for (int lane = 0; lane < 4; lane++) {
-        uint64_t h = symm__hash64(SYMM__HASH64_INIT, &lane, sizeof lane);
-        h = symm__hash64(h, text, strlen(text));
-        for (int i = 0; i < 8; i++) out[lane * 8 + i] = (uint8_t)(h >> (8 * i));
-    }
-}
-
-/* True when only this host can reach addr: a Unix socket, or a TCP host
- * whose every address is loopback. */
-static bool addr_is_local(const char *text) {
-    symm__addr a;
-    if (symm__addr_parse(text, &a) != SYMM_SUCCESS) return false;
-    if (a.kind == SYMM__ADDR_UNIX) return true;
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(a.host, NULL, &hints, &res) != 0 || !res) return false;
-    bool local = true;
-    for (struct addrinfo *ai = res; ai && local; ai = ai->ai_next) {
-        if (ai->ai_family == AF_INET)
-            local = (ntohl(((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr) >> 24) == 127;
-        else if (ai->ai_family == AF_INET6)
-            local = IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr);
-        else
-            local = false;
-    }
-    freeaddrinfo(res);
-    return local;
-}
-
-/* This user's key for local derived secrets: 64 hex digits in a file only
- * the user can read ($XDG_RUNTIME_DIR/.symm-job-key, else
- * $HOME/.symm-job-key), made on first use (link() makes the first writer
- * win when PEs race). The file must be a regular file of this user with no
- * group/other permissions. */
-static symm_status user_key(char hex[2 * SYMM__SECRET_BYTES + 1]) {
-    const char *dir = env("XDG_RUNTIME_DIR");
-    if (!dir) dir = env("HOME");
-    if (!dir)
-        return symm__err(SYMM_ERR_BOOTSTRAP, "neither XDG_RUNTIME_DIR nor HOME is set");
-    char path[1024], tmp[1100];
-    if ((size_t)snprintf(path, sizeof path, "%s/.symm-job-key", dir) >= sizeof path)
-        return symm__err(SYMM_ERR_BOOTSTRAP, "the key file path under %s is too long", dir);
-    for (int attempt = 0; attempt < 50; attempt++) {
-        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd >= 0) {
-            struct stat st;
-            ssize_t n = -1;
-            if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() &&
-                (st.st_mode & 077) == 0)
-                n = read(fd, hex, 2 * SYMM__SECRET_BYTES);
-            close(fd);
-            uint8_t raw[SYMM__SECRET_BYTES];
-            hex[n > 0 ? n : 0] = '\0';
-            if (n == 2 * SYMM__SECRET_BYTES && symm__unhex(raw, sizeof raw, hex)) return SYMM_SUCCESS;
-            if (n < 0)
-                return symm__err(SYMM_ERR_BOOTSTRAP,
-                                 "%s must be a regular file of this user with mode 0600", path);
-            /* short: another PE is writing it (link() below publishes it
-             * whole, so this is a file someone else made): try again */
-        } else if (errno == ENOENT) {
-            uint8_t raw[SYMM__SECRET_BYTES];
-            char fresh[2 * SYMM__SECRET_BYTES + 2];
-            SYMM_TRY(symm__random(raw, sizeof raw));
-            symm__hex(fresh, raw, sizeof raw);
-            strcat(fresh, "\n");
-            snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
-            int w = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-            if (w < 0)
-                return symm__err_errno(SYMM_ERR_BOOTSTRAP, errno, "creating %s", tmp);
-            bool ok = write(w, fresh, strlen(fresh)) == (ssize_t)strlen(fresh);
-            close(w);
-            if (ok && link(tmp, path) != 0 && errno != EEXIST) ok = false;
-            int e = errno;
-            unlink(tmp);
-            if (!ok) return symm__err_errno(SYMM_ERR_BOOTSTRAP, e, "creating %s", path);
-            continue; /* read back whichever file won */
-        } else {
-            return symm__err_errno(SYMM_ERR_BOOTSTRAP, errno, "opening %s", path);
-        }
-        sleep_ms(10);
-    }
-    return symm__err(SYMM_ERR_BOOTSTRAP, "%s stays incomplete", path);
-}
-
-static symm_status env_parse(env_job *j) {
-    memset(j, 0, sizeof *j);
-    static const char *const rank_vars[] = {"SYMM_RANK", "RANK", "OMPI_COMM_WORLD_RANK",
-                                            "SLURM_PROCID", NULL};
-    static const char *const size_vars[] = {"SYMM_N_PES", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE",
-                                            "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", NULL};
-    const char *rank_var, *size_var;
-    SYMM_TRY(env_first(rank_vars, 0, SYMM__WIRE_MAX_PES - 1, &j->rank, &rank_var));
-    SYMM_TRY(env_first(size_vars, 1, SYMM__WIRE_MAX_PES, &j->n_pes, &size_var));
-    if (!rank_var || !size_var)
-        return symm__err(SYMM_ERR_BOOTSTRAP,
-                         "env bootstrap: no launcher variables found (symmrun's SYMM_RANK/SYMM_N_PES, "
-                         "torchrun's RANK/WORLD_SIZE, Open MPI's OMPI_COMM_WORLD_RANK/SIZE or "
-                         "Slurm's SLURM_PROCID/SLURM_NTASKS); %s is missing",
-                         rank_var ? "the job size" : "the rank");
-    if (j->rank >= j->n_pes)
-        return symm__err(SYMM_ERR_BOOTSTRAP, "env bootstrap: rank %d (%s) is not below n_pes %d (%s)",
-                         j->rank, rank_var, j->n_pes, size_var);
-    j->source = strncmp(rank_var, "SYMM_", 5) == 0 ? "symmrun"
-              : strcmp(rank_var, "RANK") == 0     ? "torchrun"
-              : strncmp(rank_var, "OMPI_", 5) == 0 ? "Open MPI"
-                                                   : "Slurm";
-    const char *launcher = env("SYMM_LAUNCHER");
-    j->external = launcher && strcmp(launcher, "symmrun") == 0;
-    if (j->n_pes == 1) return SYMM_SUCCESS; /* a job of one needs no rendezvous */
-
-    /* Address: SYMM_BOOTSTRAP_ADDR, torchrun's MASTER_ADDR:MASTER_PORT+1, or
-     * an abstract socket named from the launcher's job id (one host only). */
-    const char *addr = env("SYMM_BOOTSTRAP_ADDR"), *master = env("MASTER_ADDR");
-    if (addr) {
-        snprintf(j->addr, sizeof j->addr, "%s", addr);
-    } else if (master) {
-        int32_t port = 0;
-        bool found = false;
-        SYMM_TRY(env_int("MASTER_PORT", 1, 65534, &port, &found));
-        if (!found)
-            return symm__err(SYMM_ERR_BOOTSTRAP,
-                             "env bootstrap: MASTER_ADDR is set but MASTER_PORT is not");
-        bool v6 = strchr(master, ':') != NULL;
-        snprintf(j->addr, sizeof j->addr, "tcp:%s%s%s:%d", v6 ? "[" : "", master, v6 ? "]" : "",
-                 port + 1);
-    } else {
-        const char *ompi_job = env("OMPI_MCA_ess_base_jobid"), *slurm_job = env("SLURM_JOB_ID");
-        int32_t local_size = 0, nodes = 0;
-        bool found = false;
-        if (ompi_job && strcmp(j->source, "Open MPI") == 0) {
-            SYMM_TRY(env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1, SYMM__WIRE_MAX_PES, &local_size,
-                             &found));
-            if (found && local_size < j->n_pes)
-                return symm__err(SYMM_ERR_BOOTSTRAP,
-                                 "env bootstrap: the Open MPI job spans several hosts "
-                                 "(OMPI_COMM_WORLD_LOCAL_SIZE=%d < OMPI_COMM_WORLD_SIZE=%d) and no "
-                                 "address is set: export SYMM_BOOTSTRAP_ADDR=tcp:<rank 0's host>:<port> "
-                                 "(or MASTER_ADDR and MASTER_PORT)", local_size, j->n_pes);
-            snprintf(j->addr, sizeof j->addr, "unix:@symm-ompi-%s", ompi_job);
-        } else if (slurm_job) {
-            const char *step = env("SLURM_STEP_ID") ? env("SLURM_STEP_ID") : env("SLURM_STEPID");
-            SYMM_TRY(env_int("SLURM_STEP_NUM_NODES", 1, SYMM__WIRE_MAX_PES, &nodes, &found));
-            if (!found) SYMM_TRY(env_int("SLURM_NNODES", 1, SYMM__WIRE_MAX_PES, &nodes, &found));
-            if (found && nodes > 1)
-                return symm__err(SYMM_ERR_BOOTSTRAP,
-                                 "env bootstrap: the Slurm step spans %d nodes and no address is "
-                                 "set: export SYMM_BOOTSTRAP_ADDR=tcp:<rank 0's host>:<port> (or "
-                                 "MASTER_ADDR and MASTER_PORT)", nodes);
-            snprintf(j->addr, sizeof j->addr, "unix:@symm-slurm-%s.%s", slurm_job,
-                     step ? step : "0");
-        } else if (ompi_job) {
-            snprintf(j->addr, sizeof j->addr, "unix:@symm-ompi-%s", ompi_job);
-        } else {
-            return symm__err(SYMM_ERR_BOOTSTRAP,
-                             "env bootstrap (%s, PE %d of %d): no rendezvous address: set "
-                             "SYMM_BOOTSTRAP_ADDR=tcp:<rank 0's host>:<port> (or MASTER_ADDR and "
-                             "MASTER_PORT)", j->source, j->rank, j->n_pes);
-        }
-        j->addr_fallback = true;
-    }
-
-    /* Secret: SYMM_JOB_SECRET (64 hex digits, or any text, hashed). Without
-     * it, a job whose address only this host can reach derives one from the
-     * launcher's job identity and this user's key file, so other local users
-     * cannot compute it; an address other hosts can reach needs it. */
-    symm__addr parsed;
-    SYMM_TRY(symm__addr_parse(j->addr, &parsed)); /* a bad address says so first */
-    const char *secret = env("SYMM_JOB_SECRET");
-    if (secret) {
-        if (!symm__unhex(j->secret, SYMM__SECRET_BYTES, secret)) secret_from_text(j->secret, secret);
-    } else {
-        if (!addr_is_local(j->addr))
-            return symm__err(SYMM_ERR_BOOTSTRAP,
-                             "env bootstrap (%s): the rendezvous address %s can be reached from "
-                             "other hosts, so the job needs a secret: set SYMM_JOB_SECRET to the "
-                             "same value (e.g. 64 hex digits from `openssl rand -hex 32`) in the "
-                             "launcher's environment of every PE", j->source, j->addr);
-        char key[2 * SYMM__SECRET_BYTES + 1];
-        symm_status kst = user_key(key);
-        if (kst) {
-            char msg[MSG_MAX];
-            save_msg(msg, sizeof msg);
-            return symm__err(kst, "env bootstrap (%s): no SYMM_JOB_SECRET, and this user's key "
-                             "for a local job secret is not usable (%s); set SYMM_JOB_SECRET",
-                             j->source, msg);
-        }
-        static const char *const ids[] = {"TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid",
-                                          "SLURM_JOB_ID", "SLURM_STEP_ID", NULL};
-        char text[1024];
-        int n = snprintf(text, sizeof text, "symm-derived-v2|%s|%d|%s", key, j->n_pes, j->addr);
-        for (size_t i = 0; ids[i] && n > 0 && (size_t)n < sizeof text; i++) {
-            const char *v = env(ids[i]);
-            n += snprintf(text + n, sizeof text - (size_t)n, "|%s", v ? v : "");
-        }
-        secret_from_text(j->secret, text);
-    }
-    return SYMM_SUCCESS;
-}
-
-/* What env bootstrap makes of the environment, without joining anything
- * (the fuzz harness fuzz/fuzz_env.c; tests). */
-symm_status symm__boot_env_probe(int32_t *rank, int32_t *n_pes, char *addr, size_t addr_cap) {
-    env_job j;
-    SYMM_TRY(env_parse(&j));
-    if (rank) *rank = j.rank;
-    if (n_pes) *n_pes = j.n_pes;
-    if (addr && addr_cap) snprintf(addr, addr_cap, "%s", j.addr);
-    return SYMM_SUCCESS;
-}
-
-/* ------------------------------------------------------------------------ */
 /* Servers run by this process                                               */
 /* ------------------------------------------------------------------------ */
 
@@ -480,7 +185,7 @@ static symm_status server_start(int listen_fd, const char *addr, const uint8_t *
     return symm__rdv_thread_start(r, out);
 }
 
-static symm_status env_server_new(const env_job *j, uint32_t timeout_ms, env_server **out) {
+static symm_status env_server_new(const symm__env_job *j, uint32_t timeout_ms, env_server **out) {
     symm__addr a;
     int fd = -1;
     SYMM_TRY(symm__addr_parse(j->addr, &a));
@@ -504,7 +209,7 @@ static symm_status env_server_new(const env_job *j, uint32_t timeout_ms, env_ser
     return SYMM_SUCCESS;
 }
 
-static symm_status env_server_acquire(const env_job *j, uint32_t timeout_ms, env_server **out) {
+static symm_status env_server_acquire(const symm__env_job *j, uint32_t timeout_ms, env_server **out) {
     pthread_mutex_lock(&g_server_lock);
     symm_status st = SYMM_SUCCESS;
     env_server *s;
@@ -683,7 +388,7 @@ static symm_status join(symm__boot *b, const char *hint) {
 static symm_status open_joined(symm__boot *b, const char *addr_text, const char *hint) {
     SYMM_TRY(symm__addr_parse(addr_text, &b->addr));
     snprintf(b->peer, sizeof b->peer, "rendezvous server %s", b->addr.text);
-    b->host_id[b->rank] = host_identity();
+    b->host_id[b->rank] = symm__boot_host_identity();
     b->pid[b->rank] = (int32_t)getpid();
     /* Listen for descriptors before joining: once WELCOME arrives anywhere,
      * a local peer may connect. */
@@ -715,16 +420,16 @@ static void fill_info(const symm__boot *b, symm__boot_info *info) {
 }
 
 static void make_single(symm__boot *b) {
-    b->host_id[0] = host_identity();
+    b->host_id[0] = symm__boot_host_identity();
     b->pid[0] = (int32_t)getpid();
     b->local_index[0] = 0;
     b->local_rank = 0;
     b->local_n_pes = 1;
 }
 
-static symm_status open_env(const symm__config *cfg, symm__boot **out) {
-    env_job j;
-    SYMM_TRY(env_parse(&j));
+static symm_status open_env(const symm__boot_params *cfg, symm__boot **out) {
+    symm__env_job j;
+    SYMM_TRY(symm__boot_env_parse(&j));
     uint32_t session = atomic_fetch_add(&g_env_sessions, 1);
     symm__boot *b;
     SYMM_TRY(boot_alloc(j.rank, j.n_pes, cfg->timeout_ms, &b));
@@ -759,7 +464,7 @@ static symm_status open_env(const symm__config *cfg, symm__boot **out) {
     return SYMM_SUCCESS;
 }
 
-static symm_status open_uid(const symm__config *cfg, symm__boot **out) {
+static symm_status open_uid(const symm__boot_params *cfg, symm__boot **out) {
     uint8_t secret[SYMM__SECRET_BYTES];
     char addr[SYMM__UID_ADDR_MAX + 1];
     SYMM_TRY(symm__wire_decode_uid(cfg->unique_id.bytes, secret, addr));
@@ -818,10 +523,10 @@ static symm_status open_uid(const symm__config *cfg, symm__boot **out) {
     return SYMM_SUCCESS;
 }
 
-symm_status symm__boot_open(const symm__config *cfg, symm__boot **boot, symm__boot_info *info) {
+symm_status symm__boot_open(const symm__boot_params *cfg, symm__boot **boot, symm__boot_info *info) {
     SYMM_CHECK(cfg && boot && info, SYMM_ERR_INVALID_ARG, "symm__boot_open: NULL argument");
     uint32_t mode = cfg->bootstrap;
-    if (mode == SYMM_BOOTSTRAP_AUTO) mode = env_has_launcher() ? SYMM_BOOTSTRAP_ENV : SYMM_BOOTSTRAP_SINGLE;
+    if (mode == SYMM_BOOTSTRAP_AUTO) mode = symm__boot_env_has_launcher() ? SYMM_BOOTSTRAP_ENV : SYMM_BOOTSTRAP_SINGLE;
     symm__boot *b = NULL;
     switch (mode) {
     case SYMM_BOOTSTRAP_SINGLE:
@@ -1215,7 +920,7 @@ symm_status symm_get_unique_id(symm_unique_id *id) {
 
     /* TCP on SYMM_BOOTSTRAP_ADDR's host (port 0: any free one), else on
      * 127.0.0.1; an abstract Unix name gets a random suffix per id. */
-    const char *where = env("SYMM_BOOTSTRAP_ADDR");
+    const char *where = symm__boot_env("SYMM_BOOTSTRAP_ADDR");
     char text[SYMM__ADDR_TEXT_MAX];
     symm__addr a;
     if (!where) where = "tcp:127.0.0.1:0";

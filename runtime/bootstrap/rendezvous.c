@@ -15,7 +15,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "bootstrap.h"
 
 /* Connections that have not said HELLO yet: at most half of the descriptors
  * the process has left after the job's own (RLIMIT_NOFILE - n_pes -

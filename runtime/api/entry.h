@@ -1,0 +1,50 @@
+/*
+ * The entry prologue: what every public entry does before its own checks.
+ * It clears the thread's message (a later symm_last_error() describes this
+ * call only), resolves the handle (INVALID_HANDLE for a stale or foreign
+ * one) and checks the caller's thread level against the context's. Every
+ * failure carries the entry's name. Query entries that any thread may call
+ * resolve their handle without the thread check (symm__*_get).
+ *
+ * The call modes of one-sided entries: blocking (complete on return), nbi
+ * (complete at the next quiet) and on a stream (ordered on the stream; on a
+ * backend without stream hooks it runs blocking at call time).
+ */
+#ifndef SYMM_API_ENTRY_H
+#define SYMM_API_ENTRY_H
+
+#include "internal.h"
+
+static inline symm_status symm__enter_ctx(const char *fn, symm_ctx h, symm__ctx **ctx) {
+    symm__err_clear();
+    SYMM_TRY_IN(fn, symm__ctx_get(h, ctx));
+    SYMM_TRY_IN(fn, symm__thread_check(*ctx));
+    return SYMM_SUCCESS;
+}
+
+static inline symm_status symm__enter_buf(const char *fn, symm_buf h, symm__buf **buf) {
+    symm__err_clear();
+    SYMM_TRY_IN(fn, symm__buf_get(h, buf));
+    SYMM_TRY_IN(fn, symm__thread_check((*buf)->ctx));
+    return SYMM_SUCCESS;
+}
+
+static inline symm_status symm__enter_team(const char *fn, symm_team h, symm__team **team) {
+    symm__err_clear();
+    SYMM_TRY_IN(fn, symm__team_get(h, team));
+    SYMM_TRY_IN(fn, symm__thread_check((*team)->ctx));
+    return SYMM_SUCCESS;
+}
+
+/* How a one-sided entry completes. */
+typedef struct symm__mode {
+    uint32_t flags;        /* SYMM__NBI: at the next quiet                  */
+    bool on_stream;        /* ordered on stream (the hook's view of it)     */
+    symm_stream_t stream;
+} symm__mode;
+
+#define SYMM__BLOCKING ((symm__mode){0, false, NULL})
+#define SYMM__NBI_MODE ((symm__mode){SYMM__NBI, false, NULL})
+#define SYMM__ON_STREAM(s) ((symm__mode){0, true, (s)})
+
+#endif /* SYMM_API_ENTRY_H */

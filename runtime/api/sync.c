@@ -1,0 +1,66 @@
+/*
+ * Barriers and syncs over teams, blocking and on a stream. A barrier is a
+ * quiet then a sync; the sync itself is the core's (core/sync.c) or, on a
+ * stream, the backend's hook.
+ */
+#include "entry.h"
+
+/* quiet (when asked) then sync of team, blocking or on a stream. */
+static symm_status team_sync(symm__team *team, bool quiet, symm__mode m) {
+    symm__ctx *ctx = team->ctx;
+    if (!m.on_stream || !ctx->ops->sync_stream) {
+        if (m.on_stream) SYMM_TRY(symm__check_failed(ctx));
+        if (quiet) SYMM_TRY(symm__quiet(ctx));
+        return symm__team_sync(team);
+    }
+    SYMM_TRY(symm__check_failed(ctx));
+    if (symm__team_has_remote(team))
+        return symm__err(SYMM_ERR_NOT_SUPPORTED,
+                         "stream-ordered barriers over teams with PEs of other hosts are not "
+                         "supported yet (use symm_barrier)");
+    void *s = symm__hook_stream(m.stream);
+    if (quiet && ctx->ops->quiet_stream) SYMM_TRY(ctx->ops->quiet_stream(ctx, s));
+    return ctx->ops->sync_stream(ctx, team, s);
+}
+
+static symm_status world(const char *fn, symm_ctx h, bool quiet, symm__mode m) {
+    symm__ctx *ctx;
+    SYMM_TRY(symm__enter_ctx(fn, h, &ctx));
+    SYMM_TRY_IN(fn, team_sync(ctx->predef[SYMM_TEAM_WORLD], quiet, m));
+    return SYMM_SUCCESS;
+}
+
+static symm_status team(const char *fn, symm_team h, bool quiet, symm__mode m) {
+    symm__team *t;
+    SYMM_TRY(symm__enter_team(fn, h, &t));
+    SYMM_TRY_IN(fn, team_sync(t, quiet, m));
+    return SYMM_SUCCESS;
+}
+
+symm_status symm_barrier_all(symm_ctx h) {
+    return world(__func__, h, true, SYMM__BLOCKING);
+}
+
+symm_status symm_sync_all(symm_ctx h) {
+    return world(__func__, h, false, SYMM__BLOCKING);
+}
+
+symm_status symm_barrier(symm_team h) {
+    return team(__func__, h, true, SYMM__BLOCKING);
+}
+
+symm_status symm_team_sync(symm_team h) {
+    return team(__func__, h, false, SYMM__BLOCKING);
+}
+
+symm_status symm_barrier_all_on_stream(symm_ctx h, symm_stream_t stream) {
+    return world(__func__, h, true, SYMM__ON_STREAM(stream));
+}
+
+symm_status symm_barrier_on_stream(symm_team h, symm_stream_t stream) {
+    return team(__func__, h, true, SYMM__ON_STREAM(stream));
+}
+
+symm_status symm_team_sync_on_stream(symm_team h, symm_stream_t stream) {
+    return team(__func__, h, false, SYMM__ON_STREAM(stream));
+}

@@ -1,0 +1,176 @@
+/*
+ * The contract between the runtime's core and a memory backend (host, cuda):
+ * one ops table that describes the backend (name, what it drives, how it
+ * reaches peers) and carries its entries. The core reaches a backend only
+ * through the table its context holds; the registry (registry.c, beside this
+ * header) lists the tables, and only the top layer (runtime/api/init.c) asks
+ * it. Backends may use the core's services (runtime/core/internal.h: the
+ * context, teams, errors, logs) but never another backend.
+ *
+ * Conventions: every entry gets the context; offsets are symmetric heap byte
+ * offsets (the same on every PE); "collective" entries are called by every
+ * PE in the same order; a fallible entry returns a status and has recorded
+ * a message (symm__err) first.
+ */
+#ifndef SYMM_BACKEND_H
+#define SYMM_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <symm/symm.h>
+
+typedef struct symm__ctx symm__ctx;
+struct symm__team;
+struct symm__coll;
+
+/* Flags for put/get: */
+#define SYMM__NBI 1u /* may complete at the next quiet */
+
+/* symm__backend_ops.reach */
+#define SYMM__REACH_HOST 0u
+#define SYMM__REACH_PEER_BASE 1u
+
+/* One collective call, validated by the core (offsets are heap byte offsets). */
+#define SYMM__COLL_BROADCAST 1
+#define SYMM__COLL_FCOLLECT 2
+#define SYMM__COLL_COLLECT 3
+#define SYMM__COLL_ALLTOALL 4
+#define SYMM__COLL_REDUCE 5
+#define SYMM__COLL_REDUCESCATTER 6
+#define SYMM__COLL_ALLTOALLV 7
+
+typedef struct symm__coll {
+    uint32_t kind;          /* SYMM__COLL_*                                 */
+    struct symm__team *team;
+    uint32_t dtype, elem_size;
+    uint32_t op;            /* SYMM_OP_* (reductions)                       */
+    int32_t root;           /* team PE (broadcast)                          */
+    uint64_t dst_off, src_off;
+    uint64_t nelems;        /* per PE (per block for alltoall/reducescatter)*/
+    const uint64_t *counts; /* collect: [team n_pes] elements per PE        */
+    /* alltoallv: element capacities of dst and src (src's is the same on
+     * every PE), heap byte offsets of the send counts (n) and of the receive
+     * counts and offsets (2n), uint64 each */
+    uint64_t dst_cap, src_cap, scount_off, rcount_off;
+} symm__coll;
+
+typedef struct symm__backend_ops {
+    /* ---- What the backend is: the core asks these, never which backend
+     * it runs ---- */
+    const char *name;       /* SYMM_BACKEND=<name>, logs                      */
+    uint32_t id;            /* SYMM_BACKEND_* (what symm_ctx_query reports)   */
+    /* Usable here? SUCCESS, or a status + message (for AUTO the reason is
+     * logged and the next backend tried). NULL: always usable. */
+    symm_status (*probe)(void);
+    /* The PE drives a device (cfg.device is its ordinal; -1 is reported
+     * otherwise) and the heap is its memory (transports register it as
+     * SYMM_TP_MEM_CUDA, with a dmabuf_fd when there is one). */
+    bool has_device;
+    /* A NIC's atomics on the heap are atomic with respect to this backend's
+     * own atomic updates (CPU atomics on host memory). Without it a
+     * transport's SYMM_TP_CAP_ATOMIC_GLOBAL does not hold for this backend. */
+    bool nic_coherent_atomics;
+    /* How reachability is known: SYMM__REACH_HOST, every PE of this host is
+     * mapped; SYMM__REACH_PEER_BASE, peer_base[] says which (the SHARED team
+     * is agreed from it). */
+    uint32_t reach;
+    /* Alignment of registered memory (register_mem), e.g. the device's
+     * mapping granularity. 0 when register_mem is NULL. */
+    uint64_t reg_align;
+
+    /* ---- Heap and data movement ---- */
+    /* Reserve the heap (ctx->heap_cap bytes of address space for this PE and
+     * each reachable peer), set ctx->heap_base / peer_base[]. Collective. */
+    symm_status (*heap_init)(symm__ctx *ctx);
+    /* Back [0, new_mapped) of every PE's heap (new_mapped > ctx->heap_mapped,
+     * a multiple of the chunk). Collective; all PEs pass the same size. */
+    symm_status (*heap_grow)(symm__ctx *ctx, uint64_t new_mapped);
+    /* Release everything heap_init/heap_grow made. Local, never fails. */
+    void (*heap_fini)(symm__ctx *ctx);
+    /* Data movement between local memory and pe's heap at byte offset off. */
+    symm_status (*put)(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
+                       uint32_t flags);
+    symm_status (*get)(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
+                       uint32_t flags);
+    /* Atomic op on a 4/8-byte element at pe's offset off (dtype of element). */
+    symm_status (*atomic)(symm__ctx *ctx, int32_t pe, uint64_t off, uint32_t dtype, uint32_t op,
+                          const void *value, const void *compare, void *fetched);
+    symm_status (*quiet)(symm__ctx *ctx);
+    symm_status (*fence)(symm__ctx *ctx);
+    /* Zero [off, off + n) of this PE's heap. */
+    symm_status (*memset0)(symm__ctx *ctx, uint64_t off, uint64_t n);
+    void (*fini)(symm__ctx *ctx); /* after heap_fini; NULL allowed */
+
+    /* ---- Optional hooks (NULL: the core's fallback is used) ----
+     * In every hook, stream == NULL means "blocking: complete before
+     * returning". The public *_on_stream entries pass a user's NULL stream
+     * (the legacy default stream) as (void *)1, i.e. CU_STREAM_LEGACY.
+     * symm__team_sync (blocking barriers) calls sync_stream(ctx, team, NULL)
+     * when the hook exists. */
+    /* Collective data movement for one collective call. stream NULL means
+     * blocking. NULL hook: the core's generic algorithm over put/get + sync
+     * (blocking) or NOT_SUPPORTED (stream forms). */
+    symm_status (*coll)(symm__ctx *ctx, const struct symm__coll *c, void *stream);
+    /* Before a blocking collective that the coll hook runs: every team PE
+     * gives SYMM__AGREE_WORDS words (its call and its own argument verdict)
+     * and gets every PE's, in team order, into all[n * SYMM__AGREE_WORDS],
+     * in one round among the team's PEs (coll.c judges them as the host
+     * exchange's records, so a PE's bad arguments reach its peers and no PE
+     * runs the collective alone). NULL: the hook's blocking forms check
+     * arguments locally only. */
+    symm_status (*coll_agree)(symm__ctx *ctx, struct symm__team *team, const uint64_t *mine,
+                              uint64_t *all);
+    /* Stream-ordered forms. NULL hook: the blocking form runs at call time. */
+    symm_status (*put_stream)(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src,
+                              uint64_t n, void *stream);
+    symm_status (*get_stream)(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
+                              void *stream);
+    symm_status (*signal_stream)(symm__ctx *ctx, int32_t pe, uint64_t off, uint64_t value,
+                                 uint32_t sig_op, void *stream);
+    symm_status (*wait_stream)(symm__ctx *ctx, uint64_t off, uint32_t cmp, uint64_t value,
+                               void *stream);
+    symm_status (*quiet_stream)(symm__ctx *ctx, void *stream);
+    symm_status (*sync_stream)(symm__ctx *ctx, struct symm__team *team, void *stream);
+    /* Map caller-owned memory at [off, off + bytes) of every PE's heap
+     * (collective) / undo it (local). NULL: registration not supported. */
+    symm_status (*register_mem)(symm__ctx *ctx, void *ptr, uint64_t bytes, uint64_t off);
+    void (*unregister_mem)(symm__ctx *ctx, uint64_t off, uint64_t bytes);
+    /* Fill a device context. NULL: NOT_SUPPORTED. */
+    symm_status (*device_ctx)(symm__ctx *ctx, symm_device_ctx *out);
+    /* The context just learned that the job lost a PE (called once, from
+     * symm__mark_failed): end GPU-side waits the backend launched. May be
+     * NULL. Any thread. */
+    void (*peer_failed)(symm__ctx *ctx);
+    /* Look for failures that happened after their call returned (GPU-side
+     * waits that gave up) and record them with symm__async_record. Local,
+     * cheap, never blocks. NULL: the backend has none. */
+    void (*async_poll)(symm__ctx *ctx);
+    /* Largest team the coll hook serves (0: any). Larger teams run the core's
+     * generic algorithm (blocking forms); their stream forms are NOT_SUPPORTED. */
+    int32_t coll_max_pes;
+    /* One line for the init log (device, versions, choices made). May be
+     * NULL. Called once after a successful init, only when INFO logs. */
+    void (*describe)(symm__ctx *ctx, char *buf, size_t cap);
+
+    /* ---- For transports (NULL: the backend's memory is host memory) ----
+     * A dma-buf file descriptor for [off, off + len) of this PE's heap, for
+     * the transport's mem_add (the core closes it afterwards); -1 when the
+     * device or driver cannot export one (the reason goes to the log). */
+    int (*dmabuf_fd)(symm__ctx *ctx, uint64_t off, uint64_t len);
+    /* Is p (a caller's local buffer) memory the CPU cannot read or write? */
+    bool (*is_device_mem)(symm__ctx *ctx, const void *p);
+    /* Synchronous copy of n bytes between any local memories (host or
+     * device), for staging device buffers through host memory. */
+    symm_status (*local_copy)(symm__ctx *ctx, void *dst, const void *src, uint64_t n);
+} symm__backend_ops;
+
+/* ---- The registry (registry.c) ---- */
+/* The backend for want (SYMM_BACKEND_*; AUTO: the first usable one, in the
+ * registry's order). why (why_cap bytes) receives, for AUTO, the backends
+ * skipped and each probe's reason. */
+symm_status symm__backend_pick(uint32_t want, const symm__backend_ops **out, char *why,
+                               size_t why_cap);
+
+#endif /* SYMM_BACKEND_H */
