@@ -47,7 +47,7 @@ static symm_status env_size(const char *name, uint64_t *out) {
 
 symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg) {
     symm_init_attr a;
-    symm_init_attr_init(&a, sizeof a);
+    symm__fill_init_attr(&a, sizeof a); /* the defaults (symm_dispatch.h) */
     if (attr) {
         SYMM_CHECK(attr->struct_size >= offsetof(symm_init_attr, heap_cap),
                    SYMM_ERR_INVALID_ARG,
