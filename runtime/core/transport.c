@@ -147,34 +147,19 @@ static symm_status open_instance(symm__ctx *ctx, struct symm__tp *tp, uint32_t l
     return SYMM_SUCCESS;
 }
 
-symm_status symm__tp_open(symm__ctx *ctx, const char *const *names, size_t n_names) {
-    if (ctx->n_hosts <= 1) return SYMM_SUCCESS;
-    struct symm__tp *tp = calloc(1, sizeof *tp);
-    if (!tp) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory");
-    pthread_mutex_init(&tp->lock, NULL);
-    tp->core = (symm_tp_core){
-        .size = sizeof tp->core, .iface = SYMM_TP_IFACE, .core = ctx,
-        .my_pe = ctx->my_pe, .n_pes = ctx->n_pes,
-        .host_id = ctx->boot_info.host_id, .remote = ctx->remote,
-        .device = ctx->ops->has_device ? ctx->cfg.device : -1,
-        .timeout_ms = ctx->cfg.timeout_ms, .peer_timeout_ms = ctx->cfg.peer_timeout_ms,
-        .allgather = svc_allgather, .barrier = svc_barrier, .check_failed = svc_check_failed,
-        .set_error = svc_set_error, .log = svc_log, .getenv = svc_getenv,
-    };
-
-    /* Local choice. */
-    const char *want = getenv("SYMM_TRANSPORT");
-    if (!want || !*want) want = "auto";
-    char tried[2048] = "";
-    symm_status st = SYMM_SUCCESS;
+/* This PE's choice (SYMM_TRANSPORT): the plugin loaded into tp, or a status.
+ * tried receives each plugin skipped and why. */
+static symm_status tp_choose(symm__ctx *ctx, struct symm__tp *tp, const char *want,
+                             const char *const *names, size_t n_names, char *tried,
+                             size_t tried_cap) {
     if (strcmp(want, "none") == 0) {
-        snprintf(tried, sizeof tried, "transports are turned off");
+        snprintf(tried, tried_cap, "transports are turned off");
     } else if (strlen(want) >= sizeof tp->name || strchr(want, '/')) {
         char known[256] = "";
         for (size_t i = 0; i < n_names; i++)
             appendf(known, sizeof known, "%s%s", i ? ", " : "", names[i]);
-        st = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_TRANSPORT=\"%s\": expected auto, none or a "
-                       "transport name (%s)", want, known);
+        return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_TRANSPORT=\"%s\": expected auto, none or a "
+                         "transport name (%s)", want, known);
     } else {
         bool any = strcmp(want, "auto") == 0;
         for (size_t i = 0; i < (any ? n_names : 1) && !tp->ops; i++) {
@@ -182,16 +167,19 @@ symm_status symm__tp_open(symm__ctx *ctx, const char *const *names, size_t n_nam
             char why[1024] = "";
             tp->ops = load(name, &tp->core, &tp->dl, why, sizeof why);
             if (tp->ops) snprintf(tp->name, sizeof tp->name, "%s", name);
-            else appendf(tried, sizeof tried, "%s%s: %s", tried[0] ? "; " : "", name, why);
+            else appendf(tried, tried_cap, "%s%s: %s", tried[0] ? "; " : "", name, why);
         }
     }
-    if (st == SYMM_SUCCESS && !tp->ops)
-        st = symm__err(SYMM_ERR_NOT_SUPPORTED,
-                       "symm_init: PE %d has %d PE(s) on other hosts (the job spans %d hosts) and no "
-                       "usable transport (SYMM_TRANSPORT=%s; %s)",
-                       ctx->my_pe, ctx->n_remote, ctx->n_hosts, want, tried);
+    if (tp->ops) return SYMM_SUCCESS;
+    return symm__err(SYMM_ERR_NOT_SUPPORTED,
+                     "symm_init: PE %d has %d PE(s) on other hosts (the job spans %d hosts) and no "
+                     "usable transport (SYMM_TRANSPORT=%s; %s)",
+                     ctx->my_pe, ctx->n_remote, ctx->n_hosts, want, tried);
+}
 
-    /* Every PE must pick the same one. */
+/* Collective: every PE must pick the same transport; st is this PE's own
+ * outcome (its message is the last error). */
+static symm_status tp_agree(symm__ctx *ctx, const struct symm__tp *tp, symm_status st) {
     struct { char name[32]; int32_t st; } mine, *all = calloc((size_t)ctx->n_pes, sizeof mine);
     memset(&mine, 0, sizeof mine);
     snprintf(mine.name, sizeof mine.name, "%s", tp->name);
@@ -216,36 +204,58 @@ symm_status symm__tp_open(symm__ctx *ctx, const char *const *names, size_t n_nam
         }
     }
     free(all);
+    return st;
+}
+
+/* Collective: open the instance; when the job's capabilities (the weakest
+ * PE decides) leave atomics racing with the CPU's, reopen it with loopback
+ * so that every atomic update goes through it. */
+static symm_status tp_open_for_job(symm__ctx *ctx, struct symm__tp *tp) {
+    SYMM_TRY(open_instance(ctx, tp, 0));
+    uint32_t caps = tp->info.caps, *all_caps = calloc((size_t)ctx->n_pes, sizeof caps);
+    symm_status st = all_caps ? symm__boot_allgather(ctx->boot, &caps, all_caps, sizeof caps)
+                              : symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory");
+    for (int32_t pe = 0; st == SYMM_SUCCESS && pe < ctx->n_pes; pe++) caps &= all_caps[pe];
+    free(all_caps);
+    SYMM_TRY(st);
+    caps = symm__tp_job_caps(ctx, caps);
+    if (caps & SYMM_TP_CAP_ATOMIC_GLOBAL) return SYMM_SUCCESS;
+    if (!(caps & SYMM_TP_CAP_LOOPBACK))
+        return symm__err(SYMM_ERR_NOT_SUPPORTED,
+                         "symm_init: transport %s (%s): its atomics are not atomic with CPU "
+                         "atomics and it cannot reach this host's PEs (loopback), so atomics "
+                         "of different hosts on one word would race", tp->name, tp->info.device);
+    if (tp->ops->close) tp->ops->close(tp->state);
+    tp->state = NULL;
+    ctx->amo_tp = true;
+    return open_instance(ctx, tp, 1);
+}
+
+symm_status symm__tp_open(symm__ctx *ctx, const char *const *names, size_t n_names) {
+    if (ctx->n_hosts <= 1) return SYMM_SUCCESS;
+    struct symm__tp *tp = calloc(1, sizeof *tp);
+    if (!tp) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory");
+    pthread_mutex_init(&tp->lock, NULL);
+    tp->core = (symm_tp_core){
+        .size = sizeof tp->core, .iface = SYMM_TP_IFACE, .core = ctx,
+        .my_pe = ctx->my_pe, .n_pes = ctx->n_pes,
+        .host_id = ctx->boot_info.host_id, .remote = ctx->remote,
+        .device = ctx->ops->has_device ? ctx->cfg.device : -1,
+        .timeout_ms = ctx->cfg.timeout_ms, .peer_timeout_ms = ctx->cfg.peer_timeout_ms,
+        .allgather = svc_allgather, .barrier = svc_barrier, .check_failed = svc_check_failed,
+        .set_error = svc_set_error, .log = svc_log, .getenv = svc_getenv,
+    };
+    const char *want = getenv("SYMM_TRANSPORT");
+    if (!want || !*want) want = "auto";
+    char tried[2048] = "";
+    symm_status st = tp_choose(ctx, tp, want, names, n_names, tried, sizeof tried);
+    st = tp_agree(ctx, tp, st);
     if (st) {
         tp_free(tp);
         return st;
     }
-
     ctx->tp = tp;
-    st = open_instance(ctx, tp, 0);
-    if (st == SYMM_SUCCESS) {
-        /* Capabilities of the whole job: the weakest PE decides. */
-        uint32_t caps = tp->info.caps, *all_caps = calloc((size_t)ctx->n_pes, sizeof caps);
-        st = all_caps ? symm__boot_allgather(ctx->boot, &caps, all_caps, sizeof caps)
-                      : symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory");
-        for (int32_t pe = 0; st == SYMM_SUCCESS && pe < ctx->n_pes; pe++) caps &= all_caps[pe];
-        free(all_caps);
-        caps = symm__tp_job_caps(ctx, caps);
-        if (st == SYMM_SUCCESS && !(caps & SYMM_TP_CAP_ATOMIC_GLOBAL)) {
-            if (!(caps & SYMM_TP_CAP_LOOPBACK)) {
-                st = symm__err(SYMM_ERR_NOT_SUPPORTED,
-                               "symm_init: transport %s (%s): its atomics are not atomic with CPU "
-                               "atomics and it cannot reach this host's PEs (loopback), so atomics "
-                               "of different hosts on one word would race", tp->name, tp->info.device);
-            } else {
-                /* Reopen with loopback: every atomic update goes through it. */
-                if (tp->ops->close) tp->ops->close(tp->state);
-                tp->state = NULL;
-                st = open_instance(ctx, tp, 1);
-                ctx->amo_tp = true;
-            }
-        }
-    }
+    st = tp_open_for_job(ctx, tp);
     if (st) {
         char msg[2048];
         snprintf(msg, sizeof msg, "%s", symm__last_error());

@@ -29,6 +29,7 @@
 
 #include "internal.h"
 #include "runtime_beside.h"
+#include "transports/registry.h"
 #include "transports/transport.h"
 #ifdef SYMM_INFO_HAVE_CUDA
 #include "cuda_driver.h"
@@ -159,129 +160,147 @@ typedef struct gpu {
     size_t mem;
 } gpu;
 
+/* What the CUDA backend would find here. */
+typedef struct cuda_report {
+    bool compiled, ok;
+    char why[512];
+    char drv[32];  /* CUDA driver API version            */
+    char kdrv[64]; /* the NVIDIA kernel driver's release */
+    gpu gpus[64];
+    int n;
+    int access[64][64];
+} cuda_report;
+
+#ifdef SYMM_INFO_HAVE_CUDA
+static void cuda_gpus(cuda_report *r, int count) {
+    r->n = count < 64 ? count : 64;
+    CUdevice dev[64];
+    for (int i = 0; i < r->n; i++) {
+        gpu *g = &r->gpus[i];
+        memset(g, 0, sizeof *g);
+        symm__cu.DeviceGet(&dev[i], i);
+        symm__cu.DeviceGetName(g->name, (int)sizeof g->name, dev[i]);
+        symm__cu.DeviceGetAttribute(&g->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev[i]);
+        symm__cu.DeviceGetAttribute(&g->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev[i]);
+        symm__cu.DeviceGetAttribute(&g->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev[i]);
+        symm__cu.DeviceGetAttribute(&g->vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev[i]);
+        symm__cu.DeviceGetAttribute(&g->fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev[i]);
+    }
+    int usable = 0;
+    for (int i = 0; i < r->n; i++) {
+        usable += r->gpus[i].vmm && r->gpus[i].fd;
+        for (int j = 0; j < r->n; j++) {
+            int can = i == j;
+            if (i != j) symm__cu.DeviceCanAccessPeer(&can, dev[i], dev[j]);
+            r->access[i][j] = can;
+        }
+    }
+    r->ok = usable > 0;
+    snprintf(r->why, sizeof r->why, "%d GPU(s), %d with VMM and POSIX fd handles; "
+             "CUDA driver API %s%s%s", r->n, usable, r->drv, r->kdrv[0] ? ", NVIDIA driver " : "",
+             r->kdrv);
+}
+#endif
+
+static void cuda_probe(cuda_report *r) {
+    memset(r, 0, sizeof *r);
+    snprintf(r->why, sizeof r->why, "this build has no CUDA backend (built without it: "
+             "-Dcuda=disabled, or no nvcc/cuda.h)");
+    /* The NVIDIA kernel driver's release (e.g. 580.95.05), beside the CUDA
+     * driver API version libcuda reports. */
+    FILE *kf = fopen("/sys/module/nvidia/version", "r");
+    if (kf) {
+        if (!fgets(r->kdrv, sizeof r->kdrv, kf)) r->kdrv[0] = '\0';
+        fclose(kf);
+        r->kdrv[strcspn(r->kdrv, "\n")] = '\0';
+    }
+#ifdef SYMM_INFO_HAVE_CUDA
+    r->compiled = true;
+    if (symm__cu_load() != SYMM_SUCCESS) {
+        snprintf(r->why, sizeof r->why, "%s", symm__last_error());
+        return;
+    }
+    int count = 0;
+    snprintf(r->drv, sizeof r->drv, "%d.%d", symm__cu.driver_version / 1000,
+             symm__cu.driver_version % 1000 / 10);
+    if (symm__cu.DeviceGetCount(&count) != CUDA_SUCCESS || count < 1)
+        snprintf(r->why, sizeof r->why, "the CUDA driver %s sees no GPU", r->drv);
+    else
+        cuda_gpus(r, count);
+#endif
+}
+
+static void backends_json(bool host_ok, const char *host_why, const cuda_report *r) {
+    jopen("backends", '[');
+    jopen(NULL, '{');
+    jfield_s("name", "host");
+    jfield_b("compiled", true);
+    jfield_b("usable", host_ok);
+    jfield_s("detail", host_why);
+    jclose('}');
+    jopen(NULL, '{');
+    jfield_s("name", "cuda");
+    jfield_b("compiled", r->compiled);
+    jfield_b("usable", r->ok);
+    jfield_s("detail", r->why);
+    jfield_s("driver_version", r->drv[0] ? r->drv : NULL);
+    jfield_s("nvidia_driver", r->kdrv[0] ? r->kdrv : NULL);
+    jopen("gpus", '[');
+    for (int i = 0; i < r->n; i++) {
+        char cc[16];
+        snprintf(cc, sizeof cc, "%d.%d", r->gpus[i].cc_major, r->gpus[i].cc_minor);
+        jopen(NULL, '{');
+        jfield_i("ordinal", i);
+        jfield_s("name", r->gpus[i].name);
+        jfield_s("compute_capability", cc);
+        jfield_i("sms", r->gpus[i].sms);
+        jfield_b("vmm", r->gpus[i].vmm);
+        jfield_b("posix_fd_handles", r->gpus[i].fd);
+        jclose('}');
+    }
+    jclose(']');
+    jopen("peer_access", '[');
+    for (int i = 0; i < r->n; i++) {
+        jopen(NULL, '[');
+        for (int j = 0; j < r->n; j++) jfield_b(NULL, r->access[i][j]);
+        jclose(']');
+    }
+    jclose(']');
+    jclose('}');
+    jclose(']');
+}
+
+static void backends_text(bool host_ok, const char *host_why, const cuda_report *r) {
+    printf("\nBackends (compiled in / usable here)\n");
+    printf("  host   yes / %-3s  %s\n", host_ok ? "yes" : "no", host_why);
+    printf("  cuda   %-3s / %-3s  %s\n", r->compiled ? "yes" : "no", r->ok ? "yes" : "no", r->why);
+    for (int i = 0; i < r->n; i++)
+        printf("         GPU %d: %s, compute capability %d.%d, %d SMs, VMM %s, fd handles %s\n", i,
+               r->gpus[i].name, r->gpus[i].cc_major, r->gpus[i].cc_minor, r->gpus[i].sms,
+               r->gpus[i].vmm ? "yes" : "no", r->gpus[i].fd ? "yes" : "no");
+    if (r->n > 1) {
+        printf("         peer access (row can access column):\n              ");
+        for (int j = 0; j < r->n; j++) printf(" %3d", j);
+        printf("\n");
+        for (int i = 0; i < r->n; i++) {
+            printf("         %4d ", i);
+            for (int j = 0; j < r->n; j++)
+                printf(" %3s", i == j ? "-" : r->access[i][j] ? "yes" : "no");
+            printf("\n");
+        }
+    }
+}
+
 static void backends(void) {
     /* host: memfd shared memory */
     int fd = memfd_create("symm-info", MFD_CLOEXEC);
     bool host_ok = fd >= 0;
-    char host_why[128];
-    snprintf(host_why, sizeof host_why, "%s", host_ok ? "memfd shared memory among local PEs"
-                                                      : "memfd_create failed");
+    const char *host_why = host_ok ? "memfd shared memory among local PEs" : "memfd_create failed";
     if (fd >= 0) close(fd);
-
-    /* The NVIDIA kernel driver's release (e.g. 580.95.05), beside the CUDA
-     * driver API version libcuda reports. */
-    char kdrv[64] = "";
-    FILE *kf = fopen("/sys/module/nvidia/version", "r");
-    if (kf) {
-        if (!fgets(kdrv, sizeof kdrv, kf)) kdrv[0] = '\0';
-        fclose(kf);
-        kdrv[strcspn(kdrv, "\n")] = '\0';
-    }
-    bool cuda_compiled = false, cuda_ok = false;
-    char cuda_why[512] = "this build has no CUDA backend (built without it: -Dcuda=disabled, or no nvcc/cuda.h)";
-    char drv[32] = "";
-    gpu gpus[64];
-    int n = 0;
-    int access[64][64];
-    memset(access, 0, sizeof access);
-#ifdef SYMM_INFO_HAVE_CUDA
-    cuda_compiled = true;
-    if (symm__cu_load() != SYMM_SUCCESS) {
-        snprintf(cuda_why, sizeof cuda_why, "%s", symm__last_error());
-    } else {
-        int count = 0;
-        snprintf(drv, sizeof drv, "%d.%d", symm__cu.driver_version / 1000,
-                 symm__cu.driver_version % 1000 / 10);
-        if (symm__cu.DeviceGetCount(&count) != CUDA_SUCCESS || count < 1) {
-            snprintf(cuda_why, sizeof cuda_why, "the CUDA driver %s sees no GPU", drv);
-        } else {
-            n = count < 64 ? count : 64;
-            CUdevice dev[64];
-            for (int i = 0; i < n; i++) {
-                gpu *g = &gpus[i];
-                memset(g, 0, sizeof *g);
-                symm__cu.DeviceGet(&dev[i], i);
-                symm__cu.DeviceGetName(g->name, (int)sizeof g->name, dev[i]);
-                symm__cu.DeviceGetAttribute(&g->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev[i]);
-                symm__cu.DeviceGetAttribute(&g->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev[i]);
-                symm__cu.DeviceGetAttribute(&g->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev[i]);
-                symm__cu.DeviceGetAttribute(&g->vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev[i]);
-                symm__cu.DeviceGetAttribute(&g->fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev[i]);
-            }
-            int usable = 0;
-            for (int i = 0; i < n; i++) {
-                usable += gpus[i].vmm && gpus[i].fd;
-                for (int j = 0; j < n; j++) {
-                    int can = i == j;
-                    if (i != j) symm__cu.DeviceCanAccessPeer(&can, dev[i], dev[j]);
-                    access[i][j] = can;
-                }
-            }
-            cuda_ok = usable > 0;
-            snprintf(cuda_why, sizeof cuda_why, "%d GPU(s), %d with VMM and POSIX fd handles; "
-                     "CUDA driver API %s%s%s", n, usable, drv, kdrv[0] ? ", NVIDIA driver " : "",
-                     kdrv);
-        }
-    }
-#endif
-    if (json) {
-        jopen("backends", '[');
-        jopen(NULL, '{');
-        jfield_s("name", "host");
-        jfield_b("compiled", true);
-        jfield_b("usable", host_ok);
-        jfield_s("detail", host_why);
-        jclose('}');
-        jopen(NULL, '{');
-        jfield_s("name", "cuda");
-        jfield_b("compiled", cuda_compiled);
-        jfield_b("usable", cuda_ok);
-        jfield_s("detail", cuda_why);
-        jfield_s("driver_version", drv[0] ? drv : NULL);
-        jfield_s("nvidia_driver", kdrv[0] ? kdrv : NULL);
-        jopen("gpus", '[');
-        for (int i = 0; i < n; i++) {
-            char cc[16];
-            snprintf(cc, sizeof cc, "%d.%d", gpus[i].cc_major, gpus[i].cc_minor);
-            jopen(NULL, '{');
-            jfield_i("ordinal", i);
-            jfield_s("name", gpus[i].name);
-            jfield_s("compute_capability", cc);
-            jfield_i("sms", gpus[i].sms);
-            jfield_b("vmm", gpus[i].vmm);
-            jfield_b("posix_fd_handles", gpus[i].fd);
-            jclose('}');
-        }
-        jclose(']');
-        jopen("peer_access", '[');
-        for (int i = 0; i < n; i++) {
-            jopen(NULL, '[');
-            for (int j = 0; j < n; j++) jfield_b(NULL, access[i][j]);
-            jclose(']');
-        }
-        jclose(']');
-        jclose('}');
-        jclose(']');
-        return;
-    }
-    printf("\nBackends (compiled in / usable here)\n");
-    printf("  host   yes / %-3s  %s\n", host_ok ? "yes" : "no", host_why);
-    printf("  cuda   %-3s / %-3s  %s\n", cuda_compiled ? "yes" : "no", cuda_ok ? "yes" : "no",
-           cuda_why);
-    for (int i = 0; i < n; i++)
-        printf("         GPU %d: %s, compute capability %d.%d, %d SMs, VMM %s, fd handles %s\n", i,
-               gpus[i].name, gpus[i].cc_major, gpus[i].cc_minor, gpus[i].sms,
-               gpus[i].vmm ? "yes" : "no", gpus[i].fd ? "yes" : "no");
-    if (n > 1) {
-        printf("         peer access (row can access column):\n              ");
-        for (int j = 0; j < n; j++) printf(" %3d", j);
-        printf("\n");
-        for (int i = 0; i < n; i++) {
-            printf("         %4d ", i);
-            for (int j = 0; j < n; j++) printf(" %3s", i == j ? "-" : access[i][j] ? "yes" : "no");
-            printf("\n");
-        }
-    }
+    static cuda_report r; /* 16 KiB of peer access table: not on the stack */
+    cuda_probe(&r);
+    if (json) backends_json(host_ok, host_why, &r);
+    else backends_text(host_ok, host_why, &r);
 }
 
 /* ---- transports ---------------------------------------------------------- */
@@ -378,11 +397,148 @@ static void tp_examine(const char *name, const char *runtime_path, tp_report *t)
     dlclose(dl);
 }
 
+#ifdef SYMM_INFO_HAVE_IBVERBS
+/* libibverbs' entry points by name (the library is optional at run time). */
+typedef struct ibv_syms {
+    struct ibv_device **(*get_list)(int *);
+    void (*free_list)(struct ibv_device **);
+    const char *(*dev_name)(struct ibv_device *);
+    struct ibv_context *(*open_dev)(struct ibv_device *);
+    int (*close_dev)(struct ibv_context *);
+    int (*query_dev)(struct ibv_context *, struct ibv_device_attr *);
+    int (*query_port)(struct ibv_context *, uint8_t, struct ibv_port_attr *);
+    int (*query_gid)(struct ibv_context *, uint8_t, int, union ibv_gid *);
+} ibv_syms;
+
+static bool ibv_syms_load(void *lib, ibv_syms *f) {
+    void *s;
+#define SYMM_INFO_SYM(var, name) (s = lib ? dlsym(lib, name) : NULL, memcpy(&f->var, &s, sizeof s))
+    SYMM_INFO_SYM(get_list, "ibv_get_device_list");
+    SYMM_INFO_SYM(free_list, "ibv_free_device_list");
+    SYMM_INFO_SYM(dev_name, "ibv_get_device_name");
+    SYMM_INFO_SYM(open_dev, "ibv_open_device");
+    SYMM_INFO_SYM(close_dev, "ibv_close_device");
+    SYMM_INFO_SYM(query_dev, "ibv_query_device");
+    SYMM_INFO_SYM(query_port, "ibv_query_port");
+    SYMM_INFO_SYM(query_gid, "ibv_query_gid");
+#undef SYMM_INFO_SYM
+    return f->get_list && f->free_list && f->dev_name && f->open_dev && f->close_dev &&
+           f->query_dev && f->query_port && f->query_gid;
+}
+
+/* The GIDs of one port that are set, with their RoCE type (sysfs). */
+static void gid_rows(const ibv_syms *f, struct ibv_context *c, const char *name, uint8_t p,
+                     int tbl_len) {
+    for (int g = 0; g < tbl_len && g < 16; g++) {
+        union ibv_gid gid;
+        if (f->query_gid(c, p, g, &gid) != 0) break;
+        bool zero = true;
+        for (int k = 0; k < 16; k++) zero &= gid.raw[k] == 0;
+        if (zero) continue;
+        char t[48];
+        int at = 0;
+        for (int k = 0; k < 16; k += 2)
+            at += snprintf(t + at, sizeof t - (size_t)at, "%s%02x%02x", k ? ":" : "",
+                           gid.raw[k], gid.raw[k + 1]);
+        /* RoCE v1 / v2 (sysfs; InfiniBand ports have no type) */
+        char tp[64] = "", tpath[PATH_MAX];
+        snprintf(tpath, sizeof tpath, "/sys/class/infiniband/%s/ports/%u/gid_attrs/types/%d",
+                 name, p, g);
+        FILE *tf = fopen(tpath, "r");
+        if (tf) {
+            if (!fgets(tp, sizeof tp, tf)) tp[0] = '\0';
+            fclose(tf);
+            tp[strcspn(tp, "\n")] = '\0';
+        }
+        if (json) {
+            jopen(NULL, '{');
+            jfield_i("index", g);
+            jfield_s("gid", t);
+            jfield_s("type", tp[0] ? tp : NULL);
+            jclose('}');
+        } else {
+            printf("      GID[%d] %s%s%s\n", g, t, tp[0] ? "  " : "", tp);
+        }
+    }
+}
+
+static void port_rows(const ibv_syms *f, struct ibv_context *c, const char *name) {
+    struct ibv_device_attr da;
+    memset(&da, 0, sizeof da);
+    if (f->query_dev(c, &da) != 0) return;
+    for (uint8_t p = 1; p <= da.phys_port_cnt; p++) {
+        struct ibv_port_attr pa;
+        memset(&pa, 0, sizeof pa);
+        if (f->query_port(c, p, &pa) != 0) continue;
+        const char *ll = pa.link_layer == IBV_LINK_LAYER_ETHERNET     ? "Ethernet"
+                         : pa.link_layer == IBV_LINK_LAYER_INFINIBAND ? "InfiniBand"
+                                                                      : "unspecified";
+        const char *state = pa.state == IBV_PORT_ACTIVE ? "ACTIVE"
+                            : pa.state == IBV_PORT_DOWN ? "DOWN"
+                            : pa.state == IBV_PORT_INIT ? "INIT"
+                                                        : "other";
+        if (json) {
+            jopen(NULL, '{');
+            jfield_i("port", p);
+            jfield_s("state", state);
+            jfield_s("link_layer", ll);
+            jfield_i("active_mtu", 128 << pa.active_mtu);
+            jopen("gids", '[');
+        } else {
+            printf("    port %u: %s, link layer %s, MTU %d\n", p, state, ll, 128 << pa.active_mtu);
+        }
+        gid_rows(f, c, name, p, pa.gid_tbl_len);
+        if (json) {
+            jclose(']');
+            jclose('}');
+        }
+    }
+}
+
+/* Every RDMA device, its ports and GIDs; returns how many devices. */
+static int ibv_devices(void *lib) {
+    ibv_syms f;
+    int ndev = 0;
+    struct ibv_device **list = ibv_syms_load(lib, &f) ? f.get_list(&ndev) : NULL;
+    for (int d = 0; list && d < ndev; d++) {
+        const char *name = f.dev_name(list[d]);
+        struct ibv_context *c = f.open_dev(list[d]);
+        if (json) {
+            jopen(NULL, '{');
+            jfield_s("name", name);
+            jfield_b("opened", c != NULL);
+            jopen("ports", '[');
+        } else {
+            printf("  device %s%s\n", name, c ? "" : " (cannot open)");
+        }
+        if (c) port_rows(&f, c, name);
+        if (c) f.close_dev(c);
+        if (json) {
+            jclose(']');
+            jclose('}');
+        }
+    }
+    if (list) f.free_list(list);
+    return list ? ndev : 0;
+}
+#endif
+
+static void plugin_json(const char *name, const tp_report *t) {
+    jfield_s("name", name);
+    jfield_b("compiled", t->found);
+    jfield_s("plugin", t->found ? t->path : NULL);
+    jfield_b("loads", t->loads);
+    jfield_b("usable", t->usable);
+    jfield_s("detail", t->why);
+}
+
 static void transports(const report *r) {
-    static const char *const names[] = {"ibverbs", "tcp"}; /* the registry's AUTO order */
+    const char *const *names;
+    size_t n = symm__transport_names(&names); /* the registry's AUTO order */
     const char *rt = r->runtime_ok ? symm_loader_runtime_path() : NULL;
-    tp_report tps[2];
-    for (int i = 0; i < 2; i++) tp_examine(names[i], rt, &tps[i]);
+    tp_report tps[8];
+    if (n > 8) n = 8;
+    for (size_t i = 0; i < n; i++) tp_examine(names[i], rt, &tps[i]);
     const char *want = getenv("SYMM_TRANSPORT");
     char why[512];
     int ndev = 0;
@@ -393,142 +549,37 @@ static void transports(const report *r) {
     } else {
         snprintf(why, sizeof why, "libibverbs.so.1 found");
     }
+    size_t ib = n; /* ibverbs comes last in the JSON, with its devices */
     if (json) {
         jfield_s("transport_choice", want && *want ? want : "auto");
         jopen("transports", '[');
-        for (int i = 1; i < 2; i++) { /* tcp; ibverbs below with its devices */
+        for (size_t i = 0; i < n; i++) {
+            if (strcmp(names[i], "ibverbs") == 0) {
+                ib = i;
+                continue;
+            }
             jopen(NULL, '{');
-            jfield_s("name", names[i]);
-            jfield_b("compiled", tps[i].found);
-            jfield_s("plugin", tps[i].found ? tps[i].path : NULL);
-            jfield_b("loads", tps[i].loads);
-            jfield_b("usable", tps[i].usable);
-            jfield_s("detail", tps[i].why);
+            plugin_json(names[i], &tps[i]);
             jclose('}');
         }
         jopen(NULL, '{');
-        jfield_s("name", "ibverbs");
-        jfield_b("compiled", tps[0].found);
-        jfield_s("plugin", tps[0].found ? tps[0].path : NULL);
-        jfield_b("loads", tps[0].loads);
-        jfield_b("usable", tps[0].usable);
-        jfield_s("detail", tps[0].why);
+        plugin_json("ibverbs", ib < n ? &tps[ib] : &(tp_report){0});
         jfield_b("library", lib != NULL);
         jfield_s("library_detail", why);
         jopen("devices", '[');
     } else {
-        printf("\nTransports (to PEs on other hosts; SYMM_TRANSPORT=%s, AUTO order ibverbs, tcp)\n",
+        printf("\nTransports (to PEs on other hosts; SYMM_TRANSPORT=%s, AUTO order",
                want && *want ? want : "auto");
-        for (int i = 0; i < 2; i++)
+        for (size_t i = 0; i < n; i++) printf("%s %s", i ? "," : "", names[i]);
+        printf(")\n");
+        for (size_t i = 0; i < n; i++)
             printf("  %-8s %-3s / %-3s  %s%s%s\n", names[i], tps[i].found ? "yes" : "no",
                    tps[i].usable ? "yes" : "no", tps[i].why, tps[i].found ? "; " : "",
                    tps[i].found ? tps[i].path : "");
         printf("  ibverbs library: %s\n", why);
     }
 #ifdef SYMM_INFO_HAVE_IBVERBS
-    /* Entry points by name (the library is optional at run time). */
-    struct ibv_device **(*get_list)(int *) = NULL;
-    void (*free_list)(struct ibv_device **) = NULL;
-    const char *(*dev_name)(struct ibv_device *) = NULL;
-    struct ibv_context *(*open_dev)(struct ibv_device *) = NULL;
-    int (*close_dev)(struct ibv_context *) = NULL;
-    int (*query_dev)(struct ibv_context *, struct ibv_device_attr *) = NULL;
-    int (*query_port)(struct ibv_context *, uint8_t, struct ibv_port_attr *) = NULL;
-    int (*query_gid)(struct ibv_context *, uint8_t, int, union ibv_gid *) = NULL;
-    void *s;
-#define SYMM_INFO_SYM(var, name) (s = lib ? dlsym(lib, name) : NULL, memcpy(&var, &s, sizeof s))
-    SYMM_INFO_SYM(get_list, "ibv_get_device_list");
-    SYMM_INFO_SYM(free_list, "ibv_free_device_list");
-    SYMM_INFO_SYM(dev_name, "ibv_get_device_name");
-    SYMM_INFO_SYM(open_dev, "ibv_open_device");
-    SYMM_INFO_SYM(close_dev, "ibv_close_device");
-    SYMM_INFO_SYM(query_dev, "ibv_query_device");
-    SYMM_INFO_SYM(query_port, "ibv_query_port");
-    SYMM_INFO_SYM(query_gid, "ibv_query_gid");
-#undef SYMM_INFO_SYM
-    struct ibv_device **list = get_list && free_list && dev_name && open_dev && close_dev &&
-                                       query_dev && query_port && query_gid
-                                   ? get_list(&ndev) : NULL;
-    for (int d = 0; list && d < ndev; d++) {
-        const char *name = dev_name(list[d]);
-        struct ibv_context *c = open_dev(list[d]);
-        struct ibv_device_attr da;
-        memset(&da, 0, sizeof da);
-        if (json) {
-            jopen(NULL, '{');
-            jfield_s("name", name);
-            jfield_b("opened", c != NULL);
-            jopen("ports", '[');
-        } else {
-            printf("  device %s%s\n", name, c ? "" : " (cannot open)");
-        }
-        if (c && query_dev(c, &da) == 0) {
-            for (uint8_t p = 1; p <= da.phys_port_cnt; p++) {
-                struct ibv_port_attr pa;
-                memset(&pa, 0, sizeof pa);
-                if (query_port(c, p, &pa) != 0) continue;
-                const char *ll = pa.link_layer == IBV_LINK_LAYER_ETHERNET     ? "Ethernet"
-                                 : pa.link_layer == IBV_LINK_LAYER_INFINIBAND ? "InfiniBand"
-                                                                              : "unspecified";
-                const char *state = pa.state == IBV_PORT_ACTIVE ? "ACTIVE"
-                                    : pa.state == IBV_PORT_DOWN ? "DOWN"
-                                    : pa.state == IBV_PORT_INIT ? "INIT"
-                                                                : "other";
-                if (json) {
-                    jopen(NULL, '{');
-                    jfield_i("port", p);
-                    jfield_s("state", state);
-                    jfield_s("link_layer", ll);
-                    jfield_i("active_mtu", 128 << pa.active_mtu);
-                    jopen("gids", '[');
-                } else {
-                    printf("    port %u: %s, link layer %s, MTU %d\n", p, state, ll,
-                           128 << pa.active_mtu);
-                }
-                for (int g = 0; g < pa.gid_tbl_len && g < 16; g++) {
-                    union ibv_gid gid;
-                    if (query_gid(c, p, g, &gid) != 0) break;
-                    bool zero = true;
-                    for (int k = 0; k < 16; k++) zero &= gid.raw[k] == 0;
-                    if (zero) continue;
-                    char t[48];
-                    int at = 0;
-                    for (int k = 0; k < 16; k += 2)
-                        at += snprintf(t + at, sizeof t - (size_t)at, "%s%02x%02x", k ? ":" : "",
-                                       gid.raw[k], gid.raw[k + 1]);
-                    /* RoCE v1 / v2 (sysfs; InfiniBand ports have no type) */
-                    char tp[64] = "", tpath[PATH_MAX];
-                    snprintf(tpath, sizeof tpath,
-                             "/sys/class/infiniband/%s/ports/%u/gid_attrs/types/%d", name, p, g);
-                    FILE *tf = fopen(tpath, "r");
-                    if (tf) {
-                        if (!fgets(tp, sizeof tp, tf)) tp[0] = '\0';
-                        fclose(tf);
-                        tp[strcspn(tp, "\n")] = '\0';
-                    }
-                    if (json) {
-                        jopen(NULL, '{');
-                        jfield_i("index", g);
-                        jfield_s("gid", t);
-                        jfield_s("type", tp[0] ? tp : NULL);
-                        jclose('}');
-                    } else {
-                        printf("      GID[%d] %s%s%s\n", g, t, tp[0] ? "  " : "", tp);
-                    }
-                }
-                if (json) {
-                    jclose(']');
-                    jclose('}');
-                }
-            }
-        }
-        if (c) close_dev(c);
-        if (json) {
-            jclose(']');
-            jclose('}');
-        }
-    }
-    if (list) free_list(list);
+    ndev = ibv_devices(lib);
 #endif
     if (json) {
         jclose(']');
