@@ -47,6 +47,61 @@ static void ctx_destroy(symm__ctx *ctx) {
     free(ctx);
 }
 
+/* Collective: every PE picks the same backend (the registry's choice for
+ * the configuration) or every PE fails, naming the PE that could not. */
+static symm_status pick_backend(symm__ctx *ctx) {
+    /* Every PE must pick the same backend. */
+    symm_status st = symm__backend_pick(ctx->cfg.backend, &ctx->ops, ctx->backend_why, sizeof ctx->backend_why);
+    uint32_t mine[2] = {st == SYMM_SUCCESS ? ctx->ops->id : 0u, (uint32_t)st};
+    uint32_t *all = calloc((size_t)ctx->n_pes, sizeof mine);
+    if (!all) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory");
+    char saved[512];
+    snprintf(saved, sizeof saved, "%s", symm__last_error());
+    symm_status gst = symm__boot_allgather(ctx->boot, mine, all, sizeof mine);
+    if (gst) {
+        free(all);
+        return gst;
+    }
+    for (int32_t pe = 0; pe < ctx->n_pes && st == SYMM_SUCCESS; pe++) {
+        if (all[2 * pe + 1] != SYMM_SUCCESS) {
+            st = symm__err((symm_status)all[2 * pe + 1], "symm_init: PE %d could not set up its backend", pe);
+        } else if (all[2 * pe] != mine[0]) {
+            st = symm__err(SYMM_ERR_MISMATCH,
+                           "symm_init: PEs chose different backends (PE %d: %u, PE %d: %u); set SYMM_BACKEND",
+                           ctx->my_pe, mine[0], pe, all[2 * pe]);
+        }
+    }
+    free(all);
+    if (st && mine[1] != SYMM_SUCCESS) symm__err((symm_status)mine[1], "%s", saved);
+    return st;
+}
+
+/* Collective: reserve the heap, back and zero the system area, hand it to
+ * the transport and start the allocator above it. */
+static symm_status heap_setup(symm__ctx *ctx) {
+    ctx->peer_base = calloc((size_t)ctx->n_pes, sizeof *ctx->peer_base);
+    if (!ctx->peer_base) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory");
+    /* The system area grows with the job (a device barrier flag per PE in
+     * every team slot); the cap keeps at least one chunk above it. */
+    ctx->slot_bytes = symm__slot_bytes_for(ctx->n_pes);
+    ctx->sys_bytes = (uint64_t)SYMM__MAX_TEAMS * ctx->slot_bytes;
+    {
+        uint64_t chunk = ctx->cfg.heap_chunk;
+        uint64_t min_cap = (ctx->sys_bytes + chunk - 1) / chunk * chunk + chunk;
+        if (ctx->cfg.heap_cap < min_cap) ctx->cfg.heap_cap = min_cap;
+    }
+    ctx->heap_cap = ctx->cfg.heap_cap;
+    SYMM_TRY(ctx->ops->heap_init(ctx));
+    /* Back the whole system area from the start. */
+    uint64_t first = (ctx->sys_bytes + ctx->cfg.heap_chunk - 1) / ctx->cfg.heap_chunk *
+                     ctx->cfg.heap_chunk;
+    SYMM_TRY(ctx->ops->heap_grow(ctx, first));
+    ctx->heap_mapped = first;
+    SYMM_TRY(symm__tp_mem_add(ctx, ctx->heap_base, 0, first)); /* collective */
+    SYMM_TRY(ctx->ops->memset0(ctx, 0, ctx->sys_bytes));
+    return symm__alloc_init(&ctx->alloc, ctx->sys_bytes, ctx->heap_cap);
+}
+
 symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
     symm__err_clear();
     symm__log_setup();
@@ -79,29 +134,8 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
     ctx->local_pe = ctx->boot_info.local_rank;
     ctx->local_n_pes = ctx->boot_info.local_n_pes;
 
-    /* Every PE must pick the same backend. */
-    st = symm__backend_pick(ctx->cfg.backend, &ctx->ops, ctx->backend_why, sizeof ctx->backend_why);
-    uint32_t mine[2] = {st == SYMM_SUCCESS ? ctx->ops->id : 0u, (uint32_t)st};
-    uint32_t *all = calloc((size_t)ctx->n_pes, sizeof mine);
-    if (!all) { st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory"); goto fail; }
-    char saved[512];
-    snprintf(saved, sizeof saved, "%s", symm__last_error());
-    symm_status gst = symm__boot_allgather(ctx->boot, mine, all, sizeof mine);
-    if (gst) { free(all); st = gst; goto fail; }
-    for (int32_t pe = 0; pe < ctx->n_pes && st == SYMM_SUCCESS; pe++) {
-        if (all[2 * pe + 1] != SYMM_SUCCESS) {
-            st = symm__err((symm_status)all[2 * pe + 1], "symm_init: PE %d could not set up its backend", pe);
-        } else if (all[2 * pe] != mine[0]) {
-            st = symm__err(SYMM_ERR_MISMATCH,
-                           "symm_init: PEs chose different backends (PE %d: %u, PE %d: %u); set SYMM_BACKEND",
-                           ctx->my_pe, mine[0], pe, all[2 * pe]);
-        }
-    }
-    free(all);
-    if (st) {
-        if (mine[1] != SYMM_SUCCESS) symm__err((symm_status)mine[1], "%s", saved);
-        goto fail;
-    }
+    st = pick_backend(ctx);
+    if (st) goto fail;
     /* PEs of other hosts go through a transport (none for one host). */
     st = symm__routes_init(ctx);
     if (st) goto fail;
@@ -110,31 +144,7 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
     st = symm__tp_open(ctx, tp_names, n_tp_names);
     if (st) goto fail;
 
-    ctx->peer_base = calloc((size_t)ctx->n_pes, sizeof *ctx->peer_base);
-    if (!ctx->peer_base) { st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory"); goto fail; }
-    /* The system area grows with the job (a device barrier flag per PE in
-     * every team slot); the cap keeps at least one chunk above it. */
-    ctx->slot_bytes = symm__slot_bytes_for(ctx->n_pes);
-    ctx->sys_bytes = (uint64_t)SYMM__MAX_TEAMS * ctx->slot_bytes;
-    {
-        uint64_t chunk = ctx->cfg.heap_chunk;
-        uint64_t min_cap = (ctx->sys_bytes + chunk - 1) / chunk * chunk + chunk;
-        if (ctx->cfg.heap_cap < min_cap) ctx->cfg.heap_cap = min_cap;
-    }
-    ctx->heap_cap = ctx->cfg.heap_cap;
-    st = ctx->ops->heap_init(ctx);
-    if (st) goto fail;
-    /* Back the whole system area from the start. */
-    uint64_t first = (ctx->sys_bytes + ctx->cfg.heap_chunk - 1) / ctx->cfg.heap_chunk *
-                     ctx->cfg.heap_chunk;
-    st = ctx->ops->heap_grow(ctx, first);
-    if (st) goto fail;
-    ctx->heap_mapped = first;
-    st = symm__tp_mem_add(ctx, ctx->heap_base, 0, first); /* collective */
-    if (st) goto fail;
-    st = ctx->ops->memset0(ctx, 0, ctx->sys_bytes);
-    if (st) goto fail;
-    st = symm__alloc_init(&ctx->alloc, ctx->sys_bytes, ctx->heap_cap);
+    st = heap_setup(ctx);
     if (st) goto fail;
     st = symm__teams_init(ctx);
     if (st) goto fail;

@@ -45,15 +45,10 @@ static void version_text(uint32_t v, char *buf, size_t cap) {
     snprintf(buf, cap, "%u.%u.%u", v / 1000000u, v / 1000u % 1000u, v % 1000u);
 }
 
-void symm__log_init_summary(symm__ctx *ctx) {
-    symm__log_set_pe(ctx->my_pe);
-    if (!symm__log_on(SYMM_LOG_INFO, SYMM_LOG_INIT)) return;
-    static const char *const boots[] = {"auto", "env", "uid", "single"};
-    static const char *const threads[] = {"SINGLE", "FUNNELED", "SERIALIZED", "MULTIPLE"};
-    char a[32], b[32], c[32], d[32];
-
-    /* Versions and files: the runtime knows itself; the loader, when the
-     * program reached us through it, is found by its exported symbol. */
+/* Versions and files: the runtime knows itself; the loader, when the
+ * program reached us through it, is found by its exported symbol. */
+static void log_versions(void) {
+    char a[32], b[32];
     Dl_info self;
     memset(&self, 0, sizeof self);
     const char *rt_path = dladdr((const void *)&symm__loader_abi_major, &self) && self.dli_fname
@@ -75,8 +70,10 @@ void symm__log_init_summary(symm__ctx *ctx) {
     SYMM_INFO(SYMM_LOG_INIT, "symm runtime %s (ABI %d.%d) at %s; loader %s, negotiated ABI %u.%u",
               a, SYMM_ABI_MAJOR, SYMM_ABI_MINOR, rt_path, loader, symm__loader_abi_major,
               symm__loader_abi_minor);
+}
 
-    /* Backend and why. */
+/* The backend and why it was chosen. */
+static void log_backend(symm__ctx *ctx) {
     const char *env_backend = getenv("SYMM_BACKEND");
     uint32_t want = ctx->cfg.backend;
     char why[600];
@@ -97,6 +94,17 @@ void symm__log_init_summary(symm__ctx *ctx) {
             SYMM_INFO(SYMM_LOG_INIT, "%s: %s%s%s", ctx->ops->name, desc,
                       drv[0] ? "; NVIDIA driver " : "", drv);
     }
+
+}
+
+void symm__log_init_summary(symm__ctx *ctx) {
+    symm__log_set_pe(ctx->my_pe);
+    if (!symm__log_on(SYMM_LOG_INFO, SYMM_LOG_INIT)) return;
+    static const char *const boots[] = {"auto", "env", "uid", "single"};
+    static const char *const threads[] = {"SINGLE", "FUNNELED", "SERIALIZED", "MULTIPLE"};
+    char a[32], b[32], c[32], d[32];
+    log_versions();
+    log_backend(ctx);
 
     /* Where the PEs are. */
     int32_t hosts = 0;

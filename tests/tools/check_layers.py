@@ -26,7 +26,7 @@ ALLOWED = {
     'api': {'api', 'core', 'bootstrap', 'base', 'backends', 'transports'},
     'backends': {'backends', 'core', 'bootstrap', 'base'},
     'transports': {'transports'},
-    'launcher': {'launcher', 'bootstrap', 'base', 'core'},
+    'launcher': {'launcher', 'bootstrap', 'base', 'core', 'transports'},
 }
 # Headers any layer above the base may include: the contracts.
 CONTRACTS = {'backends/backend.h', 'transports/transport.h', 'transports/amo_cpu.h'}
