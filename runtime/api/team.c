@@ -204,6 +204,64 @@ typedef struct split_call {
     symm_team *outs[2];
 } split_call;
 
+/* 3. The verdict, the same on every PE: a different call, a peer's own
+ * error or differing arguments is MISMATCH; this PE's own error (saved) is
+ * its own. Then the slot of every new team (avail: scratch of a bitmap a
+ * parent PE). */
+static symm_status split_verdict(const split_call *c, const symm__xrec *all, const char *saved,
+                                 uint8_t *avail, int32_t *slots) {
+    const symm__team *parent = c->parent;
+    for (int32_t i = 0; i < parent->n_pes; i++)
+        if (all[i].kind != c->kind)
+            return symm__err(SYMM_ERR_MISMATCH,
+                             "%s: parent team PE %d made a different collective call (kind %u) "
+                             "while PE %d called %s", c->fn, i, all[i].kind, parent->my_pe, c->fn);
+    if (c->local != SYMM_SUCCESS) return symm__err(c->local, "%s", saved);
+    for (int32_t i = 0; i < parent->n_pes; i++) {
+        const symm__xrec *r = &all[i];
+        if (r->status != SYMM_SUCCESS)
+            return symm__err(SYMM_ERR_MISMATCH, "%s: parent team PE %d rejected the call (%s)",
+                             c->fn, i, symm__status_name(r->status));
+        if (memcmp(r->arg, c->arg, sizeof c->arg) != 0)
+            return symm__err(SYMM_ERR_MISMATCH,
+                             "%s: parent team PEs disagree on the arguments (PE %d: %d, %d, %d; "
+                             "PE %d: %d, %d, %d)", c->fn, parent->my_pe, c->arg[0], c->arg[1],
+                             c->arg[2], i, r->arg[0], r->arg[1], r->arg[2]);
+    }
+    for (int32_t i = 0; i < parent->n_pes; i++)
+        memcpy(avail + (size_t)i * SYMM__SLOT_BITMAP_BYTES, all[i].free_slots,
+               SYMM__SLOT_BITMAP_BYTES);
+    int failed = 0;
+    if (!choose_slots(avail, c->specs, c->n_specs, slots, &failed)) {
+        const split_spec *s = &c->specs[failed];
+        return symm__err(SYMM_ERR_TEAM_EXHAUSTED,
+                         "%s: no team slot is free on all %d PEs of the new team (parent PEs "
+                         "%d + k * %d); %d slots per context, destroy unused teams",
+                         c->fn, s->size, s->start, s->stride, SYMM__MAX_TEAMS);
+    }
+    return SYMM_SUCCESS;
+}
+
+/* After a successful split: mark the slots used and hand out the handles
+ * (made[i] then belongs to the caller's team list). */
+static void split_publish(split_call *c, symm__team_x **made) {
+    symm__ctx *ctx = c->parent->ctx;
+    pthread_mutex_lock(&ctx->lock);
+    for (int i = 0; i < 2; i++)
+        if (made[i]) ctx->team_slot_used[made[i]->t.slot] = 1;
+    pthread_mutex_unlock(&ctx->lock);
+    for (int i = 0; i < 2; i++) {
+        if (!c->outs[i]) continue;
+        if (made[i]) {
+            symm__team_link(made[i]);
+            *c->outs[i] = symm__team_handle(&made[i]->t);
+            made[i] = NULL;
+        } else {
+            *c->outs[i] = NULL;
+        }
+    }
+}
+
 static symm_status split_run(split_call *c) {
     symm__team *parent = c->parent;
     symm__ctx *ctx = parent->ctx;
@@ -240,39 +298,7 @@ static symm_status split_run(split_call *c) {
     symm_status st = symm__team_exchange(parent, &rec, &all);
     if (st) goto out; /* PEER_FAILED and the like: the job is gone */
 
-    /* 3. verdict, the same on every PE */
-    for (int32_t i = 0; i < parent->n_pes && st == SYMM_SUCCESS; i++) {
-        const symm__xrec *r = &all[i];
-        if (r->kind != c->kind)
-            st = symm__err(SYMM_ERR_MISMATCH,
-                           "%s: parent team PE %d made a different collective call (kind %u) "
-                           "while PE %d called %s", c->fn, i, r->kind, parent->my_pe, c->fn);
-    }
-    if (st == SYMM_SUCCESS && c->local != SYMM_SUCCESS) st = symm__err(c->local, "%s", saved);
-    for (int32_t i = 0; i < parent->n_pes && st == SYMM_SUCCESS; i++) {
-        const symm__xrec *r = &all[i];
-        if (r->status != SYMM_SUCCESS)
-            st = symm__err(SYMM_ERR_MISMATCH, "%s: parent team PE %d rejected the call (%s)",
-                           c->fn, i, symm__status_name(r->status));
-        else if (memcmp(r->arg, c->arg, sizeof c->arg) != 0)
-            st = symm__err(SYMM_ERR_MISMATCH,
-                           "%s: parent team PEs disagree on the arguments (PE %d: %d, %d, %d; "
-                           "PE %d: %d, %d, %d)", c->fn, parent->my_pe, c->arg[0], c->arg[1],
-                           c->arg[2], i, r->arg[0], r->arg[1], r->arg[2]);
-    }
-    if (st == SYMM_SUCCESS) {
-        for (int32_t i = 0; i < parent->n_pes; i++)
-            memcpy(avail + (size_t)i * SYMM__SLOT_BITMAP_BYTES, all[i].free_slots,
-                   SYMM__SLOT_BITMAP_BYTES);
-        int failed = 0;
-        if (!choose_slots(avail, c->specs, c->n_specs, slots, &failed)) {
-            const split_spec *s = &c->specs[failed];
-            st = symm__err(SYMM_ERR_TEAM_EXHAUSTED,
-                           "%s: no team slot is free on all %d PEs of the new team (parent PEs "
-                           "%d + k * %d); %d slots per context, destroy unused teams",
-                           c->fn, s->size, s->start, s->stride, SYMM__MAX_TEAMS);
-        }
-    }
+    st = split_verdict(c, all, saved, avail, slots);
 
     /* 4. members start from a zeroed slot, before anyone may use it */
     for (int i = 0; i < 2 && st == SYMM_SUCCESS; i++) {
@@ -290,22 +316,7 @@ static symm_status split_run(split_call *c) {
         if (st == SYMM_SUCCESS) st = sst;
         else symm__err(st, "%s", msg);
     }
-    if (st == SYMM_SUCCESS) {
-        pthread_mutex_lock(&ctx->lock);
-        for (int i = 0; i < 2; i++)
-            if (made[i]) ctx->team_slot_used[made[i]->t.slot] = 1;
-        pthread_mutex_unlock(&ctx->lock);
-        for (int i = 0; i < 2; i++) {
-            if (!c->outs[i]) continue;
-            if (made[i]) {
-                symm__team_link(made[i]);
-                *c->outs[i] = symm__team_handle(&made[i]->t);
-                made[i] = NULL;
-            } else {
-                *c->outs[i] = NULL;
-            }
-        }
-    }
+    if (st == SYMM_SUCCESS) split_publish(c, made);
 out:
     for (int i = 0; i < 2; i++) symm__team_free(made[i]);
     free(avail);
