@@ -112,7 +112,7 @@ def uid_seeds():
     yield "bad-addr-space", uid("tcp:127.0.0.1 :1")
     yield "bad-addr-scheme", uid("udp:127.0.0.1:1")
     yield "bad-addr-port", uid("tcp:127.0.0.1:70000")
-    # issue 9 item 2: a bracketed host longer than the parser's host buffer
+    # a bracketed host longer than the parser's host buffer
     # (the raw input is parsed as an address text too)
     yield "bad-addr-bracket-long-host", b"tcp:[" + b"h" * 276 + b"]:1"
 

@@ -158,9 +158,8 @@ rm -f "$SYMM_RESULTS" "$NV_RESULTS"
 
 # ---- Python package with PyTorch: pip install, torch tests, bench_torch ---------
 : > "$OUT/python.txt"
-# (before the benchmarks, which were recorded before: this is what issue 11
-# needs from a run; gpu_test.sh makes its own C reduce figures when
-# bench_symm has not run yet)
+# (before the benchmarks, so a short run still records the Python figures;
+# gpu_test.sh makes its own C reduce figures when bench_symm has not run yet)
 if [ $BUILD_OK = 1 ] && [ "${SKIP_PY:-0}" != 1 ] && phase python; then
   if [ "$(left)" -gt 150 ]; then
     log "python (bindings/python/gpu_test.sh)"

@@ -1,5 +1,5 @@
 /*
- * The rendezvous server under a connection flood (issue 9, items 3 and 4): a
+ * The rendezvous server under a connection flood: a
  * job forms while a local process keeps hundreds of idle connections open to
  * its rendezvous socket (loopback TCP, bounded, stopping by itself after
  * FLOOD_MS), and the server neither spins nor floods its log.

@@ -370,7 +370,7 @@ static void test_addr(void) {
                           "123456789012345678901234567890123456789012345678")};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         EXPECT_ERR(symm__addr_parse(bad[i], &a), SYMM_ERR_INVALID_ARG);
-    /* A bracketed host longer than the host buffer (issue 9, item 2: the
+    /* A bracketed host longer than the host buffer (docs/BAD-INPUT.md: the
      * bracket branch copied it without a length check). The canary around
      * the struct catches the overflow without a sanitizer. */
     {

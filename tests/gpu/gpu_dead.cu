@@ -1,5 +1,5 @@
 /*
- * GPU-side waits on a dead peer (issue 9): a PE is SIGKILLed while every
+ * GPU-side waits on a dead peer: a PE is SIGKILLed while every
  * survivor's GPU waits for it and the survivor's host thread sits in
  * cudaStreamSynchronize (no symm call polls the job). The runtime's job
  * watcher must notice, set the context's fail word, and every kind of wait

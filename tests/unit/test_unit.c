@@ -109,7 +109,7 @@ static void test_parse_size(void) {
     ASSERT_TRUE(!symm__parse_size("-1", &v));
     ASSERT_TRUE(!symm__parse_size("99999999999999T", &v)); /* overflow */
     ASSERT_TRUE(!symm__parse_size("M", &v));
-    /* Issue 9, item 7: values that wrapped or saturated, signs, spaces. */
+    /* Values that wrapped or saturated, signs, spaces (docs/BAD-INPUT.md). */
     v = 7;
     ASSERT_TRUE(!symm__parse_size("99999999999999999999", &v)); /* ERANGE */
     ASSERT_TRUE(!symm__parse_size("18446744073709551616", &v)); /* 2^64 */
@@ -127,7 +127,7 @@ static void test_parse_size(void) {
     ASSERT_TRUE(!symm__parse_size("6iB", &v));
 }
 
-/* Sizes that parse but cannot be a heap (issue 9, item 7): each is refused
+/* Sizes that parse but cannot be a heap (docs/BAD-INPUT.md): each is refused
  * with INVALID_ARG and a message naming the variable, never "reserving 0
  * bytes" later. */
 static void test_config_sizes(void) {

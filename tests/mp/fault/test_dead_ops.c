@@ -1,6 +1,6 @@
 /*
  * Every kind of call that needs a dead PE returns SYMM_ERR_PEER_FAILED within
- * a bound once that PE is SIGKILLed (issue 9, item 5): one-sided calls that
+ * a bound once that PE is SIGKILLed: one-sided calls that
  * would otherwise keep succeeding (put, get, p/g, putmem/getmem, nbi + quiet,
  * atomics, signal_op, put_signal) and the blocking ones (waits, barrier,
  * collectives, team split, buffer alloc/free, finalize).

@@ -1,5 +1,5 @@
 /*
- * The heap's edges (issue 9, items 8 and 9), under symmrun at any PE count:
+ * The heap's edges, under symmrun at any PE count:
  *  - sysarea: symm_putmem/getmem/ptr (and their nbi forms) on an address of
  *    the runtime's system area (barrier flags, team scratch at the start of
  *    the heap) return SYMM_ERR_OUT_OF_BOUNDS with a message and change

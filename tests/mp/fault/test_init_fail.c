@@ -1,6 +1,6 @@
 /*
  * A symm_init that fails after the heap descriptor exchange releases
- * everything (issue 9, item 6): 200 failed inits leave the number of open
+ * everything: 200 failed inits leave the number of open
  * file descriptors and (without ASan) the heap's bytes in use where they
  * were (after 50 failures that fill malloc's caches), and a normal init works afterwards.
  *
