@@ -1,16 +1,12 @@
 /*
- * CUDA backend, shared by its files (private to runtime/backends/cuda):
- *   cuda.c       probe, setup and teardown, the heap, registration, errors,
- *                launches and blocking waits, the device context, the
- *                transports' hooks, and the backend's ops table;
- *   cuda_rma.c   host-initiated RMA and atomics, stream-ordered puts, gets,
- *                signals and waits;
- *   cuda_coll.c  the collective scratch, the team barrier on a stream and
- *                every collective (the algorithm choice and each form) but
- *   cuda_a2av.c  alltoallv (counts in symmetric memory): one cooperative grid.
- * cuda.c's opening comment describes the backend as a whole. Functions
- * shared between the files are symm__cu_* (helpers) and symm__cuda_*
- * (backend hooks, which the ops table names); the rest stay static.
+ * CUDA backend, shared by its files (private to runtime/backends/cuda): the
+ * backend's state (cu_state, its lanes and heap maps), the constants its
+ * layout depends on, and the functions of the files at the bottom of the
+ * backend (cuda_state.c, cuda_heap.c) and of cuda_rma.c. cuda.c's opening
+ * comment maps the files and the direction they include and call in.
+ * Functions shared between the files are symm__cu_* (helpers) and
+ * symm__cuda_* (backend hooks, which the ops table names); the rest stay
+ * static.
  */
 #ifndef SYMM_CUDA_INTERNAL_H
 #define SYMM_CUDA_INTERNAL_H
@@ -348,7 +344,11 @@ static inline unsigned copy_blocks(uint64_t n, unsigned thr, unsigned cap) {
     return (unsigned)min_u64(max_u64(b, 1), max_u64(cap, 1));
 }
 
-/* cuda.c: errors, launches, blocking waits */
+/* cuda_state.c: errors, launches, blocking waits, lanes, kernels */
+
+/* Take the pinned error word a GPU-side wait left, if any: record it on the
+ * context (symm_ctx_async_error) and clear or keep it; returns it (0: none). */
+int symm__cu_take_err_word(cu_state *s);
 
 /* PE pe is not load/store reachable from this one: SYMM_ERR_NOT_SUPPORTED. */
 symm_status symm__cu_unreachable(const symm__ctx *ctx, int32_t pe);
@@ -371,6 +371,8 @@ symm_status symm__cu_finish(cu_state *s, void *stream);
  * after this context's unquieted nbi work on the internal stream (which it
  * followed when blocking team operations ran there). */
 symm_status symm__cu_lane(cu_state *s, const symm__team *team, cu_lane **lane);
+/* Destroy a lane (NULL: nothing); state_free. */
+void symm__cu_lane_free(cu_lane *l);
 /* Team slot slot's pinned words (CU_SLOT_*). */
 static inline uint64_t *symm__cu_slot_words(const cu_state *s, int32_t slot) {
     return s->lane_pinned + (size_t)slot * (CU_LANE_PINNED_BYTES / 8);
@@ -388,10 +390,18 @@ CUresult symm__cu_module_fn(cu_state *s, CUfunction *f, const char *name);
 symm_status symm__cu_get_fn(cu_state *s, CUfunction *f, const char *name);
 /* A size from the environment (symm__parse_size), dflt when unset. */
 symm_status symm__cu_env_size(const char *name, uint64_t dflt, uint64_t *v);
+
+/* cuda_heap.c: the heap's chunks, growth, registration and teardown */
+
 /* New GPU memory behind [off, off + size) of every reachable heap range
  * (collective; st: this PE's outcome so far). */
 symm_status symm__cu_map_new_chunk(symm__ctx *ctx, cu_state *s, uint64_t off, uint64_t size,
                                    const char *what, symm_status st);
+symm_status symm__cuda_heap_grow(symm__ctx *ctx, uint64_t new_mapped);
+symm_status symm__cuda_register(symm__ctx *ctx, void *ptr, uint64_t bytes, uint64_t off);
+void symm__cuda_unregister(symm__ctx *ctx, uint64_t off, uint64_t bytes);
+/* Release every mapping and reservation of the heap (idempotent). */
+void symm__cuda_heap_fini(symm__ctx *ctx);
 
 /* cuda_coll.c: SYMM_SUCCESS when every PE of the team is load/store
  * reachable, else symm__cu_unreachable's status. */
