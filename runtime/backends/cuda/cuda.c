@@ -45,8 +45,9 @@
  *   cuda.c          this file, the top: probe, setup and teardown, the
  *                   device context, the transports' hooks, the ops table
  *   cuda_coll.c     collectives: the scratch, the team barrier on a stream,
- *                   every form and the choice between them; cuda_a2av.c
- *                   alltoallv
+ *                   every form; cuda_a2av.c alltoallv
+ *   cuda_tuning.c   the choice of collective algorithm and every threshold
+ *                   it compares against; cuda_tuning.h the measured defaults
  *   cuda_rma.c      host-initiated RMA and atomics, stream-ordered puts,
  *                   gets, signals and waits
  *   cuda_heap.c     the heap's chunks (shared with the local peers), growth,
@@ -59,6 +60,7 @@
  *   kernels*.cu, *.cuh, kernel_params.h: the kernels and their parameters.
  */
 #include "cuda_internal.h"
+#include "cuda_tuning.h"
 
 /* ------------------------------------------------------------------------ */
 /* Probe, setup and teardown                                                 */
@@ -366,7 +368,7 @@ static void cuda_fini(symm__ctx *ctx) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Failures: a dead PE, GPU-side waits that gave up                         */
+/* Failures: a dead PE, GPU-side waits that gave up                          */
 /* ------------------------------------------------------------------------ */
 
 static void cuda_peer_failed(symm__ctx *ctx) {
