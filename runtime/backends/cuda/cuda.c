@@ -41,25 +41,39 @@
  * stream and the job's health instead of sleeping in cuStreamSynchronize, so
  * a kernel stuck on a dead peer cannot hold them.
  *
- * Files, from the top down: each includes and calls only files below it.
- *   cuda.c          this file, the top: probe, setup and teardown, the
- *                   device context, the transports' hooks, the ops table
- *   cuda_coll.c     collectives: the scratch, the team barrier on a stream,
- *                   every form; cuda_a2av.c alltoallv
- *   cuda_tuning.c   the choice of collective algorithm and every threshold
- *                   it compares against; cuda_tuning.h the measured defaults
- *   cuda_rma.c      host-initiated RMA and atomics, stream-ordered puts,
- *                   gets, signals and waits
- *   cuda_heap.c     the heap's chunks (shared with the local peers), growth,
- *                   registration and teardown
- *   cuda_state.c    errors, launches, blocking waits, the teams' lanes, the
- *                   kernels' lookup
- *   cuda_internal.h the state (cu_state) and what the files above share
- *   cuda_driver.c   the driver API's entry points (dlopen)
- *   coll_plan.c     the collectives' shapes (arithmetic only, unit-tested)
- *   kernels*.cu, *.cuh, kernel_params.h: the kernels and their parameters.
+ * Files, from the top down: a file includes and calls only files below it
+ * (the forms never call each other; nor do cuda_tuning.c and
+ * cuda_coll_common.c, or cuda_rma.c and the collective files).
+ *   cuda.c             the top: probe, setup and teardown, the device
+ *                      context, the transports' hooks, the ops table
+ *                      (symm__cuda_ops)
+ *   cuda_coll.c        the collectives' top: their settings and scratch
+ *                      (setup) and the dispatch (symm__cuda_coll)
+ *   the forms          cuda_coll_ll.c (one-shot LL, LL128), cuda_coll_ce.c
+ *                      (copy engines, cached graphs), cuda_coll_staged.c,
+ *                      cuda_coll_barrier.c (two-shot, gather by push or
+ *                      pull), cuda_a2av.c (alltoallv)
+ *   cuda_tuning.c      the choice of algorithm and every threshold it
+ *                      compares against; cuda_tuning.h the measured defaults
+ *   cuda_coll_common.c what the forms build on: the team's heap bases, the
+ *                      barrier kernels, sync_stream, the agree, the
+ *                      reduction kernels (cuda_coll.h: what the collective
+ *                      files share)
+ *   cuda_rma.c         host-initiated RMA and atomics; stream-ordered puts,
+ *                      gets, signals and waits
+ *   cuda_heap.c        the heap's chunks (shared with the local peers),
+ *                      growth, registration, teardown; the scratch's zeroing
+ *   cuda_state.c       errors, launches, blocking waits, the teams' lanes,
+ *                      the kernels' lookup
+ *   cuda_internal.h    the state (cu_state) and the functions of cuda_rma.c
+ *                      and the files below it
+ *   cuda_driver.c      the driver API's entry points (dlopen)
+ *   coll_plan.c        the collectives' shapes (arithmetic only, unit-tested)
+ *   kernels*.cu, *.cuh, kernel_params.h: the kernels and their parameter
+ *   blocks.
  */
 #include "cuda_internal.h"
+#include "cuda_coll.h"
 #include "cuda_tuning.h"
 
 /* ------------------------------------------------------------------------ */

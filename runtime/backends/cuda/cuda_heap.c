@@ -132,7 +132,7 @@ static symm_status share_and_map(symm__ctx *ctx, cu_state *s, cu_map *m, symm_st
  * far, takes part in the exchange either way). Kept in s->chunks, so
  * heap_fini releases it. what names it in errors. */
 symm_status symm__cu_map_new_chunk(symm__ctx *ctx, cu_state *s, uint64_t off, uint64_t size,
-                                 const char *what, symm_status st) {
+                                   const char *what, symm_status st) {
     cu_map m;
     m.off = off;
     m.size = size;
@@ -280,6 +280,28 @@ void symm__cuda_unregister(symm__ctx *ctx, uint64_t off, uint64_t bytes) {
         return;
     }
     pthread_mutex_unlock(&s->reg_lock);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The collective scratch                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* A team slot's sync area is zeroed when a team takes the slot (teams.c) and
+ * at init: zero its LL and staged areas with it (on the internal stream,
+ * before the caller's finish), so a new team starts from clear lines and
+ * flags (its epochs start again from 0). */
+symm_status symm__cu_scratch_zero_slots(symm__ctx *ctx, cu_state *s, uint64_t off, uint64_t n) {
+    if (!s->scratch_span || off >= ctx->sys_bytes || !n) return SYMM_SUCCESS;
+    uint64_t end = min_u64(off + n, ctx->sys_bytes);
+    uint64_t first = off / ctx->slot_bytes, last = (end - 1) / ctx->slot_bytes;
+    const CUdeviceptr va = s->va[s->local_me];
+    for (uint64_t slot = first; slot <= last; slot++) {
+        if (s->ll_slot && slot < CU_LL_SLOTS)
+            SYMM__CU(MemsetD8Async(va + s->span + slot * s->ll_slot, 0, s->ll_slot, s->s_int));
+        if (s->st_slot && slot < CU_ST_SLOTS)
+            SYMM__CU(MemsetD8Async(va + s->st_base + slot * s->st_slot, 0, s->st_slot, s->s_int));
+    }
+    return SYMM_SUCCESS;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -294,7 +294,8 @@ symm_status symm__cu_get_fn(cu_state *s, CUfunction *f, const char *name);
 /* A size from the environment (symm__parse_size), dflt when unset. */
 symm_status symm__cu_env_size(const char *name, uint64_t dflt, uint64_t *v);
 
-/* cuda_heap.c: the heap's chunks, growth, registration and teardown */
+/* cuda_heap.c: the heap's chunks, growth, registration and teardown, the
+ * scratch's zeroing */
 
 /* New GPU memory behind [off, off + size) of every reachable heap range
  * (collective; st: this PE's outcome so far). */
@@ -305,24 +306,9 @@ symm_status symm__cuda_register(symm__ctx *ctx, void *ptr, uint64_t bytes, uint6
 void symm__cuda_unregister(symm__ctx *ctx, uint64_t off, uint64_t bytes);
 /* Release every mapping and reservation of the heap (idempotent). */
 void symm__cuda_heap_fini(symm__ctx *ctx);
-
-/* cuda_coll.c: SYMM_SUCCESS when every PE of the team is load/store
- * reachable, else symm__cu_unreachable's status. */
-symm_status symm__cu_team_reachable(const symm__ctx *ctx, const symm__team *team);
-/* cuda_a2av.c: the coll hook's SYMM__COLL_ALLTOALLV; setup (f_a2av,
- * SYMM_CUDA_A2AV_BLOCKS); a failure a stream-form call left for
- * symm_ctx_async_error. */
-symm_status symm__cu_alltoallv(symm__ctx *ctx, cu_state *s, const symm__coll *c, void *stream);
-/* cuda_coll.c: ops->coll_agree (symm_k_agree on the team's lane; the host
- * waits for its done word). */
-symm_status symm__cuda_coll_agree(symm__ctx *ctx, struct symm__team *team, const uint64_t *mine,
-                                  uint64_t *all);
-/* cuda_coll.c: whether alltoallv takes the LL form on this team (*ll), and
- * then its parameter block's team part and lines. */
-symm_status symm__cu_a2av_ll(const symm__ctx *ctx, const cu_state *s, const symm__team *team,
-                             symm__ka2avll_params *p, bool *ll, const char **why);
-symm_status symm__cu_a2av_setup(cu_state *s);
-void symm__cu_a2av_poll(cu_state *s);
+/* Zero the scratch of the team slots that [off, off + n) of the system
+ * area covers (a team took a slot; symm__cuda_memset0). */
+symm_status symm__cu_scratch_zero_slots(symm__ctx *ctx, cu_state *s, uint64_t off, uint64_t n);
 
 /* cuda_rma.c */
 symm_status symm__cu_copy_async(cu_state *s, CUdeviceptr dst, CUdeviceptr src, uint64_t n);
@@ -345,17 +331,5 @@ symm_status symm__cuda_signal_stream(symm__ctx *ctx, int32_t pe, uint64_t off,
 symm_status symm__cuda_wait_stream(symm__ctx *ctx, uint64_t off, uint32_t cmp,
                                    uint64_t value, void *stream);
 symm_status symm__cuda_quiet_stream(symm__ctx *ctx, void *stream);
-
-/* cuda_coll.c */
-/* Read and agree on the collective configuration, create and share the
- * scratch (once, from cuda_heap_init; collective). */
-symm_status symm__cu_coll_setup(symm__ctx *ctx, cu_state *s);
-/* Zero the scratch of the team slots that [off, off + n) of the system
- * area covers (a team took a slot). */
-symm_status symm__cu_scratch_zero_slots(symm__ctx *ctx, cu_state *s, uint64_t off, uint64_t n);
-symm_status symm__cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, void *stream);
-symm_status symm__cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream);
-/* Destroy the cached graphs, their lock and capture stream (state_free). */
-void symm__cu_ce_graphs_free(cu_state *s);
 
 #endif /* SYMM_CUDA_INTERNAL_H */

@@ -81,7 +81,8 @@ void symm__cu_launch_config(CUlaunchConfig *c, CUlaunchAttribute *attr, unsigned
  * always safe). A PDL launch the driver refuses is retried plainly; if that
  * works, PDL stays off for this context. */
 symm_status symm__cu_launch_smem(cu_state *s, CUfunction f, const char *name, unsigned gx,
-                               unsigned gy, unsigned bx, unsigned smem, CUstream cs, void **args) {
+                                 unsigned gy, unsigned bx, unsigned smem, CUstream cs,
+                                 void **args) {
     const bool pdl = atomic_load_explicit(&s->pdl, memory_order_relaxed);
     if (pdl) {
         CUlaunchAttribute a;
@@ -100,7 +101,7 @@ symm_status symm__cu_launch_smem(cu_state *s, CUfunction f, const char *name, un
     return SYMM_SUCCESS;
 }
 symm_status symm__cu_launch(cu_state *s, CUfunction f, const char *name, unsigned gx, unsigned gy,
-                          unsigned bx, CUstream cs, void **args) {
+                            unsigned bx, CUstream cs, void **args) {
     return symm__cu_launch_smem(s, f, name, gx, gy, bx, 0, cs, args);
 }
 

@@ -64,7 +64,8 @@ bool symm__cu_a2av_ll_choose(const cu_state *s, const symm__team *team, bool *al
     if (*alone) return *why = "one PE: its own piece, no lines", true;
     if (!ll_team(s, team, why)) return false;
     *thr = s->coll_algo == CU_ALGO_LL ? s->ll_max : symm__cu_ll_threshold(team->n_pes, true);
-    *why = s->coll_algo == CU_ALGO_LL ? "SYMM_CUDA_COLL_ALGO=ll" : "auto: the LL lines serve the team";
+    *why = s->coll_algo == CU_ALGO_LL ? "SYMM_CUDA_COLL_ALGO=ll"
+                                      : "auto: the LL lines serve the team";
     return true;
 }
 
@@ -330,7 +331,8 @@ int symm__cu_coll_choose(const cu_state *s, const symm__coll *c, symm__l8_shape 
      * kernels hear from a peer through its data, and a PE that heard from
      * nobody could run two calls ahead of a slow peer and overwrite lines of
      * the parity that peer still reads (gpu_coll "0 elements"). */
-    if (!pair_bytes) return *why = "no data: the barrier algorithm synchronises the team", CU_ALGO_BASE;
+    if (!pair_bytes)
+        return *why = "no data: the barrier algorithm synchronises the team", CU_ALGO_BASE;
     if (ll_choose(s, c, pair_bytes, why)) return CU_ALGO_LL;
     if (l8_choose(s, c, l8, why)) return CU_ALGO_LL128;
     if (ce_choose(s, c, pair_bytes, why)) return CU_ALGO_CE;

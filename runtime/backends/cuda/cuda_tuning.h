@@ -33,7 +33,7 @@
 
 /* Collectives (cuda_coll.c and the forms) */
 /* Threads a block of the pushing all-gather / all-to-all kernel, one block a
- * SM (symm__cuda_coll; docs/DECISIONS.md "Collectives"): on 4 x H200 an all-gather
+ * SM (cuda_coll_barrier.c; docs/DECISIONS.md "Collectives"): on 4 x H200 an all-gather
  * of 256 MiB took 577 us against 777 with blocks of 256, 2 a SM (more
  * writers than that into the links measured slower still: 1024 x 2 a SM
  * 995 us). */
