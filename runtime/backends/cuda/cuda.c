@@ -117,8 +117,18 @@ static void state_free(cu_state *s) {
     free(s);
 }
 
-/* The PE-local part of init: device, context, kernels, streams. */
-static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
+/* What setup_local learns of the GPU that later steps of it turn features on
+ * by. */
+typedef struct cu_dev_caps {
+    int rdma;     /* GPUDirect RDMA with VMM allocations */
+    int memops;   /* 64-bit stream memory operations */
+    int cc_major; /* compute capability (PDL from 9) */
+} cu_dev_caps;
+
+/* The GPU this PE uses (the configured device, else its local index modulo
+ * the visible GPUs), checked for what the heap needs, and its primary
+ * context, made current. */
+static symm_status open_device(symm__ctx *ctx, cu_state *s, cu_dev_caps *caps) {
     SYMM_TRY(symm__cu_load());
     int count = 0;
     SYMM__CU(DeviceGetCount(&count));
@@ -130,7 +140,7 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
     s->ordinal = ord;
     ctx->cfg.device = ord; /* symm_ctx_query reports the device in use */
     SYMM__CU(DeviceGet(&s->dev, ord));
-    int vmm = 0, fdh = 0, rdma = 0, memops = 0, cc_major = 0;
+    int vmm = 0, fdh = 0;
     SYMM__CU(DeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
                                 s->dev));
     SYMM__CU(DeviceGetAttribute(&fdh, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
@@ -140,10 +150,12 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
                                     CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                                     s->dev) != CUDA_SUCCESS)
         s->smem_optin = 0;
-    symm__cu.DeviceGetAttribute(&rdma, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+    symm__cu.DeviceGetAttribute(&caps->rdma,
+                                CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, s->dev);
+    symm__cu.DeviceGetAttribute(&caps->memops, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS,
                                 s->dev);
-    symm__cu.DeviceGetAttribute(&memops, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, s->dev);
-    symm__cu.DeviceGetAttribute(&cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, s->dev);
+    symm__cu.DeviceGetAttribute(&caps->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                s->dev);
     if (!vmm || !fdh)
         return symm__err(SYMM_ERR_NO_DEVICE,
                          "GPU %d lacks virtual memory management with POSIX fd handles "
@@ -151,7 +163,11 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
     SYMM__CU(DevicePrimaryCtxRetain(&s->cuctx, s->dev));
     s->retained = true;
     SYMM__CU(CtxSetCurrent(s->cuctx));
+    return SYMM_SUCCESS;
+}
 
+/* The heap's allocation properties and granularity. */
+static symm_status heap_props(cu_state *s, int rdma) {
     memset(&s->prop, 0, sizeof s->prop);
     s->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     s->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -161,7 +177,11 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
     size_t g = 0;
     SYMM__CU(MemGetAllocationGranularity(&g, &s->prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     s->gran = g ? g : (2u << 20);
+    return SYMM_SUCCESS;
+}
 
+/* Every embedded module, and the kernels every context uses. */
+static symm_status load_kernels(cu_state *s) {
     for (int i = 0; i < SYMM__CUDA_FATBINS_N; i++) {
         CUresult r = symm__cu.ModuleLoadData(&s->mod[i], symm__cuda_fatbins[i].data);
         if (r != CUDA_SUCCESS) {
@@ -182,7 +202,12 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
     SYMM_TRY(symm__cu_get_fn(s, &s->f_gather, "symm_k_gather"));
     SYMM_TRY(symm__cu_get_fn(s, &s->f_agree, "symm_k_agree"));
     SYMM_TRY(symm__cu_a2av_setup(s));
+    return SYMM_SUCCESS;
+}
 
+/* The internal stream, the pinned words (the context's and every team
+ * slot's) and the locks. */
+static symm_status host_side(cu_state *s) {
     SYMM__CU(StreamCreate(&s->s_int, CU_STREAM_NON_BLOCKING));
     SYMM__CU(EventCreate(&s->ev_int, CU_EVENT_DISABLE_TIMING));
     void *pinned = NULL;
@@ -205,17 +230,24 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
     if (pthread_mutex_init(&s->lane_lock, NULL) != 0)
         return symm__err(SYMM_ERR_SYSTEM, "pthread_mutex_init failed");
     s->lane_lock_init = true;
+    return SYMM_SUCCESS;
+}
 
-    atomic_store(&s->memops, memops && symm__cu.StreamWriteValue64 && symm__cu.StreamWaitValue64);
+/* The settings: stream memory operations, the timeout, PDL and the copy
+ * kernel's sizes. */
+static symm_status read_settings(symm__ctx *ctx, cu_state *s, const cu_dev_caps *caps) {
+    atomic_store(&s->memops,
+                 caps->memops && symm__cu.StreamWriteValue64 && symm__cu.StreamWaitValue64);
     s->timeout_ns = (uint64_t)(ctx->cfg.timeout_ms ? ctx->cfg.timeout_ms : SYMM__DEFAULT_TIMEOUT_MS) *
                     1000000u;
     const char *mo = getenv("SYMM_CUDA_STREAM_MEMOPS");
     s->stream_memops = mo && strcmp(mo, "1") == 0 && atomic_load(&s->memops);
     if (mo && strcmp(mo, "1") == 0 && !s->stream_memops)
         SYMM_WARN(SYMM_LOG_BACKEND, "cuda: SYMM_CUDA_STREAM_MEMOPS=1, but GPU %d has no 64-bit "
-                  "stream memory operations; stream waits use a kernel", ord);
+                  "stream memory operations; stream waits use a kernel", s->ordinal);
     const char *pd = getenv("SYMM_CUDA_PDL");
-    atomic_store(&s->pdl, cc_major >= 9 && symm__cu.LaunchKernelEx && !(pd && strcmp(pd, "0") == 0));
+    atomic_store(&s->pdl,
+                 caps->cc_major >= 9 && symm__cu.LaunchKernelEx && !(pd && strcmp(pd, "0") == 0));
     /* without PDL a kernel launch costs more host time than cuMemcpyAsync:
      * copy engine only, unless asked */
     SYMM_TRY(symm__cu_env_size("SYMM_CUDA_COPY_KERNEL_MIN", CU_COPY_KERNEL_MIN,
@@ -224,6 +256,16 @@ static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
                                atomic_load(&s->pdl) ? CU_COPY_KERNEL_MAX : 0,
                       &s->copy_kernel_max));
     return SYMM_SUCCESS;
+}
+
+/* The PE-local part of init: device, context, kernels, streams. */
+static symm_status setup_local(symm__ctx *ctx, cu_state *s) {
+    cu_dev_caps caps = {0, 0, 0};
+    SYMM_TRY(open_device(ctx, s, &caps));
+    SYMM_TRY(heap_props(s, caps.rdma));
+    SYMM_TRY(load_kernels(s));
+    SYMM_TRY(host_side(s));
+    return read_settings(ctx, s, &caps);
 }
 
 /* Exchanged by every PE at init. */
@@ -251,28 +293,10 @@ static bool peer_reachable(const cu_state *s, const uint8_t uuid[16]) {
     return false; /* not visible to this process */
 }
 
-static symm_status cuda_heap_init(symm__ctx *ctx) {
-    cu_state *s = calloc(1, sizeof *s);
-    cu_peer_info *all = calloc((size_t)ctx->n_pes, sizeof *all);
-    symm_status st;
-    if (!s || !all) {
-        free(s);
-        free(all);
-        return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
-    }
-    s->ctx = ctx;
-    s->local_n = ctx->local_n_pes > 0 ? ctx->local_n_pes : 1;
-    s->local_me = ctx->local_pe >= 0 ? ctx->local_pe : 0;
-    s->local_pe = calloc((size_t)s->local_n, sizeof *s->local_pe);
-    s->va = calloc((size_t)s->local_n, sizeof *s->va);
-    if (!s->local_pe || !s->va) {
-        state_free(s);
-        free(all);
-        return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
-    }
-
-    /* Local setup first; every PE then learns every other PE's outcome, so a
-     * PE without a GPU fails the job instead of hanging it. */
+/* Local setup first; every PE then learns every other PE's outcome, so a
+ * PE without a GPU fails the job instead of hanging it. all[pe]: PE pe's
+ * GPU; s->gran: the largest granularity of them all. */
+static symm_status setup_and_share(symm__ctx *ctx, cu_state *s, cu_peer_info *all) {
     cu_peer_info mine;
     memset(&mine, 0, sizeof mine);
     symm_status local = setup_local(ctx, s);
@@ -291,26 +315,22 @@ static symm_status cuda_heap_init(symm__ctx *ctx) {
     }
     mine.status = local;
     mine.gran = s->gran;
-    st = symm__boot_allgather(ctx->boot, &mine, all, sizeof mine);
-    if (st != SYMM_SUCCESS) goto fail;
-    if (local != SYMM_SUCCESS) {
-        st = symm__err(local, "%s", local_msg);
-        goto fail;
-    }
+    SYMM_TRY(symm__boot_allgather(ctx->boot, &mine, all, sizeof mine));
+    if (local != SYMM_SUCCESS) return symm__err(local, "%s", local_msg);
     s->gran = 0;
     for (int32_t pe = 0; pe < ctx->n_pes; pe++) {
-        if (all[pe].status != SYMM_SUCCESS) {
-            st = symm__err(all[pe].status, "PE %d could not set up its GPU (%s; see its own "
-                           "error message)", (int)pe, symm__status_name(all[pe].status));
-            goto fail;
-        }
+        if (all[pe].status != SYMM_SUCCESS)
+            return symm__err(all[pe].status, "PE %d could not set up its GPU (%s; see its own "
+                             "error message)", (int)pe, symm__status_name(all[pe].status));
         s->gran = max_u64(s->gran, all[pe].gran);
     }
-    s->span = align_up(ctx->heap_cap, s->gran);
-    s->reg_floor = s->span;
-    s->heap_live = true; /* from here on symm__cuda_heap_fini undoes what exists */
+    return SYMM_SUCCESS;
+}
 
-    /* local peers, their reachability and the reservations */
+/* The local peers (s->local_pe), their reachability and the reservations:
+ * heap span and the scratch's address space for this PE and each local peer
+ * whose GPU ours reaches (ctx->peer_base; NULL for the others). */
+static symm_status reserve_heaps(symm__ctx *ctx, cu_state *s, const cu_peer_info *all) {
     const bool no_p2p = getenv("SYMM_CUDA_DISABLE_P2P") && strcmp(getenv("SYMM_CUDA_DISABLE_P2P"), "1") == 0;
     for (int32_t li = 0; li < s->local_n; li++) s->local_pe[li] = -1;
     for (int32_t pe = 0; pe < ctx->n_pes; pe++) {
@@ -321,10 +341,8 @@ static symm_status cuda_heap_init(symm__ctx *ctx) {
     s->local_pe[s->local_me] = ctx->my_pe;
     if (!ctx->peer_base) {
         ctx->peer_base = calloc((size_t)ctx->n_pes, sizeof *ctx->peer_base);
-        if (!ctx->peer_base) {
-            st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
-            goto fail;
-        }
+        if (!ctx->peer_base)
+            return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
         s->owns_peer_base = true;
     }
     for (int32_t pe = 0; pe < ctx->n_pes; pe++) ctx->peer_base[pe] = NULL;
@@ -335,38 +353,59 @@ static symm_status cuda_heap_init(symm__ctx *ctx) {
         CUresult r = symm__cu.MemAddressReserve(&s->va[li], s->span + CU_SCRATCH_RESERVE, s->gran, 0, 0);
         if (r != CUDA_SUCCESS) {
             s->va[li] = 0;
-            st = symm__cu_fail(r, "cuMemAddressReserve(heap span)");
-            goto fail;
+            return symm__cu_fail(r, "cuMemAddressReserve(heap span)");
         }
         ctx->peer_base[pe] = (uint8_t *)(uintptr_t)s->va[li];
     }
     ctx->heap_base = ctx->peer_base[ctx->my_pe];
-    /* The device copy of the peer table: device contexts of any job size and
-     * the barrier kernel of large teams read it. Reservations never move. */
-    {
-        size_t bytes = (size_t)ctx->n_pes * sizeof(void *);
-        CUresult r = symm__cu.MemAlloc(&s->peer_table, bytes);
-        if (r != CUDA_SUCCESS) {
-            s->peer_table = 0;
-            st = symm__cu_fail(r, "cuMemAlloc(peer table)");
-            goto fail;
-        }
-        r = symm__cu.Memcpy(s->peer_table, (CUdeviceptr)(uintptr_t)ctx->peer_base, bytes);
-        if (r != CUDA_SUCCESS) {
-            st = symm__cu_fail(r, "cuMemcpy(peer table)");
-            goto fail;
-        }
-    }
-    /* LL scratch (collective: every PE gets here) */
-    st = symm__cu_coll_setup(ctx, s);
-    if (st != SYMM_SUCCESS) goto fail;
-    ctx->backend = s;
-    free(all);
     return SYMM_SUCCESS;
+}
 
-fail:
+/* The device copy of the peer table: device contexts of any job size and
+ * the barrier kernel of large teams read it. Reservations never move. */
+static symm_status peer_table_init(symm__ctx *ctx, cu_state *s) {
+    size_t bytes = (size_t)ctx->n_pes * sizeof(void *);
+    CUresult r = symm__cu.MemAlloc(&s->peer_table, bytes);
+    if (r != CUDA_SUCCESS) {
+        s->peer_table = 0;
+        return symm__cu_fail(r, "cuMemAlloc(peer table)");
+    }
+    r = symm__cu.Memcpy(s->peer_table, (CUdeviceptr)(uintptr_t)ctx->peer_base, bytes);
+    if (r != CUDA_SUCCESS) return symm__cu_fail(r, "cuMemcpy(peer table)");
+    return SYMM_SUCCESS;
+}
+
+static symm_status cuda_heap_init(symm__ctx *ctx) {
+    cu_state *s = calloc(1, sizeof *s);
+    cu_peer_info *all = calloc((size_t)ctx->n_pes, sizeof *all);
+    if (!s || !all) {
+        free(s);
+        free(all);
+        return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
+    }
+    s->ctx = ctx;
+    s->local_n = ctx->local_n_pes > 0 ? ctx->local_n_pes : 1;
+    s->local_me = ctx->local_pe >= 0 ? ctx->local_pe : 0;
+    s->local_pe = calloc((size_t)s->local_n, sizeof *s->local_pe);
+    s->va = calloc((size_t)s->local_n, sizeof *s->va);
+    if (!s->local_pe || !s->va) {
+        state_free(s);
+        free(all);
+        return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
+    }
+    symm_status st = setup_and_share(ctx, s, all);
+    if (st == SYMM_SUCCESS) {
+        s->span = align_up(ctx->heap_cap, s->gran);
+        s->reg_floor = s->span;
+        s->heap_live = true; /* from here on symm__cuda_heap_fini undoes what exists */
+        st = reserve_heaps(ctx, s, all);
+    }
+    if (st == SYMM_SUCCESS) st = peer_table_init(ctx, s);
+    /* LL scratch (collective: every PE gets here) */
+    if (st == SYMM_SUCCESS) st = symm__cu_coll_setup(ctx, s);
     free(all);
     ctx->backend = s;
+    if (st == SYMM_SUCCESS) return SYMM_SUCCESS;
     symm__cuda_heap_fini(ctx);
     state_free(s);
     ctx->backend = NULL;

@@ -14,7 +14,7 @@
 
 
 /* ------------------------------------------------------------------------ */
-/* Collective scratch: LL and staged (setup; used by symm__cuda_coll)             */
+/* Setup: the settings every PE shares and the collective scratch            */
 /* ------------------------------------------------------------------------ */
 
 /* The configuration every PE must share: SYMM_CUDA_COLL_ALGO (auto, ll,
@@ -37,162 +37,197 @@ typedef struct cu_coll_conf {
     uint64_t ce_bytes, ce_pieces;
 } cu_coll_conf;
 
-/* Called once by cuda_heap_init on every PE, after the reservations: read
- * the configuration, check that every PE has the same, then create, zero and
- * share the scratch like a heap chunk (kept in s->chunks, so heap_fini
- * releases it). Collective. */
-symm_status symm__cu_coll_setup(symm__ctx *ctx, cu_state *s) {
-    cu_coll_conf mine, *all = calloc((size_t)ctx->n_pes, sizeof *all);
-    if (!all) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
-    memset(&mine, 0, sizeof mine);
-    mine.status = SYMM_SUCCESS;
-    mine.algo = CU_ALGO_AUTO;
-    mine.local_n = s->local_n;
-    mine.smem_optin = symm__cu.FuncSetAttribute ? s->smem_optin : 0; /* 0: no in-place 2-PE form */
-    char msg[512] = "";
+/* SYMM_CUDA_COLL_ALGO and SYMM_CUDA_COLL_COPY (mine->status: a bad value). */
+static void conf_read_algo(cu_coll_conf *mine) {
     const char *a = getenv("SYMM_CUDA_COLL_ALGO");
     if (a && *a && strcmp(a, "auto") != 0) {
         if (strcmp(a, "ll") == 0) {
-            mine.algo = CU_ALGO_LL;
+            mine->algo = CU_ALGO_LL;
         } else if (strcmp(a, "ll128") == 0) {
-            mine.algo = CU_ALGO_LL128;
+            mine->algo = CU_ALGO_LL128;
         } else if (strcmp(a, "staged") == 0) {
-            mine.algo = CU_ALGO_STAGED;
+            mine->algo = CU_ALGO_STAGED;
         } else if (strcmp(a, "ce") == 0) {
-            mine.algo = CU_ALGO_CE;
+            mine->algo = CU_ALGO_CE;
         } else if (strcmp(a, "twoshot") == 0 || strcmp(a, "pull") == 0) {
-            mine.algo = CU_ALGO_BASE;
+            mine->algo = CU_ALGO_BASE;
         } else {
-            mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO=%s: expected auto, "
-                                    "ll, ll128, staged, ce, twoshot or pull", a);
+            mine->status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO=%s: expected auto, "
+                                     "ll, ll128, staged, ce, twoshot or pull", a);
         }
     }
     const char *cp = getenv("SYMM_CUDA_COLL_COPY");
-    mine.copy = CU_COPY_AUTO;
-    if (mine.status == SYMM_SUCCESS && cp && *cp && strcmp(cp, "auto") != 0) {
+    mine->copy = CU_COPY_AUTO;
+    if (mine->status == SYMM_SUCCESS && cp && *cp && strcmp(cp, "auto") != 0) {
         if (strcmp(cp, "push") == 0)
-            mine.copy = CU_COPY_PUSH;
+            mine->copy = CU_COPY_PUSH;
         else if (strcmp(cp, "pull") == 0)
-            mine.copy = CU_COPY_PULL;
+            mine->copy = CU_COPY_PULL;
         else
-            mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_COPY=%s: expected auto, "
-                                    "push or pull", cp);
+            mine->status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_COPY=%s: expected auto, "
+                                     "push or pull", cp);
     }
-    mine.ll_set = getenv("SYMM_CUDA_LL_BYTES") && *getenv("SYMM_CUDA_LL_BYTES");
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_LL_BYTES", 0, &mine.ll_max);
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_STAGED_BYTES", 4u << 20, &mine.st_bytes);
-    mine.st_set = getenv("SYMM_CUDA_STAGED_BYTES") && *getenv("SYMM_CUDA_STAGED_BYTES");
-    mine.chunk_set = getenv("SYMM_CUDA_STAGED_CHUNK") && *getenv("SYMM_CUDA_STAGED_CHUNK");
-    mine.steps_set = getenv("SYMM_CUDA_STAGED_STEPS") && *getenv("SYMM_CUDA_STAGED_STEPS");
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_STAGED_CHUNK", CU_ST_CHUNK_DEFAULT,
-                                        &mine.st_chunk);
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_STAGED_STEPS", CU_ST_STEPS, &mine.st_steps);
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_STAGED_LAND", CU_ST_LAND_DEFAULT, &mine.st_land);
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_STAGED_SWAP", CU_ST_SWAP_DEFAULT, &mine.st_swap);
-    mine.l8_set = getenv("SYMM_CUDA_LL128_BYTES") && *getenv("SYMM_CUDA_LL128_BYTES");
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_LL128_BYTES", CU_L8_BYTES_DEFAULT,
-                                        &mine.l8_bytes);
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_LL128_ONESHOT", CU_L8_ONESHOT_DEFAULT,
-                                        &mine.l8_oneshot);
-    mine.ce_set = getenv("SYMM_CUDA_CE_BYTES") && *getenv("SYMM_CUDA_CE_BYTES");
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_CE_BYTES", CU_CE_BYTES_DEFAULT, &mine.ce_bytes);
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_CE_PIECES", CU_CE_PIECES, &mine.ce_pieces);
-    if (mine.status == SYMM_SUCCESS && mine.ce_bytes && mine.ce_bytes < 4096)
-        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_CE_BYTES=%llu: expected 0 (no "
-                                "copy-engine reduce-scatter) or at least 4096",
-                                (unsigned long long)mine.ce_bytes);
-    if (mine.status == SYMM_SUCCESS && (mine.ce_pieces < 1 || mine.ce_pieces > CU_CE_PIECES_MAX))
-        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_CE_PIECES=%llu: expected 1 to %u",
-                                (unsigned long long)mine.ce_pieces, CU_CE_PIECES_MAX);
-    if (mine.status == SYMM_SUCCESS && mine.l8_bytes > (256u << 20))
-        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL128_BYTES=%llu: expected at "
-                                "most 256 MiB", (unsigned long long)mine.l8_bytes);
-    if (mine.status == SYMM_SUCCESS && (mine.st_steps < 1 || mine.st_steps > 64))
-        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_STAGED_STEPS=%llu: expected 1 "
-                                "to 64", (unsigned long long)mine.st_steps);
-    if (mine.status == SYMM_SUCCESS && mine.st_bytes && mine.st_bytes < CU_ST_BYTES_MIN)
-        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_STAGED_BYTES=%llu: expected 0 "
-                                "(no staged reductions) or at least %u",
-                                (unsigned long long)mine.st_bytes, CU_ST_BYTES_MIN);
-    if (mine.status == SYMM_SUCCESS && mine.st_bytes &&
-        (mine.st_chunk < 16 || mine.st_chunk > mine.st_bytes / 2))
-        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_STAGED_CHUNK=%llu: expected 16 "
-                                "up to half of SYMM_CUDA_STAGED_BYTES",
-                                (unsigned long long)mine.st_chunk);
-    if (mine.status != SYMM_SUCCESS) snprintf(msg, sizeof msg, "%s", symm__last_error());
-    symm_status st = symm__boot_allgather(ctx->boot, &mine, all, sizeof mine);
-    int32_t max_local = 1, smem = INT32_MAX;
+}
+
+/* The sizes, and which of them were given (their defaults depend on the
+ * host's PEs: conf_apply). */
+static void conf_read_sizes(cu_coll_conf *mine) {
+    mine->ll_set = getenv("SYMM_CUDA_LL_BYTES") && *getenv("SYMM_CUDA_LL_BYTES");
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_LL_BYTES", 0, &mine->ll_max);
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_STAGED_BYTES", 4u << 20, &mine->st_bytes);
+    mine->st_set = getenv("SYMM_CUDA_STAGED_BYTES") && *getenv("SYMM_CUDA_STAGED_BYTES");
+    mine->chunk_set = getenv("SYMM_CUDA_STAGED_CHUNK") && *getenv("SYMM_CUDA_STAGED_CHUNK");
+    mine->steps_set = getenv("SYMM_CUDA_STAGED_STEPS") && *getenv("SYMM_CUDA_STAGED_STEPS");
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_STAGED_CHUNK", CU_ST_CHUNK_DEFAULT,
+                                         &mine->st_chunk);
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_STAGED_STEPS", CU_ST_STEPS, &mine->st_steps);
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_STAGED_LAND", CU_ST_LAND_DEFAULT,
+                                         &mine->st_land);
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_STAGED_SWAP", CU_ST_SWAP_DEFAULT,
+                                         &mine->st_swap);
+    mine->l8_set = getenv("SYMM_CUDA_LL128_BYTES") && *getenv("SYMM_CUDA_LL128_BYTES");
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_LL128_BYTES", CU_L8_BYTES_DEFAULT,
+                                         &mine->l8_bytes);
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_LL128_ONESHOT", CU_L8_ONESHOT_DEFAULT,
+                                         &mine->l8_oneshot);
+    mine->ce_set = getenv("SYMM_CUDA_CE_BYTES") && *getenv("SYMM_CUDA_CE_BYTES");
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_CE_BYTES", CU_CE_BYTES_DEFAULT,
+                                         &mine->ce_bytes);
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_CE_PIECES", CU_CE_PIECES, &mine->ce_pieces);
+}
+
+/* The sizes' ranges. */
+static void conf_check(cu_coll_conf *mine) {
+    if (mine->status == SYMM_SUCCESS && mine->ce_bytes && mine->ce_bytes < 4096)
+        mine->status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_CE_BYTES=%llu: expected 0 (no "
+                                 "copy-engine reduce-scatter) or at least 4096",
+                                 (unsigned long long)mine->ce_bytes);
+    if (mine->status == SYMM_SUCCESS && (mine->ce_pieces < 1 || mine->ce_pieces > CU_CE_PIECES_MAX))
+        mine->status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_CE_PIECES=%llu: expected 1 to %u",
+                                 (unsigned long long)mine->ce_pieces, CU_CE_PIECES_MAX);
+    if (mine->status == SYMM_SUCCESS && mine->l8_bytes > (256u << 20))
+        mine->status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL128_BYTES=%llu: expected at "
+                                 "most 256 MiB", (unsigned long long)mine->l8_bytes);
+    if (mine->status == SYMM_SUCCESS && (mine->st_steps < 1 || mine->st_steps > 64))
+        mine->status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_STAGED_STEPS=%llu: expected 1 "
+                                 "to 64", (unsigned long long)mine->st_steps);
+    if (mine->status == SYMM_SUCCESS && mine->st_bytes && mine->st_bytes < CU_ST_BYTES_MIN)
+        mine->status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_STAGED_BYTES=%llu: expected 0 "
+                                 "(no staged reductions) or at least %u",
+                                 (unsigned long long)mine->st_bytes, CU_ST_BYTES_MIN);
+    if (mine->status == SYMM_SUCCESS && mine->st_bytes &&
+        (mine->st_chunk < 16 || mine->st_chunk > mine->st_bytes / 2))
+        mine->status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_STAGED_CHUNK=%llu: expected 16 "
+                                 "up to half of SYMM_CUDA_STAGED_BYTES",
+                                 (unsigned long long)mine->st_chunk);
+}
+
+/* This PE's configuration; msg gets its error message where it is bad. */
+static void conf_read(const cu_state *s, cu_coll_conf *mine, char *msg, size_t cap) {
+    memset(mine, 0, sizeof *mine);
+    mine->status = SYMM_SUCCESS;
+    mine->algo = CU_ALGO_AUTO;
+    mine->local_n = s->local_n;
+    mine->smem_optin = symm__cu.FuncSetAttribute ? s->smem_optin : 0; /* 0: no in-place 2-PE form */
+    conf_read_algo(mine);
+    conf_read_sizes(mine);
+    conf_check(mine);
+    if (mine->status != SYMM_SUCCESS) snprintf(msg, cap, "%s", symm__last_error());
+}
+
+/* Whether b chose other collective algorithms than a (any setting but the
+ * GPU's and the host's part). */
+static bool conf_differs(const cu_coll_conf *a, const cu_coll_conf *b) {
+    return b->algo != a->algo || b->ll_max != a->ll_max ||
+           b->ll_set != a->ll_set || b->copy != a->copy ||
+           b->st_bytes != a->st_bytes || b->st_set != a->st_set ||
+           b->st_chunk != a->st_chunk || b->chunk_set != a->chunk_set ||
+           b->steps_set != a->steps_set ||
+           b->st_steps != a->st_steps || b->st_land != a->st_land ||
+           b->st_swap != a->st_swap || b->l8_bytes != a->l8_bytes ||
+           b->l8_set != a->l8_set || b->l8_oneshot != a->l8_oneshot ||
+           b->ce_set != a->ce_set || b->ce_bytes != a->ce_bytes ||
+           b->ce_pieces != a->ce_pieces;
+}
+
+/* Every PE's configuration into all (collective): SYMM_SUCCESS where every
+ * PE's is good and alike; then *max_local is the most PEs a host, *smem the
+ * least shared memory a block may opt in to. */
+static symm_status conf_agree(symm__ctx *ctx, const cu_coll_conf *mine, cu_coll_conf *all,
+                              const char *msg, int32_t *max_local, int32_t *smem) {
+    symm_status st = symm__boot_allgather(ctx->boot, mine, all, sizeof *mine);
     for (int32_t pe = 0; pe < ctx->n_pes && st == SYMM_SUCCESS; pe++) {
         if (all[pe].status != SYMM_SUCCESS)
             st = pe == ctx->my_pe ? symm__err(all[pe].status, "%s", msg)
                                   : symm__err(all[pe].status, "PE %d: bad CUDA collective "
                                               "settings (see its own error message)", (int)pe);
-        else if (all[pe].algo != all[0].algo || all[pe].ll_max != all[0].ll_max ||
-                 all[pe].ll_set != all[0].ll_set || all[pe].copy != all[0].copy ||
-                 all[pe].st_bytes != all[0].st_bytes || all[pe].st_set != all[0].st_set ||
-                 all[pe].st_chunk != all[0].st_chunk || all[pe].chunk_set != all[0].chunk_set ||
-                 all[pe].steps_set != all[0].steps_set ||
-                 all[pe].st_steps != all[0].st_steps || all[pe].st_land != all[0].st_land ||
-                 all[pe].st_swap != all[0].st_swap || all[pe].l8_bytes != all[0].l8_bytes ||
-                 all[pe].l8_set != all[0].l8_set || all[pe].l8_oneshot != all[0].l8_oneshot ||
-                 all[pe].ce_set != all[0].ce_set || all[pe].ce_bytes != all[0].ce_bytes ||
-                 all[pe].ce_pieces != all[0].ce_pieces)
+        else if (conf_differs(&all[0], &all[pe]))
             st = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO / SYMM_CUDA_LL_BYTES / "
                            "SYMM_CUDA_STAGED_BYTES / _CHUNK / _STEPS / _LAND / _SWAP / SYMM_CUDA_LL128_BYTES / _ONESHOT / "
                            "SYMM_CUDA_COLL_COPY / SYMM_CUDA_CE_BYTES / _PIECES "
                            "differ between PE 0 and PE %d: every PE must choose the same "
                            "collective algorithms", (int)pe);
-        else if (all[pe].local_n > max_local)
-            max_local = all[pe].local_n;
-        if (st == SYMM_SUCCESS && all[pe].smem_optin < smem) smem = all[pe].smem_optin;
+        else if (all[pe].local_n > *max_local)
+            *max_local = all[pe].local_n;
+        if (st == SYMM_SUCCESS && all[pe].smem_optin < *smem) *smem = all[pe].smem_optin;
     }
-    free(all);
-    if (st != SYMM_SUCCESS) return st;
-    s->coll_algo = mine.algo;
-    s->coll_copy = mine.copy;
+    return st;
+}
+
+/* The settings from the agreed configuration, with the defaults that depend
+ * on the host's PEs (written back to *mine). */
+static void conf_apply(cu_state *s, cu_coll_conf *mine, int32_t max_local, int32_t smem) {
+    s->coll_algo = mine->algo;
+    s->coll_copy = mine->copy;
     s->ll_pes = max_local < CU_LL_MAX_PES ? max_local : CU_LL_MAX_PES;
     /* default SYMM_CUDA_LL_BYTES: the largest LL threshold of a team of the
      * host's PEs, so "auto" never lacks scratch: 32 MiB of it a GPU with 2
      * PEs a host, 24 MiB with 4, 14 MiB with 8 */
-    if (!mine.ll_set) mine.ll_max = symm__cu_ll_threshold(s->ll_pes < 2 ? 2 : s->ll_pes, true);
-    s->ll_max = align_up(mine.ll_max, 8);
+    if (!mine->ll_set) mine->ll_max = symm__cu_ll_threshold(s->ll_pes < 2 ? 2 : s->ll_pes, true);
+    s->ll_max = align_up(mine->ll_max, 8);
     /* default staging: 16 MiB a sender with 2 PEs a host, 4 MiB with 3 or 4, 2 MiB with more */
-    if (!mine.st_set && s->ll_pes == 2) mine.st_bytes = 16u << 20;
-    if (!mine.st_set && s->ll_pes > 4) mine.st_bytes = 2u << 20;
-    s->st_bytes = align_up(mine.st_bytes, 256);
+    if (!mine->st_set && s->ll_pes == 2) mine->st_bytes = 16u << 20;
+    if (!mine->st_set && s->ll_pes > 4) mine->st_bytes = 2u << 20;
+    s->st_bytes = align_up(mine->st_bytes, 256);
     /* default LL128 lines: 2 MiB of payload a sender with up to 4 PEs a host, 1 MiB with more */
-    if (!mine.l8_set && s->ll_pes > 4) mine.l8_bytes = 1u << 20;
-    s->l8_oneshot = mine.l8_oneshot;
-    s->l8_lines = align_up((mine.l8_bytes + SYMM__L8_DATA - 1) / SYMM__L8_DATA * SYMM__L8_LINE, 256);
-    s->st_chunk = align_up(mine.st_chunk, 16);
-    s->st_steps = mine.st_steps;
-    s->st_peer_chunk = mine.chunk_set ? s->st_chunk : CU_ST_PEER_CHUNK;
-    s->st_peer_steps = mine.steps_set ? s->st_steps : 0;
-    s->st_land = align_up(mine.st_land, 16);
+    if (!mine->l8_set && s->ll_pes > 4) mine->l8_bytes = 1u << 20;
+    s->l8_oneshot = mine->l8_oneshot;
+    s->l8_lines =
+        align_up((mine->l8_bytes + SYMM__L8_DATA - 1) / SYMM__L8_DATA * SYMM__L8_LINE, 256);
+    s->st_chunk = align_up(mine->st_chunk, 16);
+    s->st_steps = mine->st_steps;
+    s->st_peer_chunk = mine->chunk_set ? s->st_chunk : CU_ST_PEER_CHUNK;
+    s->st_peer_steps = mine->steps_set ? s->st_steps : 0;
+    s->st_land = align_up(mine->st_land, 16);
     /* the in-place 2-PE form keeps two pieces of a block in shared memory:
      * pieces of up to half what every PE's GPU lets a block opt in to */
     s->st_swap_max = 0;
-    if (mine.st_swap && smem > 4096)
-        s->st_swap_max = min_u64(align_up(mine.st_swap, 16), (uint64_t)(smem - 2048) / 2 / 16 * 16);
+    if (mine->st_swap && smem > 4096)
+        s->st_swap_max =
+            min_u64(align_up(mine->st_swap, 16), (uint64_t)(smem - 2048) / 2 / 16 * 16);
     /* default CE slots: SYMM_CUDA_CE_BYTES a sender with 3 or 4 PEs a host
      * (192 MiB of scratch a GPU with 4, 128 with 3), none with 2 (landing
      * is ahead there) or more than 4 (not measured) */
-    if (!mine.ce_set && (s->ll_pes < 3 || s->ll_pes > 4)) mine.ce_bytes = 0;
-    s->ce_slot = align_up(mine.ce_bytes, 256);
-    s->ce_pieces = mine.ce_pieces;
+    if (!mine->ce_set && (s->ll_pes < 3 || s->ll_pes > 4)) mine->ce_bytes = 0;
+    s->ce_slot = align_up(mine->ce_bytes, 256);
+    s->ce_pieces = mine->ce_pieces;
     s->scratch_span = s->ll_slot = s->st_slot = s->ce_off = 0;
-    /* the same verdict on every PE from here on (shared inputs) */
-    if (s->ll_pes < 2 || s->coll_algo == CU_ALGO_BASE) return SYMM_SUCCESS;
+}
+
+/* The scratch's layout: CU_LL_SLOTS slots of LL lines at span, then
+ * CU_ST_SLOTS staged slots at st_base (*st_area_out bytes), then the
+ * copy-engine area. Returns its size, whole granules. */
+static uint64_t scratch_layout(cu_state *s, uint64_t *st_area_out) {
     uint64_t ll_area = 0, st_area = 0;
     if (s->ll_max) {
         s->ll_region = align_up(2 * s->ll_max, 256);
@@ -209,34 +244,12 @@ symm_status symm__cu_coll_setup(symm__ctx *ctx, cu_state *s) {
     s->st_base = s->span + ll_area;
     /* the header always (the all-gather and all-to-all need nothing else) */
     const uint64_t ce_area = SYMM__CE_HDR + s->ce_slot * (uint64_t)(s->ll_pes - 1);
-    uint64_t span = align_up(ll_area + st_area + ce_area, s->gran);
-    if (span > CU_SCRATCH_RESERVE)
-        return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL_BYTES=%llu, SYMM_CUDA_STAGED_BYTES=%llu, "
-                         "SYMM_CUDA_LL128_BYTES=%llu and SYMM_CUDA_CE_BYTES=%llu need %llu bytes of "
-                         "collective scratch per GPU, more than %llu", (unsigned long long)s->ll_max,
-                         (unsigned long long)s->st_bytes, (unsigned long long)mine.l8_bytes,
-                         (unsigned long long)s->ce_slot,
-                         (unsigned long long)span, (unsigned long long)CU_SCRATCH_RESERVE);
-    st = s->ll_slot ? symm__cu_get_fn(s, &s->f_ll_copy, "symm_k_ll_copy") : SYMM_SUCCESS;
-    if (st == SYMM_SUCCESS) st = symm__cu_get_fn(s, &s->f_ce_wait, "symm_k_ce_wait");
-    if (st == SYMM_SUCCESS) {
-        CUresult r = symm__cu.StreamCreate(&s->s_ce, CU_STREAM_NON_BLOCKING);
-        if (r == CUDA_SUCCESS) r = symm__cu.StreamCreate(&s->s_ce_sig, CU_STREAM_NON_BLOCKING);
-        for (size_t i = 0; i < sizeof s->ev_ce_copy / sizeof s->ev_ce_copy[0] && r == CUDA_SUCCESS; i++)
-            r = symm__cu.EventCreate(&s->ev_ce_copy[i], CU_EVENT_DISABLE_TIMING);
-        if (r == CUDA_SUCCESS) r = symm__cu.EventCreate(&s->ev_ce_fork, CU_EVENT_DISABLE_TIMING);
-        if (r == CUDA_SUCCESS) r = symm__cu.EventCreate(&s->ev_ce_join, CU_EVENT_DISABLE_TIMING);
-        if (r != CUDA_SUCCESS) st = symm__cu_fail(r,
-                                                  "cuStreamCreate / cuEventCreate (copy-engine collectives)");
-    }
-    if (st == SYMM_SUCCESS) st = symm__cu_ce_graphs_init(s);
-    st = symm__cu_map_new_chunk(ctx, s, s->span, span, "collective scratch", st);
-    if (st != SYMM_SUCCESS) {
-        s->ll_slot = s->st_slot = 0;
-        return st;
-    }
-    s->scratch_span = span;
-    s->ce_off = s->st_base + st_area;
+    *st_area_out = st_area;
+    return align_up(ll_area + st_area + ce_area, s->gran);
+}
+
+/* What setup made (SYMM_DEBUG=INFO). */
+static void scratch_log(const cu_state *s, uint64_t span) {
     SYMM_INFO(SYMM_LOG_BACKEND, "cuda: collective scratch %llu bytes for teams of up to %d PEs: "
               "LL %llu bytes per pair (%d slots), staged %llu bytes per sender (%d slots, pieces "
               "of %llu bytes or more), LL128 lines of %llu bytes per sender (the same slots), "
@@ -251,6 +264,43 @@ symm_status symm__cu_coll_setup(symm__ctx *ctx, cu_state *s) {
               : s->coll_algo == CU_ALGO_LL128  ? "ll128 (SYMM_CUDA_COLL_ALGO)"
               : s->coll_algo == CU_ALGO_STAGED ? "staged (SYMM_CUDA_COLL_ALGO)"
                                                : "auto");
+}
+
+/* Called once by cuda_heap_init on every PE, after the reservations: read
+ * the configuration, check that every PE has the same, then create, zero and
+ * share the scratch like a heap chunk (kept in s->chunks, so heap_fini
+ * releases it). Collective. */
+symm_status symm__cu_coll_setup(symm__ctx *ctx, cu_state *s) {
+    cu_coll_conf mine, *all = calloc((size_t)ctx->n_pes, sizeof *all);
+    if (!all) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
+    char msg[512] = "";
+    conf_read(s, &mine, msg, sizeof msg);
+    int32_t max_local = 1, smem = INT32_MAX;
+    symm_status st = conf_agree(ctx, &mine, all, msg, &max_local, &smem);
+    free(all);
+    if (st != SYMM_SUCCESS) return st;
+    conf_apply(s, &mine, max_local, smem);
+    /* the same verdict on every PE from here on (shared inputs) */
+    if (s->ll_pes < 2 || s->coll_algo == CU_ALGO_BASE) return SYMM_SUCCESS;
+    uint64_t st_area = 0;
+    const uint64_t span = scratch_layout(s, &st_area);
+    if (span > CU_SCRATCH_RESERVE)
+        return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL_BYTES=%llu, SYMM_CUDA_STAGED_BYTES=%llu, "
+                         "SYMM_CUDA_LL128_BYTES=%llu and SYMM_CUDA_CE_BYTES=%llu need %llu bytes of "
+                         "collective scratch per GPU, more than %llu", (unsigned long long)s->ll_max,
+                         (unsigned long long)s->st_bytes, (unsigned long long)mine.l8_bytes,
+                         (unsigned long long)s->ce_slot,
+                         (unsigned long long)span, (unsigned long long)CU_SCRATCH_RESERVE);
+    st = s->ll_slot ? symm__cu_get_fn(s, &s->f_ll_copy, "symm_k_ll_copy") : SYMM_SUCCESS;
+    if (st == SYMM_SUCCESS) st = symm__cu_ce_setup(s);
+    st = symm__cu_map_new_chunk(ctx, s, s->span, span, "collective scratch", st);
+    if (st != SYMM_SUCCESS) {
+        s->ll_slot = s->st_slot = 0;
+        return st;
+    }
+    s->scratch_span = span;
+    s->ce_off = s->st_base + st_area;
+    scratch_log(s, span);
     return SYMM_SUCCESS;
 }
 

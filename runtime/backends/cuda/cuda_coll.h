@@ -58,11 +58,12 @@ symm_status symm__cu_coll_ll(cu_state *s, const symm__coll *c, char *const *base
                              uint64_t pair_bytes, const char *why);
 symm_status symm__cu_coll_l8(cu_state *s, const symm__coll *c, char *const *base, CUstream cs,
                              const symm__l8_shape *sh, const char *why);
-/* cuda_coll_ce.c: the copy-engine forms, through the cached graphs; setup
- * (SYMM_CUDA_CE_GRAPHS) and teardown of the cache (state_free). */
+/* cuda_coll_ce.c: the copy-engine forms, through the cached graphs; their
+ * setup (kernel, streams, events, the cache: SYMM_CUDA_CE_GRAPHS) and the
+ * cache's teardown (state_free). */
 symm_status symm__cu_coll_ce_cached(cu_state *s, const symm__coll *c, char *const *base,
                                     CUstream cs, const char *why);
-symm_status symm__cu_ce_graphs_init(cu_state *s);
+symm_status symm__cu_ce_setup(cu_state *s);
 void symm__cu_ce_graphs_free(cu_state *s);
 /* cuda_coll_staged.c: the staged reduction; *done false (nothing launched)
  * when its steps would overflow the flags, for the barrier algorithms. */

@@ -233,7 +233,7 @@ static void ce_graphs_flush(cu_state *s) {
 /* SYMM_CUDA_CE_GRAPHS, the lock and the capture stream (collective setup,
  * after the copy streams). A PE's own choice: a cached graph does on the
  * GPU what the call would enqueue, so PEs need not agree. */
-symm_status symm__cu_ce_graphs_init(cu_state *s) {
+static symm_status ce_graphs_init(cu_state *s) {
     uint64_t n = CU_CE_GRAPHS_DEFAULT;
     SYMM_TRY(symm__cu_env_size("SYMM_CUDA_CE_GRAPHS", CU_CE_GRAPHS_DEFAULT, &n));
     if (n > CU_CE_GRAPHS_MAX)
@@ -255,6 +255,21 @@ symm_status symm__cu_ce_graphs_init(cu_state *s) {
     SYMM__CU(StreamCreate(&s->s_cap, CU_STREAM_NON_BLOCKING));
     s->ce_graphs_cap = (uint32_t)n;
     return SYMM_SUCCESS;
+}
+
+/* The copy-engine forms' last wait, their streams and events, and the
+ * cached graphs (symm__cu_coll_setup, where there is a scratch). */
+symm_status symm__cu_ce_setup(cu_state *s) {
+    SYMM_TRY(symm__cu_get_fn(s, &s->f_ce_wait, "symm_k_ce_wait"));
+    CUresult r = symm__cu.StreamCreate(&s->s_ce, CU_STREAM_NON_BLOCKING);
+    if (r == CUDA_SUCCESS) r = symm__cu.StreamCreate(&s->s_ce_sig, CU_STREAM_NON_BLOCKING);
+    for (size_t i = 0; i < sizeof s->ev_ce_copy / sizeof s->ev_ce_copy[0] && r == CUDA_SUCCESS; i++)
+        r = symm__cu.EventCreate(&s->ev_ce_copy[i], CU_EVENT_DISABLE_TIMING);
+    if (r == CUDA_SUCCESS) r = symm__cu.EventCreate(&s->ev_ce_fork, CU_EVENT_DISABLE_TIMING);
+    if (r == CUDA_SUCCESS) r = symm__cu.EventCreate(&s->ev_ce_join, CU_EVENT_DISABLE_TIMING);
+    if (r != CUDA_SUCCESS)
+        return symm__cu_fail(r, "cuStreamCreate / cuEventCreate (copy-engine collectives)");
+    return ce_graphs_init(s);
 }
 
 void symm__cu_ce_graphs_free(cu_state *s) {
