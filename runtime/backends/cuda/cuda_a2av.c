@@ -87,7 +87,7 @@ symm_status symm__cu_a2av_setup(cu_state *s) {
     return SYMM_SUCCESS;
 }
 
-/* The LL form of alltoallv (cuda_a2av.c, kernels_a2av.cu "The LL form"),
+/* The LL form of alltoallv (kernels_a2av.cu "The LL form"),
  * where symm__cu_a2av_ll_choose takes it: *p gets the team's bases, barrier
  * flags and lines, and the largest piece a pair sends inline: the choice's
  * threshold, less the header lines. Larger pieces are pulled. */

@@ -29,7 +29,7 @@ symm_status symm__cu_coll_staged(cu_state *s, const symm__coll *c, char *const *
     p.st_parity = s->st_parity;
     p.src_off = c->src_off;
     p.dst_off = c->dst_off;
-    /* the peer form: on 2 PEs an all-reduce in halves (st_halves, which
+    /* the peer form: on 2 PEs an all-reduce in halves (symm__cu_st_halves, which
      * plans it), on more PEs wherever the staging holds the slices (below) */
     symm__st_plan plan;
     bool peer = false;
