@@ -1,6 +1,6 @@
 /*
  * Grid of a staged reduction (kernels_staged.cuh) and shape of an LL128 one
- * (kernels_ll128.cu), computed on the host by cuda_coll.c for each call.
+ * (kernels_ll128.cu), computed on the host by cuda_coll_*.c for each call.
  * Plain C with no CUDA type, so the unit test checks their invariants on
  * machines without a GPU.
  */
@@ -38,7 +38,7 @@ typedef struct symm__st_plan {
 bool symm__st_make_plan(uint64_t len, uint64_t sms, uint64_t st_bytes, uint64_t chunk_min,
                         uint64_t want_steps, uint64_t land_max, symm__st_plan *out);
 
-/* The peer form (kernels_staged.cuh symm__st_peer; cuda_coll.c st_peer_shape
+/* The peer form (kernels_staged.cuh symm__st_peer; cuda_tuning.c st_peer_shape
  * takes it on 2 PEs with gather only) for slices of up to len bytes on n
  * PEs, when the staging holds the whole call: one block per piece bytes,
  * at most sms / (n - 1) per peer (the grid is blocks * (n - 1)); steps
@@ -81,7 +81,7 @@ typedef struct symm__l8_shape {
 bool symm__l8_make_shape(bool reduce_scatter, int32_t n, uint64_t ne, uint64_t es, uint64_t lines,
                          uint64_t oneshot, symm__l8_shape *out);
 
-/* The last phase of a round of the copy-engine reduce-scatter (cuda_coll.c
+/* The last phase of a round of the copy-engine reduce-scatter (cuda_coll_ce.c
  * coll_ce, kernels_ce.cu): len bytes in at most `pieces` copies of whole
  * 128-byte lines, the last one shorter where len ends mid-way. Returns the
  * bytes of a copy; *count: the copies. The kernel reduces piece c (its

@@ -3,8 +3,8 @@
  * hook's SYMM__COLL_ALLTOALLV): one launch, so the counts are read on the
  * GPU when the stream gets there (docs/DECISIONS.md
  * "alltoallv in the C ABI"). Where the team's LL lines serve it (up to 8
- * PEs of one host, or one PE; SYMM_CUDA_COLL_ALGO auto or ll: cuda_coll.c
- * symm__cu_a2av_ll), symm_k_alltoallv_ll (kernels_a2av.cu "The LL form":
+ * PEs of one host, or one PE; SYMM_CUDA_COLL_ALGO auto or ll: cuda_tuning.c
+ * symm__cu_a2av_ll_choose), symm_k_alltoallv_ll (kernels_a2av.cu "The LL form":
  * headers and small pieces in the lines, no team barrier); else
  * symm_k_alltoallv, the grid form of symm_device_coll.cuh (two team
  * barriers; docs/DECISIONS.md "The LL form of alltoallv").
@@ -19,7 +19,8 @@
  */
 #include <stdlib.h>
 
-#include "cuda_internal.h"
+#include "cuda_coll.h"
+#include "cuda_tuning.h"
 
 /* The word of a call on team slot slot: the stream form's or the blocking
  * form's (cuda_internal.h CU_SLOT_*). */
@@ -86,6 +87,28 @@ symm_status symm__cu_a2av_setup(cu_state *s) {
     return SYMM_SUCCESS;
 }
 
+/* The LL form of alltoallv (kernels_a2av.cu "The LL form"),
+ * where symm__cu_a2av_ll_choose takes it: *p gets the team's bases, barrier
+ * flags and lines, and the largest piece a pair sends inline: the choice's
+ * threshold, less the header lines. Larger pieces are pulled. */
+static symm_status a2av_ll(const symm__ctx *ctx, const cu_state *s, const symm__team *team,
+                           symm__ka2avll_params *p, bool *ll, const char **why) {
+    bool alone = false;
+    uint64_t thr = 0;
+    *ll = symm__cu_a2av_ll_choose(s, team, &alone, &thr, why);
+    if (!*ll) return SYMM_SUCCESS;
+    char *base[CU_PARAM_PES];
+    SYMM_TRY(symm__cu_team_bases(ctx, team, base));
+    CU_FILL_TEAM_PARAMS(*p);
+    if (alone) return SYMM_SUCCESS;
+    p->ll_off = s->span + (uint64_t)team->slot * s->ll_slot;
+    p->ll_region = s->ll_region;
+    p->ll_parity = s->ll_parity;
+    const uint64_t room = (s->ll_region / 16 - SYMM__A2L_DATA) * 8;
+    p->inline_max = min_u64(min_u64(thr, s->ll_max), room);
+    return SYMM_SUCCESS;
+}
+
 /* One cooperative launch: cuLaunchKernelEx with the cooperative attribute,
  * else cuLaunchCooperativeKernel. */
 static symm_status launch_coop(cu_state *s, CUfunction f, unsigned gx, unsigned bx,
@@ -118,7 +141,7 @@ symm_status symm__cu_alltoallv(symm__ctx *ctx, cu_state *s, const symm__coll *c,
     memset(&q, 0, sizeof q);
     bool ll = false;
     const char *why = "";
-    SYMM_TRY(symm__cu_a2av_ll(ctx, s, team, &q, &ll, &why));
+    SYMM_TRY(a2av_ll(ctx, s, team, &q, &ll, &why));
     symm__ka2av_params p;
     memset(&p, 0, sizeof p);
     SYMM_TRY(cu_enter(s));

@@ -1,21 +1,20 @@
 /*
- * CUDA backend: collectives. The scratch they share (LL lines, staging
- * slots, the copy-engine area), the team barrier on a stream, and every
- * collective: cuda_coll picks the algorithm by kind, size and team
- * (SYMM_CUDA_COLL_ALGO overrides it) and runs the one-shot LL, LL128,
- * staged, copy-engine or barrier form (cuda_internal.h lists the backend's
- * files; docs/DECISIONS.md says why each form is where it is).
+ * CUDA backend: collectives, the top of their files. Setup: the settings
+ * every PE must share (SYMM_CUDA_COLL_ALGO, the scratch's sizes...) and the
+ * collective scratch they size (LL lines, staging slots, the copy-engine
+ * area; cuda_internal.h says where each lies). The dispatch (ops->coll):
+ * cuda_tuning.c picks the form by kind, size and team, and the form's file
+ * runs it: cuda_coll_ll.c (one-shot LL, LL128), cuda_coll_ce.c (copy
+ * engines), cuda_coll_staged.c, cuda_coll_barrier.c (the barrier
+ * algorithms), cuda_a2av.c (alltoallv). docs/DECISIONS.md says why each
+ * form is where it is.
  */
-#include "cuda_internal.h"
+#include "cuda_coll.h"
+#include "cuda_tuning.h"
 
-static const char *const dtype_names[SYMM_DTYPE_COUNT] = {
-    NULL, "int8", "int16", "int32", "int64", "uint8", "uint16",
-    "uint32", "uint64", "float16", "bfloat16", "float32", "float64",
-};
-static const char *const op_names[CU_N_OPS] = {"sum", "prod", "min", "max", "and", "or", "xor"};
 
 /* ------------------------------------------------------------------------ */
-/* Collective scratch: LL and staged (setup; used by symm__cuda_coll)             */
+/* Setup: the settings every PE shares and the collective scratch            */
 /* ------------------------------------------------------------------------ */
 
 /* The configuration every PE must share: SYMM_CUDA_COLL_ALGO (auto, ll,
@@ -38,181 +37,197 @@ typedef struct cu_coll_conf {
     uint64_t ce_bytes, ce_pieces;
 } cu_coll_conf;
 
-/* Largest payload per pair of PEs (bytes PE i sends PE j) for which "auto"
- * picks the one-shot LL algorithm (one kernel, no barrier, but twice the
- * bytes on the link), by team size and kind (copy: all-gather, all-to-all).
- * Reductions: 128 KiB up to 4 PEs, where LL128 takes over (faster from
- * there: 2 PEs, 512 KiB all-reduce 4.6-5.0 us against LL's 6.0). Copies on
- * 2 PEs: 512 KiB (2 x H200, C graphs, 2026-11-27 seventh round: all-gather
- * of 512 KiB a pair 6.1 us against 7.9 with push, 256 KiB 4.3 against 7.2;
- * at 1 MiB a pair LL was slower, 9.6 against 9.2); copies on 3-4 PEs: 128
- * KiB, not remeasured since the polling storm was fixed. Teams of 5-8 PEs:
- * not measured, scaled down (each PE stores n - 1 copies and spins on n - 1
- * peers). The default scratch (SYMM_CUDA_LL_BYTES) holds the largest
- * threshold of a team of the host's PEs: 512 KiB on 2-GPU hosts. */
-static uint64_t ll_threshold(int32_t n, bool copy) {
-    if (copy && n == 2) return 512u << 10;
-    return n <= 4 ? 128u << 10 : 32u << 10;
-}
-
-static symm_status ce_graphs_init(cu_state *s);
-
-/* Called once by cuda_heap_init on every PE, after the reservations: read
- * the configuration, check that every PE has the same, then create, zero and
- * share the scratch like a heap chunk (kept in s->chunks, so heap_fini
- * releases it). Collective. */
-symm_status symm__cu_coll_setup(symm__ctx *ctx, cu_state *s) {
-    cu_coll_conf mine, *all = calloc((size_t)ctx->n_pes, sizeof *all);
-    if (!all) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
-    memset(&mine, 0, sizeof mine);
-    mine.status = SYMM_SUCCESS;
-    mine.algo = CU_ALGO_AUTO;
-    mine.local_n = s->local_n;
-    mine.smem_optin = symm__cu.FuncSetAttribute ? s->smem_optin : 0; /* 0: no in-place 2-PE form */
-    char msg[512] = "";
+/* SYMM_CUDA_COLL_ALGO and SYMM_CUDA_COLL_COPY (mine->status: a bad value). */
+static void conf_read_algo(cu_coll_conf *mine) {
     const char *a = getenv("SYMM_CUDA_COLL_ALGO");
     if (a && *a && strcmp(a, "auto") != 0) {
         if (strcmp(a, "ll") == 0) {
-            mine.algo = CU_ALGO_LL;
+            mine->algo = CU_ALGO_LL;
         } else if (strcmp(a, "ll128") == 0) {
-            mine.algo = CU_ALGO_LL128;
+            mine->algo = CU_ALGO_LL128;
         } else if (strcmp(a, "staged") == 0) {
-            mine.algo = CU_ALGO_STAGED;
+            mine->algo = CU_ALGO_STAGED;
         } else if (strcmp(a, "ce") == 0) {
-            mine.algo = CU_ALGO_CE;
+            mine->algo = CU_ALGO_CE;
         } else if (strcmp(a, "twoshot") == 0 || strcmp(a, "pull") == 0) {
-            mine.algo = CU_ALGO_BASE;
+            mine->algo = CU_ALGO_BASE;
         } else {
-            mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO=%s: expected auto, "
-                                    "ll, ll128, staged, ce, twoshot or pull", a);
+            mine->status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO=%s: expected auto, "
+                                     "ll, ll128, staged, ce, twoshot or pull", a);
         }
     }
     const char *cp = getenv("SYMM_CUDA_COLL_COPY");
-    mine.copy = CU_COPY_AUTO;
-    if (mine.status == SYMM_SUCCESS && cp && *cp && strcmp(cp, "auto") != 0) {
+    mine->copy = CU_COPY_AUTO;
+    if (mine->status == SYMM_SUCCESS && cp && *cp && strcmp(cp, "auto") != 0) {
         if (strcmp(cp, "push") == 0)
-            mine.copy = CU_COPY_PUSH;
+            mine->copy = CU_COPY_PUSH;
         else if (strcmp(cp, "pull") == 0)
-            mine.copy = CU_COPY_PULL;
+            mine->copy = CU_COPY_PULL;
         else
-            mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_COPY=%s: expected auto, "
-                                    "push or pull", cp);
+            mine->status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_COPY=%s: expected auto, "
+                                     "push or pull", cp);
     }
-    mine.ll_set = getenv("SYMM_CUDA_LL_BYTES") && *getenv("SYMM_CUDA_LL_BYTES");
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_LL_BYTES", 0, &mine.ll_max);
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_STAGED_BYTES", 4u << 20, &mine.st_bytes);
-    mine.st_set = getenv("SYMM_CUDA_STAGED_BYTES") && *getenv("SYMM_CUDA_STAGED_BYTES");
-    mine.chunk_set = getenv("SYMM_CUDA_STAGED_CHUNK") && *getenv("SYMM_CUDA_STAGED_CHUNK");
-    mine.steps_set = getenv("SYMM_CUDA_STAGED_STEPS") && *getenv("SYMM_CUDA_STAGED_STEPS");
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_STAGED_CHUNK", CU_ST_CHUNK_DEFAULT,
-                                        &mine.st_chunk);
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_STAGED_STEPS", CU_ST_STEPS, &mine.st_steps);
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_STAGED_LAND", CU_ST_LAND_DEFAULT, &mine.st_land);
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_STAGED_SWAP", CU_ST_SWAP_DEFAULT, &mine.st_swap);
-    mine.l8_set = getenv("SYMM_CUDA_LL128_BYTES") && *getenv("SYMM_CUDA_LL128_BYTES");
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_LL128_BYTES", CU_L8_BYTES_DEFAULT,
-                                        &mine.l8_bytes);
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_LL128_ONESHOT", CU_L8_ONESHOT_DEFAULT,
-                                        &mine.l8_oneshot);
-    mine.ce_set = getenv("SYMM_CUDA_CE_BYTES") && *getenv("SYMM_CUDA_CE_BYTES");
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_CE_BYTES", CU_CE_BYTES_DEFAULT, &mine.ce_bytes);
-    if (mine.status == SYMM_SUCCESS)
-        mine.status = symm__cu_env_size("SYMM_CUDA_CE_PIECES", CU_CE_PIECES, &mine.ce_pieces);
-    if (mine.status == SYMM_SUCCESS && mine.ce_bytes && mine.ce_bytes < 4096)
-        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_CE_BYTES=%llu: expected 0 (no "
-                                "copy-engine reduce-scatter) or at least 4096",
-                                (unsigned long long)mine.ce_bytes);
-    if (mine.status == SYMM_SUCCESS && (mine.ce_pieces < 1 || mine.ce_pieces > CU_CE_PIECES_MAX))
-        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_CE_PIECES=%llu: expected 1 to %u",
-                                (unsigned long long)mine.ce_pieces, CU_CE_PIECES_MAX);
-    if (mine.status == SYMM_SUCCESS && mine.l8_bytes > (256u << 20))
-        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL128_BYTES=%llu: expected at "
-                                "most 256 MiB", (unsigned long long)mine.l8_bytes);
-    if (mine.status == SYMM_SUCCESS && (mine.st_steps < 1 || mine.st_steps > 64))
-        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_STAGED_STEPS=%llu: expected 1 "
-                                "to 64", (unsigned long long)mine.st_steps);
-    if (mine.status == SYMM_SUCCESS && mine.st_bytes && mine.st_bytes < CU_ST_BYTES_MIN)
-        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_STAGED_BYTES=%llu: expected 0 "
-                                "(no staged reductions) or at least %u",
-                                (unsigned long long)mine.st_bytes, CU_ST_BYTES_MIN);
-    if (mine.status == SYMM_SUCCESS && mine.st_bytes &&
-        (mine.st_chunk < 16 || mine.st_chunk > mine.st_bytes / 2))
-        mine.status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_STAGED_CHUNK=%llu: expected 16 "
-                                "up to half of SYMM_CUDA_STAGED_BYTES",
-                                (unsigned long long)mine.st_chunk);
-    if (mine.status != SYMM_SUCCESS) snprintf(msg, sizeof msg, "%s", symm__last_error());
-    symm_status st = symm__boot_allgather(ctx->boot, &mine, all, sizeof mine);
-    int32_t max_local = 1, smem = INT32_MAX;
+}
+
+/* The sizes, and which of them were given (their defaults depend on the
+ * host's PEs: conf_apply). */
+static void conf_read_sizes(cu_coll_conf *mine) {
+    mine->ll_set = getenv("SYMM_CUDA_LL_BYTES") && *getenv("SYMM_CUDA_LL_BYTES");
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_LL_BYTES", 0, &mine->ll_max);
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_STAGED_BYTES", 4u << 20, &mine->st_bytes);
+    mine->st_set = getenv("SYMM_CUDA_STAGED_BYTES") && *getenv("SYMM_CUDA_STAGED_BYTES");
+    mine->chunk_set = getenv("SYMM_CUDA_STAGED_CHUNK") && *getenv("SYMM_CUDA_STAGED_CHUNK");
+    mine->steps_set = getenv("SYMM_CUDA_STAGED_STEPS") && *getenv("SYMM_CUDA_STAGED_STEPS");
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_STAGED_CHUNK", CU_ST_CHUNK_DEFAULT,
+                                         &mine->st_chunk);
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_STAGED_STEPS", CU_ST_STEPS, &mine->st_steps);
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_STAGED_LAND", CU_ST_LAND_DEFAULT,
+                                         &mine->st_land);
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_STAGED_SWAP", CU_ST_SWAP_DEFAULT,
+                                         &mine->st_swap);
+    mine->l8_set = getenv("SYMM_CUDA_LL128_BYTES") && *getenv("SYMM_CUDA_LL128_BYTES");
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_LL128_BYTES", CU_L8_BYTES_DEFAULT,
+                                         &mine->l8_bytes);
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_LL128_ONESHOT", CU_L8_ONESHOT_DEFAULT,
+                                         &mine->l8_oneshot);
+    mine->ce_set = getenv("SYMM_CUDA_CE_BYTES") && *getenv("SYMM_CUDA_CE_BYTES");
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_CE_BYTES", CU_CE_BYTES_DEFAULT,
+                                         &mine->ce_bytes);
+    if (mine->status == SYMM_SUCCESS)
+        mine->status = symm__cu_env_size("SYMM_CUDA_CE_PIECES", CU_CE_PIECES, &mine->ce_pieces);
+}
+
+/* The sizes' ranges. */
+static void conf_check(cu_coll_conf *mine) {
+    if (mine->status == SYMM_SUCCESS && mine->ce_bytes && mine->ce_bytes < 4096)
+        mine->status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_CE_BYTES=%llu: expected 0 (no "
+                                 "copy-engine reduce-scatter) or at least 4096",
+                                 (unsigned long long)mine->ce_bytes);
+    if (mine->status == SYMM_SUCCESS && (mine->ce_pieces < 1 || mine->ce_pieces > CU_CE_PIECES_MAX))
+        mine->status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_CE_PIECES=%llu: expected 1 to %u",
+                                 (unsigned long long)mine->ce_pieces, CU_CE_PIECES_MAX);
+    if (mine->status == SYMM_SUCCESS && mine->l8_bytes > (256u << 20))
+        mine->status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL128_BYTES=%llu: expected at "
+                                 "most 256 MiB", (unsigned long long)mine->l8_bytes);
+    if (mine->status == SYMM_SUCCESS && (mine->st_steps < 1 || mine->st_steps > 64))
+        mine->status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_STAGED_STEPS=%llu: expected 1 "
+                                 "to 64", (unsigned long long)mine->st_steps);
+    if (mine->status == SYMM_SUCCESS && mine->st_bytes && mine->st_bytes < CU_ST_BYTES_MIN)
+        mine->status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_STAGED_BYTES=%llu: expected 0 "
+                                 "(no staged reductions) or at least %u",
+                                 (unsigned long long)mine->st_bytes, CU_ST_BYTES_MIN);
+    if (mine->status == SYMM_SUCCESS && mine->st_bytes &&
+        (mine->st_chunk < 16 || mine->st_chunk > mine->st_bytes / 2))
+        mine->status = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_STAGED_CHUNK=%llu: expected 16 "
+                                 "up to half of SYMM_CUDA_STAGED_BYTES",
+                                 (unsigned long long)mine->st_chunk);
+}
+
+/* This PE's configuration; msg gets its error message where it is bad. */
+static void conf_read(const cu_state *s, cu_coll_conf *mine, char *msg, size_t cap) {
+    memset(mine, 0, sizeof *mine);
+    mine->status = SYMM_SUCCESS;
+    mine->algo = CU_ALGO_AUTO;
+    mine->local_n = s->local_n;
+    mine->smem_optin = symm__cu.FuncSetAttribute ? s->smem_optin : 0; /* 0: no in-place 2-PE form */
+    conf_read_algo(mine);
+    conf_read_sizes(mine);
+    conf_check(mine);
+    if (mine->status != SYMM_SUCCESS) snprintf(msg, cap, "%s", symm__last_error());
+}
+
+/* Whether b chose other collective algorithms than a (any setting but the
+ * GPU's and the host's part). */
+static bool conf_differs(const cu_coll_conf *a, const cu_coll_conf *b) {
+    return b->algo != a->algo || b->ll_max != a->ll_max ||
+           b->ll_set != a->ll_set || b->copy != a->copy ||
+           b->st_bytes != a->st_bytes || b->st_set != a->st_set ||
+           b->st_chunk != a->st_chunk || b->chunk_set != a->chunk_set ||
+           b->steps_set != a->steps_set ||
+           b->st_steps != a->st_steps || b->st_land != a->st_land ||
+           b->st_swap != a->st_swap || b->l8_bytes != a->l8_bytes ||
+           b->l8_set != a->l8_set || b->l8_oneshot != a->l8_oneshot ||
+           b->ce_set != a->ce_set || b->ce_bytes != a->ce_bytes ||
+           b->ce_pieces != a->ce_pieces;
+}
+
+/* Every PE's configuration into all (collective): SYMM_SUCCESS where every
+ * PE's is good and alike; then *max_local is the most PEs a host, *smem the
+ * least shared memory a block may opt in to. */
+static symm_status conf_agree(symm__ctx *ctx, const cu_coll_conf *mine, cu_coll_conf *all,
+                              const char *msg, int32_t *max_local, int32_t *smem) {
+    symm_status st = symm__boot_allgather(ctx->boot, mine, all, sizeof *mine);
     for (int32_t pe = 0; pe < ctx->n_pes && st == SYMM_SUCCESS; pe++) {
         if (all[pe].status != SYMM_SUCCESS)
             st = pe == ctx->my_pe ? symm__err(all[pe].status, "%s", msg)
                                   : symm__err(all[pe].status, "PE %d: bad CUDA collective "
                                               "settings (see its own error message)", (int)pe);
-        else if (all[pe].algo != all[0].algo || all[pe].ll_max != all[0].ll_max ||
-                 all[pe].ll_set != all[0].ll_set || all[pe].copy != all[0].copy ||
-                 all[pe].st_bytes != all[0].st_bytes || all[pe].st_set != all[0].st_set ||
-                 all[pe].st_chunk != all[0].st_chunk || all[pe].chunk_set != all[0].chunk_set ||
-                 all[pe].steps_set != all[0].steps_set ||
-                 all[pe].st_steps != all[0].st_steps || all[pe].st_land != all[0].st_land ||
-                 all[pe].st_swap != all[0].st_swap || all[pe].l8_bytes != all[0].l8_bytes ||
-                 all[pe].l8_set != all[0].l8_set || all[pe].l8_oneshot != all[0].l8_oneshot ||
-                 all[pe].ce_set != all[0].ce_set || all[pe].ce_bytes != all[0].ce_bytes ||
-                 all[pe].ce_pieces != all[0].ce_pieces)
+        else if (conf_differs(&all[0], &all[pe]))
             st = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_COLL_ALGO / SYMM_CUDA_LL_BYTES / "
                            "SYMM_CUDA_STAGED_BYTES / _CHUNK / _STEPS / _LAND / _SWAP / SYMM_CUDA_LL128_BYTES / _ONESHOT / "
                            "SYMM_CUDA_COLL_COPY / SYMM_CUDA_CE_BYTES / _PIECES "
                            "differ between PE 0 and PE %d: every PE must choose the same "
                            "collective algorithms", (int)pe);
-        else if (all[pe].local_n > max_local)
-            max_local = all[pe].local_n;
-        if (st == SYMM_SUCCESS && all[pe].smem_optin < smem) smem = all[pe].smem_optin;
+        else if (all[pe].local_n > *max_local)
+            *max_local = all[pe].local_n;
+        if (st == SYMM_SUCCESS && all[pe].smem_optin < *smem) *smem = all[pe].smem_optin;
     }
-    free(all);
-    if (st != SYMM_SUCCESS) return st;
-    s->coll_algo = mine.algo;
-    s->coll_copy = mine.copy;
+    return st;
+}
+
+/* The settings from the agreed configuration, with the defaults that depend
+ * on the host's PEs (written back to *mine). */
+static void conf_apply(cu_state *s, cu_coll_conf *mine, int32_t max_local, int32_t smem) {
+    s->coll_algo = mine->algo;
+    s->coll_copy = mine->copy;
     s->ll_pes = max_local < CU_LL_MAX_PES ? max_local : CU_LL_MAX_PES;
     /* default SYMM_CUDA_LL_BYTES: the largest LL threshold of a team of the
      * host's PEs, so "auto" never lacks scratch: 32 MiB of it a GPU with 2
      * PEs a host, 24 MiB with 4, 14 MiB with 8 */
-    if (!mine.ll_set) mine.ll_max = ll_threshold(s->ll_pes < 2 ? 2 : s->ll_pes, true);
-    s->ll_max = align_up(mine.ll_max, 8);
+    if (!mine->ll_set) mine->ll_max = symm__cu_ll_threshold(s->ll_pes < 2 ? 2 : s->ll_pes, true);
+    s->ll_max = align_up(mine->ll_max, 8);
     /* default staging: 16 MiB a sender with 2 PEs a host, 4 MiB with 3 or 4, 2 MiB with more */
-    if (!mine.st_set && s->ll_pes == 2) mine.st_bytes = 16u << 20;
-    if (!mine.st_set && s->ll_pes > 4) mine.st_bytes = 2u << 20;
-    s->st_bytes = align_up(mine.st_bytes, 256);
+    if (!mine->st_set && s->ll_pes == 2) mine->st_bytes = 16u << 20;
+    if (!mine->st_set && s->ll_pes > 4) mine->st_bytes = 2u << 20;
+    s->st_bytes = align_up(mine->st_bytes, 256);
     /* default LL128 lines: 2 MiB of payload a sender with up to 4 PEs a host, 1 MiB with more */
-    if (!mine.l8_set && s->ll_pes > 4) mine.l8_bytes = 1u << 20;
-    s->l8_oneshot = mine.l8_oneshot;
-    s->l8_lines = align_up((mine.l8_bytes + SYMM__L8_DATA - 1) / SYMM__L8_DATA * SYMM__L8_LINE, 256);
-    s->st_chunk = align_up(mine.st_chunk, 16);
-    s->st_steps = mine.st_steps;
-    s->st_peer_chunk = mine.chunk_set ? s->st_chunk : CU_ST_PEER_CHUNK;
-    s->st_peer_steps = mine.steps_set ? s->st_steps : 0;
-    s->st_land = align_up(mine.st_land, 16);
+    if (!mine->l8_set && s->ll_pes > 4) mine->l8_bytes = 1u << 20;
+    s->l8_oneshot = mine->l8_oneshot;
+    s->l8_lines =
+        align_up((mine->l8_bytes + SYMM__L8_DATA - 1) / SYMM__L8_DATA * SYMM__L8_LINE, 256);
+    s->st_chunk = align_up(mine->st_chunk, 16);
+    s->st_steps = mine->st_steps;
+    s->st_peer_chunk = mine->chunk_set ? s->st_chunk : CU_ST_PEER_CHUNK;
+    s->st_peer_steps = mine->steps_set ? s->st_steps : 0;
+    s->st_land = align_up(mine->st_land, 16);
     /* the in-place 2-PE form keeps two pieces of a block in shared memory:
      * pieces of up to half what every PE's GPU lets a block opt in to */
     s->st_swap_max = 0;
-    if (mine.st_swap && smem > 4096)
-        s->st_swap_max = min_u64(align_up(mine.st_swap, 16), (uint64_t)(smem - 2048) / 2 / 16 * 16);
+    if (mine->st_swap && smem > 4096)
+        s->st_swap_max =
+            min_u64(align_up(mine->st_swap, 16), (uint64_t)(smem - 2048) / 2 / 16 * 16);
     /* default CE slots: SYMM_CUDA_CE_BYTES a sender with 3 or 4 PEs a host
      * (192 MiB of scratch a GPU with 4, 128 with 3), none with 2 (landing
      * is ahead there) or more than 4 (not measured) */
-    if (!mine.ce_set && (s->ll_pes < 3 || s->ll_pes > 4)) mine.ce_bytes = 0;
-    s->ce_slot = align_up(mine.ce_bytes, 256);
-    s->ce_pieces = mine.ce_pieces;
+    if (!mine->ce_set && (s->ll_pes < 3 || s->ll_pes > 4)) mine->ce_bytes = 0;
+    s->ce_slot = align_up(mine->ce_bytes, 256);
+    s->ce_pieces = mine->ce_pieces;
     s->scratch_span = s->ll_slot = s->st_slot = s->ce_off = 0;
-    /* the same verdict on every PE from here on (shared inputs) */
-    if (s->ll_pes < 2 || s->coll_algo == CU_ALGO_BASE) return SYMM_SUCCESS;
+}
+
+/* The scratch's layout: CU_LL_SLOTS slots of LL lines at span, then
+ * CU_ST_SLOTS staged slots at st_base (*st_area_out bytes), then the
+ * copy-engine area. Returns its size, whole granules. */
+static uint64_t scratch_layout(cu_state *s, uint64_t *st_area_out) {
     uint64_t ll_area = 0, st_area = 0;
     if (s->ll_max) {
         s->ll_region = align_up(2 * s->ll_max, 256);
@@ -229,34 +244,12 @@ symm_status symm__cu_coll_setup(symm__ctx *ctx, cu_state *s) {
     s->st_base = s->span + ll_area;
     /* the header always (the all-gather and all-to-all need nothing else) */
     const uint64_t ce_area = SYMM__CE_HDR + s->ce_slot * (uint64_t)(s->ll_pes - 1);
-    uint64_t span = align_up(ll_area + st_area + ce_area, s->gran);
-    if (span > CU_SCRATCH_RESERVE)
-        return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL_BYTES=%llu, SYMM_CUDA_STAGED_BYTES=%llu, "
-                         "SYMM_CUDA_LL128_BYTES=%llu and SYMM_CUDA_CE_BYTES=%llu need %llu bytes of "
-                         "collective scratch per GPU, more than %llu", (unsigned long long)s->ll_max,
-                         (unsigned long long)s->st_bytes, (unsigned long long)mine.l8_bytes,
-                         (unsigned long long)s->ce_slot,
-                         (unsigned long long)span, (unsigned long long)CU_SCRATCH_RESERVE);
-    st = s->ll_slot ? symm__cu_get_fn(s, &s->f_ll_copy, "symm_k_ll_copy") : SYMM_SUCCESS;
-    if (st == SYMM_SUCCESS) st = symm__cu_get_fn(s, &s->f_ce_wait, "symm_k_ce_wait");
-    if (st == SYMM_SUCCESS) {
-        CUresult r = symm__cu.StreamCreate(&s->s_ce, CU_STREAM_NON_BLOCKING);
-        if (r == CUDA_SUCCESS) r = symm__cu.StreamCreate(&s->s_ce_sig, CU_STREAM_NON_BLOCKING);
-        for (size_t i = 0; i < sizeof s->ev_ce_copy / sizeof s->ev_ce_copy[0] && r == CUDA_SUCCESS; i++)
-            r = symm__cu.EventCreate(&s->ev_ce_copy[i], CU_EVENT_DISABLE_TIMING);
-        if (r == CUDA_SUCCESS) r = symm__cu.EventCreate(&s->ev_ce_fork, CU_EVENT_DISABLE_TIMING);
-        if (r == CUDA_SUCCESS) r = symm__cu.EventCreate(&s->ev_ce_join, CU_EVENT_DISABLE_TIMING);
-        if (r != CUDA_SUCCESS) st = symm__cu_fail(r,
-                                                  "cuStreamCreate / cuEventCreate (copy-engine collectives)");
-    }
-    if (st == SYMM_SUCCESS) st = ce_graphs_init(s);
-    st = symm__cu_map_new_chunk(ctx, s, s->span, span, "collective scratch", st);
-    if (st != SYMM_SUCCESS) {
-        s->ll_slot = s->st_slot = 0;
-        return st;
-    }
-    s->scratch_span = span;
-    s->ce_off = s->st_base + st_area;
+    *st_area_out = st_area;
+    return align_up(ll_area + st_area + ce_area, s->gran);
+}
+
+/* What setup made (SYMM_DEBUG=INFO). */
+static void scratch_log(const cu_state *s, uint64_t span) {
     SYMM_INFO(SYMM_LOG_BACKEND, "cuda: collective scratch %llu bytes for teams of up to %d PEs: "
               "LL %llu bytes per pair (%d slots), staged %llu bytes per sender (%d slots, pieces "
               "of %llu bytes or more), LL128 lines of %llu bytes per sender (the same slots), "
@@ -271,1182 +264,73 @@ symm_status symm__cu_coll_setup(symm__ctx *ctx, cu_state *s) {
               : s->coll_algo == CU_ALGO_LL128  ? "ll128 (SYMM_CUDA_COLL_ALGO)"
               : s->coll_algo == CU_ALGO_STAGED ? "staged (SYMM_CUDA_COLL_ALGO)"
                                                : "auto");
-    return SYMM_SUCCESS;
 }
 
-/* A team slot's sync area is zeroed when a team takes the slot (teams.c) and
- * at init: zero its LL and staged areas with it (on the internal stream,
- * before the caller's finish), so a new team starts from clear lines and
- * flags (its epochs start again from 0). */
-symm_status symm__cu_scratch_zero_slots(symm__ctx *ctx, cu_state *s, uint64_t off, uint64_t n) {
-    if (!s->scratch_span || off >= ctx->sys_bytes || !n) return SYMM_SUCCESS;
-    uint64_t end = min_u64(off + n, ctx->sys_bytes);
-    uint64_t first = off / ctx->slot_bytes, last = (end - 1) / ctx->slot_bytes;
-    const CUdeviceptr va = s->va[s->local_me];
-    for (uint64_t slot = first; slot <= last; slot++) {
-        if (s->ll_slot && slot < CU_LL_SLOTS)
-            SYMM__CU(MemsetD8Async(va + s->span + slot * s->ll_slot, 0, s->ll_slot, s->s_int));
-        if (s->st_slot && slot < CU_ST_SLOTS)
-            SYMM__CU(MemsetD8Async(va + s->st_base + slot * s->st_slot, 0, s->st_slot, s->s_int));
+/* Called once by cuda_heap_init on every PE, after the reservations: read
+ * the configuration, check that every PE has the same, then create, zero and
+ * share the scratch like a heap chunk (kept in s->chunks, so heap_fini
+ * releases it). Collective. */
+symm_status symm__cu_coll_setup(symm__ctx *ctx, cu_state *s) {
+    cu_coll_conf mine, *all = calloc((size_t)ctx->n_pes, sizeof *all);
+    if (!all) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
+    char msg[512] = "";
+    conf_read(s, &mine, msg, sizeof msg);
+    int32_t max_local = 1, smem = INT32_MAX;
+    symm_status st = conf_agree(ctx, &mine, all, msg, &max_local, &smem);
+    free(all);
+    if (st != SYMM_SUCCESS) return st;
+    conf_apply(s, &mine, max_local, smem);
+    /* the same verdict on every PE from here on (shared inputs) */
+    if (s->ll_pes < 2 || s->coll_algo == CU_ALGO_BASE) return SYMM_SUCCESS;
+    uint64_t st_area = 0;
+    const uint64_t span = scratch_layout(s, &st_area);
+    if (span > CU_SCRATCH_RESERVE)
+        return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_LL_BYTES=%llu, SYMM_CUDA_STAGED_BYTES=%llu, "
+                         "SYMM_CUDA_LL128_BYTES=%llu and SYMM_CUDA_CE_BYTES=%llu need %llu bytes of "
+                         "collective scratch per GPU, more than %llu", (unsigned long long)s->ll_max,
+                         (unsigned long long)s->st_bytes, (unsigned long long)mine.l8_bytes,
+                         (unsigned long long)s->ce_slot,
+                         (unsigned long long)span, (unsigned long long)CU_SCRATCH_RESERVE);
+    st = s->ll_slot ? symm__cu_get_fn(s, &s->f_ll_copy, "symm_k_ll_copy") : SYMM_SUCCESS;
+    if (st == SYMM_SUCCESS) st = symm__cu_ce_setup(s);
+    st = symm__cu_map_new_chunk(ctx, s, s->span, span, "collective scratch", st);
+    if (st != SYMM_SUCCESS) {
+        s->ll_slot = s->st_slot = 0;
+        return st;
     }
+    s->scratch_span = span;
+    s->ce_off = s->st_base + st_area;
+    scratch_log(s, span);
     return SYMM_SUCCESS;
 }
 
 /* ------------------------------------------------------------------------ */
-/* Team barrier on a stream and collectives                                  */
+/* Dispatch                                                                  */
 /* ------------------------------------------------------------------------ */
-
-/* Every team PE must be load/store reachable (the kernels store to peers). */
-symm_status symm__cu_team_reachable(const symm__ctx *ctx, const symm__team *team) {
-    for (int32_t j = 0; j < team->n_pes; j++) {
-        int32_t pe = symm__team_world_pe(team, j);
-        if (!ctx->peer_base[pe]) return symm__cu_unreachable(ctx, pe);
-    }
-    return SYMM_SUCCESS;
-}
-
-/* The heap bases of a team of up to CU_PARAM_PES PEs, for a parameter block. */
-static symm_status team_bases(const symm__ctx *ctx, const symm__team *team, char **base) {
-    if (team->n_pes > CU_PARAM_PES)
-        return symm__err(SYMM_ERR_NOT_SUPPORTED,
-                         "stream collectives on the CUDA backend support teams of up to %d PEs "
-                         "(team has %d); the blocking forms work for any team",
-                         CU_PARAM_PES, (int)team->n_pes);
-    for (int32_t j = 0; j < team->n_pes; j++) {
-        int32_t pe = symm__team_world_pe(team, j);
-        base[j] = (char *)ctx->peer_base[pe];
-        if (!base[j]) return symm__cu_unreachable(ctx, pe);
-    }
-    return SYMM_SUCCESS;
-}
-
-/* Every team kernel's parameter block (barriers of 2, 8 and 64 PEs, gather,
- * reduce) starts alike: the team's heap bases, this PE, the team's barrier
- * flags, the timeout and the error word. Zeroes the rest. */
-#define CU_FILL_TEAM_PARAMS(p)                                                     \
-    do {                                                                           \
-        memset(&(p), 0, sizeof(p));                                                \
-        memcpy((p).team.base, base, (size_t)team->n_pes * sizeof *base);           \
-        (p).team.me = team->my_pe;                                                 \
-        (p).team.n = team->n_pes;                                                  \
-        (p).area_off = symm__team_sync_off(s->ctx, team->slot) + CU_BARRIER_OFF;   \
-        (p).timeout_ns = s->timeout_ns;                                            \
-        (p).err = s->err_word;                                                     \
-    } while (0)
-#define CU_FILL_BARRIER_PARAMS(p) \
-    do {                          \
-        CU_FILL_TEAM_PARAMS(p);   \
-        (p).bump = bump;          \
-    } while (0)
-
-/* ops->coll_agree: one symm_k_agree on the team's lane, waited for; the
- * records land in the lane's pinned words. A kernel and a wait (not the host
- * exchange of teams.c: a copy to the heap, a barrier, a copy from every
- * peer, and the closing sync): the cost blocking collectives pay so that a
- * PE's bad arguments are its peers' MISMATCH, not a collective run alone. */
-_Static_assert(CU_AGREE_WORDS == SYMM__AGREE_WORDS, "kernel_params.h and internal.h agree");
-symm_status symm__cuda_coll_agree(symm__ctx *ctx, symm__team *team, const uint64_t *mine,
-                                  uint64_t *all) {
-    cu_state *s = ctx->backend;
-    SYMM_TRY(symm__cu_teams_ok(s));
-    char *base[CU_PARAM_PES];
-    SYMM_TRY(team_bases(ctx, team, base));
-    SYMM_TRY(cu_enter(s));
-    cu_lane *lane = NULL;
-    SYMM_TRY(symm__cu_lane(s, team, &lane));
-    symm__kagree_params p;
-    CU_FILL_TEAM_PARAMS(p);
-    p.rec_off = symm__team_sync_off(ctx, team->slot) + SYMM__SLOT_AGREE_OFF;
-    memcpy(p.words, mine, sizeof p.words);
-    p.out = lane->pinned + CU_LANE_AGREE;
-    p.done = lane->pinned + CU_SLOT_DONE;
-    p.seq = ++lane->agrees;
-    void *args[] = {&p};
-    SYMM_TRY(symm__cu_launch(s, s->f_agree, "cuLaunchKernel(symm_k_agree)", 1, 1, 64,
-                             lane->stream, args));
-    SYMM_TRY(symm__cu_lane_finish(s, lane, p.done, p.seq));
-    memcpy(all, (const void *)p.out, (size_t)team->n_pes * sizeof p.words);
-    return SYMM_SUCCESS;
-}
-
-/* Barrier kernel: epoch = counter + bump (1: a stream barrier; 2: the
- * closing barrier of a collective whose data kernel does not close it). */
-static symm_status launch_barrier(cu_state *s, const symm__team *team, char *const *base,
-                                  uint64_t bump, CUstream cs) {
-    unsigned threads = team->n_pes <= 32 ? 32 : 64;
-    if (team->n_pes <= 2) {
-        symm__kbarrier_params2 p;
-        CU_FILL_BARRIER_PARAMS(p);
-        void *args[] = {&p};
-        return symm__cu_launch(s, s->f_barrier2, "cuLaunchKernel(symm_k_barrier_2)", 1, 1, threads,
-                               cs, args);
-    }
-    if (team->n_pes <= 8) {
-        symm__kbarrier_params8 p;
-        CU_FILL_BARRIER_PARAMS(p);
-        void *args[] = {&p};
-        return symm__cu_launch(s, s->f_barrier8, "cuLaunchKernel(symm_k_barrier_8)", 1, 1, threads,
-                               cs, args);
-    }
-    symm__kbarrier_params64 p;
-    CU_FILL_BARRIER_PARAMS(p);
-    void *args[] = {&p};
-    return symm__cu_launch(s, s->f_barrier64, "cuLaunchKernel(symm_k_barrier_64)", 1, 1, threads,
-                           cs, args);
-}
-
-/* Barrier of a team larger than a parameter block holds: heap bases come
- * from the device peer table, so the team must be strided (split teams and
- * the world are; only the SHARED/NODE teams of irregular layouts are not). */
-static symm_status launch_barrier_wide(cu_state *s, const symm__team *team, CUstream cs) {
-    symm_device_team dt;
-    if (symm__device_team_of(team, &dt) != SYMM_SUCCESS)
-        return symm__err(SYMM_ERR_NOT_SUPPORTED,
-                         "GPU barriers of teams over %d PEs need a strided team (this "
-                         "team of %d PEs is not)", CU_PARAM_PES, (int)team->n_pes);
-    symm__kbarrier_wide_params p;
-    memset(&p, 0, sizeof p);
-    p.table = (char *const *)(uintptr_t)s->peer_table;
-    p.start = dt.start;
-    p.stride = dt.stride;
-    p.me = team->my_pe;
-    p.n = team->n_pes;
-    p.area_off = symm__team_sync_off(s->ctx, team->slot) + CU_BARRIER_OFF;
-    p.bump = 1;
-    p.timeout_ns = s->timeout_ns;
-    p.err = s->err_word;
-    void *args[] = {&p};
-    return symm__cu_launch(s, s->f_barrier_wide, "cuLaunchKernel(symm_k_barrier_wide)", 1, 1, 256,
-                           cs,
-                  args);
-}
-
-symm_status symm__cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, void *stream) {
-    cu_state *s = ctx->backend;
-    SYMM_TRY(symm__cu_teams_ok(s));
-    SYMM_TRY(symm__cu_team_reachable(ctx, team));
-    SYMM_TRY(cu_enter(s));
-    cu_lane *lane = NULL;
-    if (!stream) SYMM_TRY(symm__cu_lane(s, team, &lane));
-    CUstream cs = lane ? lane->stream : (CUstream)stream;
-    if (team->n_pes > CU_PARAM_PES) {
-        SYMM_TRY(launch_barrier_wide(s, team, cs));
-    } else if (team->n_pes > 1) {
-        char *base[CU_PARAM_PES];
-        SYMM_TRY(team_bases(ctx, team, base));
-        SYMM_TRY(launch_barrier(s, team, base, 1, cs));
-    }
-    return lane ? symm__cu_lane_finish(s, lane, NULL, 0) : SYMM_SUCCESS;
-}
-
-/* The reduction kernel of an algorithm: symm_k_<form>reduce_<dtype>_<op>. */
-enum { CU_RED_BARRIER, CU_RED_LL, CU_RED_STAGED, CU_RED_L8, CU_RED_CE };
-static symm_status reduce_fn(cu_state *s, uint32_t dtype, uint32_t op, int form, CUfunction *f) {
-    if (dtype >= SYMM_DTYPE_COUNT || !dtype_names[dtype] || op >= CU_N_OPS)
-        return symm__err(SYMM_ERR_INVALID_ARG, "no reduction kernel for dtype %u op %u", dtype, op);
-    _Atomic(CUfunction) *slot = form == CU_RED_LL       ? &s->f_llreduce[dtype][op]
-                                : form == CU_RED_STAGED ? &s->f_streduce[dtype][op]
-                                : form == CU_RED_L8     ? &s->f_l8reduce[dtype][op]
-                                : form == CU_RED_CE     ? &s->f_cereduce[dtype][op]
-                                                        : &s->f_reduce[dtype][op];
-    CUfunction fn = atomic_load(slot);
-    if (!fn) {
-        char name[64];
-        snprintf(name, sizeof name, "symm_k_%sreduce_%s_%s",
-                 form == CU_RED_LL ? "ll" : form == CU_RED_STAGED ? "st" : form == CU_RED_L8 ? "l8"
-                 : form == CU_RED_CE ? "ce" : "",
-                 dtype_names[dtype],
-                 op_names[op]);
-        CUresult r = symm__cu_module_fn(s, &fn, name);
-        if (r == CUDA_ERROR_NOT_FOUND)
-            return symm__err(SYMM_ERR_INVALID_ARG, "reduction op %s is not defined for %s",
-                             op_names[op], dtype_names[dtype]);
-        if (r != CUDA_SUCCESS) return symm__cu_fail(r, name);
-        /* the staged kernel's in-place 2-PE form: two pieces in shared memory */
-        if (form == CU_RED_STAGED && s->st_swap_max) {
-            r = symm__cu.FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                          (int)(2 * s->st_swap_max));
-            if (r != CUDA_SUCCESS) return symm__cu_fail(r,
-                                                        "cuFuncSetAttribute(max dynamic shared memory)");
-        }
-        atomic_store(slot, fn);
-    }
-    *f = fn;
-    return SYMM_SUCCESS;
-}
-
-static const char *coll_kind_name(uint32_t kind) {
-    switch (kind) {
-    case SYMM__COLL_REDUCE: return "all-reduce";
-    case SYMM__COLL_REDUCESCATTER: return "reduce-scatter";
-    case SYMM__COLL_FCOLLECT: return "all-gather";
-    case SYMM__COLL_ALLTOALL: return "all-to-all";
-    case SYMM__COLL_BROADCAST: return "broadcast";
-    default: return "collect";
-    }
-}
-
-/* SYMM_CUDA_COLL_ALGO forces an algorithm other than `algo` (auto forces none) */
-static bool forced_other(const cu_state *s, int algo) {
-    return s->coll_algo != CU_ALGO_AUTO && s->coll_algo != algo;
-}
-
-/* Whether the LL lines serve a team (and SYMM_CUDA_COLL_ALGO lets them), or
- * false with why not (for the trace). */
-static bool ll_team(const cu_state *s, const symm__team *team, const char **why) {
-    if (team->n_pes < 2) return *why = "one PE", false;
-    if (forced_other(s, CU_ALGO_LL)) return *why = "SYMM_CUDA_COLL_ALGO", false;
-    if (!s->ll_slot) return *why = "no LL scratch (SYMM_CUDA_LL_BYTES=0 or one GPU per host)", false;
-    if (team->n_pes > s->ll_pes) return *why = "team larger than the LL scratch serves", false;
-    if (team->slot >= CU_LL_SLOTS) return *why = "team slot without LL scratch", false;
-    return true;
-}
-
-/* The LL form of alltoallv (cuda_a2av.c, kernels_a2av.cu "The LL form"):
- * the bytes of a pair are known only on the GPU, so the team alone decides
- * (ll_team; a team of one PE always, unless another algorithm is forced);
- * then *p gets the team's bases, barrier flags and lines, and the largest
- * piece a pair sends inline: the LL threshold of an all-to-all of the
- * team's size (what the lines hold with SYMM_CUDA_COLL_ALGO=ll), less the
- * header lines. Larger pieces are pulled. */
-symm_status symm__cu_a2av_ll(const symm__ctx *ctx, const cu_state *s, const symm__team *team,
-                             symm__ka2avll_params *p, bool *ll, const char **why) {
-    /* one PE: the same kernel copies its own piece, with no lines to touch */
-    const bool alone = team->n_pes == 1 && !forced_other(s, CU_ALGO_LL);
-    *ll = alone || ll_team(s, team, why);
-    if (!*ll) return SYMM_SUCCESS;
-    char *base[CU_PARAM_PES];
-    SYMM_TRY(team_bases(ctx, team, base));
-    CU_FILL_TEAM_PARAMS(*p);
-    if (alone) return *why = "one PE: its own piece, no lines", SYMM_SUCCESS;
-    p->ll_off = s->span + (uint64_t)team->slot * s->ll_slot;
-    p->ll_region = s->ll_region;
-    p->ll_parity = s->ll_parity;
-    const uint64_t room = (s->ll_region / 16 - SYMM__A2L_DATA) * 8;
-    const uint64_t thr = s->coll_algo == CU_ALGO_LL ? s->ll_max : ll_threshold(team->n_pes, true);
-    p->inline_max = min_u64(min_u64(thr, s->ll_max), room);
-    *why = s->coll_algo == CU_ALGO_LL ? "SYMM_CUDA_COLL_ALGO=ll" : "auto: the LL lines serve the team";
-    return SYMM_SUCCESS;
-}
-
-/* One-shot LL form of a collective (kernels_ll.cu), or false with why not
- * (for the trace) when symm__cuda_coll should run the barrier algorithm. */
-static bool ll_choose(const cu_state *s, const symm__coll *c, uint64_t pair_bytes,
-                      const char **why) {
-    const symm__team *team = c->team;
-    if (c->kind == SYMM__COLL_COLLECT) return *why = "collect has per-PE sizes", false;
-    /* The two parities are safe only when every PE needs a line from every
-     * peer to finish a call (kernels_common.cuh "LL"): a broadcast's root needs none, so
-     * it could run two calls ahead and overwrite lines not yet read. */
-    if (c->kind == SYMM__COLL_BROADCAST) return *why = "broadcast (the root waits for nobody)", false;
-    if (!ll_team(s, team, why)) return false;
-    if (pair_bytes > s->ll_max) return *why = "above SYMM_CUDA_LL_BYTES", false;
-    if (s->coll_algo == CU_ALGO_LL) return *why = "SYMM_CUDA_COLL_ALGO=ll", true;
-    if (pair_bytes > ll_threshold(team->n_pes, c->kind == SYMM__COLL_FCOLLECT ||
-                                                   c->kind == SYMM__COLL_ALLTOALL))
-        return *why = "auto, above the LL threshold", false;
-    return *why = "auto, at most the LL threshold", true;
-}
-
-static symm_status coll_ll(cu_state *s, const symm__coll *c, char *const *base, CUstream cs,
-                           uint64_t pair_bytes, const char *why) {
-    const symm__team *team = c->team;
-    symm__kll_params p;
-    CU_FILL_TEAM_PARAMS(p);
-    p.ll_off = s->span + (uint64_t)team->slot * s->ll_slot;
-    p.ll_region = s->ll_region;
-    p.ll_parity = s->ll_parity;
-    p.src_off = c->src_off;
-    p.dst_off = c->dst_off;
-    p.nbytes = pair_bytes;
-    CUfunction f = s->f_ll_copy;
-    switch (c->kind) {
-    case SYMM__COLL_REDUCE: SYMM_TRY(reduce_fn(s, c->dtype, c->op, CU_RED_LL, &f)); break;
-    case SYMM__COLL_REDUCESCATTER:
-        SYMM_TRY(reduce_fn(s, c->dtype, c->op, CU_RED_LL, &f));
-        p.src_j_stride = pair_bytes;
-        break;
-    case SYMM__COLL_FCOLLECT: p.dst_j_stride = pair_bytes; break;
-    case SYMM__COLL_ALLTOALL:
-        p.src_j_stride = pair_bytes;
-        p.dst_j_stride = pair_bytes;
-        break;
-    default: return symm__err(SYMM_ERR_INTERNAL, "no LL form of collective kind %u", c->kind);
-    }
-    uint64_t units = (pair_bytes + 7) / 8;
-    /* at most one block per SM: every block must be resident, since blocks
-     * wait for the peers' blocks of the same index */
-    unsigned cap = (unsigned)(s->sms > 0 ? s->sms : 64);
-    unsigned blocks = (unsigned)min_u64(max_u64((units + CU_THREADS - 1) / CU_THREADS, 1), cap);
-    SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per pair on %d PEs: algorithm ll (one-shot, "
-               "%s), %u block(s) x %u threads", coll_kind_name(c->kind),
-               (unsigned long long)pair_bytes, (int)team->n_pes, why, blocks, CU_THREADS);
-    void *args[] = {&p};
-    return symm__cu_launch(s, f, "cuLaunchKernel(symm_k_ll*)", blocks, 1, CU_THREADS, cs, args);
-}
-
-/* LL128 for a reduction, with its shape (coll_plan.c) in *sh, or false
- * with why not (for the trace). "auto" takes it for every reduction above
- * LL's sizes that fits the lines. On 2 and 4 x H200 it beat the staged and
- * barrier algorithms at every size it holds, back to back and in graphs
- * (2 PEs, all-reduce 1 MiB: 6.9 us in a graph against 8.5 staged and 9.3
- * two-shot, 7.8 back to back against 9.2; 4 PEs: 9.7-9.8 against 11.1
- * two-shot in a graph, 10.9 against 14.0 back to back). The PyTorch-graph
- * stall that kept it opt-in for a while was a polling storm, now avoided
- * by the waiters' naps (kernels_common.cuh "polite polling"). */
-static bool l8_choose(const cu_state *s, const symm__coll *c, symm__l8_shape *sh,
-                      const char **why) {
-    const symm__team *team = c->team;
-    if (c->kind != SYMM__COLL_REDUCE && c->kind != SYMM__COLL_REDUCESCATTER)
-        return *why = "not a reduction", false;
-    if (forced_other(s, CU_ALGO_LL128))
-        return *why = "SYMM_CUDA_COLL_ALGO", false;
-    if (!s->st_slot || !s->l8_lines)
-        return *why = "no LL128 lines (SYMM_CUDA_LL128_BYTES=0 or one GPU per host)", false;
-    if (team->n_pes < 2) return *why = "one PE", false;
-    if (team->n_pes > s->ll_pes) return *why = "team larger than the LL128 lines serve", false;
-    if (team->slot >= CU_ST_SLOTS) return *why = "team slot without LL128 lines", false;
-    if (!symm__l8_make_shape(c->kind == SYMM__COLL_REDUCESCATTER, team->n_pes, c->nelems,
-                             c->elem_size, s->l8_lines, s->l8_oneshot, sh))
-        return *why = "above SYMM_CUDA_LL128_BYTES", false;
-    if (s->coll_algo == CU_ALGO_LL128) return *why = "SYMM_CUDA_COLL_ALGO=ll128", true;
-    return *why = "auto, above LL and within the LL128 lines", true;
-}
-
-static symm_status coll_l8(cu_state *s, const symm__coll *c, char *const *base, CUstream cs,
-                           const symm__l8_shape *sh, const char *why) {
-    const symm__team *team = c->team;
-    symm__kl8_params p;
-    CU_FILL_TEAM_PARAMS(p);
-    p.src_off = c->src_off;
-    p.dst_off = c->dst_off;
-    memcpy(p.len, sh->len, sizeof p.len);
-    p.src_j_stride = sh->src_j_stride;
-    p.l8_half = sh->half;
-    p.gather = sh->gather;
-    p.ll_off = s->st_base + (uint64_t)team->slot * s->st_slot + SYMM__ST_HDR + s->st_bytes + SYMM__ST_SLACK;
-    p.ll_region = s->st_region;
-    p.ll_parity = s->st_parity;
-    CUfunction f = NULL;
-    SYMM_TRY(reduce_fn(s, c->dtype, c->op, CU_RED_L8, &f));
-    uint64_t most = 0;
-    for (int32_t j = 0; j < team->n_pes; j++) most = max_u64(most, p.len[j]);
-    /* a warp moves 4 lines at a time; at most one block per SM, as for LL,
-     * and on as many SMs as there are quads of lines (each SM's own link
-     * bandwidth is a fraction of the GPU's): blocks of 2 to 16 warps */
-    const uint64_t quads = ((most + SYMM__L8_DATA - 1) / SYMM__L8_DATA + 3) / 4;
-    const unsigned cap = (unsigned)(s->sms > 0 ? s->sms : 64);
-    const uint64_t warps = min_u64(max_u64((quads + cap - 1) / cap, 2), CU_L8_THREADS / 32);
-    const unsigned threads = (unsigned)(32 * warps);
-    const unsigned blocks = (unsigned)min_u64(max_u64((quads + warps - 1) / warps, 1), cap);
-    SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per pair on %d PEs: algorithm ll128 (%s), "
-               "%s, %u block(s) x %u threads", coll_kind_name(c->kind),
-               (unsigned long long)(c->nelems * c->elem_size), (int)team->n_pes, why,
-               c->kind == SYMM__COLL_REDUCESCATTER ? "reduce-scatter"
-               : p.gather                          ? "reduce a slice, store it to every PE"
-                                                   : "one shot: every PE reduces the whole vector",
-               blocks, threads);
-    void *args[] = {&p};
-    return symm__cu_launch(s, f, "cuLaunchKernel(symm_k_l8reduce)", blocks, 1, threads, cs, args);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Copy-engine reduce-scatter                                                */
-/* ------------------------------------------------------------------------ */
-/* kernels_ce.cu. The bytes of a reduce-scatter move on the copy engines, one
- * peer after another: in phase k = 0 .. n-2 every PE copies its block for PE
- * (me + 1 + k) mod n into that PE's CE slot k, so in each phase every GPU
- * sends to one peer and receives from one (4 x H200: 381 GB/s a GPU in
- * turns, against 345 for SM stores to all peers at once and 233 for the
- * copy engines to all at once; probe_cuda mesh). The last phase goes in
- * ce_pieces copies; after each copy a stream write counts it in the
- * receiver's arrive word. The copies run on the copy stream, forked off the
- * caller's stream with an event and joined back after; the reduction kernel
- * runs on the caller's stream meanwhile (kernels_ce.cu says what it does).
- * A call moves at most ce_slot bytes a pair in one round; larger calls take
- * several rounds, one after another. The stream writes need stream memory
- * operations (s->memops), and the area exists for the world team only. */
-/* Auto takes it for a block of at least CU_CE_AUTO_MIN4 bytes a PE on 4 PEs
- * and CU_CE_AUTO_MIN3 on 3. 4 x H200, C graphs, reduce-scatter of (block x
- * 4): 32 MiB 106.7 us against 91.1 before (the peer form), 64 MiB 173.0
- * against 170.7 (pull), 96 MiB 241.4 against 255.4, 128 MiB 308.1 against
- * 329.5, 256 MiB 582.8 against 637.8, 512 MiB 1158.6 against 1244.6; on 3
- * PEs (block x 3) against the pull: 48 MiB 121.1 against 113.2, 96 MiB 210.7
- * against 215.8, 384 MiB 789.3 against 818.0 (docs/GPU-RESULTS.md, twelfth
- * round). Not measured with more than 4 PEs. */
-#define CU_CE_AUTO_MIN4 (24u << 20)
-/* The copy-engine all-reduce on 4 PEs from this many bytes (the whole
- * vector). 4 x H200, C graphs, in place, two runs each against auto without
- * it: 64 MiB 319.2-323.2 us against 318.9-319.3, 96 MiB 456.9-459.3 against
- * 464.4-466.3, 128 MiB 588.6-591.7 against 607.8, 192 MiB 852.7-857.5
- * against 897.3-898.7, 256 MiB 1119.9-1122.3 (358.8-359.5 GB/s) against
- * 1188.2-1189.8, 512 MiB 2209.7-2211.5 against 2343.2-2349.7
- * (docs/GPU-RESULTS.md, fifteenth session). Not measured on 3 PEs. */
-#define CU_CE_AR_AUTO_MIN4 (96u << 20)
-#define CU_CE_AUTO_MIN3 (32u << 20)
-static bool ce_choose(const cu_state *s, const symm__coll *c, uint64_t pair_bytes,
-                      const char **why) {
-    const symm__team *team = c->team;
-    const bool exchange = c->kind == SYMM__COLL_FCOLLECT || c->kind == SYMM__COLL_ALLTOALL;
-    if (c->kind != SYMM__COLL_REDUCESCATTER && c->kind != SYMM__COLL_REDUCE && !exchange)
-        return *why = "not a reduction, all-gather or all-to-all", false;
-    if (forced_other(s, CU_ALGO_CE)) return *why = "SYMM_CUDA_COLL_ALGO", false;
-    if (!s->ce_off) return *why = "no copy-engine area (no collective scratch)", false;
-    if (!exchange && !s->ce_slot)
-        return *why = "no copy-engine slots (SYMM_CUDA_CE_BYTES=0, or a host of 2 or more than 4 PEs)", false;
-    if (team->slot != 0) return *why = "the copy-engine area serves the world team only", false;
-    if (team->n_pes < 2 || team->n_pes > s->ll_pes) return *why = "team size", false;
-    if (!atomic_load(&s->memops)) return *why = "no stream memory operations", false;
-    if (s->coll_algo == CU_ALGO_CE) return *why = "SYMM_CUDA_COLL_ALGO=ce", true;
-    /* the all-gather and all-to-all by the copy engines only when forced:
-     * slower on 2 x H200, at most 2 % faster on 4 (DECISIONS.md) */
-    if (exchange) return *why = "auto: the copy-engine all-gather / all-to-all only when forced", false;
-    /* the all-reduce (reduce-scatter, then all-gather by the copy engines):
-     * on 4 PEs from CU_CE_AR_AUTO_MIN4 bytes; not measured on 3 */
-    if (c->kind == SYMM__COLL_REDUCE) {
-        if (team->n_pes == 4 && pair_bytes >= CU_CE_AR_AUTO_MIN4)
-            return *why = "auto, all-reduce of 96 MiB or more on 4 PEs", true;
-        return *why = "auto: the copy-engine all-reduce on 4 PEs from 96 MiB only", false;
-    }
-    if (team->n_pes == 4 && pair_bytes >= CU_CE_AUTO_MIN4)
-        return *why = "auto, reduce-scatter of 24 MiB or more a PE on 4 PEs", true;
-    if (team->n_pes == 3 && pair_bytes >= CU_CE_AUTO_MIN3)
-        return *why = "auto, reduce-scatter of 32 MiB or more a PE on 3 PEs", true;
-    return *why = "auto, where other forms were as fast or faster", false;
-}
-
-/* One copy (or none, len 0) and its signal: the queue coll_ce fills and
- * ce_issue sends. */
-typedef struct cu_ce_copy {
-    CUdeviceptr dst, src, flag;
-    uint64_t len, value;
-} cu_ce_copy;
-
-/* Fork the copy streams off cs, issue the copies in order on the copy stream
- * and each one's signal on the signal stream, and record the join event.
- * The stream write's memory barrier holds up the stream it is on (on the
- * copy stream: 2-4 us a copy), and each signal is enqueued after the next
- * copy, so that the graph a capture makes keeps the copies on one chain
- * (right after its copy: 342 us a call in a graph against 309 back to back,
- * 4 PEs, 128 MiB; one later: 303 and 305). A copy of 0 bytes is only its
- * signal. */
-static symm_status ce_issue(cu_state *s, CUstream cs, const cu_ce_copy *cp, unsigned ncopy) {
-    SYMM__CU(EventRecord(s->ev_ce_fork, cs));
-    SYMM__CU(StreamWaitEvent(s->s_ce, s->ev_ce_fork, 0));
-    SYMM__CU(StreamWaitEvent(s->s_ce_sig, s->ev_ce_fork, 0));
-    for (unsigned i = 0; i <= ncopy; i++) {
-        if (i < ncopy) {
-            if (cp[i].len) SYMM__CU(MemcpyAsync(cp[i].dst, cp[i].src, cp[i].len, s->s_ce));
-            SYMM__CU(EventRecord(s->ev_ce_copy[i], s->s_ce));
-        }
-        if (i > 0) {
-            SYMM__CU(StreamWaitEvent(s->s_ce_sig, s->ev_ce_copy[i - 1], 0));
-            SYMM__CU(StreamWriteValue64(s->s_ce_sig, cp[i - 1].flag, cp[i - 1].value,
-                                        CU_STREAM_WRITE_VALUE_DEFAULT));
-        }
-    }
-    SYMM__CU(EventRecord(s->ev_ce_join, s->s_ce_sig)); /* after every copy and signal */
-    return SYMM_SUCCESS;
-}
-
-/* A block of len bytes to every peer, in the reduce-scatter's turns (copy k
- * to team PE (me + 1 + k) mod n: every GPU sends to one peer and receives
- * from one at a time): from src_off + q * src_q_stride of this heap to
- * dst_off of PE q's, each counted in q's ag word k; then the caller's stream
- * waits for them and, in symm_k_ce_wait, for the peers' blocks. The peers'
- * dst must be free to write: the all-reduce's reduce-scatter shows it, the
- * all-gather and all-to-all open with the team's barrier. */
-static symm_status ce_spread(cu_state *s, const symm__coll *c, char *const *base, CUstream cs,
-                             uint64_t src_off, uint64_t src_q_stride, uint64_t dst_off,
-                             uint64_t len) {
-    const symm__team *team = c->team;
-    const int32_t n = team->n_pes, me = team->my_pe;
-    cu_ce_copy cp[CU_LL_MAX_PES - 1];
-    for (int32_t k = 0; k < n - 1; k++) {
-        const int32_t q = (me + 1 + k) % n;
-        cp[k].src = (CUdeviceptr)(uintptr_t)(base[me] + src_off + (uint64_t)q * src_q_stride);
-        cp[k].dst = (CUdeviceptr)(uintptr_t)(base[q] + dst_off);
-        cp[k].len = len;
-        cp[k].flag = (CUdeviceptr)(uintptr_t)(base[q] + s->ce_off + SYMM__CE_AG) + 8u * (uint64_t)k;
-        cp[k].value = 1;
-    }
-    SYMM_TRY(ce_issue(s, cs, cp, (unsigned)(n - 1)));
-    SYMM__CU(StreamWaitEvent(cs, s->ev_ce_join, 0));
-    symm__kce_params p;
-    CU_FILL_TEAM_PARAMS(p);
-    p.ce_off = s->ce_off;
-    void *args[] = {&p};
-    return symm__cu_launch(s, s->f_ce_wait, "cuLaunchKernel(symm_k_ce_wait)", 1, 1, 32, cs, args);
-}
-
-/* All-gather and all-to-all by the copy engines: the team's barrier (every
- * peer's dst is free), the own block into the own dst on the caller's
- * stream (unless in place) while the copy stream sends this PE's block(s) to
- * the peers in turns. */
-static symm_status coll_ce_exchange(cu_state *s, const symm__coll *c, char *const *base,
-                                    CUstream cs, const char *why) {
-    const symm__team *team = c->team;
-    const int32_t me = team->my_pe;
-    const uint64_t m = c->nelems * c->elem_size;
-    const bool a2a = c->kind == SYMM__COLL_ALLTOALL;
-    const uint64_t dst_me = c->dst_off + (uint64_t)me * m;
-    const uint64_t src_me = c->src_off + (a2a ? (uint64_t)me * m : 0);
-    SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per pair on %d PEs: algorithm ce (%s), the "
-               "team's barrier, then the copy engines in turns", coll_kind_name(c->kind),
-               (unsigned long long)m, (int)team->n_pes, why);
-    SYMM_TRY(launch_barrier(s, team, base, 1, cs));
-    if (src_me != dst_me)
-        SYMM__CU(MemcpyAsync((CUdeviceptr)(uintptr_t)(base[me] + dst_me),
-                             (CUdeviceptr)(uintptr_t)(base[me] + src_me), m, cs));
-    return ce_spread(s, c, base, cs, c->src_off, a2a ? m : 0, dst_me, m);
-}
-
-/* The reduce-scatter of blocks of blen[j] bytes, stride bytes apart in the
- * input, team PE j's into its dst at dst_j (an all-reduce: every PE's slice;
- * a reduce-scatter: equal blocks), round after round; then, for an
- * all-reduce, every PE's slice to every peer (ce_spread: the copies land in
- * the peers' dst, which the reduce-scatter's end of round shows them to be
- * done with). The all-gather and all-to-all go to coll_ce_exchange. */
-static symm_status coll_ce(cu_state *s, const symm__coll *c, char *const *base, CUstream cs,
-                           const char *why) {
-    if (c->kind == SYMM__COLL_FCOLLECT || c->kind == SYMM__COLL_ALLTOALL)
-        return coll_ce_exchange(s, c, base, cs, why);
-    const symm__team *team = c->team;
-    const int32_t n = team->n_pes, me = team->my_pe;
-    const uint64_t es = c->elem_size;
-    const bool all = c->kind == SYMM__COLL_REDUCE;
-    uint64_t blen[CU_LL_MAX_PES], stride, longest = 0;
-    if (all) { /* slice j of the vector, as the other split forms cut it */
-        const uint64_t per = symm__slice_elems(c->nelems, n, es);
-        stride = per * es;
-        for (int32_t j = 0; j < n; j++) blen[j] = symm__slice_count(c->nelems, per, j) * es;
-    } else {
-        stride = c->nelems * es;
-        for (int32_t j = 0; j < n; j++) blen[j] = stride;
-    }
-    for (int32_t j = 0; j < n; j++) longest = max_u64(longest, blen[j]);
-    const uint64_t my_dst = c->dst_off + (all ? (uint64_t)me * stride : 0);
-    CUfunction f = NULL;
-    SYMM_TRY(reduce_fn(s, c->dtype, c->op, CU_RED_CE, &f));
-    symm__kce_params p;
-    CU_FILL_TEAM_PARAMS(p);
-    p.ce_off = s->ce_off;
-    p.ce_slot = s->ce_slot;
-    /* rounds of whole 128-byte lines (ce_slot is a multiple of 256) */
-    const uint64_t round = s->ce_slot;
-    /* a block of 512 threads a SM: 2 a SM were 3-5 % slower at 128-256 MiB */
-    const unsigned thr = SYMM__CE_THREADS, cap = (unsigned)(s->sms > 0 ? s->sms : 64);
-    SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per PE on %d PEs: algorithm ce (%s), %llu "
-               "round(s), the last phase in up to %llu copies%s", coll_kind_name(c->kind),
-               (unsigned long long)longest, (int)n, why, (unsigned long long)((longest + round - 1) / round),
-               (unsigned long long)s->ce_pieces, all ? ", then the slices to every PE" : "");
-    for (uint64_t off = 0; off < longest; off += round) {
-        cu_ce_copy cp[CU_CE_COPIES_MAX];
-        unsigned ncopy = 0;
-        uint64_t my_len = 0, my_piece = 128;
-        for (int32_t k = -1; k < n - 1; k++) {
-            const int32_t q = (me + 1 + k) % n; /* k = -1: this PE, for its own kernel */
-            const uint64_t len = blen[q] > off ? min_u64(round, blen[q] - off) : 0;
-            uint64_t pieces = 0;
-            const uint64_t piece = symm__ce_piece(len, s->ce_pieces, &pieces);
-            if (k < 0) {
-                my_len = len;
-                my_piece = piece;
-                continue;
-            }
-            const CUdeviceptr src = (CUdeviceptr)(uintptr_t)(base[me] + c->src_off + (uint64_t)q * stride + off);
-            const CUdeviceptr dst = (CUdeviceptr)(uintptr_t)(base[q] + s->ce_off + SYMM__CE_HDR +
-                                                             (uint64_t)k * s->ce_slot);
-            const CUdeviceptr flag = (CUdeviceptr)(uintptr_t)(base[q] + s->ce_off + SYMM__CE_ARRIVE) +
-                                     8u * (uint64_t)k;
-            /* the last phase in pieces; an empty block is one copy of 0
-             * bytes, i.e. its signal alone (kernels_ce.cu says why) */
-            const uint64_t step = k == n - 2 ? piece : len, copies = k == n - 2 ? pieces : 1;
-            for (uint64_t i = 0; i < copies; i++) {
-                cp[ncopy].dst = dst + i * step;
-                cp[ncopy].src = src + i * step;
-                cp[ncopy].len = min_u64(step, len - i * step);
-                cp[ncopy].flag = flag;
-                cp[ncopy++].value = i + 1;
-            }
-        }
-        SYMM_TRY(ce_issue(s, cs, cp, ncopy));
-        p.src_off = c->src_off + (uint64_t)me * stride + off;
-        p.dst_off = my_dst + off;
-        p.ne = my_len / es;
-        p.piece = my_piece / es;
-        p.vec = (p.src_off | p.dst_off) % 16 == 0;
-        void *args[] = {&p};
-        symm_status st = symm__cu_launch(s, f, "cuLaunchKernel(symm_k_cereduce)",
-                                copy_blocks(my_len, thr, cap), 1, thr, cs, args);
-        /* joined back even when the launch failed: no stream stays forked */
-        SYMM__CU(StreamWaitEvent(cs, s->ev_ce_join, 0));
-        SYMM_TRY(st);
-    }
-    if (!all) return SYMM_SUCCESS;
-    return ce_spread(s, c, base, cs, my_dst, 0, my_dst, blen[me]);
-}
-
-/* Cached graphs of the copy-engine forms (CU_CE_GRAPHS_DEFAULT says what
- * for). An entry is a shape: what coll_ce enqueues depends on nothing else
- * (the team's heap bases, the slots, the pieces and the SM count are fixed
- * for the context's life, and the flags are constants that every call puts
- * back to 0, so a graph replays as a user's captured one does: docs/
- * DECISIONS.md "No counters from the host"). A shape's first call is
- * enqueued call by call and only remembered, its second is captured on
- * s_cap and instantiated (30-90 us once, 2 x H200), every later one is one
- * cuGraphLaunch; so a program whose shapes never repeat pays a lookup, not
- * a capture, for each call. */
-typedef struct cu_ce_graph {
-    const symm__team *team;
-    uint32_t kind, dtype, op;
-    uint64_t src_off, dst_off, nelems, elem_size;
-    CUgraphExec exec; /* NULL: seen once, not captured yet */
-    uint64_t used;    /* ce_tick of its last call; 0: an empty entry */
-} cu_ce_graph;
-
-static bool ce_graph_is(const cu_ce_graph *g, const symm__coll *c) {
-    return g->used && g->team == c->team && g->kind == c->kind && g->dtype == c->dtype &&
-           g->op == c->op && g->src_off == c->src_off && g->dst_off == c->dst_off &&
-           g->nelems == c->nelems && g->elem_size == c->elem_size;
-}
-
-static void ce_graphs_flush(cu_state *s) {
-    for (uint32_t i = 0; i < s->ce_graphs_cap; i++) {
-        /* a graph still running is freed when it completes (cuGraphExecDestroy) */
-        if (s->ce_graphs[i].exec) symm__cu.GraphExecDestroy(s->ce_graphs[i].exec);
-        memset(&s->ce_graphs[i], 0, sizeof s->ce_graphs[i]);
-    }
-}
-
-/* SYMM_CUDA_CE_GRAPHS, the lock and the capture stream (collective setup,
- * after the copy streams). A PE's own choice: a cached graph does on the
- * GPU what the call would enqueue, so PEs need not agree. */
-static symm_status ce_graphs_init(cu_state *s) {
-    uint64_t n = CU_CE_GRAPHS_DEFAULT;
-    SYMM_TRY(symm__cu_env_size("SYMM_CUDA_CE_GRAPHS", CU_CE_GRAPHS_DEFAULT, &n));
-    if (n > CU_CE_GRAPHS_MAX)
-        return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_CE_GRAPHS=%llu: expected 0 (no cached "
-                         "graphs) to %u", (unsigned long long)n, CU_CE_GRAPHS_MAX);
-    if (!n) return SYMM_SUCCESS;
-    if (!symm__cu.StreamBeginCapture || !symm__cu.StreamEndCapture ||
-        !symm__cu.GraphInstantiateWithFlags || !symm__cu.GraphLaunch || !symm__cu.GraphDestroy ||
-        !symm__cu.GraphExecDestroy) {
-        SYMM_INFO(SYMM_LOG_BACKEND, "cuda: the driver lacks stream capture or graph launches; "
-                  "copy-engine collectives are enqueued call by call");
-        return SYMM_SUCCESS;
-    }
-    if (pthread_mutex_init(&s->ce_lock, NULL) != 0)
-        return symm__err(SYMM_ERR_INTERNAL, "cuda backend: pthread_mutex_init failed");
-    s->ce_lock_init = true;
-    s->ce_graphs = calloc((size_t)n, sizeof *s->ce_graphs);
-    if (!s->ce_graphs) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
-    SYMM__CU(StreamCreate(&s->s_cap, CU_STREAM_NON_BLOCKING));
-    s->ce_graphs_cap = (uint32_t)n;
-    return SYMM_SUCCESS;
-}
-
-void symm__cu_ce_graphs_free(cu_state *s) {
-    if (s->ce_graphs) ce_graphs_flush(s);
-    free(s->ce_graphs);
-    s->ce_graphs = NULL;
-    s->ce_graphs_cap = 0;
-    if (s->s_cap) symm__cu.StreamDestroy(s->s_cap);
-    s->s_cap = NULL;
-    if (s->ce_lock_init) pthread_mutex_destroy(&s->ce_lock);
-    s->ce_lock_init = false;
-}
-
-/* The call's work captured on s_cap (relaxed: the capture is ours alone,
- * and a kernel loaded on first use may load its module) and instantiated. */
-static symm_status ce_graph_capture(cu_state *s, const symm__coll *c, char *const *base,
-                                    const char *why, CUgraphExec *exec) {
-    CUgraph g = NULL;
-    *exec = NULL;
-    SYMM__CU(StreamBeginCapture(s->s_cap, CU_STREAM_CAPTURE_MODE_RELAXED));
-    symm_status st = coll_ce(s, c, base, s->s_cap, why);
-    CUresult r = symm__cu.StreamEndCapture(s->s_cap, &g); /* ends it whatever happened */
-    if (st == SYMM_SUCCESS && r != CUDA_SUCCESS) st = symm__cu_fail(r, "cuStreamEndCapture");
-    if (st == SYMM_SUCCESS) {
-        r = symm__cu.GraphInstantiateWithFlags(exec, g, 0);
-        if (r != CUDA_SUCCESS) {
-            *exec = NULL;
-            st = symm__cu_fail(r, "cuGraphInstantiateWithFlags");
-        }
-    }
-    if (g) symm__cu.GraphDestroy(g);
-    return st;
-}
-
-static symm_status ce_cached_locked(cu_state *s, const symm__coll *c, char *const *base,
-                                    CUstream cs, const char *why) {
-    if (!s->ce_graphs_cap) return coll_ce(s, c, base, cs, why);
-    const uint64_t gen = atomic_load(&s->heap_gen);
-    if (gen != s->ce_gen) { /* a mapping went away: the graphs may copy from it */
-        ce_graphs_flush(s);
-        s->ce_gen = gen;
-    }
-    cu_ce_graph *e = NULL, *victim = &s->ce_graphs[0];
-    for (uint32_t i = 0; i < s->ce_graphs_cap && !e; i++) {
-        if (ce_graph_is(&s->ce_graphs[i], c)) e = &s->ce_graphs[i];
-        else if (s->ce_graphs[i].used < victim->used) victim = &s->ce_graphs[i];
-    }
-    const uint64_t tick = ++s->ce_tick;
-    if (!e) { /* first call of this shape: remember it, enqueue as always */
-        if (victim->exec) symm__cu.GraphExecDestroy(victim->exec);
-        victim->team = c->team;
-        victim->kind = c->kind;
-        victim->dtype = c->dtype;
-        victim->op = c->op;
-        victim->src_off = c->src_off;
-        victim->dst_off = c->dst_off;
-        victim->nelems = c->nelems;
-        victim->elem_size = c->elem_size;
-        victim->exec = NULL;
-        victim->used = tick;
-        return coll_ce(s, c, base, cs, why);
-    }
-    e->used = tick;
-    if (!e->exec) { /* its second call: capture it */
-        SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu elements: a shape seen before, captured into a "
-                   "graph", coll_kind_name(c->kind), (unsigned long long)c->nelems);
-        if (ce_graph_capture(s, c, base, why, &e->exec) != SYMM_SUCCESS) {
-            /* nothing reached cs: enqueue it as always, and from now on */
-            SYMM_WARN(SYMM_LOG_BACKEND, "cuda: a copy-engine collective could not be captured "
-                      "into a graph (%s); these collectives are enqueued call by call from now "
-                      "on", symm__last_error());
-            ce_graphs_flush(s);
-            s->ce_graphs_cap = 0;
-            return coll_ce(s, c, base, cs, why);
-        }
-    }
-    SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu elements on %d PEs: algorithm ce (%s), its cached "
-               "graph", coll_kind_name(c->kind), (unsigned long long)c->nelems,
-               (int)c->team->n_pes, why);
-    SYMM__CU(GraphLaunch(e->exec, cs));
-    return SYMM_SUCCESS;
-}
-
-/* coll_ce through the cache, unless the caller's stream is being captured
- * (its own graph then holds the work) or there is no cache. */
-static symm_status coll_ce_cached(cu_state *s, const symm__coll *c, char *const *base,
-                                  CUstream cs, const char *why) {
-    if (!s->ce_lock_init) return coll_ce(s, c, base, cs, why);
-    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-    SYMM__CU(StreamIsCapturing(cs, &cap));
-    if (cap != CU_STREAM_CAPTURE_STATUS_NONE) return coll_ce(s, c, base, cs, why);
-    pthread_mutex_lock(&s->ce_lock);
-    const symm_status st = ce_cached_locked(s, c, base, cs, why);
-    pthread_mutex_unlock(&s->ce_lock);
-    return st;
-}
-
-/* Whether a staged reduction may land its pieces in the peer's dst
- * (kernels_staged.cuh "Landing"): 2 PEs, landing on (SYMM_CUDA_STAGED_LAND),
- * and a dst that does not overlap the input, which the peer's pieces would
- * overwrite before this PE has sent it. */
-static bool st_can_land(const cu_state *s, const symm__coll *c) {
-    const uint64_t out = c->nelems * c->elem_size;
-    const uint64_t in = c->kind == SYMM__COLL_REDUCESCATTER ? 2 * out : out;
-    return c->team->n_pes == 2 && s->st_land &&
-           (c->dst_off + out <= c->src_off || c->src_off + in <= c->dst_off);
-}
-
-/* Whether a staged reduction may run the in-place form of 2 PEs
- * (kernels_staged.cuh "Swap"): an all-reduce in place, with the shared memory
- * for it (SYMM_CUDA_STAGED_SWAP). */
-static bool st_can_swap(const cu_state *s, const symm__coll *c) {
-    return c->team->n_pes == 2 && s->st_swap_max && c->kind == SYMM__COLL_REDUCE &&
-           c->dst_off == c->src_off;
-}
-
-/* The peer form's shape for slices of up to len bytes on n PEs
- * (symm__st_peer_plan, with this GPU's SMs and the staging settings), or
- * false where it does not apply: one PE, 2 PEs without gather (there a
- * reduce-scatter, or an all-reduce that every PE reduces whole, would
- * leave every result to the end), or more than the staging holds. */
-static bool st_peer_shape(const cu_state *s, uint64_t len, int32_t n, bool gather,
-                          symm__st_plan *plan) {
-    const uint64_t sms = min_u64(s->sms > 0 ? (uint64_t)s->sms : 64, SYMM__ST_MAX_BLOCKS);
-    return (n > 2 || gather) &&
-           symm__st_peer_plan(len, n, sms, s->st_bytes, s->st_peer_chunk, s->st_peer_steps,
-                              SYMM__ST_PEER_STEPS, gather, plan);
-}
-
-/* Whether an all-reduce on 2 PEs takes the peer form in halves (each PE
- * reduces one half and writes it to both) rather than every PE reducing the
- * whole vector: where the staging holds the halves, in "auto" from
- * CU_ST_AUTO_PEER2_MIN (below it two-shot or LL128 was as fast; at 1 MiB
- * and less, which auto stages on 2 PEs only without LL128, the whole-vector
- * form is the one measured), with SYMM_CUDA_COLL_ALGO=staged at every size. */
-#define CU_ST_AUTO_PEER2_MIN (6u << 20)
-static bool st_halves(const cu_state *s, const symm__coll *c, symm__st_plan *plan) {
-    const uint64_t es = c->elem_size;
-    return c->team->n_pes == 2 && c->kind == SYMM__COLL_REDUCE &&
-           (s->coll_algo == CU_ALGO_STAGED || c->nelems * es >= CU_ST_AUTO_PEER2_MIN) &&
-           st_peer_shape(s, symm__slice_elems(c->nelems, 2, es) * es, 2, true, plan);
-}
-
-/* Staged form of a reduction (kernels_staged.cuh), or false with why not
- * (for the trace) when symm__cuda_coll should run the barrier algorithm. Called
- * once LL was ruled out. "auto" takes it where it beat the two-shot / pull
- * kernels on 2, 3 and 4 x H200 (docs/DECISIONS.md "Collectives"): on 2 PEs
- * up to 1 MiB a pair (all-reduce 1 MiB: 8.0-8.4 us in a graph against
- * 9.1-9.5; reduce-scatter of 512 KiB a pair: 6.4-6.7 against 8.1); on 2 PEs
- * the all-reduce from 6 MiB in the peer form, where the staging holds its
- * halves (16 MiB: 51.6-51.9 us against two-shot's 56.5-56.8 and landing's
- * 55.3, 32 MiB: 99.7-100.1 against 108.9-109.6, 6 MiB: 24.4 against 24.6;
- * back to back 1.6-1.9 us faster at 4-5 MiB too, but 0.3-0.9 slower in
- * graphs); on 2 PEs out of place, landing, for every reduce-scatter (128
- * MiB a pair: 383 us against 418) and, beyond the peer form, the all-reduce
- * from 16 MiB (256 MiB: 750-756 us against
- * 817, 16 MiB: 54.8-55.1 against 56.6; at 4 MiB two-shot was faster, 18.2
- * against 19.5-20.0); on 2 PEs in place (swap) for the all-reduce from 64
- * MiB (256 MiB: 767 us against 814, 64 MiB: 205-210 against 212; 16 MiB
- * even, 1-4 MiB slower). On more PEs: the all-reduce from 4 MiB (4 PEs, in
- * the peer form: 16 MiB 77.6 us against 86.6, 4 MiB 26.5 against 28.0; 256
- * MiB: 339 GB/s bus bandwidth against 316; 3 PEs: 12 MiB 52.7 against
- * 57.5, 32 MiB 150.7 against 155.8; 4 PEs at 32 MiB was 1.5 % slower, 172.9
- * against 170.3); the reduce-scatter from 2 MiB a PE where the peer form
- * holds it (4 PEs: 8 / 16 MiB 25.2 / 45.8 us against 28.6 / 48.3; beyond it
- * the two-group form was slower than pulling, 32 MiB 110.6 against 90.4),
- * and on 3 PEs from there up to CU_ST_AUTO_RS3_MAX a PE (when this was
- * decided the pull reached 150-170 GB/s there, the staged kernel 216-240;
- * the pull has since become faster: 8 / 16 MiB a PE 62.5-62.9 / 113.2-114.2
- * us against 72.9-74.0 / 136.4-137.7, twelfth round; 2-8 MiB a PE not
- * measured again, so they stay staged). Teams
- * of more than 4 PEs, not measured since, take it for the all-reduce from
- * 64 MiB (as 4 PEs did before the peer form). Elsewhere it was slower or
- * even. */
-#define CU_ST_AUTO_PAIR_MAX (1u << 20)
-#define CU_ST_AUTO_LAND_MIN (16u << 20)
-#define CU_ST_AUTO_SWAP_MIN (64u << 20)
-#define CU_ST_AUTO_WIDE_MIN (4u << 20)
-#define CU_ST_AUTO_WIDE_RS_MIN (2u << 20)
-#define CU_ST_AUTO_RS3_MAX (8u << 20)
-#define CU_ST_AUTO_WIDER_MIN (64ull << 20)
-static bool st_choose(const cu_state *s, const symm__coll *c, uint64_t pair_bytes,
-                      const char **why) {
-    const symm__team *team = c->team;
-    if (c->kind != SYMM__COLL_REDUCE && c->kind != SYMM__COLL_REDUCESCATTER)
-        return *why = "not a reduction", false;
-    if (forced_other(s, CU_ALGO_STAGED))
-        return *why = "SYMM_CUDA_COLL_ALGO", false;
-    if (!s->st_slot || !s->st_bytes) return *why = "no staged scratch (SYMM_CUDA_STAGED_BYTES=0 or one GPU per host)", false;
-    if (team->n_pes < 2) return *why = "one PE", false;
-    if (team->n_pes > s->ll_pes) return *why = "team larger than the staged scratch serves", false;
-    if (team->slot >= CU_ST_SLOTS) return *why = "team slot without staged scratch", false;
-    if (s->coll_algo == CU_ALGO_STAGED) return *why = "SYMM_CUDA_COLL_ALGO=staged", true;
-    if (team->n_pes == 2 && pair_bytes <= CU_ST_AUTO_PAIR_MAX)
-        return *why = "auto, 2 PEs, above LL and at most 1 MiB a pair", true;
-    symm__st_plan plan;
-    if (st_halves(s, c, &plan))
-        return *why = "auto, all-reduce of 6 MiB or more on 2 PEs, halves within the staging "
-                      "(peer form)", true;
-    if (st_can_land(s, c) && c->kind == SYMM__COLL_REDUCESCATTER)
-        return *why = "auto, reduce-scatter on 2 PEs out of place (landing)", true;
-    if (st_can_land(s, c) && pair_bytes >= CU_ST_AUTO_LAND_MIN)
-        return *why = "auto, all-reduce on 2 PEs out of place from 16 MiB (landing)", true;
-    if (st_can_swap(s, c) && pair_bytes >= CU_ST_AUTO_SWAP_MIN)
-        return *why = "auto, all-reduce on 2 PEs in place from 64 MiB (swap)", true;
-    /* 3 and 4 PEs measured; larger teams keep the earlier 64 MiB */
-    const bool wide = team->n_pes > 2 && team->n_pes <= 4;
-    if (team->n_pes > 2 && c->kind == SYMM__COLL_REDUCE &&
-        pair_bytes >= (wide ? CU_ST_AUTO_WIDE_MIN : CU_ST_AUTO_WIDER_MIN))
-        return *why = wide ? "auto, all-reduce of 4 MiB or more on 3 or 4 PEs"
-                           : "auto, all-reduce of 64 MiB or more on more than 4 PEs", true;
-    if (wide && c->kind == SYMM__COLL_REDUCESCATTER && pair_bytes >= CU_ST_AUTO_WIDE_RS_MIN) {
-        if (team->n_pes == 3 && pair_bytes < CU_ST_AUTO_RS3_MAX)
-            return *why = "auto, reduce-scatter of 2 to 8 MiB a PE on 3 PEs", true;
-        if (team->n_pes == 3)
-            return *why = "auto, reduce-scatter of 8 MiB or more a PE on 3 PEs: the pull was faster", false;
-        if (st_peer_shape(s, pair_bytes, team->n_pes, false, &plan))
-            return *why = "auto, reduce-scatter of 2 MiB or more a PE, within the staging (peer form)", true;
-    }
-    return *why = "auto, where the barrier algorithms were as fast or faster", false;
-}
-
-/* Launch the staged reduction: slices (all-reduce on 2 PEs: every PE reduces
- * the whole vector, one shot; on more: slice j is PE j's share, gathered to
- * every PE after; reduce-scatter: block j of the input), then the grid:
- * blocks of at least st_chunk bytes per step, at most one per SM and
- * SYMM__ST_MAX_BLOCKS, and at least two slots of the staging per region, so
- * a block's next step overlaps its receiver's last one. On 2 PEs, where the
- * staging would not hold the call: landing out of place (pieces of up to
- * st_land), swap in place (up to st_swap_max, two of them in shared memory).
- * false (nothing launched) when the steps would overflow the flags' 24 bits. */
-static symm_status coll_staged(cu_state *s, const symm__coll *c, char *const *base, CUstream cs,
-                               const char *why, bool *done) {
-    const symm__team *team = c->team;
-    const int32_t n = team->n_pes, me = team->my_pe;
-    const uint64_t es = c->elem_size, ne = c->nelems;
-    symm__kstaged_params p;
-    CU_FILL_TEAM_PARAMS(p);
-    p.st_off = s->st_base + (uint64_t)team->slot * s->st_slot;
-    p.st_region = s->st_region;
-    p.st_parity = s->st_parity;
-    p.src_off = c->src_off;
-    p.dst_off = c->dst_off;
-    /* the peer form: on 2 PEs an all-reduce in halves (st_halves, which
-     * plans it), on more PEs wherever the staging holds the slices (below) */
-    symm__st_plan plan;
-    bool peer = false;
-    if (c->kind == SYMM__COLL_REDUCESCATTER) {
-        p.src_j_stride = ne * es;
-        for (int32_t j = 0; j < n; j++) p.cnt[j] = ne;
-    } else if (n == 2 && !(peer = st_halves(s, c, &plan))) {
-        for (int32_t j = 0; j < n; j++) p.cnt[j] = ne;
-    } else {
-        const uint64_t per = symm__slice_elems(ne, n, es);
-        p.src_j_stride = per * es;
-        for (int32_t j = 0; j < n; j++) p.cnt[j] = symm__slice_count(ne, per, j);
-        p.dst_off = c->dst_off + (uint64_t)me * per * es;
-        p.gather = 1;
-    }
-    p.vec = (p.src_off | p.src_j_stride | p.dst_off) % 16 == 0;
-    uint64_t len = 0; /* the longest slice, in bytes */
-    for (int32_t j = 0; j < n; j++) len = max_u64(len, p.cnt[j] * es);
-    /* swap only where the staging would be reused: what fits it is faster
-     * staged (no save, no round trip: 2 PEs, 1 MiB in place 8.6 us against
-     * 10.3) */
-    if (n > 2) peer = st_peer_shape(s, len, n, p.gather != 0, &plan);
-    const bool land = !peer && st_can_land(s, c);
-    const bool swap = !peer && !land && st_can_swap(s, c) && len > s->st_bytes;
-    if (!peer && !symm__st_make_plan(len, s->sms > 0 ? (uint64_t)s->sms : 0,
-                                     land ? min_u64(s->st_bytes, CU_ST_LAND_STAGED_MAX)
-                                          : s->st_bytes,
-                                     s->st_chunk, s->st_steps,
-                                     land ? s->st_land : swap ? s->st_swap_max : 0, &plan)) {
-        *done = false;
-        return SYMM_SUCCESS;
-    }
-    const uint64_t blocks = peer ? plan.blocks * (uint64_t)(n - 1) : plan.blocks, chunk = plan.chunk;
-    p.chunk = chunk;
-    p.depth = swap ? 0 : (uint32_t)plan.depth;
-    p.steps = (uint32_t)plan.steps;
-    p.land = land && plan.steps > plan.depth;
-    p.swap = swap;
-    p.peer = peer;
-    CUfunction f = NULL;
-    SYMM_TRY(reduce_fn(s, c->dtype, c->op, CU_RED_STAGED, &f));
-    SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per pair on %d PEs: algorithm staged (%s), "
-               "%s, %llu block(s) x %u threads, %u step(s) of %llu bytes per block, %s%u",
-               coll_kind_name(c->kind), (unsigned long long)(ne * es), (int)n, why,
-               c->kind == SYMM__COLL_REDUCESCATTER ? "reduce-scatter"
-               : p.gather                          ? "reduce a slice, write it to every PE"
-                                                   : "every PE reduces the whole vector",
-               (unsigned long long)blocks, 2 * SYMM__ST_GROUP, p.steps, (unsigned long long)chunk,
-               p.swap   ? "in place through shared memory, depth "
-               : p.land ? "landing in the peer's dst after staged steps: "
-               : p.peer ? "blocks dealt out to the peers, steps "
-                        : "depth ", p.depth);
-    void *args[] = {&p};
-    *done = true;
-    return symm__cu_launch_smem(s, f, "cuLaunchKernel(symm_k_streduce)", (unsigned)blocks, 1,
-                       2 * SYMM__ST_GROUP, swap ? (unsigned)(2 * chunk) : 0, cs, args);
-}
-
-/* Whether the barrier algorithm's all-gather / all-to-all pulls (each PE
- * reads the peers' blocks) instead of pushing (writes its own into the
- * peers'). SYMM_CUDA_COLL_COPY decides when set; auto pushes, which measured
- * faster at every size on 2 and 4 x H200, except an all-gather of more than
- * CU_PULL3_BYTES a PE on a team of 3, where pulling was faster (3 of 4 x
- * H200, 256 MiB: 587 us against 762; below 4 MiB pushing was). Measurements:
- * docs/DECISIONS.md "Collectives". */
-#define CU_PULL3_BYTES (2u << 20)
-static bool copy_pulls(const cu_state *s, const symm__coll *c, int32_t n) {
-    if (s->coll_copy != CU_COPY_AUTO) return s->coll_copy == CU_COPY_PULL;
-    return n == 3 && c->kind == SYMM__COLL_FCOLLECT && c->nelems * c->elem_size > CU_PULL3_BYTES;
-}
 
 /* Enqueue the collective on cs: the user's stream, or (stream NULL, a
  * blocking call) the team's lane. */
 static symm_status coll_enqueue(symm__ctx *ctx, cu_state *s, const symm__coll *c, void *stream,
                                 CUstream cs) {
-    const symm__team *team = c->team;
-    const int32_t n = team->n_pes, me = team->my_pe;
     char *base[CU_PARAM_PES];
-    SYMM_TRY(team_bases(ctx, team, base));
-    const uint64_t es = c->elem_size;
-    const unsigned max_blocks = (unsigned)(s->sms > 0 ? 2 * s->sms : 128);
-
-    /* Algorithm by size (docs/DECISIONS.md "Collectives"): one-shot LL for
-     * small payloads, then for reductions LL128 within its lines and the
-     * staged kernels where they measured faster, else the barrier
-     * algorithms below. */
+    SYMM_TRY(symm__cu_team_bases(ctx, c->team, base));
+    /* The algorithm (cuda_tuning.c), else the barrier algorithms. */
     const char *why = "";
-    const uint64_t pair_bytes = c->nelems * es;
-    /* A call of 0 elements still synchronises the team (core/coll.c), which
-     * only the barrier algorithms do without data: LL, LL128 and the staged
-     * kernels hear from a peer through its data, and a PE that heard from
-     * nobody could run two calls ahead of a slow peer and overwrite lines of
-     * the parity that peer still reads (gpu_coll "0 elements"). */
-    const bool data = pair_bytes > 0;
-    if (!data) why = "no data: the barrier algorithm synchronises the team";
-    if (data && ll_choose(s, c, pair_bytes, &why)) {
-        SYMM_TRY(coll_ll(s, c, base, cs, pair_bytes, why));
-        return SYMM_SUCCESS;
-    }
     symm__l8_shape l8;
-    if (data && l8_choose(s, c, &l8, &why)) {
-        SYMM_TRY(coll_l8(s, c, base, cs, &l8, why));
-        return SYMM_SUCCESS;
-    }
-    if (data && ce_choose(s, c, pair_bytes, &why)) {
-        SYMM_TRY(coll_ce_cached(s, c, base, cs, why));
-        return SYMM_SUCCESS;
-    }
-    if (data && st_choose(s, c, pair_bytes, &why)) {
+    switch (symm__cu_coll_choose(s, c, &l8, &why)) {
+    case CU_ALGO_LL: return symm__cu_coll_ll(s, c, base, cs, c->nelems * c->elem_size, why);
+    case CU_ALGO_LL128: return symm__cu_coll_l8(s, c, base, cs, &l8, why);
+    case CU_ALGO_CE: return symm__cu_coll_ce_cached(s, c, base, cs, why);
+    case CU_ALGO_STAGED: {
         bool done = false;
-        SYMM_TRY(coll_staged(s, c, base, cs, why, &done));
+        SYMM_TRY(symm__cu_coll_staged(s, c, base, cs, why, &done));
         if (done) return SYMM_SUCCESS;
         why = "staged: too many steps";
+        break;
     }
-    /* The barrier algorithms start with the team's barrier, fused into their
-     * (first) data kernel, and end with it: fused into the last one too (its
-     * last block runs it; one launch, so half the host time), except while
-     * the stream is being captured into a CUDA graph, where host time is
-     * paid once and a barrier kernel of its own after the data kernel is
-     * 0.5-1.5 us faster on the GPU (the kernel boundary publishes the data
-     * sooner than every block's fence; docs/DECISIONS.md "Collectives"). */
-    bool fuse = n > 1;
-    if (fuse && stream) {
-        CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-        SYMM__CU(StreamIsCapturing(cs, &cap));
-        fuse = cap == CU_STREAM_CAPTURE_STATUS_NONE;
+    default: break;
     }
-    SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per pair on %d PEs: algorithm %s (%s), "
-               "closing barrier %s", coll_kind_name(c->kind), (unsigned long long)pair_bytes, (int)n,
-               c->kind == SYMM__COLL_REDUCE ? "twoshot" : "copy", why,
-               fuse ? "in the data kernel" : n > 1 ? "a kernel of its own (graph capture)" : "none");
-
-    if (c->kind == SYMM__COLL_REDUCE || c->kind == SYMM__COLL_REDUCESCATTER) {
-        CUfunction f = NULL;
-        SYMM_TRY(reduce_fn(s, c->dtype, c->op, CU_RED_BARRIER, &f));
-        symm__kreduce_params p;
-        CU_FILL_TEAM_PARAMS(p);
-        p.enter = n > 1;
-        p.dst_off = c->dst_off;
-        if (c->kind == SYMM__COLL_REDUCE) {
-            /* two-shot: PE r reduces slice r and writes it to every PE (in-place safe) */
-            const uint64_t per = symm__slice_elems(c->nelems, n, es);
-            p.src_off = c->src_off;
-            p.lo = min_u64((uint64_t)me * per, c->nelems);
-            p.hi = p.lo + symm__slice_count(c->nelems, per, me);
-            p.push = 1;
-        } else {
-            p.src_off = c->src_off + (uint64_t)me * c->nelems * es;
-            p.lo = 0;
-            p.hi = c->nelems;
-            p.push = 0;
-        }
-        uint64_t steps = (p.hi - p.lo + (16 / es) - 1) / (16 / es);
-        unsigned blocks = (unsigned)min_u64(max_u64((steps + CU_THREADS - 1) / CU_THREADS, 1), max_blocks);
-        p.leave = fuse;
-        void *args[] = {&p};
-        SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s kernel, %u block(s) x %d threads, elements [%llu, %llu)",
-                   c->kind == SYMM__COLL_REDUCE ? "two-shot reduce (reduce a slice, push it to all)"
-                                                : "reduce-scatter (pull and reduce own block)",
-                   blocks, CU_THREADS, (unsigned long long)p.lo, (unsigned long long)p.hi);
-        SYMM_TRY(symm__cu_launch(s, f, "cuLaunchKernel(symm_k_reduce)", blocks, 1, CU_THREADS, cs,
-                                 args));
-    } else {
-        /* all-gather / all-to-all: push (this PE writes into the peers) or
-         * pull (copy_pulls) */
-        const bool push = !copy_pulls(s, c, n);
-        symm__kgather_params p;
-        CU_FILL_TEAM_PARAMS(p);
-        p.enter = n > 1;
-        p.src_off = c->src_off;
-        p.dst_off = c->dst_off;
-        p.len = c->nelems * es;
-        p.only_j = -1;
-        unsigned pairs = (unsigned)n;
-        switch (c->kind) {
-        case SYMM__COLL_BROADCAST:
-            p.only_j = c->root;
-            pairs = 1;
-            break;
-        case SYMM__COLL_FCOLLECT:
-            if (push) { /* my block to block me of every PE (in place too) */
-                p.push = 1;
-                p.dst_me_stride = p.len;
-            } else { /* block j of dst from PE j's source (in place: its block j of dst) */
-                p.dst_j_stride = p.len;
-                if (c->src_off == c->dst_off + (uint64_t)me * p.len) {
-                    p.src_off = c->dst_off;
-                    p.src_j_stride = p.len;
-                }
-            }
-            break;
-        case SYMM__COLL_ALLTOALL:
-            if (push) { /* my block j to block me of PE j */
-                p.push = 1;
-                p.src_j_stride = p.len;
-                p.dst_me_stride = p.len;
-            } else { /* block j of dst from block me of PE j's source */
-                p.src_me_stride = p.len;
-                p.dst_j_stride = p.len;
-            }
-            break;
-        case SYMM__COLL_COLLECT:
-            break;
-        default:
-            return symm__err(SYMM_ERR_INTERNAL, "unknown collective kind %u", c->kind);
-        }
-        if (c->kind == SYMM__COLL_COLLECT) {
-            if (!c->counts) return symm__err(SYMM_ERR_INTERNAL, "collect without counts");
-            uint64_t at = c->dst_off, mine_at = c->dst_off;
-            for (int32_t j = 0; j < me; j++) mine_at += c->counts[j] * es;
-            /* in place: PE j's source is its own block of dst */
-            const bool inplace = c->src_off == mine_at;
-            SYMM_TRACE(SYMM_LOG_COLL, "cuda: collect as %d gather kernel(s), one per block%s", n,
-                       inplace ? ", in place" : "");
-            for (int32_t j = 0; j < n; j++) {
-                p.only_j = j;
-                p.dst_off = at; /* block j lands at the running offset */
-                p.dst_j_stride = 0;
-                p.src_off = inplace ? at : c->src_off;
-                p.len = c->counts[j] * es;
-                p.leave = j == n - 1 && fuse; /* the last kernel closes */
-                at += p.len;
-                void *args[] = {&p};
-                SYMM_TRY(symm__cu_launch(s, s->f_gather, "cuLaunchKernel(symm_k_gather)",
-                                copy_blocks(p.len, CU_THREADS, max_blocks), 1, CU_THREADS, cs, args));
-                p.enter = 0;
-            }
-        } else {
-            /* Blocks (kernels.cu symm_k_gather): a push runs one block of
-             * CU_PUSH_THREADS a SM, sms / 16 of them on the own pair and the
-             * rest shared by the peers; a pull CU_THREADS a block, 2 a SM,
-             * the same number on every pair. */
-            const unsigned thr = p.push ? CU_PUSH_THREADS : CU_THREADS;
-            const unsigned sms = s->sms > 0 ? (unsigned)s->sms : 64u;
-            /* the own pair copies unless its source is its destination (in place) */
-            const bool self = p.src_off + (uint64_t)me * (p.src_me_stride + p.src_j_stride) !=
-                              p.dst_off + (uint64_t)me * (p.dst_me_stride + p.dst_j_stride);
-            unsigned bx;
-            if (pairs == 1) { /* broadcast, or a team of one */
-                if (p.only_j < 0) p.only_j = 0;
-                bx = copy_blocks(p.len, thr, max_blocks);
-            } else {
-                const unsigned self_cap = p.push ? sms / 16 : max_blocks / pairs;
-                p.self_bx = self ? copy_blocks(p.len, thr, self_cap) : 0;
-                const unsigned peer_cap = p.push ? (sms - p.self_bx) / (pairs - 1) : max_blocks / pairs;
-                p.peer_bx = copy_blocks(p.len, thr, peer_cap);
-                bx = p.self_bx + p.peer_bx * (pairs - 1);
-            }
-            p.leave = fuse;
-            SYMM_TRACE(SYMM_LOG_COLL, "cuda: gather kernel (%s), %u block(s) x %u threads (own pair %u, "
-                       "%u a peer), %llu bytes per pair", p.push ? "push" : "pull", bx, thr, p.self_bx,
-                       p.peer_bx, (unsigned long long)p.len);
-            void *args[] = {&p};
-            SYMM_TRY(symm__cu_launch(s, s->f_gather, "cuLaunchKernel(symm_k_gather)", bx, 1, thr,
-                                     cs, args));
-        }
-    }
-    if (n > 1 && !fuse) SYMM_TRY(launch_barrier(s, team, base, 2, cs));
-    return SYMM_SUCCESS;
+    return symm__cu_coll_barrier(s, c, base, stream, cs, why);
 }
 
 symm_status symm__cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) {
@@ -1460,4 +344,3 @@ symm_status symm__cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream) {
     SYMM_TRY(coll_enqueue(ctx, s, c, NULL, lane->stream));
     return symm__cu_lane_finish(s, lane, NULL, 0);
 }
-

@@ -1,16 +1,12 @@
 /*
- * CUDA backend, shared by its files (private to runtime/backends/cuda):
- *   cuda.c       probe, setup and teardown, the heap, registration, errors,
- *                launches and blocking waits, the device context, the
- *                transports' hooks, and the backend's ops table;
- *   cuda_rma.c   host-initiated RMA and atomics, stream-ordered puts, gets,
- *                signals and waits;
- *   cuda_coll.c  the collective scratch, the team barrier on a stream and
- *                every collective (the algorithm choice and each form) but
- *   cuda_a2av.c  alltoallv (counts in symmetric memory): one cooperative grid.
- * cuda.c's opening comment describes the backend as a whole. Functions
- * shared between the files are symm__cu_* (helpers) and symm__cuda_*
- * (backend hooks, which the ops table names); the rest stay static.
+ * CUDA backend, shared by its files (private to runtime/backends/cuda): the
+ * backend's state (cu_state, its lanes and heap maps), the constants its
+ * layout depends on, and the functions of the files at the bottom of the
+ * backend (cuda_state.c, cuda_heap.c) and of cuda_rma.c. cuda.c's opening
+ * comment maps the files and the direction they include and call in.
+ * Functions shared between the files are symm__cu_* (helpers) and
+ * symm__cuda_* (backend hooks, which the ops table names); the rest stay
+ * static.
  */
 #ifndef SYMM_CUDA_INTERNAL_H
 #define SYMM_CUDA_INTERNAL_H
@@ -44,41 +40,8 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
 #define CU_PARAM_PES 64
 
 #define CU_THREADS 256u
-/* Threads a block of the pushing all-gather / all-to-all kernel, one block a
- * SM (symm__cuda_coll; docs/DECISIONS.md "Collectives"): on 4 x H200 an all-gather
- * of 256 MiB took 577 us against 777 with blocks of 256, 2 a SM (more
- * writers than that into the links measured slower still: 1024 x 2 a SM
- * 995 us). */
-#define CU_PUSH_THREADS 1024u
-/* Stream puts from GPU memory of CU_COPY_KERNEL_MIN..MAX bytes run as a copy
- * kernel, others on the copy engine (SYMM_CUDA_COPY_KERNEL_MIN/_MAX override;
- * MAX=0 means copy engine only; without PDL the default is 0). Measured back
- * to back on 2 x H200 (NV18, driver 580; tests/perf/probe_cuda.cu and
- * bench_symm): the copy engine takes 2.1-2.5 us per put up to 64 KiB, 2.9 us
- * at 256 KiB and 4.8 us at 1 MiB; a PDL-launched copy kernel 2.0-2.6 us up to
- * 64 KiB (its host cost, which varies between machines, bounds it), 2.25 us
- * at 256 KiB and 4.4 us at 1 MiB; from 16 MiB up the copy engine is faster.
- * An isolated small put + stream synchronize takes 6.3 us on the copy engine
- * and 7.9 us as a kernel. So 128 KiB - 1 MiB are kernels; the rest stays on
- * the copy engine, which also leaves the SMs to compute that overlaps
- * communication. Gets always use the copy engine. */
-#define CU_COPY_KERNEL_MIN (128u << 10)
-#define CU_COPY_KERNEL_MAX (1u << 20)
-/* Opt-in (SYMM_CUDA_STREAM_MEMOPS=1): EQ signal waits on a stream use
- * cuStreamWaitValue64 instead of a kernel. It needs no SM, but a wait on a
- * dead peer never gives up (the kernel form times out), so it is off by
- * default. */
 #define CU_N_OPS 7
 
-/* One-shot LL collectives (kernels_ll.cu, kernels_common.cuh "LL"; choice
- * in symm__cuda_coll). The scratch: CU_LL_SLOTS team slots (the predefined teams'
- * four and the first split teams'), each two parities of (ll_pes - 1)
- * sender regions of 2 * SYMM_CUDA_LL_BYTES (16-byte lines of 8 data bytes).
- * It lives at byte span of every heap reservation, beyond the heap (so the
- * core's heap layout does not change), made and shared once at setup
- * (symm__cu_coll_setup): symmetric, never allocated in a call.
- * Teams of more than CU_LL_MAX_PES PEs, and teams of higher slots, use the
- * barrier algorithms. */
 /* The context's pinned words (cu_state.pinned): 4. */
 #define CU_PINNED_BYTES (4 * 8)
 /* A team slot's pinned words (symm__cu_slot_words, one allocation for every
@@ -91,9 +54,18 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
 #define CU_SLOT_A2AV_STREAM 2
 #define CU_LANE_AGREE 8
 #define CU_LANE_PINNED_BYTES ((CU_LANE_AGREE + CU_PARAM_PES * CU_AGREE_WORDS) * 8)
+/* One-shot LL collectives (kernels_ll.cu, kernels_common.cuh "LL"; choice
+ * in cuda_tuning.c). The scratch: CU_LL_SLOTS team slots (the predefined teams'
+ * four and the first split teams'), each two parities of (ll_pes - 1)
+ * sender regions of 2 * SYMM_CUDA_LL_BYTES (16-byte lines of 8 data bytes).
+ * It lives at byte span of every heap reservation, beyond the heap (so the
+ * core's heap layout does not change), made and shared once at setup
+ * (symm__cu_coll_setup): symmetric, never allocated in a call.
+ * Teams of more than CU_LL_MAX_PES PEs, and teams of higher slots, use the
+ * barrier algorithms. */
 #define CU_LL_SLOTS 16
 #define CU_LL_MAX_PES 8
-/* Staged reductions (kernels_staged.cuh; choice in st_choose): the same
+/* Staged reductions (kernels_staged.cuh; choice in cuda_tuning.c): the same
  * scratch allocation holds, after the LL slots, CU_ST_SLOTS team slots (the
  * predefined teams') of two parities of (ll_pes - 1) sender regions:
  * SYMM__ST_HDR bytes of flags, then SYMM_CUDA_STAGED_BYTES of staging
@@ -103,90 +75,17 @@ _Static_assert(CU_BARRIER_OFF - SYMM__SLOT_TICKET_OFF == CU_TICKET_BACK,
  * and 8). Teams of higher slots reduce with the barrier algorithms. */
 #define CU_ST_SLOTS 4
 #define CU_ST_BYTES_MIN (64u << 10)
-/* A block moves at least this many bytes of a slice per step (fewer blocks
- * for smaller slices); SYMM_CUDA_STAGED_CHUNK overrides it for experiments. */
-#define CU_ST_CHUNK_DEFAULT (8u << 10)
-/* Steps a call aims for where pieces of the chunk allow (fewer blocks, more
- * steps): 1, as every step costs a fence and flag round trip (2 and 4 were
- * always slower on 2 and 4 x H200); SYMM_CUDA_STAGED_STEPS for experiments. */
-#define CU_ST_STEPS 1
-/* The peer form (kernels_staged.cuh symm__st_peer: the call within the
- * staging, and an all-reduce in halves on 2 PEs or any reduction on more;
- * symm__st_peer_plan): a block per CU_ST_PEER_CHUNK
- * bytes up to one a SM; a reduce-scatter takes one step, an all-reduce one
- * per CU_ST_PEER_CHUNK of each block's share, up to SYMM__ST_PEER_STEPS (3),
- * so that its results start out while pieces still come in. 4 x H200,
- * graph, all-reduce of 16 MiB (pieces of 16-byte vectors then; whole lines
- * since, SYMM__ST_ALIGN: 1.3-1.6 us less): 78.7-79.1 us in 3 steps of 44
- * blocks a peer, 79.7 in 4, 80.4-80.7 in 1, 83.1 in 6; of 8 MiB: 43.8-44.4
- * in 2 steps, 46.1-46.3 in 1; reduce-scatter of 8 / 16 MiB: 25.2 / 45.8 in 1
- * step, 27.0 / 47.3 in 2; 2 x H200, all-reduce of 16 MiB 51.6-51.9 in 2
- * steps, 53.3-53.4 in 1 or 3, 8 MiB 30.4 in 1 step, 32.0 in 3; pieces of
- * 8, 16 or 64 KiB no faster (docs/DECISIONS.md "Collectives").
- * SYMM_CUDA_STAGED_CHUNK and _STEPS, where given, apply. */
-#define CU_ST_PEER_CHUNK (32u << 10)
-/* Landing (kernels_staged.cuh "Landing"): on 2 PEs, out of place, the steps
- * beyond what the staging holds go straight into the peer's dst, pieces of up
- * to this many bytes a block, with no credit to wait for. 64 KiB was best on
- * 2 x H200 (all-reduce of 16 / 256 MiB: 54.8 / 750 us; 32 KiB 55.1 / 756,
- * 16 KiB 56.9 / 769, 128 KiB 58.3 / 756); SYMM_CUDA_STAGED_LAND (0: never)
- * for experiments. */
-#define CU_ST_LAND_DEFAULT (64u << 10)
-/* A landing call's first steps go through the staging (so that small calls
- * never wait for the peer's hello), at most this many bytes of it: the 4
- * MiB a sender that landing was tuned with. The larger staging of 2-PE hosts
- * (16 MiB, for the peer form) staged whole reduce-scatters of up to 16 MiB a
- * pair instead, and landing measured faster than staging before (the
- * staging's two parities double its footprint in L2; docs/DECISIONS.md). */
-#define CU_ST_LAND_STAGED_MAX (4u << 20)
-/* The in-place form of 2 PEs (kernels_staged.cuh "Swap") keeps two pieces of a
- * block in shared memory: pieces of up to this many bytes (and half what a
- * block may opt in to, less 2 KiB). 96 KiB was best on 2 x H200 (all-reduce of
- * 256 MiB: 767 us; 64 KiB 776, 32 KiB 847, 16 KiB 1040); SYMM_CUDA_STAGED_SWAP
- * (0: never) for experiments. */
-#define CU_ST_SWAP_DEFAULT (96u << 10)
-/* LL128 reductions (kernels_ll128.cu; choice in l8_choose): each staged
- * sender region holds, after its staging, the lines of SYMM_CUDA_LL128_BYTES
- * of payload (default 2 MiB with up to 4 PEs a host, 1 MiB with more: 17,
- * 51 and 60 MiB more scratch a GPU with 2, 4 and 8 PEs; 0: none). */
-#define CU_L8_BYTES_DEFAULT (2u << 20)
-#define CU_L8_THREADS 512u
-/* All-reduce on more than 2 PEs up to this many bytes: one shot (every PE
- * sends its whole vector to every peer and reduces all of it), above it a
- * slice each, reduced and stored to every PE. 4 x H200, graph: 256 KiB 6.2
- * us one-shot against 7.0 sliced, 512 KiB 8.7 against 7.8.
- * SYMM_CUDA_LL128_ONESHOT. */
-#define CU_L8_ONESHOT_DEFAULT (256u << 10)
-/* The copy-engine reduce-scatter and all-reduce (kernels_ce.cu; coll_ce,
- * ce_choose): the
- * world team's CE area, after the staged slots, holds a header and ll_pes - 1
- * slots of SYMM_CUDA_CE_BYTES (default CU_CE_BYTES_DEFAULT with 3 or 4 PEs a
- * host, none otherwise: 192 MiB of scratch a GPU with 4 PEs); a call moves at
- * most that much a pair in one round, and each further round waits for the
- * last (4 x H200, 256 MiB in a graph: 576 us with 64 MiB slots, one round;
- * 613 with 32 MiB, two).
- * The last phase goes in CU_CE_PIECES copies (SYMM_CUDA_CE_PIECES, 1-7), so
- * that only the last piece's reduction follows the last byte. */
-#define CU_CE_BYTES_DEFAULT (64u << 20)
-#define CU_CE_PIECES 4u
+/* The copy-engine forms (kernels_ce.cu; the area's default size and pieces:
+ * cuda_tuning.h). */
 #define CU_CE_PIECES_MAX 7u /* arrive words count up to it */
 /* copies of a round: one a phase, the last in up to CU_CE_PIECES_MAX */
 #define CU_CE_COPIES_MAX (CU_LL_MAX_PES - 2 + CU_CE_PIECES_MAX)
-/* Cached graphs of the copy-engine forms (coll_ce_cached): a call of a
- * shape seen before (kind, dtype, op, offsets, count) on a stream that is
- * not being captured replays that shape's CUDA graph, captured at its second
- * call, in one cuGraphLaunch, instead of enqueuing its forks, copies, stream
- * writes, kernels and join one by one: 14-76 us of host time a call on 2 x
- * H200, 4.1-57.7 replayed (the driver still issues each copy and stream
- * write; docs/DECISIONS.md "Cached graphs of the copy-engine forms").
- * SYMM_CUDA_CE_GRAPHS shapes a PE (least recently used out; 0: none). */
-#define CU_CE_GRAPHS_DEFAULT 64u
-#define CU_CE_GRAPHS_MAX 4096u
 #define CU_SCRATCH_RESERVE (1ull << 30) /* address space kept for the scratch per PE */
 enum { CU_ALGO_AUTO, CU_ALGO_LL, CU_ALGO_LL128, CU_ALGO_STAGED, CU_ALGO_CE, CU_ALGO_BASE };
 /* How the barrier algorithm's all-gather and all-to-all move data
  * (SYMM_CUDA_COLL_COPY): auto = push, except an all-gather of more than
- * CU_PULL3_BYTES a PE on a team of 3, which pulls (copy_pulls). */
+ * CU_PULL3_BYTES a PE on a team of 3, which pulls (cuda_tuning.c
+ * symm__cu_copy_pulls). */
 enum { CU_COPY_AUTO, CU_COPY_PUSH, CU_COPY_PULL };
 
 typedef struct cu_map {
@@ -348,7 +247,11 @@ static inline unsigned copy_blocks(uint64_t n, unsigned thr, unsigned cap) {
     return (unsigned)min_u64(max_u64(b, 1), max_u64(cap, 1));
 }
 
-/* cuda.c: errors, launches, blocking waits */
+/* cuda_state.c: errors, launches, blocking waits, lanes, kernels */
+
+/* Take the pinned error word a GPU-side wait left, if any: record it on the
+ * context (symm_ctx_async_error) and clear or keep it; returns it (0: none). */
+int symm__cu_take_err_word(cu_state *s);
 
 /* PE pe is not load/store reachable from this one: SYMM_ERR_NOT_SUPPORTED. */
 symm_status symm__cu_unreachable(const symm__ctx *ctx, int32_t pe);
@@ -371,6 +274,8 @@ symm_status symm__cu_finish(cu_state *s, void *stream);
  * after this context's unquieted nbi work on the internal stream (which it
  * followed when blocking team operations ran there). */
 symm_status symm__cu_lane(cu_state *s, const symm__team *team, cu_lane **lane);
+/* Destroy a lane (NULL: nothing); state_free. */
+void symm__cu_lane_free(cu_lane *l);
 /* Team slot slot's pinned words (CU_SLOT_*). */
 static inline uint64_t *symm__cu_slot_words(const cu_state *s, int32_t slot) {
     return s->lane_pinned + (size_t)slot * (CU_LANE_PINNED_BYTES / 8);
@@ -388,28 +293,22 @@ CUresult symm__cu_module_fn(cu_state *s, CUfunction *f, const char *name);
 symm_status symm__cu_get_fn(cu_state *s, CUfunction *f, const char *name);
 /* A size from the environment (symm__parse_size), dflt when unset. */
 symm_status symm__cu_env_size(const char *name, uint64_t dflt, uint64_t *v);
+
+/* cuda_heap.c: the heap's chunks, growth, registration and teardown, the
+ * scratch's zeroing */
+
 /* New GPU memory behind [off, off + size) of every reachable heap range
  * (collective; st: this PE's outcome so far). */
 symm_status symm__cu_map_new_chunk(symm__ctx *ctx, cu_state *s, uint64_t off, uint64_t size,
                                    const char *what, symm_status st);
-
-/* cuda_coll.c: SYMM_SUCCESS when every PE of the team is load/store
- * reachable, else symm__cu_unreachable's status. */
-symm_status symm__cu_team_reachable(const symm__ctx *ctx, const symm__team *team);
-/* cuda_a2av.c: the coll hook's SYMM__COLL_ALLTOALLV; setup (f_a2av,
- * SYMM_CUDA_A2AV_BLOCKS); a failure a stream-form call left for
- * symm_ctx_async_error. */
-symm_status symm__cu_alltoallv(symm__ctx *ctx, cu_state *s, const symm__coll *c, void *stream);
-/* cuda_coll.c: ops->coll_agree (symm_k_agree on the team's lane; the host
- * waits for its done word). */
-symm_status symm__cuda_coll_agree(symm__ctx *ctx, struct symm__team *team, const uint64_t *mine,
-                                  uint64_t *all);
-/* cuda_coll.c: whether alltoallv takes the LL form on this team (*ll), and
- * then its parameter block's team part and lines. */
-symm_status symm__cu_a2av_ll(const symm__ctx *ctx, const cu_state *s, const symm__team *team,
-                             symm__ka2avll_params *p, bool *ll, const char **why);
-symm_status symm__cu_a2av_setup(cu_state *s);
-void symm__cu_a2av_poll(cu_state *s);
+symm_status symm__cuda_heap_grow(symm__ctx *ctx, uint64_t new_mapped);
+symm_status symm__cuda_register(symm__ctx *ctx, void *ptr, uint64_t bytes, uint64_t off);
+void symm__cuda_unregister(symm__ctx *ctx, uint64_t off, uint64_t bytes);
+/* Release every mapping and reservation of the heap (idempotent). */
+void symm__cuda_heap_fini(symm__ctx *ctx);
+/* Zero the scratch of the team slots that [off, off + n) of the system
+ * area covers (a team took a slot; symm__cuda_memset0). */
+symm_status symm__cu_scratch_zero_slots(symm__ctx *ctx, cu_state *s, uint64_t off, uint64_t n);
 
 /* cuda_rma.c */
 symm_status symm__cu_copy_async(cu_state *s, CUdeviceptr dst, CUdeviceptr src, uint64_t n);
@@ -432,17 +331,5 @@ symm_status symm__cuda_signal_stream(symm__ctx *ctx, int32_t pe, uint64_t off,
 symm_status symm__cuda_wait_stream(symm__ctx *ctx, uint64_t off, uint32_t cmp,
                                    uint64_t value, void *stream);
 symm_status symm__cuda_quiet_stream(symm__ctx *ctx, void *stream);
-
-/* cuda_coll.c */
-/* Read and agree on the collective configuration, create and share the
- * scratch (once, from cuda_heap_init; collective). */
-symm_status symm__cu_coll_setup(symm__ctx *ctx, cu_state *s);
-/* Zero the scratch of the team slots that [off, off + n) of the system
- * area covers (a team took a slot). */
-symm_status symm__cu_scratch_zero_slots(symm__ctx *ctx, cu_state *s, uint64_t off, uint64_t n);
-symm_status symm__cuda_sync_stream(symm__ctx *ctx, struct symm__team *team, void *stream);
-symm_status symm__cuda_coll(symm__ctx *ctx, const symm__coll *c, void *stream);
-/* Destroy the cached graphs, their lock and capture stream (state_free). */
-void symm__cu_ce_graphs_free(cu_state *s);
 
 #endif /* SYMM_CUDA_INTERNAL_H */

@@ -12,7 +12,7 @@
 #include "kernel_params.h"
 
 /* Every runtime kernel starts with this. The host launches them with
- * programmatic stream serialization on sm_90+ (cuda.c, symm__cu_launch_smem), so one may
+ * programmatic stream serialization on sm_90+ (cuda_state.c, symm__cu_launch_smem), so one may
  * be scheduled while the previous kernel of its stream still runs:
  * launch_dependents lets the next kernel of the stream be scheduled early in
  * turn, and griddepcontrol.wait returns once every kernel before this one in

@@ -142,7 +142,7 @@ typedef struct symm__kreduce_params {
 } symm__kreduce_params;
 
 /* symm_k_ll_copy and symm_k_llreduce_<dtype>_<op>: the one-shot low-latency
- * (LL) collectives of teams of up to 8 PEs (kernels_ll.cu, cuda_coll.c "LL"). Every
+ * (LL) collectives of teams of up to 8 PEs (kernels_ll.cu, cuda_coll_ll.c). Every
  * PE stores what it sends to team PE j as 16-byte lines (8 data bytes, each
  * 4 beside a 32-bit flag) into j's scratch; receivers spin on the lines. */
 typedef struct symm__kll_params {
@@ -158,7 +158,7 @@ typedef struct symm__kll_params {
 } symm__kll_params;
 
 /* symm_k_l8reduce_<dtype>_<op>: the LL128 reductions of teams of up to 8 PEs
- * (kernels_ll128.cu, cuda_coll.c l8_choose). PE me stores what goes to PE j as
+ * (kernels_ll128.cu, cuda_coll_ll.c). PE me stores what goes to PE j as
  * 128-byte lines, 120 data bytes and the call's 64-bit epoch as the last
  * word, each line one warp instruction (8 threads x 16 bytes), into j's
  * lines (in j's staged sender region for me, after the staging). Slice j of
@@ -184,7 +184,7 @@ typedef struct symm__kl8_params {
 } symm__kl8_params;
 
 /* symm_k_streduce_<dtype>_<op>: the staged reductions of teams of up to 8 PEs
- * (kernels_staged.cuh, cuda_coll.c). PE me sends bytes [at, at + chunk) of its
+ * (kernels_staged.cuh, cuda_coll_staged.c). PE me sends bytes [at, at + chunk) of its
  * slice j (src_off + j * src_j_stride, cnt[j] elements) into PE j's scratch,
  * block by block and step by step (at = (step * blocks + block) * chunk),
  * each piece followed by a flag; PE j reduces its own slice from its input
@@ -227,7 +227,7 @@ typedef struct symm__kstaged_params {
 } symm__kstaged_params;
 
 /* symm_k_cereduce_<dtype>_<op>: the copy-engine reduce-scatter (kernels_ce.cu,
- * cuda_coll.c "Copy-engine reduce-scatter"). Each PE's CE area (at ce_off in
+ * cuda_coll_ce.c "Copy-engine reduce-scatter"). Each PE's CE area (at ce_off in
  * every heap) starts with SYMM__CE_HDR bytes of words, then n - 1 slots of
  * ce_slot bytes: slot k holds what team PE (me - 1 - k) mod n sent in phase k.
  * arrive[k] is written by that sender's copy stream (the number of its
@@ -278,8 +278,8 @@ typedef struct symm__ka2av_params {
 } symm__ka2av_params;
 
 /* symm_k_alltoallv_ll (kernels_a2av.cu "The LL form"): symm_alltoallv /
- * _on_stream for teams that the LL lines serve (cuda_coll.c
- * symm__cu_a2av_ll), with no team barrier. PE s tells every peer r, in
+ * _on_stream for teams that the LL lines serve (cuda_a2av.c
+ * a2av_ll), with no team barrier. PE s tells every peer r, in
  * lines of s's region at r (kernels_common.cuh "LL"), how many units it
  * sends r, where they start in its src and how they travel: inline, in the
  * lines that follow, when they fit inline_max bytes; else r pulls them from

@@ -186,8 +186,8 @@ extern "C" __global__ void symm_k_agree(const __grid_constant__ symm__kagree_par
  * With only_j set every block copies that pair. Otherwise blocks [0, self_bx)
  * copy this PE's own pair and the rest are dealt out to the n - 1 peers in
  * turn (peer_bx each; the host gives the local copy fewer SMs than a link).
- * Pairs whose source and destination coincide are skipped. (cuda_coll.c picks
- * push or pull and the blocks: docs/DECISIONS.md "Collectives".) */
+ * Pairs whose source and destination coincide are skipped. (cuda_tuning.c picks
+ * push or pull, cuda_coll_barrier.c the blocks: docs/DECISIONS.md "Collectives".) */
 extern "C" __global__ void symm_k_gather(const __grid_constant__ symm__kgather_params p) {
     symm__k_enter();
     const bool ok = !p.enter || symm__coll_enter(p.team, p.area_off, p.timeout_ns, p.err);

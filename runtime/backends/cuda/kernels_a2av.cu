@@ -23,7 +23,7 @@ extern "C" __global__ void __launch_bounds__(SYMM__A2AV_THREADS)
 }
 
 /* ------------------------------------------------------------------------ */
-/* The LL form (teams the LL lines serve; cuda_a2av.c chooses)               */
+/* The LL form (teams the LL lines serve; cuda_tuning.c chooses)             */
 /* ------------------------------------------------------------------------ */
 /* No team barrier and no grid sync: the grid form's fixed cost is two team
  * barriers, two grid syncs and a round trip to read the peers' counts.

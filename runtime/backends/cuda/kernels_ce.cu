@@ -1,6 +1,6 @@
 /*
  * The copy-engine reduce-scatter and all-reduce (symm_k_cereduce_<dtype>_<op>,
- * symm_k_ce_wait; cuda_coll.c "Copy-engine reduce-scatter" says who sends what,
+ * symm_k_ce_wait; cuda_coll_ce.c "Copy-engine reduce-scatter" says who sends what,
  * when). One kernel file of the CUDA backend (kernels.cu says how kernel
  * files are built and loaded); shared device code in kernels_common.cuh.
  *
@@ -28,9 +28,9 @@
  * With the signal, a PE's round r + 1 ends only after every sender's round
  * r + 1 copies, which each sender enqueues after its own round r ended.
  *
- * The all-reduce (cuda_coll.c coll_ce) then copies each PE's slice to every
+ * The all-reduce (cuda_coll_ce.c coll_ce) then copies each PE's slice to every
  * peer in the same turns, counted in ag[k], and symm_k_ce_wait below waits
- * for the peers' slices. The all-gather and all-to-all (cuda_coll.c
+ * for the peers' slices. The all-gather and all-to-all (cuda_coll_ce.c
  * coll_ce_exchange) are only that last phase, after the team's barrier.
  *
  * Giving up: every wait checks *err and the timeout (symm__wait_ge_u64); a
@@ -87,7 +87,7 @@ __device__ __forceinline__ void symm__cereduce(const symm__kce_params &p) {
     for (int j = 0; j < 8; j++) in[j] = j < n ? symm__ce_input(p, j) : nullptr;
     __shared__ int ok_s;
     bool ok = true;
-    /* an empty block still waits for its senders' signals (one each: cuda_coll.c
+    /* an empty block still waits for its senders' signals (one each: cuda_coll_ce.c
      * sends a copy of 0 bytes), so that no PE ends a round before hearing
      * from every sender in it (the file's comment) */
     const uint64_t pieces = p.ne ? (p.ne + p.piece - 1) / p.piece : 1;
@@ -103,7 +103,7 @@ __device__ __forceinline__ void symm__cereduce(const symm__kce_params &p) {
         __syncthreads();
         if (!ok) break;
         const uint64_t lo = c * p.piece, hi = min(p.ne, lo + p.piece);
-        /* pieces start on whole 16-byte vectors (cuda_coll.c makes them lines) */
+        /* pieces start on whole 16-byte vectors (cuda_coll_ce.c makes them lines) */
         const uint64_t vhi = p.vec ? lo + (hi - lo) / V * V : lo;
         for (uint64_t i = lo + tid * V; i < vhi; i += nthr * V) {
             uint4 raw[8];
@@ -150,7 +150,7 @@ __device__ __forceinline__ void symm__cereduce(const symm__kce_params &p) {
     for (int k = 0; k < n - 1; k++) *(volatile uint64_t *)&done[k] = 0;
 }
 
-/* The all-reduce's last step (cuda_coll.c coll_ce): wait until every peer's
+/* The all-reduce's last step (cuda_coll_ce.c coll_ce): wait until every peer's
  * slice has landed in this PE's dst (ag[k] from the phase-k sender), then
  * put the words back to 0. No peer writes them again before this PE's next
  * all-reduce has passed its reduce-scatter, which its stream runs after this
@@ -164,8 +164,8 @@ extern "C" __global__ void symm_k_ce_wait(const __grid_constant__ symm__kce_para
     for (int k = 0; k < p.team.n - 1; k++) *(volatile uint64_t *)&ag[k] = 0;
 }
 
-/* symm_k_cereduce_<dtype>_<op>: names built by reduce_fn in cuda_coll.c. At most
- * SYMM__CE_THREADS threads a block (cuda_coll.c launches that many): the 8-bit
+/* symm_k_cereduce_<dtype>_<op>: names built by symm__cu_reduce_fn (cuda_coll_common.c).
+ * At most SYMM__CE_THREADS threads a block (cuda_coll_ce.c launches that many): the 8-bit
  * min / max took 134-136 registers without the bound, too many for 512. */
 #define SYMM__K_CEREDUCE(tname, T, oname, Op)                                                  \
     extern "C" __global__ void __launch_bounds__(SYMM__CE_THREADS)                             \

@@ -262,7 +262,7 @@ __device__ __forceinline__ uint4 symm__combine16(const uint4 *raw, int n) {
  * peer, and writes the other parity. One collective at a time per team, in
  * the same order on every PE: the rule every team operation already has.
  * This needs every call to hear from every peer: a call of 0 bytes would
- * hear from nobody, so cuda_coll.c gives it to the barrier algorithms (LL128 and
+ * hear from nobody, so cuda_tuning.c gives it to the barrier algorithms (LL128 and
  * the staged kernels too).
  *
  * Giving up: every wait checks *err (2: a PE died -> stop) and the timeout

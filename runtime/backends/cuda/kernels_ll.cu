@@ -109,7 +109,7 @@ __device__ __forceinline__ void symm__ll_reduce(const symm__kll_params &p) {
     c.finish(p);
 }
 
-/* symm_k_llreduce_<dtype>_<op>: names built by reduce_fn in cuda_coll.c. */
+/* symm_k_llreduce_<dtype>_<op>: names built by symm__cu_reduce_fn (cuda_coll_common.c). */
 #define SYMM__K_LLREDUCE(tname, T, oname, Op) \
     SYMM__K_REDUCE_FORM(llreduce, symm__kll_params, symm__ll_reduce, tname, T, oname, Op)
 SYMM__REDUCE_PAIRS(SYMM__K_LLREDUCE)

@@ -187,7 +187,7 @@ __device__ __forceinline__ void symm__l8_reduce(const symm__kl8_params &p) {
     c.finish(p);
 }
 
-/* symm_k_l8reduce_<dtype>_<op>: names built by reduce_fn in cuda_coll.c. */
+/* symm_k_l8reduce_<dtype>_<op>: names built by symm__cu_reduce_fn (cuda_coll_common.c). */
 #define SYMM__K_L8REDUCE(tname, T, oname, Op) \
     SYMM__K_REDUCE_FORM(l8reduce, symm__kl8_params, symm__l8_reduce, tname, T, oname, Op)
 SYMM__REDUCE_PAIRS(SYMM__K_L8REDUCE)

@@ -76,7 +76,7 @@ __device__ __forceinline__ void symm__reduce(const symm__kreduce_params &p) {
     if (p.leave) symm__coll_leave(p.team, p.area_off, ok, p.timeout_ns, p.err);
 }
 
-/* symm_k_reduce_<dtype>_<op>: names built by reduce_fn in cuda_coll.c. */
+/* symm_k_reduce_<dtype>_<op>: names built by symm__cu_reduce_fn (cuda_coll_common.c). */
 #define SYMM__K_REDUCE(tname, T, oname, Op) \
     SYMM__K_REDUCE_FORM(reduce, symm__kreduce_params, symm__reduce, tname, T, oname, Op)
 SYMM__REDUCE_PAIRS(SYMM__K_REDUCE)

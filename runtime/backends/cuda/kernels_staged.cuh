@@ -33,7 +33,7 @@
  * before reusing its slot; the receivers wait for the peers' flags of step s,
  * reduce and ack. So the link stays busy while the other group waits. The
  * same block index on every PE handles the same bytes, so each wait is
- * between two blocks of one index; every block must be resident (cuda_coll.c
+ * between two blocks of one index; every block must be resident (cuda_coll_staged.c
  * launches at most one per SM). Flags are 64-bit tags (E << 24) + s + 1 of
  * the call's epoch E and the step: they only grow, so a waiter compares with
  * >= and never clears anything. The receivers reduce step s only after their
@@ -51,7 +51,7 @@
  * piece of j's dst that is also j's input (in place) was sent before its
  * result comes back.
  *
- * Landing (land: 2 PEs, dst not overlapping the input, cuda_coll.c): steps from
+ * Landing (land: 2 PEs, dst not overlapping the input, cuda_tuning.c): steps from
  * depth on do not go through the staging but straight into the peer's dst
  * at the same offset, where the peer reads its piece and writes the result
  * over it. No slot is reused, so there is no credit to wait for; the peer's
@@ -152,7 +152,7 @@ __device__ __forceinline__ void symm__st_combine_range(const symm__kstaged_param
     }
 }
 
-/* Swap: the in-place all-reduce of 2 PEs (swap: cuda_coll.c) without staging.
+/* Swap: the in-place all-reduce of 2 PEs (swap: cuda_tuning.c) without staging.
  * A block's receiver group first saves its own input of step s (bytes
  * [at, at + chunk)) into shared memory (two slots, by step parity) and tells
  * the peer (the ACK word: E << 24 + s + 1, "my bytes of step s are saved");
@@ -464,7 +464,7 @@ __device__ __forceinline__ void symm__st_reduce(const symm__kstaged_params &p) {
         symm__barrier_advance(mine, p.area_off, me, e);
 }
 
-/* symm_k_streduce_<dtype>_<op>: names built by reduce_fn in cuda_coll.c. */
+/* symm_k_streduce_<dtype>_<op>: names built by symm__cu_reduce_fn (cuda_coll_common.c). */
 #define SYMM__K_STREDUCE(tname, T, oname, Op)                                               \
     extern "C" __global__ void __launch_bounds__(2 * SYMM__ST_GROUP, 1)                     \
         symm_k_streduce_##tname##_##oname(const __grid_constant__ symm__kstaged_params p) {  \
