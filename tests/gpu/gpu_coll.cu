@@ -162,7 +162,7 @@ static void test_reduce_inplace(symm_ctx ctx, symm_team world, cudaStream_t s) {
 
 /* An nbi put into this PE's src that no quiet waited for, then a blocking
  * reduce of that src: the reduce runs on the team's stream, which follows
- * the context's pending nbi work (cuda.c symm__cu_lane), so it reads the
+ * the context's pending nbi work (cuda_state.c symm__cu_lane), so it reads the
  * put's data, not what was there before. On a team of one PE (a row of
  * split_2d with xrange 1) the reduce is one copy kernel enqueued at once (no
  * agree, no peer), and the put is 128 MiB from pinned host memory (2.5 ms
@@ -302,7 +302,7 @@ static void test_sizes(symm_ctx ctx, symm_team t, cudaStream_t s) {
     const uint64_t sizes[] = {1, 2, 3, 255, 1023, 4095, 4096, 4097, 8191, 8193, 16383, 16384,
                               16385, 32767, 32768, 32769, 50001, 65535, 65536, 65537, 70001,
                               131071, 131072, 131073,
-                              /* above 2 MiB a PE: a 3-PE all-gather pulls (cuda_coll.c copy_pulls) */
+                              /* above 2 MiB a PE: a 3-PE all-gather pulls (cuda_tuning.c symm__cu_copy_pulls) */
                               600001};
     const uint64_t maxe = 600001;
     symm_buf src = NULL, dst = NULL;

@@ -651,7 +651,7 @@ static void test_route_gpu_staging(void) {
 }
 
 #ifdef SYMM_HAVE_CUDA
-/* The staged reductions' grid (coll_plan.c, used by cuda_coll.c for every call):
+/* The staged reductions' grid (coll_plan.c, used by cuda_coll_staged.c for every call):
  * the cases docs/DECISIONS.md describes, then the invariants the kernel
  * relies on over random inputs. A violated one would overrun the staging
  * (blocks * chunk * depth > bytes), the flag arrays (blocks > 256), or
