@@ -249,8 +249,9 @@ if [ $BUILD_OK = 1 ] && phase cstream; then
       --timeout 110 "$BUILD/tests/perf/bench_coll_stream" ${CSTREAM_ARGS:-} >> "$OUT/cstream.txt" 2>&1
     echo "exit status $?" >> "$OUT/cstream.txt"
     # the reductions with each algorithm forced, so that "auto"'s choices
-    # (docs/DECISIONS.md "Collectives") are checked against both every run
-    # (LL128 only at the sizes its lines hold by default: above, it falls back)
+    # (docs/DECISIONS.md "Choosing the algorithm") are checked against both
+    # every run (LL128 only at the sizes its lines hold by default: above, it
+    # falls back)
     for algo in twoshot staged ll128; do
       [ "$(left)" -gt 40 ] || { over "cstream algos($np PEs)"; break 2; }
       sizes=$CSTREAM_AB_SIZES; [ $algo = ll128 ] && sizes=$CSTREAM_L8_SIZES
@@ -261,7 +262,8 @@ if [ $BUILD_OK = 1 ] && phase cstream; then
       echo "exit status $?" >> "$OUT/cstream-algos.txt"
     done
     # alltoallv's grid form (any forced algorithm but ll), beside auto's LL
-    # form in cstream.txt (docs/DECISIONS.md "The LL form of alltoallv")
+    # form in cstream.txt (docs/DECISIONS.md "alltoallv (counts in GPU
+    # memory)")
     if [ "$(left)" -gt 40 ]; then
       echo "command: SYMM_CUDA_COLL_ALGO=twoshot symmrun -n $np tests/perf/bench_coll_stream --ops all_to_all_v_abi --sizes $CSTREAM_A2AV_SIZES" >> "$OUT/cstream-algos.txt"
       SYMM_CUDA_COLL_ALGO=twoshot timeout -k 5 "$(cap 60)" "$BUILD/runtime/symmrun" -n "$np" --timeout 50 \
@@ -271,10 +273,11 @@ if [ $BUILD_OK = 1 ] && phase cstream; then
     fi
     # a late peer: PE 1 starts each graph replay 3 ms after PE 0 (no host
     # barrier between replays, as in PyTorch's loops). Without the LL/LL128
-    # waiters' naps this started a polling storm that held whole replays at
-    # ~1.2 ms a call (docs/DECISIONS.md "Collectives"); 15 us a call here is
-    # the skew itself (3 ms over 200 calls). All-gather too: on 2 PEs it
-    # takes LL up to 512 KiB a pair (the 1 MiB row)
+    # waiters' naps this started a polling storm that held whole replays
+    # many times slower (docs/DECISIONS.md "One-shot LL"; docs/GPU-RESULTS.md
+    # "2026-11-27: the polling storm"); 15 us a call here is the skew itself
+    # (3 ms over 200 calls). All-gather too: on 2 PEs it takes LL up to
+    # 512 KiB a pair (the 1 MiB row)
     for cfg in "auto" "ll SYMM_CUDA_COLL_ALGO=ll SYMM_CUDA_LL_BYTES=2M"; do
       [ "$(left)" -gt 30 ] || { over "cstream late peer($np PEs)"; break 2; }
       read -ra w <<< "$cfg"

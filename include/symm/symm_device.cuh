@@ -626,9 +626,9 @@ SYMM_DEV_FN symm_status symm__barrier_block(const symm_device_ctx &c, int slot, 
     /* Only the threads that announce to a peer fence (after this sync), and
      * no thread fences on the way out: the acquire loads of the waiting
      * threads and the block's sync after them order every thread's later
-     * accesses after the peers' arrivals. 2 x H200, 512 threads: 1.80 us a
-     * barrier against 3.28 with every thread fencing on the way in and out
-     * (docs/gpu-runs/2026-11-28-s15-h200x2-device-barrier.txt). */
+     * accesses after the peers' arrivals. On 2 x H200 with 512 threads this
+     * was much faster than every thread fencing on the way in and out
+     * (docs/GPU-RESULTS.md "2026-11-28: the device team barrier"). */
     __syncthreads();
     uint64_t e = symm__barrier_epoch(base, off, me) + 1;
     __syncthreads();

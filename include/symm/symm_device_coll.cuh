@@ -549,10 +549,11 @@ __global__ void __launch_bounds__(Threads)
  * where each peer packed them (that peer's counts before this PE), and
  * leaves them in recv_counts and recv_offsets, which are this PE's memory
  * and its output anyway; after the grid's sync every block takes them from
- * there (each reading the peers, or the fail word, itself cost about a
- * microsecond a block, one after another: 80 us with 66 blocks), judges
- * them (symm__a2av_judge, the same verdict in every block), cuts the
- * received bytes into equal shares and copies its own. After the second
+ * there (each reading the peers, or the fail word, itself cost a fixed time
+ * a block, one block after another, so the grid's fixed cost grew with its
+ * size: docs/GPU-RESULTS.md "2026-11-28: the alltoallv stream form as a
+ * grid"), judges them (symm__a2av_judge, the same verdict in every block),
+ * cuts the received bytes into equal shares and copies its own. After the second
  * sync block 0 writes the real offsets and runs the closing barrier. A
  * peer's death: block 0's barrier gives up and leaves zero counts, so no
  * block copies. src_cap: every PE's src capacity in units (the runtime's

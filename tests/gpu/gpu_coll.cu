@@ -165,10 +165,10 @@ static void test_reduce_inplace(symm_ctx ctx, symm_team world, cudaStream_t s) {
  * the context's pending nbi work (cuda_state.c symm__cu_lane), so it reads the
  * put's data, not what was there before. On a team of one PE (a row of
  * split_2d with xrange 1) the reduce is one copy kernel enqueued at once (no
- * agree, no peer), and the put is 128 MiB from pinned host memory (2.5 ms
- * of DMA on an H200), so a reduce that did not wait reads zeros: 99 % of the
- * elements when the wait was taken out (docs/gpu-runs
- * 2026-11-29-s18-h200-lanes.txt, calls 3-5). */
+ * agree, no peer), and the put is 128 MiB from pinned host memory
+ * (milliseconds of DMA), so a reduce that did not wait reads zeros: nearly
+ * every element was stale when the wait was taken out (docs/GPU-RESULTS.md
+ * "2026-11-29: lanes, ranges, teams out of step", calls 3-6). */
 static void test_nbi_then_blocking(symm_ctx ctx, symm_team world) {
     const uint64_t ne = 32u << 20;
     symm_team row = NULL, col = NULL;

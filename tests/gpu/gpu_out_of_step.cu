@@ -2,8 +2,8 @@
  * CUDA backend: after a team wait gave up at the timeout, the context's
  * teams are out of step (a PE's later collective could pair with a peer's
  * earlier one), so every later team operation fails with SYMM_ERR_TIMEOUT
- * at once, while RMA still works (docs/DECISIONS.md "After a team wait gave
- * up"). 2 PEs, SYMM_TIMEOUT_MS short (meson: 3000):
+ * at once, while RMA still works (docs/DECISIONS.md "Blocking calls:
+ * agreement, lanes, timeouts"). 2 PEs, SYMM_TIMEOUT_MS short (meson: 3000):
  *  - PE 0 enqueues a stream barrier that PE 1 does not make until after
  *    PE 0's timeout; PE 0 reads TIMEOUT from symm_ctx_async_error ("out of
  *    step"), then its blocking and stream collectives, barriers and a split

@@ -43,7 +43,7 @@
  * barrier unless --no-align (PEs then start samples as they come, as in
  * PyTorch's loops); --skew-us N makes PE 1 start each sample N us late, the
  * late peer under which LL waits without naps once fed a polling storm
- * (docs/DECISIONS.md "Collectives").
+ * (docs/DECISIONS.md "One-shot LL").
  *
  * PE 0 prints one markdown table (and RESULT lines, $BENCH_JSON: see
  * bench_common.h). The runtime's choices (SYMM_CUDA_COLL_ALGO, ...) apply as

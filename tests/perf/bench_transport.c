@@ -60,9 +60,10 @@ static double median(double *v, int n) {
 
 static char *heap;
 
-/* Per-op timestamps: the TSC where there is one (clock_gettime is a ~1.5 us
- * system call in the TCG guest, whose clock is hpet; perftest uses the TSC
- * too), scaled by the wall clock over the whole loop. */
+/* Per-op timestamps: the TSC where there is one (clock_gettime is a full
+ * system call in the TCG guest, whose clock is hpet, too dear to time one
+ * operation with; perftest uses the TSC too), scaled by the wall clock over
+ * the whole loop. */
 #if defined(__x86_64__)
 #include <x86intrin.h>
 static double stamp(void) {

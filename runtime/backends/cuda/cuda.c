@@ -26,9 +26,10 @@
  * in the stream is still running, and begins with griddepcontrol.wait (see
  * symm__k_enter in kernel_barrier.cuh), so it still observes everything that
  * kernel did. That hides most of the launch latency between back-to-back
- * stream operations (stream barrier 4.5 -> 3.7 us on 2 x H200 from PDL alone;
- * docs/GPU-RESULTS.md) and costs less host time per launch. SYMM_CUDA_PDL=0
- * turns it off.
+ * stream operations (PDL alone made the stream barrier on 2 x H200
+ * markedly faster: docs/GPU-RESULTS.md "2026-11-21: PDL, the stream
+ * barrier, the copy kernel") and costs less host time per launch.
+ * SYMM_CUDA_PDL=0 turns it off.
  *
  * GPU-side waits (barriers, signal waits, collectives) give up after the
  * context's timeout and set a pinned error word that the next blocking call

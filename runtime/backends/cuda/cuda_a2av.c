@@ -1,13 +1,13 @@
 /*
  * symm_alltoallv / symm_alltoallv_on_stream on the CUDA backend (the coll
  * hook's SYMM__COLL_ALLTOALLV): one launch, so the counts are read on the
- * GPU when the stream gets there (docs/DECISIONS.md
- * "alltoallv in the C ABI"). Where the team's LL lines serve it (up to 8
+ * GPU when the stream gets there (docs/DECISIONS.md "alltoallv (counts in
+ * GPU memory)"). Where the team's LL lines serve it (up to 8
  * PEs of one host, or one PE; SYMM_CUDA_COLL_ALGO auto or ll: cuda_tuning.c
  * symm__cu_a2av_ll_choose), symm_k_alltoallv_ll (kernels_a2av.cu "The LL form":
  * headers and small pieces in the lines, no team barrier); else
  * symm_k_alltoallv, the grid form of symm_device_coll.cuh (two team
- * barriers; docs/DECISIONS.md "The LL form of alltoallv").
+ * barriers; docs/DECISIONS.md "alltoallv (counts in GPU memory)").
  *
  * Failures: a barrier that gave up (a dead peer, the timeout) sets the
  * context's error word as every runtime kernel does; a PE that copied

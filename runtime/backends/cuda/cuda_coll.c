@@ -6,8 +6,8 @@
  * cuda_tuning.c picks the form by kind, size and team, and the form's file
  * runs it: cuda_coll_ll.c (one-shot LL, LL128), cuda_coll_ce.c (copy
  * engines), cuda_coll_staged.c, cuda_coll_barrier.c (the barrier
- * algorithms), cuda_a2av.c (alltoallv). docs/DECISIONS.md says why each
- * form is where it is.
+ * algorithms), cuda_a2av.c (alltoallv). docs/DECISIONS.md "Collectives on
+ * CUDA" says why each form is where it is.
  */
 #include "cuda_coll.h"
 #include "cuda_tuning.h"

@@ -14,9 +14,10 @@
  * kernel, and end with it: fused into the last one too (its last block runs
  * it; one launch, so half the host time), except while the stream is being
  * captured into a CUDA graph, where host time is paid once and a barrier
- * kernel of its own after the data kernel is 0.5-1.5 us faster on the GPU
- * (the kernel boundary publishes the data sooner than every block's fence;
- * docs/DECISIONS.md "Collectives"). */
+ * kernel of its own after the data kernel is faster on the GPU (the kernel
+ * boundary publishes the data sooner than every block's fence;
+ * docs/DECISIONS.md "Barrier algorithms"; docs/GPU-RESULTS.md "2026-11-27:
+ * one launch a call"). */
 static symm_status fuses_closing(void *stream, CUstream cs, int32_t n, bool *fuse) {
     *fuse = n > 1;
     if (*fuse && stream) {

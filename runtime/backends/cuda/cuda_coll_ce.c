@@ -14,11 +14,11 @@
 /* kernels_ce.cu. The bytes of a reduce-scatter move on the copy engines, one
  * peer after another: in phase k = 0 .. n-2 every PE copies its block for PE
  * (me + 1 + k) mod n into that PE's CE slot k, so in each phase every GPU
- * sends to one peer and receives from one (4 x H200: 381 GB/s a GPU in
- * turns, against 345 for SM stores to all peers at once and 233 for the
- * copy engines to all at once; probe_cuda mesh). The last phase goes in
- * ce_pieces copies; after each copy a stream write counts it in the
- * receiver's arrive word. The copies run on the copy stream, forked off the
+ * sends to one peer and receives from one (on 4 x H200 the copy engines
+ * carry more in turns than SM stores, or the copy engines, to all peers at
+ * once: probe_cuda mesh, docs/GPU-RESULTS.md "2026-11-28: copy engines in
+ * turns"). The last phase goes in ce_pieces copies; after each copy a
+ * stream write counts it in the receiver's arrive word. The copies run on the copy stream, forked off the
  * caller's stream with an event and joined back after; the reduction kernel
  * runs on the caller's stream meanwhile (kernels_ce.cu says what it does).
  * A call moves at most ce_slot bytes a pair in one round; larger calls take
@@ -36,11 +36,12 @@ typedef struct cu_ce_copy {
 /* Fork the copy streams off cs, issue the copies in order on the copy stream
  * and each one's signal on the signal stream, and record the join event.
  * The stream write's memory barrier holds up the stream it is on (on the
- * copy stream: 2-4 us a copy), and each signal is enqueued after the next
- * copy, so that the graph a capture makes keeps the copies on one chain
- * (right after its copy: 342 us a call in a graph against 309 back to back,
- * 4 PEs, 128 MiB; one later: 303 and 305). A copy of 0 bytes is only its
- * signal. */
+ * copy stream it delayed every copy), and each signal is enqueued after the
+ * next copy, so that the graph a capture makes keeps the copies on one
+ * chain (enqueued right after its copy, the signal made a call in a graph
+ * slower than back to back; one copy later, both are as fast:
+ * docs/GPU-RESULTS.md "2026-11-28: the copy-engine reduce-scatter"). A copy
+ * of 0 bytes is only its signal. */
 static symm_status ce_issue(cu_state *s, CUstream cs, const cu_ce_copy *cp, unsigned ncopy) {
     SYMM__CU(EventRecord(s->ev_ce_fork, cs));
     SYMM__CU(StreamWaitEvent(s->s_ce, s->ev_ce_fork, 0));
@@ -145,7 +146,8 @@ static symm_status coll_ce(cu_state *s, const symm__coll *c, char *const *base, 
     p.ce_slot = s->ce_slot;
     /* rounds of whole 128-byte lines (ce_slot is a multiple of 256) */
     const uint64_t round = s->ce_slot;
-    /* a block of 512 threads a SM: 2 a SM were 3-5 % slower at 128-256 MiB */
+    /* a block of 512 threads a SM: 2 a SM were slower (docs/GPU-RESULTS.md
+     * "2026-11-28: the copy-engine reduce-scatter") */
     const unsigned thr = SYMM__CE_THREADS, cap = (unsigned)(s->sms > 0 ? s->sms : 64);
     SYMM_TRACE(SYMM_LOG_COLL, "cuda: %s of %llu bytes per PE on %d PEs: algorithm ce (%s), %llu "
                "round(s), the last phase in up to %llu copies%s", symm__cu_coll_kind_name(c->kind),
@@ -202,10 +204,11 @@ static symm_status coll_ce(cu_state *s, const symm__coll *c, char *const *base, 
  * for). An entry is a shape: what coll_ce enqueues depends on nothing else
  * (the team's heap bases, the slots, the pieces and the SM count are fixed
  * for the context's life, and the flags are constants that every call puts
- * back to 0, so a graph replays as a user's captured one does: docs/
- * DECISIONS.md "No counters from the host"). A shape's first call is
- * enqueued call by call and only remembered, its second is captured on
- * s_cap and instantiated (30-90 us once, 2 x H200), every later one is one
+ * back to 0, so a graph replays as a user's captured one does:
+ * docs/DECISIONS.md "Copy engines"). A shape's first call is enqueued call
+ * by call and only remembered, its second is captured on s_cap and
+ * instantiated (a host cost paid once: docs/GPU-RESULTS.md "2026-11-28:
+ * cached graphs of the copy-engine forms"), every later one is one
  * cuGraphLaunch; so a program whose shapes never repeat pays a lookup, not
  * a capture, for each call. */
 typedef struct cu_ce_graph {

@@ -49,8 +49,8 @@ symm_status symm__cu_coll_staged(cu_state *s, const symm__coll *c, char *const *
     uint64_t len = 0; /* the longest slice, in bytes */
     for (int32_t j = 0; j < n; j++) len = max_u64(len, p.cnt[j] * es);
     /* swap only where the staging would be reused: what fits it is faster
-     * staged (no save, no round trip: 2 PEs, 1 MiB in place 8.6 us against
-     * 10.3) */
+     * staged (no save, no round trip; docs/GPU-RESULTS.md "2026-11-27:
+     * landing and swap") */
     if (n > 2) peer = symm__cu_st_peer_shape(s, len, n, p.gather != 0, &plan);
     const bool land = !peer && symm__cu_st_can_land(s, c);
     const bool swap = !peer && !land && symm__cu_st_can_swap(s, c) && len > s->st_bytes;

@@ -101,7 +101,7 @@ typedef struct cu_map {
  * one team's kernels never queue behind another team's waits (with one
  * stream for all, two PEs that reached two teams' calls in opposite orders
  * waited on each other until the timeout), and its result words are its
- * own. docs/DECISIONS.md "Blocking team operations run on the team's lane". */
+ * own. docs/DECISIONS.md "Blocking calls: agreement, lanes, timeouts". */
 typedef struct cu_lane {
     CUstream stream;
     CUevent nbi_ev;   /* recorded on the internal stream while nbi work is pending */
@@ -281,8 +281,8 @@ static inline uint64_t *symm__cu_slot_words(const cu_state *s, int32_t slot) {
     return s->lane_pinned + (size_t)slot * (CU_LANE_PINNED_BYTES / 8);
 }
 /* Before a team operation: SYMM_ERR_TIMEOUT once a team wait of this
- * context gave up (cu_state.out_of_step; docs/DECISIONS.md "After a team
- * wait gave up"), else SYMM_SUCCESS. */
+ * context gave up (cu_state.out_of_step; docs/DECISIONS.md "Blocking calls:
+ * agreement, lanes, timeouts"), else SYMM_SUCCESS. */
 symm_status symm__cu_teams_ok(cu_state *s);
 /* Wait for a lane's stream as symm__cu_finish waits for the internal one;
  * with word, only until *word is want (a kernel's last store). */

@@ -8,8 +8,9 @@
  * barrier forms ask here which of their variants a call takes. Reads the
  * state only (cu_state's settings and scratch layout, coll_plan.c's shapes);
  * calls no other file of the backend. cuda_tuning.h holds the measured
- * defaults setup reads; docs/DECISIONS.md "Collectives" the measurements in
- * full.
+ * defaults setup reads. docs/DECISIONS.md "Collectives on CUDA" says why each
+ * choice is what it is and links to its measurement; the figures are in
+ * docs/GPU-RESULTS.md, each section cited here by its heading.
  */
 #include "cuda_tuning.h"
 
@@ -21,13 +22,13 @@
  * picks the one-shot LL algorithm (one kernel, no barrier, but twice the
  * bytes on the link), by team size and kind (copy: all-gather, all-to-all).
  * Reductions: 128 KiB up to 4 PEs, where LL128 takes over (faster from
- * there: 2 PEs, 512 KiB all-reduce 4.6-5.0 us against LL's 6.0). Copies on
- * 2 PEs: 512 KiB (2 x H200, C graphs, 2026-11-27 seventh round: all-gather
- * of 512 KiB a pair 6.1 us against 7.9 with push, 256 KiB 4.3 against 7.2;
- * at 1 MiB a pair LL was slower, 9.6 against 9.2); copies on 3-4 PEs: 128
- * KiB, not remeasured since the polling storm was fixed. Teams of 5-8 PEs:
- * not measured, scaled down (each PE stores n - 1 copies and spins on n - 1
- * peers). The default scratch (SYMM_CUDA_LL_BYTES) holds the largest
+ * there: docs/GPU-RESULTS.md "2026-11-27: LL thresholds from PyTorch").
+ * Copies on 2 PEs: 512 KiB (in C graphs on 2 x H200 LL beat push up to
+ * 512 KiB a pair and was slower at 1 MiB a pair: docs/GPU-RESULTS.md
+ * "2026-11-27: LL for all-gather and all-to-all on 2 PEs"); copies on 3-4
+ * PEs: 128 KiB, not remeasured since the polling storm was fixed. Teams of
+ * 5-8 PEs: not measured, scaled down (each PE stores n - 1 copies and spins
+ * on n - 1 peers). The default scratch (SYMM_CUDA_LL_BYTES) holds the largest
  * threshold of a team of the host's PEs: 512 KiB on 2-GPU hosts. */
 uint64_t symm__cu_ll_threshold(int32_t n, bool copy) {
     if (copy && n == 2) return 512u << 10;
@@ -92,11 +93,10 @@ static bool ll_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
  * with why not (for the trace). "auto" takes it for every reduction above
  * LL's sizes that fits the lines. On 2 and 4 x H200 it beat the staged and
  * barrier algorithms at every size it holds, back to back and in graphs
- * (2 PEs, all-reduce 1 MiB: 6.9 us in a graph against 8.5 staged and 9.3
- * two-shot, 7.8 back to back against 9.2; 4 PEs: 9.7-9.8 against 11.1
- * two-shot in a graph, 10.9 against 14.0 back to back). The PyTorch-graph
+ * (docs/GPU-RESULTS.md "2026-11-27: LL128 reductions"). The PyTorch-graph
  * stall that kept it opt-in for a while was a polling storm, now avoided
- * by the waiters' naps (kernels_common.cuh "polite polling"). */
+ * by the waiters' naps (kernels_common.cuh "polite polling";
+ * docs/GPU-RESULTS.md "2026-11-27: the polling storm"). */
 static bool l8_choose(const cu_state *s, const symm__coll *c, symm__l8_shape *sh,
                       const char **why) {
     const symm__team *team = c->team;
@@ -121,21 +121,17 @@ static bool l8_choose(const cu_state *s, const symm__coll *c, symm__l8_shape *sh
 /* ------------------------------------------------------------------------ */
 
 /* Auto takes it for a block of at least CU_CE_AUTO_MIN4 bytes a PE on 4 PEs
- * and CU_CE_AUTO_MIN3 on 3. 4 x H200, C graphs, reduce-scatter of (block x
- * 4): 32 MiB 106.7 us against 91.1 before (the peer form), 64 MiB 173.0
- * against 170.7 (pull), 96 MiB 241.4 against 255.4, 128 MiB 308.1 against
- * 329.5, 256 MiB 582.8 against 637.8, 512 MiB 1158.6 against 1244.6; on 3
- * PEs (block x 3) against the pull: 48 MiB 121.1 against 113.2, 96 MiB 210.7
- * against 215.8, 384 MiB 789.3 against 818.0 (docs/GPU-RESULTS.md, twelfth
- * round). Not measured with more than 4 PEs. */
+ * and CU_CE_AUTO_MIN3 on 3: on 4 x H200 (C graphs) the copy-engine
+ * reduce-scatter was slower than the best other form (the peer form or the
+ * pull) below these blocks and faster from them on, on 4 PEs and on 3
+ * (docs/GPU-RESULTS.md "2026-11-28: the copy-engine reduce-scatter").
+ * Not measured with more than 4 PEs. */
 #define CU_CE_AUTO_MIN4 (24u << 20)
 /* The copy-engine all-reduce on 4 PEs from this many bytes (the whole
- * vector). 4 x H200, C graphs, in place, two runs each against auto without
- * it: 64 MiB 319.2-323.2 us against 318.9-319.3, 96 MiB 456.9-459.3 against
- * 464.4-466.3, 128 MiB 588.6-591.7 against 607.8, 192 MiB 852.7-857.5
- * against 897.3-898.7, 256 MiB 1119.9-1122.3 (358.8-359.5 GB/s) against
- * 1188.2-1189.8, 512 MiB 2209.7-2211.5 against 2343.2-2349.7
- * (docs/GPU-RESULTS.md, fifteenth session). Not measured on 3 PEs. */
+ * vector): on 4 x H200 (C graphs, in place, against auto without it) it was
+ * even at 64 MiB and faster from 96 MiB, the more so the larger the call
+ * (docs/GPU-RESULTS.md "2026-11-28: the copy-engine all-reduce on 4 × H200").
+ * Not measured on 3 PEs. */
 #define CU_CE_AR_AUTO_MIN4 (96u << 20)
 #define CU_CE_AUTO_MIN3 (32u << 20)
 static bool ce_choose(const cu_state *s, const symm__coll *c, uint64_t pair_bytes,
@@ -153,7 +149,8 @@ static bool ce_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
     if (!atomic_load(&s->memops)) return *why = "no stream memory operations", false;
     if (s->coll_algo == CU_ALGO_CE) return *why = "SYMM_CUDA_COLL_ALGO=ce", true;
     /* the all-gather and all-to-all by the copy engines only when forced:
-     * slower on 2 x H200, at most 2 % faster on 4 (DECISIONS.md) */
+     * slower on 2 x H200, on 4 at most a little faster at the largest size
+     * (docs/DECISIONS.md "Copy engines") */
     if (exchange) return *why = "auto: the copy-engine all-gather / all-to-all only when forced", false;
     /* the all-reduce (reduce-scatter, then all-gather by the copy engines):
      * on 4 PEs from CU_CE_AR_AUTO_MIN4 bytes; not measured on 3 */
@@ -222,34 +219,29 @@ bool symm__cu_st_halves(const cu_state *s, const symm__coll *c, symm__st_plan *p
 /* Staged form of a reduction (kernels_staged.cuh), or false with why not
  * (for the trace) when symm__cuda_coll should run the barrier algorithm. Called
  * once LL was ruled out. "auto" takes it where it beat the two-shot / pull
- * kernels on 2, 3 and 4 x H200 (docs/DECISIONS.md "Collectives"): on 2 PEs
- * up to 1 MiB a pair (all-reduce 1 MiB: 8.0-8.4 us in a graph against
- * 9.1-9.5; reduce-scatter of 512 KiB a pair: 6.4-6.7 against 8.1); on 2 PEs
- * the all-reduce from 6 MiB in the peer form, where the staging holds its
- * halves (16 MiB: 51.6-51.9 us against two-shot's 56.5-56.8 and landing's
- * 55.3, 32 MiB: 99.7-100.1 against 108.9-109.6, 6 MiB: 24.4 against 24.6;
- * back to back 1.6-1.9 us faster at 4-5 MiB too, but 0.3-0.9 slower in
- * graphs); on 2 PEs out of place, landing, for every reduce-scatter (128
- * MiB a pair: 383 us against 418) and, beyond the peer form, the all-reduce
- * from 16 MiB (256 MiB: 750-756 us against
- * 817, 16 MiB: 54.8-55.1 against 56.6; at 4 MiB two-shot was faster, 18.2
- * against 19.5-20.0); on 2 PEs in place (swap) for the all-reduce from 64
- * MiB (256 MiB: 767 us against 814, 64 MiB: 205-210 against 212; 16 MiB
- * even, 1-4 MiB slower). On more PEs: the all-reduce from 4 MiB (4 PEs, in
- * the peer form: 16 MiB 77.6 us against 86.6, 4 MiB 26.5 against 28.0; 256
- * MiB: 339 GB/s bus bandwidth against 316; 3 PEs: 12 MiB 52.7 against
- * 57.5, 32 MiB 150.7 against 155.8; 4 PEs at 32 MiB was 1.5 % slower, 172.9
- * against 170.3); the reduce-scatter from 2 MiB a PE where the peer form
- * holds it (4 PEs: 8 / 16 MiB 25.2 / 45.8 us against 28.6 / 48.3; beyond it
- * the two-group form was slower than pulling, 32 MiB 110.6 against 90.4),
- * and on 3 PEs from there up to CU_ST_AUTO_RS3_MAX a PE (when this was
- * decided the pull reached 150-170 GB/s there, the staged kernel 216-240;
- * the pull has since become faster: 8 / 16 MiB a PE 62.5-62.9 / 113.2-114.2
- * us against 72.9-74.0 / 136.4-137.7, twelfth round; 2-8 MiB a PE not
- * measured again, so they stay staged). Teams
- * of more than 4 PEs, not measured since, take it for the all-reduce from
- * 64 MiB (as 4 PEs did before the peer form). Elsewhere it was slower or
- * even. */
+ * kernels on 2, 3 and 4 x H200 (docs/DECISIONS.md "Staged reductions"):
+ * - 2 PEs, up to 1 MiB a pair
+ *   (docs/GPU-RESULTS.md "2026-11-27: staged reductions");
+ * - 2 PEs, the all-reduce from 6 MiB in the peer form, where the staging
+ *   holds its halves (at 4-5 MiB it was faster back to back but slower in
+ *   graphs; docs/GPU-RESULTS.md "2026-11-27: the peer form on 2 GPUs");
+ * - 2 PEs out of place, landing: every reduce-scatter and, beyond the peer
+ *   form, the all-reduce from 16 MiB (at 4 MiB two-shot was faster); 2 PEs
+ *   in place, swap: the all-reduce from 64 MiB (16 MiB even, 1-4 MiB
+ *   slower; docs/GPU-RESULTS.md "2026-11-27: landing and swap");
+ * - more PEs: the all-reduce from 4 MiB (of the sizes measured on 4 PEs one,
+ *   32 MiB, was a little slower), and the reduce-scatter from 2 MiB a PE
+ *   where the peer form holds it (beyond it the two-group form was slower
+ *   than pulling; docs/GPU-RESULTS.md "2026-11-27: the peer form on 3 and 4
+ *   GPUs");
+ * - 3 PEs, the reduce-scatter up to CU_ST_AUTO_RS3_MAX a PE: when this was
+ *   decided the staged kernel beat the pull there; the pull has since become
+ *   the faster from 8 MiB a PE (docs/GPU-RESULTS.md "2026-11-28: the
+ *   copy-engine reduce-scatter"), and 2-8 MiB a PE were not measured again,
+ *   so they stay staged.
+ * Teams of more than 4 PEs, not measured since, take it for the all-reduce
+ * from 64 MiB (as 4 PEs did before the peer form). Elsewhere it was slower
+ * or even. */
 #define CU_ST_AUTO_PAIR_MAX (1u << 20)
 #define CU_ST_AUTO_LAND_MIN (16u << 20)
 #define CU_ST_AUTO_SWAP_MIN (64u << 20)
@@ -307,8 +299,9 @@ static bool st_choose(const cu_state *s, const symm__coll *c, uint64_t pair_byte
  * peers'). SYMM_CUDA_COLL_COPY decides when set; auto pushes, which measured
  * faster at every size on 2 and 4 x H200, except an all-gather of more than
  * CU_PULL3_BYTES a PE on a team of 3, where pulling was faster (3 of 4 x
- * H200, 256 MiB: 587 us against 762; below 4 MiB pushing was). Measurements:
- * docs/DECISIONS.md "Collectives". */
+ * H200: from an all-gather of 16 MiB on; at 4 MiB pushing was). Why:
+ * docs/DECISIONS.md "Barrier algorithms"; measurements: docs/GPU-RESULTS.md
+ * "2026-11-27: the push layout". */
 #define CU_PULL3_BYTES (2u << 20)
 bool symm__cu_copy_pulls(const cu_state *s, const symm__coll *c, int32_t n) {
     if (s->coll_copy != CU_COPY_AUTO) return s->coll_copy == CU_COPY_PULL;
@@ -319,10 +312,10 @@ bool symm__cu_copy_pulls(const cu_state *s, const symm__coll *c, int32_t n) {
 /* The choice                                                                */
 /* ------------------------------------------------------------------------ */
 
-/* Algorithm by size (docs/DECISIONS.md "Collectives"): one-shot LL for
- * small payloads, then for reductions LL128 within its lines and the
- * staged kernels where they measured faster, else the barrier
- * algorithms. */
+/* Algorithm by size (docs/DECISIONS.md "Choosing the algorithm"): one-shot
+ * LL for small payloads, then for reductions LL128 within its lines, the
+ * copy-engine forms and the staged kernels where they measured faster, else
+ * the barrier algorithms. */
 int symm__cu_coll_choose(const cu_state *s, const symm__coll *c, symm__l8_shape *l8,
                          const char **why) {
     const uint64_t pair_bytes = c->nelems * c->elem_size;

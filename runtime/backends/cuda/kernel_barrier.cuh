@@ -74,8 +74,10 @@ __device__ __forceinline__ void symm__kbarrier(const symm__kbarrier_params<N> &p
  * into a register before symm__k_enter, so fetching the block overlaps the
  * kernel before this one instead of following it (parameters are constant;
  * only global memory must wait). Measured with PDL on 2 x H200 (probe_cuda):
- * 3.53 us per stream barrier for the 8-PE block read after the wait, 3.39 us
- * before, 3.13 us for the one-line 2-PE block. */
+ * reading the 8-PE block before the wait made the stream barrier faster than
+ * reading it after, and the one-line 2-PE block faster still
+ * (docs/GPU-RESULTS.md "2026-11-21: PDL, the stream barrier, the copy
+ * kernel"). */
 template <int N>
 __device__ __forceinline__ void symm__kbarrier_regs(const symm__kbarrier_params<N> &p) {
     symm__world_regs<N> w;

@@ -35,8 +35,9 @@ typedef struct symm__inline_data {
  * this process, this PE's team index and the team size. Barrier parameter
  * blocks come in three sizes, for teams of up to 2, 8 and 64 PEs: the 2-PE
  * block (56 bytes) fits one 64-byte line, and a one-line block made a stream
- * barrier 0.26 us faster than the 104-byte 8-PE block on 2 x H200
- * (tests/perf/probe_cuda.cu). */
+ * barrier faster than the 104-byte 8-PE block on 2 x H200
+ * (tests/perf/probe_cuda.cu; docs/GPU-RESULTS.md "2026-11-21: PDL, the
+ * stream barrier, the copy kernel"). */
 #ifdef __cplusplus
 template <int N> struct symm__kteam {
     char *base[N];
@@ -200,11 +201,12 @@ typedef struct symm__kl8_params {
 #define SYMM__ST_HDR 8192u
 /* The peer form's pieces (coll_plan.c symm__st_peer_plan) and the parts its
  * blocks reduce (kernels_staged.cuh symm__st_peer) are whole 128-byte lines:
- * with 16-byte ones the 16 MiB all-reduce on 4 x H200 took 78.96-79.29 us
- * (81.66 with 43 blocks a peer), with 128-byte ones 77.47-77.67 (77.74).
+ * pieces that began mid-line made the 4 x H200 all-reduce of 8 to 16 MiB
+ * slower (docs/GPU-RESULTS.md "2026-11-27: whole lines for the peer form").
  * So are the slices of a split all-reduce (coll_plan.c symm__slice_elems):
- * on 2 x H200 an all-reduce of 32 MiB + 16 bytes took 102.9-103.4 us with
- * slices of 16-byte vectors, 99.9-100.0 with lines. */
+ * on 2 x H200 sizes that are not a multiple of 256 bytes were slower with
+ * slices of 16-byte vectors (docs/GPU-RESULTS.md "2026-11-27: the peer form
+ * on 2 GPUs"). */
 #define SYMM__ST_ALIGN 128u
 typedef struct symm__kstaged_params {
     symm__kteam8 team;

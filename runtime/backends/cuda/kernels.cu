@@ -136,10 +136,11 @@ extern "C" __global__ void symm_k_barrier_wide(const __grid_constant__ symm__kba
  * sync; acquire loads and a block sync on the way out), and each PE reads
  * every record into pinned memory, then says so in *done. The host spins on
  * that word rather than on the stream (the collective it launches next
- * follows this kernel on the stream anyway): 7 us an agree instead of 10 on
- * one H200 (docs/DECISIONS.md "The done word"). Two parities by epoch: a PE
- * can start the next agree only after a team operation this PE took part
- * in, or the very next epoch. */
+ * follows this kernel on the stream anyway), which made an agree cheaper on
+ * one H200 (docs/DECISIONS.md "Blocking calls: agreement, lanes, timeouts";
+ * docs/GPU-RESULTS.md "2026-11-29: the agree's cost"). Two parities by
+ * epoch: a PE can start the next agree only after a team operation this PE
+ * took part in, or the very next epoch. */
 extern "C" __global__ void symm_k_agree(const __grid_constant__ symm__kagree_params p) {
     symm__k_enter();
     const int me = p.team.me, n = p.team.n;
@@ -187,7 +188,8 @@ extern "C" __global__ void symm_k_agree(const __grid_constant__ symm__kagree_par
  * copy this PE's own pair and the rest are dealt out to the n - 1 peers in
  * turn (peer_bx each; the host gives the local copy fewer SMs than a link).
  * Pairs whose source and destination coincide are skipped. (cuda_tuning.c picks
- * push or pull, cuda_coll_barrier.c the blocks: docs/DECISIONS.md "Collectives".) */
+ * push or pull, cuda_coll_barrier.c the blocks: docs/DECISIONS.md "Barrier
+ * algorithms".) */
 extern "C" __global__ void symm_k_gather(const __grid_constant__ symm__kgather_params p) {
     symm__k_enter();
     const bool ok = !p.enter || symm__coll_enter(p.team, p.area_off, p.timeout_ns, p.err);

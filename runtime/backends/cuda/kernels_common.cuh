@@ -65,8 +65,9 @@ __device__ __forceinline__ int symm__grid_last(char *mine, uint64_t area_off, bo
         int r = ok ? 1 : -1;
         if (total > 1) {
             unsigned *ticket = (unsigned *)(mine + area_off - CU_TICKET_BACK);
-            /* acq_rel, not sc (__threadfence_system): 0.5-0.6 us less per
-             * collective on 2 and 4 x H200 */
+            /* acq_rel, not sc (__threadfence_system): faster on 2 and
+             * 4 x H200 (docs/GPU-RESULTS.md "2026-11-27: one launch a
+             * call") */
             if (release) symm__fence_acq_rel_sys();
             const unsigned old = atomicAdd(ticket, ok ? 1u : CU_TICKET_FAILED + 1u);
             if ((old & (CU_TICKET_FAILED - 1u)) != total - 1) {
@@ -302,8 +303,9 @@ __device__ __forceinline__ void symm__ll_clear(char *line) {
  * them. Once one PE waits long (a late peer: ranks that start a graph replay
  * milliseconds apart), its peer's lines arrive late, so the peer's next call
  * waits long too, and the storm feeds itself: on 2 x H200 whole graph
- * replays ran at ~1.2 ms a call instead of 7 us (bench_coll_stream
- * --skew-us reproduces it; docs/DECISIONS.md "Collectives"). So after
+ * replays ran two orders of magnitude slower a call (bench_coll_stream
+ * --skew-us reproduces it; docs/DECISIONS.md "One-shot LL";
+ * docs/GPU-RESULTS.md "2026-11-27: the polling storm"). So after
  * SYMM__POLL_EAGER rounds a warp naps between reads, 32 ns doubling to
  * 512 ns: short waits are untouched, long ones read a few times less
  * often, and the storm does not start. */

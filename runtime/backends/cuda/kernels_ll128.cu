@@ -13,16 +13,17 @@
 /* The LL idea with 128-byte lines: 15 data words and a flag word (the call's
  * epoch E, 64 bits), the 8 lanes of a line storing it in one warp
  * instruction (st.v2.u64 each) and reading it in one. NVLink delivers such a
- * line whole: `probe_cuda lines` rewrote 8 MiB of lines 4000 times from one
- * H200 while another read them and saw no torn line in 1.35e9 (2026-11-27).
- * So a receiver that sees E in a line's flag word holds its 120 data bytes,
- * with 94 % of the link carrying data (LL: 50 %), no fence and no separate
- * flag. Nothing is cleared: the lines of a parity carry the epoch of the
- * call that wrote them last, smaller than any later call's (a team's lines
- * are zeroed when it takes the slot; E >= 1), and the data words cannot
- * fake a flag, since the lines live apart from any other data. Two parities
- * as for LL (kernels_common.cuh "LL"): every PE needs lines from every peer
- * to finish a call.
+ * line whole: `probe_cuda lines`, one H200 rewriting lines in another's
+ * memory while that one read them, saw no torn line (docs/GPU-RESULTS.md
+ * "2026-11-27: LL128 reductions", call 1). So a receiver that sees E in a
+ * line's flag word holds its 120 data bytes, with 15 of every 16 words on
+ * the link carrying data (LL: half), no fence and no separate flag. Nothing
+ * is cleared: the lines of a parity carry the epoch of the call that wrote
+ * them last, smaller than any later call's (a team's lines are zeroed when
+ * it takes the slot; E >= 1), and the data words cannot fake a flag, since
+ * the lines live apart from any other data. Two parities as for LL
+ * (kernels_common.cuh "LL"): every PE needs lines from every peer to finish
+ * a call.
  *
  * Data word w of a slice rides in line w / 15, word w % 15; lane l of a warp
  * carries words 2 (l % 8) and 2 (l % 8) + 1 of line 4 q + l / 8 (lane 7 of

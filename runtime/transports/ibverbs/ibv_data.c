@@ -80,7 +80,8 @@ static uint64_t stall_limit(ibv_tp *st, int32_t pe) {
 
 /* Wait until pe's (or, pe < 0, everyone's) outstanding count is <= max.
  * The clock is read only every 256 empty polls: in a VM without a vDSO
- * clock (hpet) clock_gettime is a system call of ~1.5 us. */
+ * clock (hpet) clock_gettime is a full system call, many times the cost of
+ * a poll. */
 static int32_t wait_for(ibv_tp *st, int32_t pe, uint32_t max) {
     const symm_tp_core *core = st->core;
     uint64_t last = 0; /* when completions were last seen moving; 0: not yet read */
