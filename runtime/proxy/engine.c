@@ -20,13 +20,16 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
 
-#include "proxy.h"
+#include "engine.h"
+#include "symm_dispatch.h" /* symm__status_name */
+#include "base/error.h"
 
 #define PROXY_BUDGET 256u   /* requests per ring per pass: rings take turns  */
 #define CHECK_NS 1000000ull /* poll the job's health about every millisecond */
@@ -322,10 +325,11 @@ static size_t drain(symm__engine *e, uint32_t idx, size_t budget) {
         symm_status st = SYMM_SUCCESS;
         const int fatal = atomic_load_explicit(&e->fatal, memory_order_acquire);
         if (q.tag != ((ticket - 1) & SYMM_RING_TAG_MASK)) {
+            const uint64_t due = (ticket - 1) & SYMM_RING_TAG_MASK;
             st = symm__err(SYMM_ERR_INTERNAL,
-                           "proxy ring %u: slot %" PRIu64 " holds ticket %" PRIu64 " where %" PRIu64
-                           " was due (a producer of another format, or the ring was overwritten)",
-                           idx, (ticket - 1) & mask, q.tag, (uint64_t)((ticket - 1) & SYMM_RING_TAG_MASK));
+                           "proxy ring %u: slot %" PRIu64 " holds ticket %" PRIu64
+                           " where %" PRIu64 " was due (a producer of another format, or the "
+                           "ring was overwritten)", idx, (ticket - 1) & mask, q.tag, due);
             r->broken = true;
             set_state(r, SYMM_ERR_INTERNAL);
         } else if (r->broken || fatal) {

@@ -157,7 +157,8 @@ static double cpu_s(void) {
 }
 
 static void sleep_ms(double ms) {
-    struct timespec ts = {(time_t)(ms / 1e3), (long)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e6)};
+    const long long ns = (long long)(ms * 1e6);
+    struct timespec ts = {(time_t)(ns / 1000000000ll), (long)(ns % 1000000000ll)};
     nanosleep(&ts, NULL);
 }
 

@@ -22,7 +22,8 @@ RING_KERNEL ring_calls(symm_ring r, uint64_t *local, int32_t *status) {
     if (st == SYMM_SUCCESS)
         st = symm_ring_amo(&r, 1, 512, SYMM_DTYPE_UINT64, SYMM_AMO_FETCH_ADD, 1, 0, local + 16, &t);
     if (st == SYMM_SUCCESS)
-        st = symm_ring_amo(&r, 1, 520, SYMM_DTYPE_INT32, SYMM_AMO_COMPARE_SWAP, 5, 4, local + 17, &t);
+        st = symm_ring_amo(&r, 1, 520, SYMM_DTYPE_INT32, SYMM_AMO_COMPARE_SWAP, 5, 4, local + 17,
+                           &t);
     if (st == SYMM_SUCCESS)
         st = symm_ring_put_signal(&r, 1, 256, local, 64, 1024, 1, SYMM_SIGNAL_ADD, &t);
     if (st == SYMM_SUCCESS) st = symm_ring_fence(&r, &t);

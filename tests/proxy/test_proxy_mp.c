@@ -250,8 +250,13 @@ static void pe0_bad(symm_ctx ctx, const bufs *b, uint32_t first_ring) {
         uint64_t t = 0;
         switch (k) {
         case 0: CHECK_OK(symm_ring_put(&r, 1, C->heap_cap - 8, src, 64, &t)); break;
-        case 1: CHECK_OK(symm_ring_amo(&r, 1, amof, SYMM_DTYPE_FLOAT32, SYMM_AMO_ADD, 1, 0, &res, &t)); break;
-        case 2: CHECK_OK(symm_ring_amo(&r, 1, amo64 + 4, SYMM_DTYPE_UINT64, SYMM_AMO_ADD, 1, 0, NULL, &t)); break;
+        case 1:
+            CHECK_OK(symm_ring_amo(&r, 1, amof, SYMM_DTYPE_FLOAT32, SYMM_AMO_ADD, 1, 0, &res, &t));
+            break;
+        case 2:
+            CHECK_OK(symm_ring_amo(&r, 1, amo64 + 4, SYMM_DTYPE_UINT64, SYMM_AMO_ADD, 1, 0, NULL,
+                                   &t));
+            break;
         case 3: CHECK_OK(symm_ring_put(&r, C->n_pes, data, src, 8, &t)); break;
         case 4: CHECK_OK(symm_ring_put_signal(&r, 1, data, src, 8, sig, 1, 7, &t)); break;
         case 5: CHECK_OK(symm_ring_get(&r, NULL, 1, data, 8, &t)); break;
@@ -382,7 +387,8 @@ static void pe0(symm_ctx ctx, const bufs *b, uint32_t n_rings) {
     const uint64_t thr = off_of(b->thr);
     uint8_t *tsrc = malloc(3 * THREAD_BYTES);
     ASSERT_TRUE(tsrc != NULL);
-    for (uint64_t i = 0; i < 3 * THREAD_BYTES; i++) tsrc[i] = pattern(300 + (uint32_t)(i / THREAD_BYTES), i % THREAD_BYTES);
+    for (uint64_t i = 0; i < 3 * THREAD_BYTES; i++)
+        tsrc[i] = pattern(300 + (uint32_t)(i / THREAD_BYTES), i % THREAD_BYTES);
     streamer s[2];
     pthread_t th[2];
     for (int i = 0; i < 2; i++) {
@@ -393,7 +399,8 @@ static void pe0(symm_ctx ctx, const bufs *b, uint32_t n_rings) {
         ASSERT_EQ(pthread_create(&th[i], NULL, stream_puts, &s[i]), 0);
     }
     for (uint64_t done = 0; done < THREAD_BYTES; done += 4096)
-        CHECK_OK(symm_put(b->thr, 2 * THREAD_BYTES + done, tsrc + 2 * THREAD_BYTES + done, 4096, 1));
+        CHECK_OK(symm_put(b->thr, 2 * THREAD_BYTES + done, tsrc + 2 * THREAD_BYTES + done, 4096,
+                          1));
     for (int i = 0; i < 2; i++) {
         pthread_join(th[i], NULL);
         if (s[i].st) TEST_FAIL_("streamer %d: %s", i, symm__status_name(s[i].st));
@@ -498,7 +505,8 @@ static void run_ops(bool remote, uint32_t depth) {
         CHECK_OK(symm__proxy_ring(C, 0, SYMM_RING_VERSION, &r));
         uint64_t t = 0;
         CHECK_OK(symm_ring_nop(&r, &t));
-        ASSERT_EQ(symm_ring_wait(&r, t), SYMM_ERR_INVALID_STATE); /* after stop: an error, no hang */
+        /* after the stop: an error, no hang */
+        ASSERT_EQ(symm_ring_wait(&r, t), SYMM_ERR_INVALID_STATE);
         symm__proxy_destroy(C);
         ASSERT_EQ(symm__proxy_n_rings(C), 0);
     } else {

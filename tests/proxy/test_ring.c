@@ -247,7 +247,8 @@ static void case_format(void) {
         q.off = ((uint64_t)rand_r(&seed) << 31 ^ (uint64_t)rand_r(&seed)) & SYMM_RING_PAYLOAD;
         q.local = ((uint64_t)rand_r(&seed) << 20) & SYMM_RING_PAYLOAD;
         q.n = (uint64_t)rand_r(&seed);
-        q.value = (uint64_t)rand_r(&seed) << 33 ^ (uint64_t)rand_r(&seed) ^ (k & 1 ? 1ull << 63 : 0);
+        q.value = (uint64_t)rand_r(&seed) << 33 ^ (uint64_t)rand_r(&seed) ^
+                  (k & 1 ? 1ull << 63 : 0);
         q.compare = ~q.value;
         q.sig_off = (uint64_t)rand_r(&seed) * 8u;
         uint64_t t = (uint64_t)rand_r(&seed) << 20 ^ (uint64_t)k;
@@ -617,7 +618,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "stop")) case_stop();
     else if (!strcmp(c, "failed")) case_failed();
     else {
-        fprintf(stderr, "usage: test_proxy_ring format|laps|many|rings|pending|errors|stop|failed\n");
+        fprintf(stderr,
+                "usage: test_proxy_ring format|laps|many|rings|pending|errors|stop|failed\n");
         return 2;
     }
     return 0;
