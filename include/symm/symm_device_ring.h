@@ -216,6 +216,7 @@ SYMM_RING_FN uint64_t symm__ring_load_acquire(const uint64_t *p) {
 #define SYMM_RING_FENCE_RELEASE() __threadfence_system()
 #define SYMM_RING_FENCE_SYSTEM() __threadfence_system()
 #define SYMM_RING_YIELD() ((void)0)
+#define SYMM_RING_SPIN_POLLS 1024u
 #else
 /* Host code (C, C++, or the host pass of nvcc). */
 #define SYMM_RING_FETCH_ADD_U64(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
@@ -233,6 +234,7 @@ SYMM_RING_FN uint64_t symm__ring_load_acquire(const uint64_t *p) {
 #define SYMM_RING_PAUSE(ns) ((void)0)
 #endif
 #define SYMM_RING_YIELD() ((void)sched_yield())
+#define SYMM_RING_SPIN_POLLS 64u
 #endif
 
 /* ------------------------------------------------------------------------ */
@@ -325,16 +327,19 @@ SYMM_RING_FN symm_status symm_ring_error(const symm_ring *r, uint64_t *ticket) {
     return SYMM_RING_SCAST(symm_status, e & 0xffffffffu);
 }
 
-/* Back-off of a waiting producer: spin, then (host) yield the core or
- * (device) sleep up to a microsecond between polls. */
-SYMM_RING_FN void symm__ring_backoff(uint32_t *spins) {
-    if (*spins < 64u) {
-        SYMM_RING_PAUSE(32);
-        (*spins)++;
-        return;
+/* One step of a waiting producer: spin SYMM_RING_SPIN_POLLS polls, then
+ * (host) yield the core or (device) sleep half a microsecond between polls.
+ * Nonzero every 16th poll: time to read the fail word and the state, which on
+ * a GPU are PCIe reads the fast path should not pay for. */
+SYMM_RING_FN int symm__ring_backoff(uint32_t *polls) {
+    const uint32_t n = (*polls)++;
+    if (n < SYMM_RING_SPIN_POLLS) {
+        SYMM_RING_PAUSE(20);
+    } else {
+        SYMM_RING_PAUSE(500);
+        SYMM_RING_YIELD();
     }
-    SYMM_RING_PAUSE(1000);
-    SYMM_RING_YIELD();
+    return (n & 15u) == 15u;
 }
 
 /* Post request q: claim a ticket, wait for its slot's credit (back-pressure),
@@ -350,15 +355,16 @@ SYMM_RING_FN symm_status symm_ring_post(const symm_ring *r, const symm_ring_req 
     const uint64_t t = SYMM_RING_FETCH_ADD_U64(r->head, SYMM_RING_SCAST(uint64_t, 1u));
     uint64_t credit = SYMM_RING_LOAD_U64(r->credit);
     if (t >= credit + r->depth) {
-        uint32_t spins = 0;
+        uint32_t polls = 0;
         for (;;) {
             credit = SYMM_RING_LOAD_ACQUIRE_U64(&r->hdr->consumed);
             if (t < credit + r->depth) break;
-            /* The slot stays claimed: the consumer is stopping or the job is
-             * lost, and the ring finishes nothing more either way. */
-            const symm_status st = symm_ring_alive(r);
-            if (st != SYMM_SUCCESS) return st;
-            symm__ring_backoff(&spins);
+            if (symm__ring_backoff(&polls)) {
+                /* The slot stays claimed: the consumer is stopping or the job
+                 * is lost, and the ring finishes nothing more either way. */
+                const symm_status st = symm_ring_alive(r);
+                if (st != SYMM_SUCCESS) return st;
+            }
         }
         SYMM_RING_STORE_U64(r->credit, credit);
     }
@@ -378,16 +384,17 @@ SYMM_RING_FN symm_status symm_ring_post(const symm_ring *r, const symm_ring_req 
  * when the consumer stopped before it finished the ticket. */
 SYMM_RING_FN symm_status symm_ring_wait(const symm_ring *r, uint64_t ticket) {
     if (symm_ring_usable(r) != SYMM_SUCCESS) return SYMM_ERR_ABI_MISMATCH;
-    uint32_t spins = 0;
+    uint32_t polls = 0;
     for (;;) {
         if (SYMM_RING_LOAD_ACQUIRE_U64(&r->hdr->completed) >= ticket) {
             uint64_t failed_at = 0;
             const symm_status st = symm_ring_error(r, &failed_at);
             return st != SYMM_SUCCESS && failed_at <= ticket ? st : SYMM_SUCCESS;
         }
-        const symm_status st = symm_ring_alive(r);
-        if (st != SYMM_SUCCESS) return st;
-        symm__ring_backoff(&spins);
+        if (symm__ring_backoff(&polls)) {
+            const symm_status st = symm_ring_alive(r);
+            if (st != SYMM_SUCCESS) return st;
+        }
     }
 }
 

@@ -88,6 +88,13 @@ static void host_free(void *arg, void *p, size_t bytes) {
 static const symm__proxy_mem host_mem = {NULL, host_alloc, host_free, host_alloc, host_free,
                                          NULL, NULL};
 
+/* Counters have one writer (the consumer): a plain store, not a locked
+ * read-modify-write, on the drain's path. */
+static inline void bump(atomic_uint_fast64_t *c, uint64_t k) {
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + k,
+                          memory_order_relaxed);
+}
+
 static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -247,7 +254,7 @@ void symm__engine_fail(symm__engine *e, symm_status st) {
 /* The first failed request of a ring (engine thread only: one writer). */
 static void request_failed(symm__engine *e, uint32_t idx, ring_c *r, uint64_t ticket,
                            const symm_ring_req *q, symm_status st) {
-    atomic_fetch_add_explicit(&e->n_failed, 1, memory_order_relaxed);
+    bump(&e->n_failed, 1);
     if (__atomic_load_n(&r->hdr->error, __ATOMIC_RELAXED) == 0) {
         __atomic_store_n(&r->hdr->error_ticket, ticket, __ATOMIC_RELAXED);
         __atomic_store_n(&r->hdr->error, (uint64_t)(uint32_t)st, __ATOMIC_RELEASE);
@@ -266,7 +273,7 @@ static void publish(ring_c *r) {
  * first pending request's (SUCCESS returned then); with nothing pending it
  * is returned (a QUIET's own). */
 static symm_status flush(symm__engine *e, uint32_t idx, ring_c *r) {
-    atomic_fetch_add_explicit(&e->n_flushes, 1, memory_order_relaxed);
+    bump(&e->n_flushes, 1);
     symm_status st = e->x.flush(e->x.arg);
     if (st && r->pending) {
         request_failed(e, idx, r, r->pending_from, NULL, st);
@@ -320,7 +327,6 @@ static size_t drain(symm__engine *e, uint32_t idx, size_t budget) {
         symm_ring_decode(w, &q);
         const uint64_t ticket = ++r->next;
         __atomic_store_n(&r->hdr->consumed, r->next, __ATOMIC_RELEASE); /* the credit */
-        atomic_fetch_add_explicit(&e->n_requests, 1, memory_order_relaxed);
         n++;
         symm_status st = SYMM_SUCCESS;
         const int fatal = atomic_load_explicit(&e->fatal, memory_order_acquire);
@@ -351,13 +357,14 @@ static size_t drain(symm__engine *e, uint32_t idx, size_t budget) {
         (void)flush(e, idx, r); /* recorded as the pending requests' failure */
         publish(r);
     }
+    if (n) bump(&e->n_requests, n);
     return n;
 }
 
 size_t symm__engine_poll(symm__engine *e) {
     size_t n = 0;
     for (uint32_t i = 0; i < e->o.n_rings; i++) n += drain(e, i, PROXY_BUDGET);
-    atomic_fetch_add_explicit(&e->n_passes, 1, memory_order_relaxed);
+    bump(&e->n_passes, 1);
     return n;
 }
 
@@ -380,23 +387,28 @@ static void *engine_main(void *arg) {
     const uint64_t spin_ns = (uint64_t)e->o.spin_us * 1000u;
     const uint64_t max_nap = (uint64_t)e->o.idle_us * 1000u;
     uint64_t last_work = now_ns(), nap = 1000;
+    bool spinning = true;
     e->last_check = last_work;
     while (!atomic_load_explicit(&e->stop, memory_order_acquire)) {
         size_t n = symm__engine_poll(e);
+        /* Spinning: 32 polls between clock reads keep the loop tight. */
+        for (uint32_t k = 0; !n && spinning && k < 32; k++) {
+            cpu_relax();
+            n = symm__engine_poll(e);
+        }
         uint64_t t = now_ns();
         health(e, t);
         if (n) {
             last_work = t;
             nap = 1000;
+            spinning = true;
             continue;
         }
-        if (t - last_work < spin_ns) {
-            cpu_relax();
-            continue;
-        }
+        spinning = t - last_work < spin_ns;
+        if (spinning) continue;
         struct timespec ts = {0, (long)nap};
         nanosleep(&ts, NULL);
-        atomic_fetch_add_explicit(&e->n_naps, 1, memory_order_relaxed);
+        bump(&e->n_naps, 1);
         nap = nap * 2 > max_nap ? max_nap : nap * 2;
     }
     /* Stopping: run what producers have written (every ring until one pass
