@@ -12,11 +12,11 @@
 // host-pinned memory mapped into the device, the producer index and credit
 // cache in device memory (symm__proxy_mem hooks).
 //
-// Build (no meson target: the CUDA build is not part of this change):
-//   gcc -O2 -std=gnu11 -D_GNU_SOURCE -DSYMM_API= -Iinclude -I. -Iabi -Iruntime \
-//       -c runtime/proxy/engine.c runtime/base/error.c
-//   nvcc -O2 -std=c++17 -arch=sm_90 -Iinclude -Iruntime/proxy \
-//       tests/proxy/bench_ring_gpu.cu engine.o error.o -o bench_ring_gpu
+// Built with the CUDA backend (tests/proxy/meson.build: bench_proxy_ring_gpu,
+// suite gpu runs a short one; exit 77 without a GPU), or by hand:
+//   nvcc -O2 -std=c++17 -arch=sm_90 -Iinclude -I. -Iabi -Iruntime -Iruntime/proxy
+//       -DSYMM_API= -Xcompiler -D_GNU_SOURCE tests/proxy/bench_ring_gpu.cu
+//       runtime/proxy/engine.c runtime/base/error.c -o bench_ring_gpu   (one line)
 //   ./bench_ring_gpu [iters] [--pin]
 #include <algorithm>
 #include <atomic>
@@ -135,6 +135,11 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--pin")) pin = true;
         else iters = atoi(argv[i]);
+    }
+    int n_dev = 0;
+    if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev == 0) {
+        printf("SKIP: no usable GPU\n");
+        return 77;
     }
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
