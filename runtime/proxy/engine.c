@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -405,7 +406,12 @@ static void *engine_main(void *arg) {
             continue;
         }
         spinning = t - last_work < spin_ns;
-        if (spinning) continue;
+        if (spinning) {
+            /* A CPU producer may share this core: let it run (returns at
+             * once when nothing else is runnable here). */
+            sched_yield();
+            continue;
+        }
         struct timespec ts = {0, (long)nap};
         nanosleep(&ts, NULL);
         bump(&e->n_naps, 1);
