@@ -105,12 +105,12 @@ size_t symm__engine_poll(symm__engine *e);
 /* Start the thread (idempotent). */
 symm_status symm__engine_start(symm__engine *e);
 bool symm__engine_running(const symm__engine *e);
-/* The job lost a PE (or the engine must stop): every ring's error word turns
- * fatal with st and the fail word is set for PEER_FAILED; producers' waits
- * end. Any thread, idempotent (the first status stays). */
+/* The job lost a PE (or the engine must stop): every ring's state word takes
+ * st and, for PEER_FAILED, the fail word is set; producers' waits end. Any
+ * thread, idempotent (the first status stays). */
 void symm__engine_fail(symm__engine *e, symm_status st);
 /* End the thread: requests already written are run (or failed when the job
- * is lost), then every ring turns fatal (INVALID_STATE "stopped", unless it
+ * is lost), then every ring's state becomes INVALID_STATE ("stopped", unless it
  * already was) so no producer waits on. Memory stays (producers may still
  * read it) until destroy. Idempotent; safe when never started. */
 void symm__engine_stop(symm__engine *e);
@@ -118,7 +118,7 @@ void symm__engine_stop(symm__engine *e);
 void symm__engine_destroy(symm__engine *e);
 /* Wait (host side) until every request claimed so far on every ring has
  * finished: completed >= head. The ring's first failure, or PEER_FAILED /
- * the fatal status, ends it. Producers that are still running may claim
+ * the state's status, ends it. Producers that are still running may claim
  * more: those are not waited for. */
 symm_status symm__engine_quiet(symm__engine *e);
 /* The fail word producers' handles point at (0 healthy, SYMM_DEVICE_FAIL_PEER
