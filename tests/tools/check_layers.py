@@ -23,9 +23,10 @@ ALLOWED = {
     'base': {'base'},
     'bootstrap': {'bootstrap', 'base'},
     'core': {'core', 'bootstrap', 'base'},
-    'api': {'api', 'core', 'bootstrap', 'base', 'backends', 'transports'},
+    'api': {'api', 'proxy', 'core', 'bootstrap', 'base', 'backends', 'transports'},
     'backends': {'backends', 'core', 'bootstrap', 'base'},
     'transports': {'transports'},
+    'proxy': {'proxy', 'core', 'bootstrap', 'base'},
     'launcher': {'launcher', 'bootstrap', 'base', 'core', 'transports'},
 }
 # Headers any layer above the base may include: the contracts.
