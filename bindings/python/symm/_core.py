@@ -1,7 +1,9 @@
 """Contexts, teams and typed symmetric buffers over the C ABI (ctypes)."""
 import ctypes
+import os
 import struct
 import threading
+import time
 
 from . import errors
 from ._ffi import (LIB, InitAttr, CtxInfo, TeamConfig, UniqueId, DeviceCtx, DeviceTeam,
@@ -116,6 +118,50 @@ def call(name, *args):
     st = fn(*args)
     if st:
         raise _fail(lib, st)
+
+
+# ---- waiting on the main thread --------------------------------------------------
+#
+# A C wait cannot be left before its condition holds, and Python runs signal
+# handlers (KeyboardInterrupt) on the main thread only, between bytecodes. So
+# the main thread does not block in the C waits: it polls their non-blocking
+# forms (symm_test*, symm_signal_fetch), with Python running between polls,
+# on the C waits' own schedule (spin, yield for 20 ms, then 50 us naps). The
+# first poll is the whole cost of a wait whose condition already holds: one
+# C call, as before. Other threads never see signals and call the C waits.
+
+_MAIN_IDENT = threading.main_thread().ident
+_get_ident = threading.get_ident
+_monotonic = time.monotonic
+_sleep = time.sleep
+_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
+_SPINS = 128
+_YIELD_S = 0.02
+_NAP_S = 50e-6
+
+
+def _on_main():
+    """True on the thread that receives KeyboardInterrupt."""
+    return _get_ident() == _MAIN_IDENT
+
+
+def _poll(done):
+    """Call done() until it returns true; signal handlers run between calls,
+    so KeyboardInterrupt (or a handler's exception) ends the wait at once."""
+    for _ in range(_SPINS):
+        if done():
+            return
+    start = _monotonic()
+    while not done():
+        if _monotonic() - start < _YIELD_S:
+            _yield()
+        else:
+            _sleep(_NAP_S)
+
+
+# comparisons of symm_signal_wait_until on the value symm_signal_fetch read
+_CMP_FN = (lambda a, b: a == b, lambda a, b: a != b, lambda a, b: a > b,
+           lambda a, b: a >= b, lambda a, b: a < b, lambda a, b: a <= b)
 
 
 def available():
@@ -1127,14 +1173,36 @@ class Buffer:
 
     def signal_wait_until(self, index, cmp, value, stream=None, on_stream=False):
         """Wait until this PE's signal compares true; returns the value seen
-        (None for the stream form)."""
+        (None for the stream form). On the main thread the wait polls, so
+        KeyboardInterrupt ends it (nothing is changed: call it again)."""
         c = _code(CMPS, cmp, "comparison")
+        h, i, val = self.handle, int(index), int(value) & 0xFFFFFFFFFFFFFFFF
         if on_stream or stream is not None:
-            call("symm_signal_wait_until_on_stream", self.handle, int(index), c, int(value),
-                 _stream_handle(stream))
+            call("symm_signal_wait_until_on_stream", h, i, c, val, _stream_handle(stream))
             return None
         v = ctypes.c_uint64()
-        call("symm_signal_wait_until", self.handle, int(index), c, int(value), ctypes.byref(v))
+        if not _on_main() or not 0 <= c < len(_CMP_FN):
+            call("symm_signal_wait_until", h, i, c, val, ctypes.byref(v))
+            return v.value
+        fn, ref = _CMP_FN[c], ctypes.byref(v)
+        try:
+            call("symm_signal_fetch", h, i, ref)
+        except errors.Error:  # an argument error: the wait's own message, at once
+            call("symm_signal_wait_until", h, i, c, val, ref)
+            return v.value
+        if fn(v.value, val):
+            return v.value
+        want, sat = ctypes.c_uint64(val), ctypes.c_int32()
+        wref, sref = ctypes.byref(want), ctypes.byref(sat)
+
+        def done():
+            call("symm_signal_fetch", h, i, ref)
+            if fn(v.value, val):
+                return True
+            call("symm_test", h, i, c, wref, sref)  # PeerFailed once a peer is lost
+            return False
+
+        _poll(done)
         return v.value
 
     # atomics
@@ -1174,9 +1242,22 @@ class Buffer:
     # waits and tests on this PE's elements
     def wait_until(self, index, cmp, value):
         """Wait until this PE's element index compares true against value (cmp: eq, ne, gt, ge, lt,
-        le or ==, !=, ...)."""
-        call("symm_wait_until", self.handle, int(index), _code(CMPS, cmp, "comparison"),
-             _scalar(self.dtype, value))
+        le or ==, !=, ...). On the main thread the wait polls, so KeyboardInterrupt ends it
+        (nothing is changed: call it again)."""
+        args = (self.handle, int(index), _code(CMPS, cmp, "comparison"),
+                _scalar(self.dtype, value))
+        if not _on_main():
+            call("symm_wait_until", *args)
+            return
+        sat = ctypes.c_int32()
+        ref = ctypes.byref(sat)
+        try:
+            call("symm_test", *args, ref)
+        except errors.Error:  # an argument error: the wait's own message, at once
+            call("symm_wait_until", *args)
+            return
+        if not sat.value:
+            _poll(lambda: call("symm_test", *args, ref) or sat.value)
 
     def _set(self, name, index, nelems, status, cmp, value, vector, kind):
         c = _code(CMPS, cmp, "comparison")
@@ -1191,6 +1272,10 @@ class Buffer:
         else:
             v = _scalar(self.dtype, value)
         base = (self.handle, int(index), int(nelems), st, c, v)
+        # (a set with no element included returns at once: the C wait says so)
+        if kind[-4:] == "wait" and nelems > 0 and _on_main() and (
+                st is None or not all(st[i] for i in range(nelems))):
+            return self._poll_set(name, base, vector, kind)
         if kind == "all_wait":
             call(name, *base)
             return True
@@ -1211,6 +1296,78 @@ class Buffer:
         call(name, *base, idx, ctypes.byref(nf))
         return [idx[i] for i in range(nf.value)]
 
+    def _poll_set(self, name, base, vector, kind):
+        """A set wait (name: its C form) on the main thread, by its test form
+        (KeyboardInterrupt ends it). At least one element is included."""
+        h, index, nelems, st, c, v = base
+        test = name.replace("wait_until", "test")
+        sat, found, nf = ctypes.c_int32(), ctypes.c_uint64(), ctypes.c_uint64()
+        if kind == "some_wait":
+            idx = (ctypes.c_uint64 * nelems)()
+            tail = (idx, ctypes.byref(nf))
+            done = lambda: call(test, *base, *tail) or nf.value  # noqa: E731
+        elif kind == "any_wait":
+            tail = (ctypes.byref(sat), ctypes.byref(found))
+            done = lambda: call(test, *base, *tail) or sat.value  # noqa: E731
+        else:
+            done = self._all_cursor(test, base, vector)
+        try:
+            first = done()
+        except errors.Error:  # an argument error: the wait's own message, at once
+            call(name, *base, *(() if kind == "all_wait" else
+                                (ctypes.byref(found),) if kind == "any_wait" else tail))
+            first = True
+        if not first:
+            _poll(done)
+        if kind == "all_wait":
+            return True
+        if kind == "any_wait":
+            return found.value
+        return [idx[i] for i in range(nf.value)]
+
+    def _all_cursor(self, test, base, vector):
+        """done() for wait_until_all: like the C wait, elements are passed in
+        order and one that compared true is not read again (a cursor); each
+        poll tests the rest at once (test_all), else moves the cursor over the
+        leading elements that compare true (test_some), else tests the
+        element at the cursor alone (PeerFailed once a peer is lost)."""
+        h, index, nelems, st, c, v = base
+        step = self.itemsize if vector else 0
+        some = test.replace("test_all", "test_some")
+        sat, nf = ctypes.c_int32(), ctypes.c_uint64()
+        idx = (ctypes.c_uint64 * nelems)()
+        pos = [0]
+        P32 = ctypes.POINTER(ctypes.c_int32)
+
+        def at(k):  # (status, value) pointers for the elements from k on
+            s = None if st is None else ctypes.cast(ctypes.addressof(st) + 4 * k, P32)
+            return s, ctypes.addressof(v) + step * k
+
+        def done():
+            k = pos[0]
+            s, vk = at(k)
+            rest = (h, index + k, nelems - k, s, c, vk)
+            call(test, *rest, ctypes.byref(sat))
+            if sat.value:
+                pos[0] = nelems
+                return True
+            call(some, *rest, idx, ctypes.byref(nf))
+            j = f = 0
+            while k + j < nelems:
+                if st is not None and st[k + j]:
+                    j += 1
+                elif f < nf.value and idx[f] == j:
+                    j, f = j + 1, f + 1
+                else:
+                    break
+            if j == 0:  # the element at the cursor, alone (included: the loop stopped on it)
+                call("symm_test", h, index + k, c, vk, ctypes.byref(sat))
+                j = 1 if sat.value else 0
+            pos[0] = k + j
+            return pos[0] >= nelems
+
+        return done
+
     def wait_until_all(self, index, nelems, cmp, value, status=None, vector=False):
         """Wait until every element of [index, index + nelems) compares true (status: 1 = ignore
         that element; vector=True: one value per element)."""
@@ -1222,7 +1379,8 @@ class Buffer:
 
     def wait_until_some(self, index, nelems, cmp, value, status=None, vector=False):
         """Indices of every satisfied element (at least one)."""
-        return self._set("symm_wait_until_some", index, nelems, status, cmp, value, vector, "some")
+        return self._set("symm_wait_until_some", index, nelems, status, cmp, value, vector,
+                         "some_wait")
 
     def test(self, index, cmp, value):
         """True when this PE's element index compares true now (no wait)."""

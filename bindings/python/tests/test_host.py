@@ -146,6 +146,43 @@ def waits_and_tests():
 
 
 @case
+def main_thread_waits_keep_the_c_semantics():
+    # On the main thread the waits poll the tests (so Ctrl-C ends them); they
+    # must still mean what the C waits mean. wait_until_all passes elements in
+    # order and does not read one again once it compared true: element 0 is 1
+    # only for a while, then element 1 becomes 1 (all-at-once polling would hang).
+    import time
+    f = ctx.alloc("int64", 3)
+
+    def flip(vals):
+        time.sleep(0.2)
+        f.p(vals[0], me, 0)
+        time.sleep(0.3)
+        f.p(0, me, 0)
+        f.p(vals[1], me, 1)
+
+    for vector in (False, True):
+        want = [7, 9] if vector else [1, 1]
+        t = threading.Thread(target=flip, args=(want,))
+        t.start()
+        got = f.wait_until_all(0, 2, "eq", want if vector else 1, vector=vector)
+        t.join()
+        check(got is True and list(f.get(me, count=2)) == [0, want[1]], (vector, f.get(me)))
+        f.p(0, me, 1)
+    # excluded elements are skipped; any/some report indices relative to index
+    t = threading.Thread(target=lambda: (time.sleep(0.2), f.p(4, me, 2), f.p(4, me, 0)))
+    t.start()
+    check(f.wait_until_any(1, 2, "eq", 4) == 1, "any")
+    t.join()
+    check(f.wait_until_some(0, 3, "eq", 4, status=[1, 0, 0]) == [2], "some with a mask")
+    check(f.wait_until_all(0, 3, "eq", 4, status=[0, 1, 0]), "all with a mask")
+    check(f.wait_until_any(0, 3, "eq", 4, status=[1, 1, 1]) == symm.INDEX_NONE, "nothing included")
+    check(f.wait_until_some(0, 0, "eq", 4) == [], "empty set")
+    ctx.barrier_all()
+    f.free()
+
+
+@case
 def teams_and_collectives():
     world = ctx.world
     check(world.n_pes == n and world.my_pe == me, "world")
