@@ -1,9 +1,11 @@
 """Contexts, teams and typed symmetric buffers over the C ABI (ctypes)."""
 import ctypes
+import gc
 import os
 import struct
 import threading
 import time
+import weakref
 
 from . import errors
 from ._ffi import (LIB, InitAttr, CtxInfo, TeamConfig, UniqueId, DeviceCtx, DeviceTeam,
@@ -30,6 +32,9 @@ AMOS = {"fetch": 0, "set": 1, "compare_swap": 2, "swap": 3, "fetch_inc": 4, "inc
 OPS = {"sum": 0, "prod": 1, "min": 2, "max": 3, "and": 4, "or": 5, "xor": 6}
 INDEX_NONE = 0xFFFFFFFFFFFFFFFF
 ASYNC_CLEAR = 1
+# The start of the message of a heap call's Mismatch when a peer took part
+# with arguments it had rejected (runtime/core/heap.c, agree()).
+_PEER_REFUSED = "rejected its arguments"
 
 
 def _code(table, value, what):
@@ -368,6 +373,8 @@ class Context:
         self._h = h
         self._lock = threading.Lock()
         self._bufs = {}  # handle value -> Buffer (live)
+        self._held = []  # freed Buffers whose memory a host view on some PE still sees
+        self._abandoned = []  # handles of contexts left to the process's exit (views)
         self._pending = []  # sources/destinations of nbi calls, kept until quiet
         self._quiets = 0  # completed host quiets (nbi fetch results are readable after one)
         info = self.query()
@@ -390,15 +397,97 @@ class Context:
                 raise
 
     def finalize(self):
-        """Leave the job (collective). Buffers still allocated are released too."""
+        """Leave the job (collective). Buffers still allocated are released too.
+
+        While a host view of one of its buffers (numpy(), memoryview(),
+        torch() or DLPack on the host backend, or an array made from one) is
+        alive on any PE, unmapping the heap would leave the view pointing at
+        nothing: then every PE leaves the context to the process's exit
+        instead (they agree on it first), so the views stay readable; the
+        context is finalized as far as this package is concerned."""
         if self._h is None or not self._h.value:
             return
-        for b in list(self._bufs.values()):
-            b._h = None
-        self._bufs.clear()
+        with self._lock:
+            bufs = list(self._bufs.values()) + self._held
+            for b in bufs:
+                b._closing = True  # no new views from here on
         h = self._h
+        abandon = self._views_on_any_pe(bufs)
+        with self._lock:
+            for b in bufs:
+                b._h = None
+            self._bufs.clear()
+            self._held = []
         self._h = None
+        if abandon:
+            self._abandoned.append(h)  # released by the process's exit
+            return
         call("symm_finalize", ctypes.byref(h))
+
+    # ---- memory that host views still see ----
+    #
+    # A host view (NumPy array, memoryview, DLPack tensor over this PE's copy)
+    # keeps what it views: free() of a buffer that a view on some PE still
+    # sees frees it for the program (the handle is invalid) but not the
+    # memory, on any PE (the heap stays symmetric): the buffer is "held", and
+    # every later alloc()/register()/free() of the context first tries again
+    # to release each held buffer, collectively, until no PE has a view.
+    # Whether some PE has a view is learnt from the allocation agreement
+    # every PE makes anyway: a PE with a view takes part with an argument
+    # the library rejects, so the call fails on every PE and changes nothing
+    # (its peers get Mismatch, "PE k rejected its arguments").
+
+    def _take_part_refusing(self):
+        """This PE's part in the heap agreement its peers are in (a free, an
+        alloc), refused: the call fails everywhere and changes nothing."""
+        try:
+            call("symm_buf_alloc", self.handle, 0xFFFFFFFF, 0, ctypes.byref(ctypes.c_void_p()))
+        except errors.InvalidArgument:
+            pass
+
+    def _release(self, b, collect):
+        """Free b's memory on every PE unless a host view of it is alive on
+        one (collective); True when freed. collect: look again after a
+        garbage collection before deciding this PE has a view."""
+        if b._viewed() and collect:
+            gc.collect()  # views in reference cycles the collector has not reached yet
+        if b._viewed():
+            self._take_part_refusing()
+            return False
+        try:
+            call("symm_buf_free", b._ch)
+        except errors.Mismatch as e:
+            if _PEER_REFUSED in e.message:
+                return False
+            raise
+        return True
+
+    def _release_held(self):
+        """Try to release every held buffer (collective: every PE holds the
+        same ones, in the same order)."""
+        for b in list(self._held):
+            if self._release(b, False):
+                with self._lock:
+                    self._held.remove(b)
+
+    def _views_on_any_pe(self, bufs):
+        """Has any PE a host view of one of bufs? (collective: an allocation
+        agreement; a PE without views asks for 0 bytes, freed by finalize)."""
+        mine = any(b._viewed() for b in bufs)
+        if mine:
+            gc.collect()
+            mine = any(b._viewed() for b in bufs)
+        if mine:
+            self._take_part_refusing()
+            return True
+        try:
+            call("symm_buf_alloc", self.handle, DTYPES["uint8"], 0,
+                 ctypes.byref(ctypes.c_void_p()))
+        except errors.Mismatch as e:
+            return _PEER_REFUSED in e.message
+        except errors.Error:
+            pass  # (a failed job: finalize says so)
+        return False
 
     def __del__(self):
         # No collective behind the user's back: an unfinalized context is
@@ -445,6 +534,7 @@ class Context:
             code, bad = dtype_code(dtype), None
         except errors.InvalidArgument as e:
             code, bad = 0xFFFFFFFF, e
+        self._release_held()
         h = ctypes.c_void_p()
         try:
             call("symm_buf_alloc", self.handle, code, int(count), ctypes.byref(h))
@@ -486,7 +576,9 @@ class Context:
         return None
 
     def free_tensor(self, t):
-        """Free the buffer under a tensor from tensor() (collective)."""
+        """Free the buffer under a tensor from tensor() (collective). On the
+        host backend the tensor is a view, which keeps the memory until it is
+        gone (see Buffer.free)."""
         b = self.buffer_of(t)
         if b is None:
             raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "not a symm tensor")
@@ -667,6 +759,7 @@ class Context:
             raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
                                          "register: %d %s elements need %d bytes; the object has %d"
                                          % (count, DTYPE_NAMES[code], count * size, loc.nbytes))
+        self._release_held()
         h = ctypes.c_void_p()
         call("symm_buf_register", self.handle, ctypes.c_void_p(loc.addr), code, count,
              ctypes.byref(h))
@@ -967,11 +1060,23 @@ class Buffer:
     Element indices are bounds-checked by the library. free() is collective
     and explicit; a Buffer that is never freed is released by the context's
     finalize (never by the garbage collector).
+
+    Host views (numpy(), memoryview(), torch() and DLPack on the host
+    backend, and every array made from them) see this PE's copy in place and
+    keep it: after free() a view still sees this buffer's memory (never the
+    next buffer), and after finalize() the memory stays mapped (see free()
+    and Context.finalize()).
     """
 
     def __init__(self, ctx, h, dtype, count, shape=None):
         self.ctx, self._h, self.dtype, self.count = ctx, h, dtype, count
         self._registered = None  # the caller's object under a registered buffer
+        # Every host view holds the ctypes array _root() returns (NumPy keeps
+        # its buffer's exporter, DLPack its capsule's keep), so the weak
+        # reference is alive exactly while a view is.
+        self._root_ref = None
+        self._closing = False  # free()/finalize() under way: no new views
+        self._ch = h  # the C handle, also while the buffer is held (see Context._release)
         self.shape = tuple(shape) if shape else (count,)
         self.itemsize = DTYPE_SIZES[dtype]
         self.nbytes = count * self.itemsize
@@ -995,15 +1100,47 @@ class Buffer:
         return DTYPE_NAMES[self.dtype]
 
     def free(self):
-        """Free on every PE (collective)."""
+        """Free on every PE (collective).
+
+        While a host view of this buffer (numpy(), memoryview(), torch() or
+        DLPack on the host backend, or an array made from one) is alive on
+        any PE, its memory is kept: the buffer is freed for the program (its
+        handle is invalid) and the views keep seeing it, never another
+        buffer; the memory is released by a later alloc(), register() or
+        free() of the context once no PE has a view, or by finalize()."""
         if self._h is None:
             return
-        h = self._h
-        call("symm_buf_free", h)
+        ctx = self.ctx
+        ctx._release_held()
+        with ctx._lock:
+            self._closing = True  # no new views from here on
+        try:
+            freed = ctx._release(self, True)
+        except BaseException:
+            self._closing = False
+            raise
+        with ctx._lock:
+            ctx._bufs.pop(self._ch.value, None)
+            if not freed:
+                ctx._held.append(self)
         self._h = None
         self._registered = None
+
+    def _viewed(self):
+        """True while a host view of this buffer is alive."""
+        return self._root_ref is not None and self._root_ref() is not None
+
+    def _root(self):
+        """The ctypes array over this PE's copy that every host view holds
+        (made again once the last view is gone)."""
         with self.ctx._lock:
-            self.ctx._bufs.pop(h.value, None)
+            if self._h is None or self._closing:
+                raise errors.InvalidHandle(2, "SYMM_ERR_INVALID_HANDLE", "buffer was freed")
+            root = self._root_ref() if self._root_ref is not None else None
+            if root is None:
+                root = (ctypes.c_char * self.nbytes).from_address(self.ptr)
+                self._root_ref = weakref.ref(root)
+            return root
 
     def __repr__(self):
         return "<symm.Buffer %s[%d] offset=%d%s>" % (self.dtype_name, self.count, self.offset,
@@ -1011,7 +1148,9 @@ class Buffer:
 
     # zero-copy views
     def numpy(self):
-        """A NumPy array over this PE's copy (host backend: host memory)."""
+        """A NumPy array over this PE's copy (host backend: host memory),
+        zero-copy. It (and every array made from it) keeps the memory it sees
+        past free() and finalize() (see Buffer)."""
         import numpy as np
         if self.ctx.backend != "host":
             raise errors.NotSupported(7, "SYMM_ERR_NOT_SUPPORTED",
@@ -1022,17 +1161,17 @@ class Buffer:
         np_dtype = np.uint16 if name == "bfloat16" else np.dtype(name)
         if self.nbytes == 0:
             return np.zeros(self.shape, dtype=np_dtype)
-        raw = (ctypes.c_char * self.nbytes).from_address(self.ptr)
-        arr = np.frombuffer(raw, dtype=np_dtype).reshape(self.shape)
-        return arr
+        return np.frombuffer(self._root(), dtype=np_dtype).reshape(self.shape)
 
     def memoryview(self):
-        """The buffer protocol over this PE's copy (host backend)."""
+        """The buffer protocol over this PE's copy (host backend), zero-copy.
+        It keeps the memory it sees past free() and finalize() (see Buffer)."""
         if self.ctx.backend != "host":
             raise errors.NotSupported(7, "SYMM_ERR_NOT_SUPPORTED", "host memory only")
         self.handle
-        return memoryview((ctypes.c_char * max(self.nbytes, 1)).from_address(self.ptr)).cast(
-            "B")[: self.nbytes]
+        if self.nbytes == 0:
+            return memoryview(bytearray())
+        return memoryview(self._root()).cast("B")
 
     @property
     def __cuda_array_interface__(self):
@@ -1043,7 +1182,9 @@ class Buffer:
                          None).__cuda_array_interface__
 
     def torch(self):
-        """A torch.Tensor viewing this PE's copy (zero-copy; CUDA backend)."""
+        """A torch.Tensor viewing this PE's copy (zero-copy). On the host
+        backend it is a host view, which keeps the memory (see Buffer); on
+        GPUs keep the buffer allocated while the tensor is used."""
         import torch
         name = self.dtype_name
         if self.ctx.backend != "cuda":
@@ -1060,7 +1201,9 @@ class Buffer:
     def __dlpack__(self, stream=None, **kwargs):
         from ._dlpack import capsule
         self.handle
-        return capsule(self.ptr, self.shape, self.dtype_name, self.__dlpack_device__(), keep=self)
+        # a host tensor is a host view (it keeps the root until its deleter runs)
+        keep = self._root() if self.ctx.backend == "host" and self.nbytes else self
+        return capsule(self.ptr, self.shape, self.dtype_name, self.__dlpack_device__(), keep=keep)
 
     @property
     def registered(self):

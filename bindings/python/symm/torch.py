@@ -209,7 +209,8 @@ def finalize():
     (collective). Functions fall back afterwards."""
     with _S.lock:
         ctx, owned = _S.ctx, _S.owned
-        stage = list(_S.stage.values())
+        # the buffers only: their tensors are views, which free() refuses while they live
+        stage = [b for b, _ in _S.stage.values()]
         _S.reset()
         _S.why = "symm.torch.finalize() was called"
         if ctx is None:
@@ -217,7 +218,7 @@ def finalize():
         if owned:
             ctx.finalize()  # frees the staging buffers too
         else:
-            for b, _ in stage:
+            for b in stage:
                 b.free()
 
 

@@ -1,6 +1,7 @@
 """The exception hierarchy, and the two failures a caller most wants to catch
 happening for real: a peer that dies (symm.PeerFailed) and a bounded wait
-that expires (symm.Timeout); then Ctrl-C: every blocking wait of a process
+that expires (symm.Timeout); host views that outlive finalize (they keep
+reading what they saw, no crash); then Ctrl-C: every blocking wait of a process
 raises KeyboardInterrupt at once, and under symmrun one Ctrl-C at the terminal
 ends PEs blocked in a barrier or a collective (KeyboardInterrupt, exit 130).
     python3 test_errors.py SYMMRUN"""
@@ -72,7 +73,76 @@ def a_bounded_wait_raises_timeout():
     check(0.3 < took < 10, "took %.2f s" % took)
 
 
+# ---- views that outlive finalize -------------------------------------------------
+
+VIEW_AFTER_FINALIZE = r"""
+import sys
+import numpy as np
+import symm
+with symm.init(bootstrap="single") as ctx:
+    b = ctx.alloc("float64", 1 << 16)
+    v = b.numpy()[8:]
+    v[:] = 2.5
+    m = ctx.array((4, 4), "int32").memoryview()
+    m[:4] = b"\x07\x00\x00\x00"
+# the with block finalized the context; the views still read what they saw
+print("AFTER", float(v.sum()), bytes(m[:4]) == b"\x07\x00\x00\x00", flush=True)
+try:
+    ctx.handle
+except symm.InvalidHandle:
+    print("FINALIZED", flush=True)
+ctx2 = symm.init(bootstrap="single")  # the process goes on with symm
+c = ctx2.alloc("float64", 4)
+c.p(1.0, 0, 3)
+print("NEXT", c.g(0, 3), flush=True)
+del v, m
+c.free()
+ctx2.finalize()
+"""
+
+# Two PEs: PE 1 keeps a view past finalize, PE 0 none. Both leave the
+# context to the process's exit (they agree first), PE 1 reads its view.
+VIEW_AFTER_FINALIZE_PE = r"""
+import os
+import numpy as np
+import symm
+ctx = symm.init()
+b = ctx.alloc("int64", 1024)
+b.numpy()[:] = 40 + ctx.my_pe
+view = b.numpy() if ctx.my_pe == 1 else None
+b.free()  # held: PE 1 still sees it
+ctx.finalize()
+if view is not None:
+    os.write(1, b"PE 1 READS %d\n" % int(view.sum()))
+os.write(1, b"PE %d DONE\n" % ctx.my_pe)
+"""
+
+
+@case
+def views_outlive_finalize_without_crashing():
+    p = subprocess.run([sys.executable, "-c", VIEW_AFTER_FINALIZE], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    out = p.stdout.decode(errors="replace")
+    check(p.returncode == 0, "exit status %d (-11: the view crashed the interpreter)\n%s%s"
+          % (p.returncode, out, p.stderr.decode(errors="replace")))
+    check("AFTER %s True" % (2.5 * ((1 << 16) - 8)) in out and "FINALIZED" in out
+          and "NEXT 1.0" in out, out)
+    p = subprocess.run([SYMMRUN, "-n", "2", "--timeout", "60", sys.executable, "-c",
+                        VIEW_AFTER_FINALIZE_PE], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=90)
+    out = p.stdout.decode(errors="replace")
+    check(p.returncode == 0, "symmrun exit status %d\n%s%s"
+          % (p.returncode, out, p.stderr.decode(errors="replace")))
+    check("PE 1 READS %d" % (41 * 1024) in out and "PE 0 DONE" in out and "PE 1 DONE" in out,
+          out)
+
+
 # ---- Ctrl-C -------------------------------------------------------------------
+
+# Within ~100 ms is the aim (an idle machine takes a few ms, see the printed
+# figures); the bound leaves room for a loaded one. A call that ignores the
+# signal never returns at all.
+LATE = 0.5
 
 # One process (a job of one), its main thread in each blocking wait; a timer
 # thread sends it SIGINT. Every wait must raise KeyboardInterrupt at once and
@@ -136,7 +206,8 @@ def ctrl_c_ends_every_wait_of_one_process():
     check(sorted(lat) == sorted(want), out)
     print("  SIGINT to KeyboardInterrupt: %s" % ", ".join("%s %.1f ms" % (k, v * 1e3)
                                                        for k, v in sorted(lat.items())))
-    check(max(lat.values()) < 0.1, "KeyboardInterrupt later than 100 ms after SIGINT: %s" % lat)
+    check(max(lat.values()) < LATE, "KeyboardInterrupt later than %g s after SIGINT: %s"
+          % (LATE, lat))
 
 
 # Under symmrun with a terminal: PEs 0 and 1 block in a collective that PE 2
@@ -213,7 +284,8 @@ def ctrl_c_at_a_terminal(mode):
           % (mode, ", ".join("PE %d %.1f ms" % (k, v * 1e3) for k, v in sorted(lat.items())),
              took))
     check(sorted(lat) == [0, 1, 2], "every PE raises KeyboardInterrupt:\n%s%s" % (out, err))
-    check(max(lat.values()) < 0.1, "KeyboardInterrupt later than 100 ms after Ctrl-C: %s" % lat)
+    check(max(lat.values()) < LATE, "KeyboardInterrupt later than %g s after Ctrl-C: %s"
+          % (LATE, lat))
 
 
 @case

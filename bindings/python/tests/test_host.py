@@ -524,6 +524,57 @@ def zero_copy_views():
 
 
 @case
+def views_keep_the_memory_they_see():
+    # free() while a host view is alive on one PE (the holder): the buffer is
+    # freed for the program on every PE, but its memory is kept on every PE
+    # until no view is left: the next buffer lands elsewhere and the view
+    # still sees its own data. A later alloc/free releases the memory. Every
+    # kind of view counts, also one made from another.
+    ctx.alloc("int8", 1).free()  # releases what earlier cases' views held
+    base = ctx.query()["heap_used"]
+    kinds = {
+        "numpy slice": lambda b: b.numpy()[2:5],
+        "reshaped numpy": lambda b: b.numpy().reshape(8, 8).T,
+        "memoryview slice": lambda b: b.memoryview()[16:40],
+        "dlpack": lambda b: np.from_dlpack(b),
+        "asarray of a memoryview": lambda b: np.asarray(b.memoryview()),
+    }
+    holder = 0
+    for what, make in kinds.items():
+        b = ctx.alloc("int64", 64)
+        b.numpy()[:] = 100 + me
+        view = make(b) if me == holder else None
+        ctx.barrier_all()
+        b.free()
+        expect_raises(symm.InvalidHandle, lambda: b.handle)
+        expect_raises(symm.InvalidHandle, b.numpy)
+        c = ctx.alloc("int64", 64)  # where b was, were its memory released
+        c.numpy()[:] = -1
+        c.put(np.full(64, -2, dtype=np.int64), nxt)
+        ctx.barrier_all()
+        check(c.offset != b.offset, (what, "the next buffer took the held memory", c, b))
+        if view is not None:
+            vals = np.asarray(view).view(np.int64) if "memoryview" in what else view
+            check((np.asarray(vals) == 100 + me).all(), (what, "the view changed", vals))
+            del vals
+        check(ctx.query()["heap_used"] > base + 512, (what, "held", ctx.query()))
+        del view
+        ctx.barrier_all()
+        c.free()  # first releases b (no view left on any PE), then c
+        check(ctx.query()["heap_used"] == base, (what, "released", ctx.query(), base))
+        holder = (holder + 1) % n
+    # an unconsumed DLPack capsule holds nothing; a view in a reference cycle
+    # is collected by free()
+    b = ctx.alloc("int64", 64)
+    b.__dlpack__()
+    cycle = [b.numpy()]
+    cycle.append(cycle)
+    del cycle
+    b.free()
+    check(ctx.query()["heap_used"] == base, ("capsule or cycle held memory", ctx.query()))
+
+
+@case
 def threads():
     # MULTIPLE by default: threads may call concurrently; each puts to its own slot.
     T = 4
