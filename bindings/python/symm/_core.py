@@ -1,6 +1,7 @@
 """Contexts, teams and typed symmetric buffers over the C ABI (ctypes)."""
 import ctypes
 import gc
+import operator
 import os
 import struct
 import threading
@@ -37,9 +38,60 @@ ASYNC_CLEAR = 1
 _PEER_REFUSED = "rejected its arguments"
 
 
+# ---- integer arguments ------------------------------------------------------------
+#
+# ctypes converts a Python int to a C integer by truncation (2**32 becomes PE
+# 0, 2**64 + 1 element 1), so every integer is checked against its C type
+# first. The common case (an int in range) costs a type test and a chained
+# comparison; anything else takes _int, which accepts NumPy integers and
+# other __index__ objects and refuses the rest, naming the argument.
+
+_U32_MAX = (1 << 32) - 1
+_U64_MAX = (1 << 64) - 1
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _int(v, name, lo, hi, ctype):
+    """v as an int in [lo, hi]; ArgumentTypeError / ArgumentOverflow naming it."""
+    if v.__class__ is not int:
+        try:
+            v = operator.index(v)
+        except TypeError:
+            raise errors.ArgumentTypeError(
+                1, "SYMM_ERR_INVALID_ARG", "%s must be an integer, not %s %r"
+                % (name, type(v).__name__, v)) from None
+    if lo <= v <= hi:
+        return v
+    raise errors.ArgumentOverflow(1, "SYMM_ERR_INVALID_ARG", "%s = %d is outside %s [%d, %d]"
+                                  % (name, v, ctype, lo, hi))
+
+
+def _u64(v, name):
+    if v.__class__ is int and 0 <= v <= _U64_MAX:
+        return v
+    return _int(v, name, 0, _U64_MAX, "uint64_t")
+
+
+def _i32(v, name):
+    if v.__class__ is int and _I32_MIN <= v <= _I32_MAX:
+        return v
+    return _int(v, name, _I32_MIN, _I32_MAX, "int32_t")
+
+
+def _u32(v, name):
+    if v.__class__ is int and 0 <= v <= _U32_MAX:
+        return v
+    return _int(v, name, 0, _U32_MAX, "uint32_t")
+
+
+def _addr(v, name):
+    """A symmetric address given as an int: a pointer, [0, 2**64)."""
+    return _int(v, name, 0, _U64_MAX, "a 64-bit address")
+
+
 def _code(table, value, what):
     if isinstance(value, int):
-        return value
+        return _u32(value, what)
     try:
         return table[str(value).lower()]
     except KeyError:
@@ -50,7 +102,7 @@ def _code(table, value, what):
 def dtype_code(dtype):
     """SYMM_DTYPE_* for a name ("float32"), a NumPy dtype, a torch dtype or a code."""
     if isinstance(dtype, int):
-        return dtype
+        return _u32(dtype, "dtype")
     name = getattr(dtype, "name", None) or str(dtype)
     name = name.replace("torch.", "")
     name = {"half": "float16", "float": "float32", "double": "float64",
@@ -63,7 +115,7 @@ def dtype_size(dtype):
     the loader answers it (symm_dtype_size; no runtime needed).
     InvalidArgument for a dtype the library does not know."""
     code = dtype_code(dtype)
-    size = _lib().symm_dtype_size(code) if 0 <= code < 1 << 32 else 0
+    size = _lib().symm_dtype_size(code)
     if not size:
         raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
                                      "symm_dtype_size: unknown dtype %r (code %d)" % (dtype, code))
@@ -74,10 +126,11 @@ def team_config(num_contexts=0):
     """A symm_team_config (ctypes struct) with the library's defaults
     (symm_team_config_init; no runtime needed), num_contexts set (the
     OpenSHMEM hint, >= 0)."""
+    num_contexts = _i32(num_contexts, "num_contexts")
     cfg = TeamConfig()
     call("symm_team_config_init", ctypes.byref(cfg), ctypes.sizeof(cfg))
     if num_contexts:
-        cfg.num_contexts = int(num_contexts)
+        cfg.num_contexts = num_contexts
     return cfg
 
 
@@ -228,7 +281,7 @@ def _stream_handle(stream):
     if stream is None:
         return None
     if isinstance(stream, int):
-        return stream or None
+        return _addr(stream, "stream") or None
     for attr in ("cuda_stream", "ptr", "handle"):
         v = getattr(stream, attr, None)
         if isinstance(v, int):
@@ -287,9 +340,10 @@ def _address(obj, what):
     (its element 0 on this PE), or an array/tensor viewing heap memory (a
     NumPy view of Buffer.numpy(), a tensor from Context.tensor(), ...)."""
     if isinstance(obj, bool):
-        raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "%s: not an address: %r" % (what, obj))
+        raise errors.ArgumentTypeError(1, "SYMM_ERR_INVALID_ARG",
+                                       "%s: not an address: %r" % (what, obj))
     if isinstance(obj, int):
-        return obj, None
+        return _addr(obj, what), None
     if isinstance(obj, ctypes.c_void_p):
         return obj.value or 0, None
     if isinstance(obj, Buffer):
@@ -309,21 +363,42 @@ def _address(obj, what):
             for d in ai["shape"]:
                 n *= d
             return ai["data"][0], n
-    raise errors.InvalidArgument(
+    raise errors.ArgumentTypeError(
         1, "SYMM_ERR_INVALID_ARG",
         "%s: a symmetric address is an int, a Buffer or an array/tensor over the heap, not %s"
         % (what, type(obj).__name__))
 
 
-def _scalar(dtype, value):
-    """A ctypes buffer holding one element of dtype."""
+def _scalar(dtype, value, name="value"):
+    """A ctypes buffer holding one element of dtype; a value the dtype cannot
+    hold raises ArgumentOverflow / ArgumentTypeError naming it (struct would
+    say neither which argument nor why)."""
     size = DTYPE_SIZES[dtype]
-    if dtype == DTYPES["bfloat16"]:
-        bits = struct.unpack("<I", struct.pack("<f", float(value)))[0]
-        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even
-        raw = struct.pack("<H", bits & 0xFFFF)
-    else:
-        raw = struct.pack("<" + _FMT[dtype], value)
+    try:
+        if dtype == DTYPES["bfloat16"]:
+            bits = struct.unpack("<I", struct.pack("<f", float(value)))[0]
+            bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even
+            raw = struct.pack("<H", bits & 0xFFFF)
+        else:
+            raw = struct.pack("<" + _FMT[dtype], value)
+    except (struct.error, OverflowError, TypeError, ValueError) as e:
+        if dtype < DTYPES["float16"]:  # an integer dtype
+            if isinstance(value, float) or not hasattr(value, "__index__"):
+                raise errors.ArgumentTypeError(
+                    1, "SYMM_ERR_INVALID_ARG", "%s must be an integer for a %s buffer, not %s %r"
+                    % (name, DTYPE_NAMES[dtype], type(value).__name__, value)) from None
+            lo, hi = ((-(1 << (8 * size - 1)), (1 << (8 * size - 1)) - 1)
+                      if dtype <= DTYPES["int64"] else (0, (1 << (8 * size)) - 1))
+            raise errors.ArgumentOverflow(
+                1, "SYMM_ERR_INVALID_ARG", "%s = %r is outside %s [%d, %d]"
+                % (name, value, DTYPE_NAMES[dtype], lo, hi)) from None
+        if isinstance(e, OverflowError):
+            raise errors.ArgumentOverflow(
+                1, "SYMM_ERR_INVALID_ARG", "%s = %r does not fit %s (%s)"
+                % (name, value, DTYPE_NAMES[dtype], e)) from None
+        raise errors.ArgumentTypeError(
+            1, "SYMM_ERR_INVALID_ARG", "%s must be a number for a %s buffer, not %s %r"
+            % (name, DTYPE_NAMES[dtype], type(value).__name__, value)) from None
     return (ctypes.c_char * size).from_buffer_copy(raw)
 
 
@@ -357,7 +432,9 @@ class Context:
         call("symm_init_attr_init", ctypes.byref(attr), ctypes.sizeof(attr))
         attr.backend = _code(BACKENDS, backend, "backend")
         attr.thread_level = _code(THREAD_LEVELS, thread_level, "thread level")
-        attr.heap_cap, attr.device, attr.timeout_ms = int(heap_cap), int(device), int(timeout_ms)
+        attr.heap_cap = _u64(heap_cap, "heap_cap")
+        attr.device = _i32(device, "device")
+        attr.timeout_ms = _u32(timeout_ms, "timeout_ms")
         if unique_id is not None:
             if len(unique_id) != UNIQUE_ID_BYTES or rank is None or n_pes is None:
                 raise errors.InvalidArgument(
@@ -365,7 +442,7 @@ class Context:
                     "UID bootstrap needs the %d-byte id, rank and n_pes" % UNIQUE_ID_BYTES)
             attr.bootstrap = BOOTSTRAPS["uid"]
             ctypes.memmove(attr.unique_id.bytes, bytes(unique_id), UNIQUE_ID_BYTES)
-            attr.rank, attr.n_pes = int(rank), int(n_pes)
+            attr.rank, attr.n_pes = _i32(rank, "rank"), _i32(n_pes, "n_pes")
         else:
             attr.bootstrap = _code(BOOTSTRAPS, bootstrap, "bootstrap")
         h = ctypes.c_void_p()
@@ -527,23 +604,28 @@ class Context:
     # buffers
     def alloc(self, dtype, count, shape=None):
         """A symmetric buffer of count elements (collective; zeroed). A dtype
-        the library does not know still takes part in the allocation (as a
-        code it rejects): this rank raises InvalidArgument, the others
+        the library does not know, or a count outside uint64_t, still takes
+        part in the allocation (as a code the library rejects): this rank
+        raises InvalidArgument (ArgumentOverflow for the count), the others
         Mismatch naming it, and nobody waits."""
         try:
             code, bad = dtype_code(dtype), None
         except errors.InvalidArgument as e:
             code, bad = 0xFFFFFFFF, e
+        try:
+            count = _u64(count, "count")
+        except errors.InvalidArgument as e:
+            code, count, bad = 0xFFFFFFFF, 0, bad or e
         self._release_held()
         h = ctypes.c_void_p()
         try:
-            call("symm_buf_alloc", self.handle, code, int(count), ctypes.byref(h))
+            call("symm_buf_alloc", self.handle, code, count, ctypes.byref(h))
         except errors.InvalidArgument:
             if bad is None:
                 raise
         if bad is not None:
             raise bad
-        b = Buffer(self, h, code, int(count), shape)
+        b = Buffer(self, h, code, count, shape)
         with self._lock:
             self._bufs[h.value] = b
         return b
@@ -552,8 +634,8 @@ class Context:
         """A symmetric buffer shaped like an array (collective)."""
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         n = 1
-        for d in shape:
-            n *= d
+        for i, d in enumerate(shape):
+            n *= _int(d, "shape[%d]" % i, 0, _U64_MAX, "a dimension")
         return self.alloc(dtype, n, shape)
 
     def tensor(self, shape, dtype=None):
@@ -597,7 +679,8 @@ class Context:
             raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
                                          "peer_tensor: dtype %s has no symm type" % (t.dtype,))
         out = ctypes.c_void_p()
-        call("symm_ptr", self.handle, ctypes.c_void_p(t.data_ptr()), int(pe), ctypes.byref(out))
+        call("symm_ptr", self.handle, ctypes.c_void_p(t.data_ptr()), _i32(pe, "pe"),
+             ctypes.byref(out))
         if not out.value:
             raise errors.NotSupported(7, "SYMM_ERR_NOT_SUPPORTED",
                                       "PE %d is not load/store reachable from PE %d" % (pe, self.my_pe))
@@ -666,7 +749,8 @@ class Context:
         """Address at which this process reaches pe's copy of a symmetric
         address, or None when pe is not load/store reachable."""
         out = ctypes.c_void_p()
-        call("symm_ptr", self.handle, ctypes.c_void_p(sym_addr), int(pe), ctypes.byref(out))
+        call("symm_ptr", self.handle, ctypes.c_void_p(_addr(sym_addr, "sym_addr")),
+             _i32(pe, "pe"), ctypes.byref(out))
         return out.value
 
     def putmem(self, dest, data, pe, nbi=False, stream=None, on_stream=False):
@@ -683,7 +767,8 @@ class Context:
         keep the returned source alive until the stream passes)."""
         addr = _address(dest, "putmem dest")[0]
         loc = _Local(data, False)
-        args = (self.handle, ctypes.c_void_p(addr), ctypes.c_void_p(loc.addr), loc.nbytes, int(pe))
+        args = (self.handle, ctypes.c_void_p(addr), ctypes.c_void_p(loc.addr), loc.nbytes,
+                _i32(pe, "pe"))
         self._mem_call(("symm_putmem", "symm_putmem_nbi", "symm_putmem_on_stream"), args, loc.keep,
                        nbi, stream, on_stream)
         return loc.keep
@@ -705,16 +790,15 @@ class Context:
             else:
                 raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
                                              "getmem: give nbytes or out for an int address")
-        nbytes = int(nbytes)
-        if nbytes < 0:
-            raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "getmem: nbytes %d < 0" % nbytes)
+        nbytes = _u64(nbytes, "nbytes")
         if out is None:
             out = bytearray(nbytes)
         loc = _Local(out, True)
         if nbytes > loc.nbytes:
             raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
                                          "getmem: out holds %d bytes, %d asked" % (loc.nbytes, nbytes))
-        args = (self.handle, ctypes.c_void_p(loc.addr), ctypes.c_void_p(addr), nbytes, int(pe))
+        args = (self.handle, ctypes.c_void_p(loc.addr), ctypes.c_void_p(addr), nbytes,
+                _i32(pe, "pe"))
         self._mem_call(("symm_getmem", "symm_getmem_nbi", "symm_getmem_on_stream"), args, loc.keep,
                        nbi, stream, on_stream)
         return out
@@ -754,7 +838,7 @@ class Context:
                 raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
                                              "register: unknown dtype %r" % (dtype,))
             count = loc.nbytes // size
-        count = int(count)
+        count = _u64(count, "count")
         if size and count * size > loc.nbytes:
             raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
                                          "register: %d %s elements need %d bytes; the object has %d"
@@ -841,7 +925,7 @@ class Team:
 
     def translate(self, pe, to_team):
         """Number in to_team of this team's PE pe, or -1."""
-        return _lib().symm_team_translate_pe(self.handle, int(pe), to_team.handle)
+        return _lib().symm_team_translate_pe(self.handle, _i32(pe, "pe"), to_team.handle)
 
     def split_strided(self, start, stride, size, config=None):
         """New team of PEs start, start+stride, ... (collective over this team);
@@ -849,7 +933,8 @@ class Team:
         symm.team_config() struct."""
         cfg = _team_config(config)
         h = ctypes.c_void_p()
-        call("symm_team_split_strided", self.handle, int(start), int(stride), int(size),
+        call("symm_team_split_strided", self.handle, _i32(start, "start"),
+             _i32(stride, "stride"), _i32(size, "size"),
              None if cfg is None else ctypes.byref(cfg), ctypes.byref(h))
         return Team(self.ctx, h) if h.value else None
 
@@ -858,7 +943,7 @@ class Team:
         configs as in split_strided."""
         xc, yc = _team_config(xconfig), _team_config(yconfig)
         x, y = ctypes.c_void_p(), ctypes.c_void_p()
-        call("symm_team_split_2d", self.handle, int(xrange),
+        call("symm_team_split_2d", self.handle, _i32(xrange, "xrange"),
              None if xc is None else ctypes.byref(xc), None if yc is None else ctypes.byref(yc),
              ctypes.byref(x), ctypes.byref(y))
         return (Team(self.ctx, x) if x.value else None, Team(self.ctx, y) if y.value else None)
@@ -905,7 +990,8 @@ class Team:
 
     # collectives: dst/src are Buffers; nelems defaults to what fits
     def _coll(self, name, dst, dst_index, src, src_index, nelems, extra, stream, on_stream):
-        args = [self.handle, dst.handle, int(dst_index), src.handle, int(src_index), int(nelems)]
+        args = [self.handle, dst.handle, _u64(dst_index, "dst_index"), src.handle,
+                _u64(src_index, "src_index"), _u64(nelems, "nelems")]
         args += extra
         if on_stream or stream is not None:
             call(_STREAM_FORMS[name], *args, _stream_handle(stream))
@@ -916,26 +1002,27 @@ class Team:
                   on_stream=False):
         """dst[dst_index:] on every PE receives root's src[src_index:] (nelems elements;
         collective)."""
-        n = src.count - src_index if nelems is None else nelems
-        self._coll("symm_broadcast", dst, dst_index, src, src_index, n, [int(root)], stream,
-                   on_stream)
+        n = max(src.count - _u64(src_index, "src_index"), 0) if nelems is None else nelems
+        self._coll("symm_broadcast", dst, dst_index, src, src_index, n, [_i32(root, "root")],
+                   stream, on_stream)
 
     def fcollect(self, dst, src, nelems=None, dst_index=0, src_index=0, stream=None,
                  on_stream=False):
         """dst receives every PE's nelems elements of src, in team order (collective; equal
         counts)."""
-        n = src.count - src_index if nelems is None else nelems
+        n = max(src.count - _u64(src_index, "src_index"), 0) if nelems is None else nelems
         self._coll("symm_fcollect", dst, dst_index, src, src_index, n, [], stream, on_stream)
 
     def collect(self, dst, src, nelems, dst_index=0, src_index=0):
         """dst receives every PE's src block in team order; nelems may differ per PE (collective)."""
-        call("symm_collect", self.handle, dst.handle, int(dst_index), src.handle, int(src_index),
-             int(nelems))
+        call("symm_collect", self.handle, dst.handle, _u64(dst_index, "dst_index"), src.handle,
+             _u64(src_index, "src_index"), _u64(nelems, "nelems"))
 
     def alltoall(self, dst, src, nelems=None, dst_index=0, src_index=0, stream=None,
                  on_stream=False):
         """Block j (nelems elements) of src goes to PE j's dst block i (i: this PE; collective)."""
-        n = (src.count - src_index) // self.n_pes if nelems is None else nelems
+        n = (max(src.count - _u64(src_index, "src_index"), 0) // self.n_pes if nelems is None
+             else nelems)
         self._coll("symm_alltoall", dst, dst_index, src, src_index, n, [], stream, on_stream)
 
     def alltoallv(self, dst, src, send_counts, recv_counts, dst_nelems=None, src_nelems=None,
@@ -987,10 +1074,12 @@ class Team:
         (Context.async_error / raise_async_error), and recv_counts says what
         would have come. On the host backend it runs at once and raises as
         the blocking form. A runtime older than 1.2 raises NotSupported."""
-        dn = dst.count - int(dst_index) if dst_nelems is None else dst_nelems
-        sn = src.count - int(src_index) if src_nelems is None else src_nelems
-        args = (self.handle, dst.handle, int(dst_index), int(dn), src.handle, int(src_index),
-                int(sn), send_counts.handle, int(send_index), recv_counts.handle, int(recv_index))
+        di, si = _u64(dst_index, "dst_index"), _u64(src_index, "src_index")
+        dn = max(dst.count - di, 0) if dst_nelems is None else dst_nelems
+        sn = max(src.count - si, 0) if src_nelems is None else src_nelems
+        args = (self.handle, dst.handle, di, _u64(dn, "dst_nelems"), src.handle, si,
+                _u64(sn, "src_nelems"), send_counts.handle, _u64(send_index, "send_index"),
+                recv_counts.handle, _u64(recv_index, "recv_index"))
         if on_stream or stream is not None:
             call(_STREAM_FORMS["symm_alltoallv"], *args, _stream_handle(stream))
         else:
@@ -1000,14 +1089,15 @@ class Team:
                on_stream=False):
         """dst = op over every PE of src, element-wise (all-reduce; sum, prod, min, max, and, or,
         xor; collective)."""
-        n = src.count - src_index if nelems is None else nelems
+        n = max(src.count - _u64(src_index, "src_index"), 0) if nelems is None else nelems
         self._coll("symm_reduce", dst, dst_index, src, src_index, n, [_code(OPS, op, "op")],
                    stream, on_stream)
 
     def reducescatter(self, dst, src, op="sum", nelems=None, dst_index=0, src_index=0,
                       stream=None, on_stream=False):
         """This PE's dst receives block my_pe of the reduction of every PE's src (collective)."""
-        n = (src.count - src_index) // self.n_pes if nelems is None else nelems
+        n = (max(src.count - _u64(src_index, "src_index"), 0) // self.n_pes if nelems is None
+             else nelems)
         self._coll("symm_reducescatter", dst, dst_index, src, src_index, n,
                    [_code(OPS, op, "op")], stream, on_stream)
 
@@ -1214,15 +1304,16 @@ class Buffer:
         """Symmetric address of element index on this PE (for Context.putmem /
         getmem / ptr); index may be count (one past the end)."""
         self.handle
-        if not 0 <= int(index) <= self.count:
+        index = _u64(index, "index")
+        if index > self.count:
             raise errors.OutOfBounds(3, "SYMM_ERR_OUT_OF_BOUNDS",
                                      "index %d is outside [0, %d]" % (index, self.count))
-        return self.ptr + int(index) * self.itemsize
+        return self.ptr + index * self.itemsize
 
     def peer_ptr(self, pe):
         """Address of pe's copy (element 0) if load/store reachable, else None."""
         p = ctypes.c_void_p()
-        call("symm_buf_peer_ptr", self.handle, int(pe), ctypes.byref(p))
+        call("symm_buf_peer_ptr", self.handle, _i32(pe, "pe"), ctypes.byref(p))
         return p.value
 
     # RMA
@@ -1237,7 +1328,11 @@ class Buffer:
             raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
                                          "data is %d bytes, not a whole number of %s elements"
                                          % (loc.nbytes, self.dtype_name))
-        args = (self.handle, int(index), ctypes.c_void_p(loc.addr), n, int(pe))
+        if index.__class__ is not int or not 0 <= index <= _U64_MAX:
+            index = _u64(index, "index")
+        if pe.__class__ is not int or not _I32_MIN <= pe <= _I32_MAX:
+            pe = _i32(pe, "pe")
+        args = (self.handle, index, ctypes.c_void_p(loc.addr), n, pe)
         if on_stream or stream is not None:
             call("symm_put_nbi_on_stream" if nbi else "symm_put_on_stream", *args,
                  _stream_handle(stream))
@@ -1250,6 +1345,10 @@ class Buffer:
     def get(self, pe, index=0, count=None, out=None, nbi=False, stream=None, on_stream=False):
         """Read count elements of pe's copy from index into out (or a new
         NumPy array / bytearray)."""
+        index = _u64(index, "index")
+        pe = _i32(pe, "pe")
+        if count is not None:
+            count = _u64(count, "count")
         if out is None:
             n = self.count - index if count is None else count
             try:
@@ -1259,10 +1358,10 @@ class Buffer:
             except ImportError:
                 out = bytearray(max(n, 0) * self.itemsize)
         loc = _Local(out, True)
-        n = loc.nbytes // self.itemsize if count is None else int(count)
+        n = loc.nbytes // self.itemsize if count is None else count
         if n * self.itemsize > loc.nbytes:
             raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "out is too small")
-        args = (ctypes.c_void_p(loc.addr), self.handle, int(index), n, int(pe))
+        args = (ctypes.c_void_p(loc.addr), self.handle, index, n, pe)
         if on_stream or stream is not None:
             call("symm_get_nbi_on_stream" if nbi else "symm_get_on_stream", *args,
                  _stream_handle(stream))
@@ -1275,15 +1374,16 @@ class Buffer:
     def p(self, value, pe, index=0, stream=None, on_stream=False):
         """Write one element."""
         v = _scalar(self.dtype, value)
+        index, pe = _u64(index, "index"), _i32(pe, "pe")
         if on_stream or stream is not None:
-            call("symm_p_on_stream", self.handle, int(index), v, int(pe), _stream_handle(stream))
+            call("symm_p_on_stream", self.handle, index, v, pe, _stream_handle(stream))
         else:
-            call("symm_p", self.handle, int(index), v, int(pe))
+            call("symm_p", self.handle, index, v, pe)
 
     def g(self, pe, index=0):
         """Read one element."""
         v = (ctypes.c_char * self.itemsize)()
-        call("symm_g", self.handle, int(index), int(pe), v)
+        call("symm_g", self.handle, _u64(index, "index"), _i32(pe, "pe"), v)
         return _unscalar(self.dtype, v)
 
     # signals (this buffer is the data; sig a UINT64 buffer)
@@ -1292,8 +1392,9 @@ class Buffer:
         """Put data, then update pe's sig[sig_index] (set/add) after the data is visible."""
         loc = _Local(data, False)
         n = loc.nbytes // self.itemsize
-        args = (self.handle, int(index), ctypes.c_void_p(loc.addr), n, sig.handle,
-                int(sig_index), int(signal), _code(SIGNAL_OPS, sig_op, "signal op"), int(pe))
+        args = (self.handle, _u64(index, "index"), ctypes.c_void_p(loc.addr), n, sig.handle,
+                _u64(sig_index, "sig_index"), _u64(signal, "signal"),
+                _code(SIGNAL_OPS, sig_op, "signal op"), _i32(pe, "pe"))
         if on_stream or stream is not None:
             call("symm_put_signal_on_stream", *args, _stream_handle(stream))
         else:
@@ -1302,7 +1403,8 @@ class Buffer:
 
     def signal_op(self, index, value, pe, op="set", stream=None, on_stream=False):
         """Set or add value to pe's signal element index (a UINT64 buffer); stream=: enqueued."""
-        args = (self.handle, int(index), int(value), _code(SIGNAL_OPS, op, "signal op"), int(pe))
+        args = (self.handle, _u64(index, "index"), _u64(value, "value"),
+                _code(SIGNAL_OPS, op, "signal op"), _i32(pe, "pe"))
         if on_stream or stream is not None:
             call("symm_signal_op_on_stream", *args, _stream_handle(stream))
         else:
@@ -1311,7 +1413,7 @@ class Buffer:
     def signal_fetch(self, index=0):
         """This PE's signal element index, read atomically."""
         v = ctypes.c_uint64()
-        call("symm_signal_fetch", self.handle, int(index), ctypes.byref(v))
+        call("symm_signal_fetch", self.handle, _u64(index, "index"), ctypes.byref(v))
         return v.value
 
     def signal_wait_until(self, index, cmp, value, stream=None, on_stream=False):
@@ -1319,7 +1421,7 @@ class Buffer:
         (None for the stream form). On the main thread the wait polls, so
         KeyboardInterrupt ends it (nothing is changed: call it again)."""
         c = _code(CMPS, cmp, "comparison")
-        h, i, val = self.handle, int(index), int(value) & 0xFFFFFFFFFFFFFFFF
+        h, i, val = self.handle, _u64(index, "index"), _u64(value, "value")
         if on_stream or stream is not None:
             call("symm_signal_wait_until_on_stream", h, i, c, val, _stream_handle(stream))
             return None
@@ -1359,9 +1461,9 @@ class Buffer:
         referenced until then."""
         code = _code(AMOS, op, "atomic op")
         v = _scalar(self.dtype, value)
-        c = _scalar(self.dtype, compare) if compare is not None else None
+        c = _scalar(self.dtype, compare, "compare") if compare is not None else None
         fetched = (ctypes.c_char * self.itemsize)()
-        args = (self.handle, int(index), code, v, c, int(pe), fetched)
+        args = (self.handle, _u64(index, "index"), code, v, c, _i32(pe, "pe"), fetched)
         fetching = code in (0, 2, 3, 4, 6, 8, 10, 12)
         if nbi:
             with self.ctx._lock:
@@ -1387,7 +1489,7 @@ class Buffer:
         """Wait until this PE's element index compares true against value (cmp: eq, ne, gt, ge, lt,
         le or ==, !=, ...). On the main thread the wait polls, so KeyboardInterrupt ends it
         (nothing is changed: call it again)."""
-        args = (self.handle, int(index), _code(CMPS, cmp, "comparison"),
+        args = (self.handle, _u64(index, "index"), _code(CMPS, cmp, "comparison"),
                 _scalar(self.dtype, value))
         if not _on_main():
             call("symm_wait_until", *args)
@@ -1404,17 +1506,22 @@ class Buffer:
 
     def _set(self, name, index, nelems, status, cmp, value, vector, kind):
         c = _code(CMPS, cmp, "comparison")
+        index, nelems = _u64(index, "index"), _u64(nelems, "nelems")
         st = _status_array(status, nelems)
         if vector:
+            if len(value) < nelems:
+                raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                             "%s: %d values for nelems = %d"
+                                             % (name, len(value), nelems))
             vals = (ctypes.c_char * max(nelems * self.itemsize, 1))()
             for i, x in enumerate(value):
-                ctypes.memmove(ctypes.addressof(vals) + i * self.itemsize, _scalar(self.dtype, x),
-                               self.itemsize)
+                ctypes.memmove(ctypes.addressof(vals) + i * self.itemsize,
+                               _scalar(self.dtype, x, "value[%d]" % i), self.itemsize)
             v = vals
             name = _VECTOR_FORMS[name]
         else:
             v = _scalar(self.dtype, value)
-        base = (self.handle, int(index), int(nelems), st, c, v)
+        base = (self.handle, index, nelems, st, c, v)
         # (a set with no element included returns at once: the C wait says so)
         if kind[-4:] == "wait" and nelems > 0 and _on_main() and (
                 st is None or not all(st[i] for i in range(nelems))):
@@ -1528,7 +1635,7 @@ class Buffer:
     def test(self, index, cmp, value):
         """True when this PE's element index compares true now (no wait)."""
         sat = ctypes.c_int32()
-        call("symm_test", self.handle, int(index), _code(CMPS, cmp, "comparison"),
+        call("symm_test", self.handle, _u64(index, "index"), _code(CMPS, cmp, "comparison"),
              _scalar(self.dtype, value), ctypes.byref(sat))
         return bool(sat.value)
 
