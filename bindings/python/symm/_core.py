@@ -36,6 +36,7 @@ ASYNC_CLEAR = 1
 # The start of the message of a heap call's Mismatch when a peer took part
 # with arguments it had rejected (runtime/core/heap.c, agree()).
 _PEER_REFUSED = "rejected its arguments"
+_UINT16, _BFLOAT16 = DTYPES["uint16"], DTYPES["bfloat16"]
 
 
 # ---- integer arguments ------------------------------------------------------------
@@ -333,6 +334,73 @@ class _Local:
         self.keep = (obj, mv, cbuf)
         self.addr = ctypes.addressof(cbuf) if cbuf is not None else 0
         self.nbytes = mv.nbytes
+
+
+# ---- the element type of caller data ----------------------------------------------
+
+# dtype object (NumPy, torch, CuPy) or format/typestr -> SYMM_DTYPE_* code, 0 for
+# a type symm has not (bool, complex, big-endian, structured), None for raw bytes
+_DATA_CODES = {}
+# memoryview / array.array formats (native or little-endian on every host symm runs on)
+_FORMATS = {"b": "int8", "h": "int16", "H": "uint16", "i": "int32", "I": "uint32",
+            "l": "int%d" % (8 * struct.calcsize("l")), "L": "uint%d" % (8 * struct.calcsize("L")),
+            "q": "int64", "Q": "uint64", "n": "int64", "N": "uint64", "e": "float16",
+            "f": "float32", "d": "float64"}
+_TYPESTR_KINDS = {"i": "int", "u": "uint", "f": "float"}
+
+
+def _learn_code(key, name):
+    try:
+        code = dtype_code(name) if name else 0
+    except errors.InvalidArgument:
+        code = 0
+    try:
+        _DATA_CODES[key] = code
+    except TypeError:  # an unhashable dtype object: not cached
+        pass
+    return code
+
+
+def _data_code(obj):
+    """The SYMM_DTYPE_* code of obj's elements: by its dtype (NumPy, torch,
+    CuPy), its __cuda_array_interface__ typestr or its buffer format
+    (array.array, typed memoryviews); None for untyped bytes (bytes,
+    bytearray, str, format "B" or "c"); 0 for a type symm does not have."""
+    dt = getattr(obj, "dtype", None)
+    if dt is not None:
+        try:
+            return _DATA_CODES[dt]
+        except (KeyError, TypeError):
+            name = getattr(dt, "name", None) or str(dt).replace("torch.", "")
+            return _learn_code(dt, None if getattr(dt, "isnative", True) is False else name)
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        t = cai.get("typestr", "")
+        if t in _DATA_CODES:
+            return _DATA_CODES[t]
+        kind = _TYPESTR_KINDS.get(t[1:2])
+        ok = kind and t[:1] in "<|=" and t[2:].isdigit()
+        return _learn_code(t, "%s%d" % (kind, 8 * int(t[2:])) if ok else None)
+    try:
+        fmt = memoryview(obj).format
+    except TypeError:
+        return None  # str, or not a buffer at all (_Local says so)
+    if fmt in ("B", "c", "<B", "=B", "@B", "<c", "@c"):
+        return None
+    if fmt in _DATA_CODES:
+        return _DATA_CODES[fmt]
+    f = fmt[1:] if fmt[:1] in "<=@" else fmt
+    return _learn_code(fmt, _FORMATS.get(f) if fmt[:1] not in ">!" else None)
+
+
+def _type_name(obj):
+    dt = getattr(obj, "dtype", None)
+    if dt is not None:
+        return str(dt).replace("torch.", "")
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        return "typestr %r" % cai.get("typestr")
+    return "format %r" % memoryview(obj).format
 
 
 def _address(obj, what):
@@ -1295,6 +1363,19 @@ class Buffer:
         keep = self._root() if self.ctx.backend == "host" and self.nbytes else self
         return capsule(self.ptr, self.shape, self.dtype_name, self.__dlpack_device__(), keep=keep)
 
+    def _check_type(self, obj, what):
+        """obj's elements must be of this buffer's dtype (bfloat16 buffers:
+        also uint16, NumPy's spelling of bfloat16 bits); untyped bytes pass."""
+        code = _data_code(obj)
+        if code is None or code == self.dtype or (code == _UINT16 and self.dtype == _BFLOAT16):
+            return
+        raise errors.ArgumentTypeError(
+            1, "SYMM_ERR_INVALID_ARG",
+            "%s is %s, the buffer %s: no conversion is made (convert it first, e.g. "
+            ".astype(%r); raw bytes are taken as they are)"
+            % (what, _type_name(obj), self.dtype_name,
+               "uint16" if self.dtype == _BFLOAT16 else self.dtype_name))
+
     @property
     def registered(self):
         """True for a buffer from Context.register() (caller's memory)."""
@@ -1321,8 +1402,18 @@ class Buffer:
         """Write data (any contiguous buffer, array or tensor of this dtype) to
         pe's copy starting at element index. nbi / stream forms keep the source
         until quiet / until the stream passes (the object is referenced until then
-        only by you: keep it alive)."""
+        only by you: keep it alive).
+
+        data of another dtype raises ArgumentTypeError naming both (nothing is
+        converted: ``data.astype(buf.dtype_name)`` first); untyped bytes
+        (bytes, bytearray, a memoryview of bytes) are taken byte for byte."""
         loc = _Local(data, False)
+        try:  # the common case inline: an array of a dtype seen before
+            same = _DATA_CODES[data.dtype] == self.dtype
+        except Exception:
+            same = False
+        if not same:
+            self._check_type(data, "put: data")
         n, rem = divmod(loc.nbytes, self.itemsize)
         if rem:
             raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
@@ -1344,7 +1435,8 @@ class Buffer:
 
     def get(self, pe, index=0, count=None, out=None, nbi=False, stream=None, on_stream=False):
         """Read count elements of pe's copy from index into out (or a new
-        NumPy array / bytearray)."""
+        NumPy array / bytearray). out's dtype must be this buffer's, as in
+        put() (ArgumentTypeError otherwise)."""
         index = _u64(index, "index")
         pe = _i32(pe, "pe")
         if count is not None:
@@ -1358,6 +1450,7 @@ class Buffer:
             except ImportError:
                 out = bytearray(max(n, 0) * self.itemsize)
         loc = _Local(out, True)
+        self._check_type(out, "get: out")
         n = loc.nbytes // self.itemsize if count is None else count
         if n * self.itemsize > loc.nbytes:
             raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "out is too small")
@@ -1389,8 +1482,10 @@ class Buffer:
     # signals (this buffer is the data; sig a UINT64 buffer)
     def put_signal(self, data, pe, sig, sig_index, signal, sig_op="set", index=0, nbi=False,
                    stream=None, on_stream=False):
-        """Put data, then update pe's sig[sig_index] (set/add) after the data is visible."""
+        """Put data, then update pe's sig[sig_index] (set/add) after the data
+        is visible. data's dtype must be this buffer's, as in put()."""
         loc = _Local(data, False)
+        self._check_type(data, "put_signal: data")
         n = loc.nbytes // self.itemsize
         args = (self.handle, _u64(index, "index"), ctypes.c_void_p(loc.addr), n, sig.handle,
                 _u64(sig_index, "sig_index"), _u64(signal, "signal"),
@@ -1426,7 +1521,7 @@ class Buffer:
             call("symm_signal_wait_until_on_stream", h, i, c, val, _stream_handle(stream))
             return None
         v = ctypes.c_uint64()
-        if not _on_main() or not 0 <= c < len(_CMP_FN):
+        if _get_ident() != _MAIN_IDENT or not 0 <= c < len(_CMP_FN):
             call("symm_signal_wait_until", h, i, c, val, ctypes.byref(v))
             return v.value
         fn, ref = _CMP_FN[c], ctypes.byref(v)
@@ -1491,7 +1586,7 @@ class Buffer:
         (nothing is changed: call it again)."""
         args = (self.handle, _u64(index, "index"), _code(CMPS, cmp, "comparison"),
                 _scalar(self.dtype, value))
-        if not _on_main():
+        if _get_ident() != _MAIN_IDENT:
             call("symm_wait_until", *args)
             return
         sat = ctypes.c_int32()

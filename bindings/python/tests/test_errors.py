@@ -272,7 +272,8 @@ def ctrl_c_at_a_terminal(mode):
             p.kill()
         os.close(master)
     out, err = out.decode(errors="replace"), err.decode(errors="replace")
-    check(p.returncode == 130, "symmrun exits 130 on Ctrl-C, not %d\n%s%s" % (p.returncode, out, err))
+    check(p.returncode == 130, "symmrun exits 130 on Ctrl-C, not %d\n%s%s"
+          % (p.returncode, out, err))
     check("symmrun: SIGINT" in err and "stopping the job" in err, err)
     check(took < 5, "the job took %.2f s to end" % took)
     lat = {}

@@ -507,6 +507,59 @@ def errors_are_exceptions():
 
 
 @case
+def data_of_another_dtype_is_refused():
+    # put/put_signal/get compare the data's dtype with the buffer's: a float
+    # array used to land bit for bit in an int64 buffer. Untyped bytes pass.
+    import array
+    b = ctx.alloc("int64", 4)
+    sig = ctx.alloc("uint64", 1)
+    b.numpy()[:] = 3
+    ctx.barrier_all()
+    wrong = [  # (data, how the message names its type)
+        (np.array([1.5, 2.5]), "float64"),
+        (np.zeros(2, np.float32), "float32"),
+        (np.zeros(2, np.int32), "int32"),
+        (np.zeros(2, np.uint64), "uint64"),
+        (np.zeros(1, np.dtype(">i8")), ">i8"),  # int64, but big-endian
+        (np.zeros(2, bool), "bool"),
+        (np.zeros(1, np.complex64), "complex64"),
+        (np.float64(1.0), "float64"),
+        (array.array("d", [1.0]), "format 'd'"),
+        (array.array("i", [1, 2]), "format 'i'"),
+        (memoryview(np.zeros(2)), "format 'd'"),
+    ]
+    for data, name in wrong:
+        for call in (lambda: b.put(data, nxt), lambda: b.put(data, nxt, nbi=True),
+                     lambda: b.put(data, nxt, on_stream=True),
+                     lambda: b.put_signal(data, nxt, sig, 0, 1)):
+            e = expect_raises(symm.ArgumentTypeError, call)
+            check(isinstance(e, TypeError) and name in e.message and "int64" in e.message,
+                  (name, e.message))
+        e = expect_raises(symm.ArgumentTypeError, b.get, nxt, out=np.zeros(4, np.float64))
+        check("get: out is float64, the buffer int64" in e.message, e.message)
+    ctx.barrier_all()
+    check((b.numpy() == 3).all() and sig.signal_fetch(0) == 0, (b.numpy(), "something landed"))
+    ctx.barrier_all()
+    # the buffer's own dtype, in every spelling, and raw bytes
+    b.put(np.array([9, 9], np.int64), nxt)
+    b.put(array.array("q", [8]), nxt, index=2)
+    b.put(np.array([7], np.int64).tobytes(), nxt, index=3)
+    ctx.barrier_all()
+    check(list(b.numpy()) == [9, 9, 8, 7], b.numpy())
+    check(list(b.get(nxt, out=bytearray(32))) == list(np.array([9, 9, 8, 7], np.int64).tobytes()),
+          "raw bytes out")
+    # bfloat16 buffers take uint16 (NumPy's spelling of their bits), not float16
+    bf = ctx.alloc("bfloat16", 2)
+    bf.put(np.array([0x3F80, 0x4000], np.uint16), me)
+    check(list(bf.get(me)) == [0x3F80, 0x4000] and bf.g(me, 1) == 2.0, bf.get(me))
+    e = expect_raises(symm.ArgumentTypeError, bf.put, np.ones(2, np.float16), me)
+    check("float16" in e.message and "bfloat16" in e.message and "uint16" in e.message, e.message)
+    ctx.barrier_all()
+    for x in (b, sig, bf):
+        x.free()
+
+
+@case
 def zero_copy_views():
     b = ctx.array((3, 4), "float32")
     v = b.numpy()
