@@ -28,8 +28,18 @@
  * failing PE's status (its exit code, or 128 + signal). --grace inf (or
  * --no-kill) never ends them: symmrun waits for every PE.
  * --timeout SEC: the job is stopped the same way after SEC seconds and
- * symmrun exits 124. SIGINT/SIGTERM/SIGHUP sent to symmrun are forwarded to
- * the PEs (a second one sends SIGKILL). Usage errors exit 2.
+ * symmrun exits 124.
+ *
+ * The first SIGINT (Ctrl-C), SIGTERM or SIGHUP stops the job, and symmrun
+ * says so on stderr: the PEs get the signal (forwarded, unless it came from
+ * the terminal, which sent it to them too), symmrun closes the job's
+ * rendezvous, so every symm call of every PE that waits for peers (a barrier,
+ * a collective, a wait) fails at once with SYMM_ERR_PEER_FAILED and a PE that
+ * handles the signal (Python raises KeyboardInterrupt) gets control back;
+ * the PEs still running 1 s later get SIGTERM, and SIGKILL 2 s after that
+ * (after a SIGTERM to symmrun: SIGKILL 2 s later). A second signal sends
+ * SIGKILL at once. symmrun then exits 128 + the signal's number (130 for
+ * Ctrl-C). Usage errors exit 2.
  */
 #include <errno.h>
 #include <limits.h>
@@ -54,6 +64,7 @@
 #include "bootstrap/wire.h"
 
 #define KILL_GRACE_MS 2000
+#define STOP_GRACE_MS 1000 /* after a stop signal, before SIGTERM */
 #define EXIT_USAGE 2
 #define EXIT_TIMEOUT 124
 #define EXIT_INTERNAL 1
@@ -82,6 +93,11 @@ static const char usage_text[] =
     "and they have the grace period to finish, then they are stopped (SIGTERM,\n"
     "then SIGKILL after 2 s). symmrun exits with the first failing PE's status\n"
     "(exit code, or 128 + signal number).\n"
+    "\n"
+    "The first Ctrl-C (SIGINT), SIGTERM or SIGHUP stops the job: the PEs get the\n"
+    "signal, their symm calls that wait for peers fail at once, those still\n"
+    "running 1 s later get SIGTERM, then SIGKILL 2 s later; a second signal sends\n"
+    "SIGKILL at once. symmrun exits 128 + the signal number (130 for Ctrl-C).\n"
     "\n"
     "When SYMM_RUNTIME is unset and libsymm_runtime.so.1 sits next to symmrun (a\n"
     "build tree), the PEs get SYMM_RUNTIME pointing at it.\n";
@@ -267,7 +283,7 @@ int main(int argc, char **argv) {
     }
 
     int64_t deadline = timeout_s > 0 ? symm__now_ms() + (int64_t)(timeout_s * 1000.0) : 0;
-    int forwarded = 0;
+    int stop_sig = 0; /* the first SIGINT/SIGTERM/SIGHUP: the job is being stopped */
     while (running_count(pes, (int)n) > 0) {
         int64_t now = symm__now_ms(), wake = INT64_MAX;
         if (deadline && !timed_out) wake = deadline;
@@ -276,7 +292,10 @@ int main(int argc, char **argv) {
         int wait_ms = -1;
         if (wake != INT64_MAX) wait_ms = wake <= now ? 0 : (int)(wake - now > 1000000 ? 1000000 : wake - now);
         struct pollfd sp = {.fd = sig_fd, .events = POLLIN};
-        if (symm__rdv_step(rdv, &sp, 1, wait_ms) != SYMM_SUCCESS) {
+        if (!rdv) { /* closed by a stop signal: only signals are left to wait for */
+            sp.revents = 0;
+            if (poll(&sp, 1, wait_ms) < 0 && errno != EINTR) sp.revents = POLLIN;
+        } else if (symm__rdv_step(rdv, &sp, 1, wait_ms) != SYMM_SUCCESS) {
             fprintf(stderr, "symmrun: %s; stopping the job\n", symm__last_error());
             signal_all(pes, (int)n, SIGKILL);
             struct timespec ts = {0, 10000000};
@@ -285,14 +304,33 @@ int main(int argc, char **argv) {
         struct signalfd_siginfo si;
         while ((sp.revents & POLLIN) && read(sig_fd, &si, sizeof si) == (ssize_t)sizeof si) {
             if (si.ssi_signo == SIGCHLD) continue; /* reaped below */
-            /* Terminal signals reached the PEs already (same process group). */
-            if (si.ssi_code == SI_KERNEL) continue;
-            if (++forwarded == 1) {
-                signal_all(pes, (int)n, (int)si.ssi_signo);
-            } else {
-                fprintf(stderr, "symmrun: second %s: killing the PEs\n",
-                        strsignal((int)si.ssi_signo));
+            int sig = (int)si.ssi_signo;
+            if (stop_sig) {
+                fprintf(stderr, "symmrun: second %s: killing the PEs\n", strsignal(sig));
                 signal_all(pes, (int)n, SIGKILL);
+                continue;
+            }
+            stop_sig = sig;
+            int left = running_count(pes, (int)n);
+            fprintf(stderr, "symmrun: %s (%s): stopping the job (%d PE%s running): %s\n",
+                    sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP",
+                    strsignal(sig), left, left == 1 ? "" : "s",
+                    sig == SIGTERM ? "SIGKILL in 2 s; a second signal kills them now"
+                                   : "SIGTERM in 1 s, SIGKILL 2 s later; a second signal kills "
+                                     "them now");
+            /* A signal from the terminal reached the PEs too (same process group). */
+            if (si.ssi_code != SI_KERNEL) signal_all(pes, (int)n, sig);
+            /* Closing the rendezvous ends every PE's symm calls that wait for peers
+             * (SYMM_ERR_PEER_FAILED at their next check, within milliseconds): a PE
+             * blocked in a barrier cannot act on its signal otherwise. */
+            symm__rdv_destroy(rdv);
+            rdv = NULL;
+            now = symm__now_ms();
+            if (sig == SIGTERM) {
+                term_at = 0;
+                if (!kill_at || kill_at > now + KILL_GRACE_MS) kill_at = now + KILL_GRACE_MS;
+            } else if (!term_at || term_at > now + STOP_GRACE_MS) {
+                term_at = now + STOP_GRACE_MS;
             }
         }
         int status;
@@ -304,7 +342,7 @@ int main(int argc, char **argv) {
             pes[r].running = false;
             char text[128];
             int code = describe(status, text, sizeof text);
-            if (code == 0 || first_failed >= 0 || timed_out) continue;
+            if (code == 0 || first_failed >= 0 || timed_out || stop_sig) continue;
             first_failed = r;
             exit_code = code;
             int others = running_count(pes, (int)n);
@@ -338,8 +376,9 @@ int main(int argc, char **argv) {
         if (term_at && now >= term_at) {
             int left = running_count(pes, (int)n);
             if (left > 0)
-                fprintf(stderr, "symmrun: the grace period is over; stopping %d PE%s\n", left,
-                        left == 1 ? "" : "s");
+                fprintf(stderr, "symmrun: %s; stopping %d PE%s\n",
+                        stop_sig ? "the PEs did not end on the signal"
+                                 : "the grace period is over", left, left == 1 ? "" : "s");
             signal_all(pes, (int)n, SIGTERM);
             term_at = 0;
             if (!kill_at) kill_at = now + KILL_GRACE_MS;
@@ -352,5 +391,6 @@ int main(int argc, char **argv) {
     free(pes);
     close(sig_fd);
     symm__rdv_destroy(rdv);
+    if (stop_sig) return 128 + stop_sig;
     return timed_out ? EXIT_TIMEOUT : exit_code;
 }

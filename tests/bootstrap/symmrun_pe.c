@@ -6,6 +6,7 @@
  *   kill RANK            PE RANK sends itself SIGKILL after 100 ms, the others sleep
  *   sleep SEC            every PE sleeps
  *   term-ignore          every PE ignores SIGTERM; PE 0 exits 5, the others sleep
+ *   int-ignore           every PE ignores SIGINT and sleeps
  *   pidfile DIR          write DIR/<rank>.pid, then sleep
  *   hosts H              check the simulated host of --hosts H: SYMM_HOST_ID
  *                        and the local rank/count of contiguous groups
@@ -89,6 +90,11 @@ int main(int argc, char **argv) {
             nap(0.2);
             return 5;
         }
+        nap(30);
+        return 0;
+    }
+    if (strcmp(mode, "int-ignore") == 0) {
+        signal(SIGINT, SIG_IGN);
         nap(30);
         return 0;
     }

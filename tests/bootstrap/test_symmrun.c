@@ -1,7 +1,8 @@
 /*
  * symmrun as a program: exit-status propagation, stopping the job when a PE
  * fails or dies, the grace period survivors get (--grace, --no-kill,
- * SYMMRUN_GRACE), --timeout, signal forwarding, PEs dying with symmrun,
+ * SYMMRUN_GRACE), --timeout, signal forwarding, a stop signal ending the job
+ * (the first SIGINT: exit 130; a second: SIGKILL), PEs dying with symmrun,
  * usage errors.
  *
  *   test_symmrun SYMMRUN PE_PROGRAM GRACE_PE_PROGRAM
@@ -42,9 +43,16 @@ static void drain(int fd, char *buf, size_t cap) {
     buf[len] = '\0';
 }
 
+static void nap(double s) {
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
 /* Run symmrun with argv (NULL-terminated); kill_after > 0 sends sig to
- * symmrun after that many seconds. */
-static void run(result *r, double kill_after, int sig, const char *const *args) {
+ * symmrun after that many seconds, then again_after > 0 sends sig2 that much
+ * later. */
+static void run2(result *r, double kill_after, int sig, double again_after, int sig2,
+                 const char *const *args) {
     int out[2], err[2];
     ASSERT_EQ(pipe(out), 0);
     ASSERT_EQ(pipe(err), 0);
@@ -68,9 +76,12 @@ static void run(result *r, double kill_after, int sig, const char *const *args) 
     close(err[1]);
     int status;
     if (kill_after > 0) {
-        struct timespec ts = {(time_t)kill_after, (long)((kill_after - (double)(time_t)kill_after) * 1e9)};
-        nanosleep(&ts, NULL);
+        nap(kill_after);
         kill(pid, sig);
+    }
+    if (again_after > 0) {
+        nap(again_after);
+        kill(pid, sig2);
     }
     r->out[0] = r->err[0] = '\0';
     drain(out[0], r->out, sizeof r->out);
@@ -80,6 +91,10 @@ static void run(result *r, double kill_after, int sig, const char *const *args) 
     r->code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     close(out[0]);
     close(err[0]);
+}
+
+static void run(result *r, double kill_after, int sig, const char *const *args) {
+    run2(r, kill_after, sig, 0, 0, args);
 }
 
 #define RUN(r, ...)                                                                 \
@@ -186,6 +201,25 @@ int main(int argc, char **argv) {
         run(&r, 0.5, SIGTERM, a);
         ASSERT_EQ(r.code, 128 + SIGTERM);
         ASSERT_LT(r.secs, 4.0);
+    }
+
+    /* The first SIGINT stops the job, even PEs that ignore it (SIGTERM 1 s
+     * later): symmrun says so and exits 130. A second one kills them at once. */
+    {
+        const char *a[] = {"-n", "3", pe_prog, "int-ignore", NULL};
+        run(&r, 0.5, SIGINT, a);
+        ASSERT_EQ(r.code, 128 + SIGINT);
+        ASSERT_TRUE(r.secs >= 1.4 && r.secs < 4.0);
+        expect_text("stderr", r.err, "symmrun: SIGINT");
+        expect_text("stderr", r.err, "stopping the job (3 PEs running)");
+        expect_text("stderr", r.err, "did not end on the signal");
+    }
+    {
+        const char *a[] = {"-n", "2", pe_prog, "int-ignore", NULL};
+        run2(&r, 0.5, SIGINT, 0.2, SIGINT, a);
+        ASSERT_EQ(r.code, 128 + SIGINT);
+        ASSERT_LT(r.secs, 1.4);
+        expect_text("stderr", r.err, "second Interrupt: killing the PEs");
     }
 
     /* symmrun killed with SIGKILL: its PEs die too (PR_SET_PDEATHSIG). */

@@ -16,7 +16,8 @@ symm.PeerFailed, symm.Timeout, ...) with .status, .name and .message.
 from .errors import (Error, InvalidArgument, InvalidHandle, OutOfBounds, OutOfMemory,
                      LibraryNotFound, AbiMismatch, NotSupported, NoDevice, BootstrapError,
                      PeerFailed, Timeout, Mismatch, TeamExhausted, CudaError, OSFailure,
-                     ThreadLevelError, InternalError, InvalidState)
+                     ThreadLevelError, InternalError, InvalidState, ArgumentOverflow,
+                     ArgumentTypeError)
 from ._core import (Context, Team, Buffer, FetchResult, init, available, probe, set_runtime,
                     loader_version, runtime_version, runtime_path, loader_path, unique_id,
                     dtype_code, dtype_size, team_config, DTYPES, OPS, AMOS, CMPS, TEAMS, INDEX_NONE)
@@ -27,7 +28,7 @@ __all__ = [
     "Error", "InvalidArgument", "InvalidHandle", "OutOfBounds", "OutOfMemory",
     "LibraryNotFound", "AbiMismatch", "NotSupported", "NoDevice", "BootstrapError",
     "PeerFailed", "Timeout", "Mismatch", "TeamExhausted", "CudaError", "OSFailure",
-    "ThreadLevelError", "InternalError", "InvalidState",
+    "ThreadLevelError", "InternalError", "InvalidState", "ArgumentOverflow", "ArgumentTypeError",
     "Context", "Team", "Buffer", "FetchResult", "init", "available", "probe", "set_runtime",
     "loader_version", "runtime_version", "runtime_path", "loader_path", "unique_id",
     "dtype_code", "dtype_size", "team_config", "DTYPES", "OPS", "AMOS", "CMPS", "TEAMS", "INDEX_NONE",

@@ -1,7 +1,12 @@
 """Contexts, teams and typed symmetric buffers over the C ABI (ctypes)."""
 import ctypes
+import gc
+import operator
+import os
 import struct
 import threading
+import time
+import weakref
 
 from . import errors
 from ._ffi import (LIB, InitAttr, CtxInfo, TeamConfig, UniqueId, DeviceCtx, DeviceTeam,
@@ -28,11 +33,66 @@ AMOS = {"fetch": 0, "set": 1, "compare_swap": 2, "swap": 3, "fetch_inc": 4, "inc
 OPS = {"sum": 0, "prod": 1, "min": 2, "max": 3, "and": 4, "or": 5, "xor": 6}
 INDEX_NONE = 0xFFFFFFFFFFFFFFFF
 ASYNC_CLEAR = 1
+# The start of the message of a heap call's Mismatch when a peer took part
+# with arguments it had rejected (runtime/core/heap.c, agree()).
+_PEER_REFUSED = "rejected its arguments"
+_UINT16, _BFLOAT16 = DTYPES["uint16"], DTYPES["bfloat16"]
+
+
+# ---- integer arguments ------------------------------------------------------------
+#
+# ctypes converts a Python int to a C integer by truncation (2**32 becomes PE
+# 0, 2**64 + 1 element 1), so every integer is checked against its C type
+# first. The common case (an int in range) costs a type test and a chained
+# comparison; anything else takes _int, which accepts NumPy integers and
+# other __index__ objects and refuses the rest, naming the argument.
+
+_U32_MAX = (1 << 32) - 1
+_U64_MAX = (1 << 64) - 1
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _int(v, name, lo, hi, ctype):
+    """v as an int in [lo, hi]; ArgumentTypeError / ArgumentOverflow naming it."""
+    if v.__class__ is not int:
+        try:
+            v = operator.index(v)
+        except TypeError:
+            raise errors.ArgumentTypeError(
+                1, "SYMM_ERR_INVALID_ARG", "%s must be an integer, not %s %r"
+                % (name, type(v).__name__, v)) from None
+    if lo <= v <= hi:
+        return v
+    raise errors.ArgumentOverflow(1, "SYMM_ERR_INVALID_ARG", "%s = %d is outside %s [%d, %d]"
+                                  % (name, v, ctype, lo, hi))
+
+
+def _u64(v, name):
+    if v.__class__ is int and 0 <= v <= _U64_MAX:
+        return v
+    return _int(v, name, 0, _U64_MAX, "uint64_t")
+
+
+def _i32(v, name):
+    if v.__class__ is int and _I32_MIN <= v <= _I32_MAX:
+        return v
+    return _int(v, name, _I32_MIN, _I32_MAX, "int32_t")
+
+
+def _u32(v, name):
+    if v.__class__ is int and 0 <= v <= _U32_MAX:
+        return v
+    return _int(v, name, 0, _U32_MAX, "uint32_t")
+
+
+def _addr(v, name):
+    """A symmetric address given as an int: a pointer, [0, 2**64)."""
+    return _int(v, name, 0, _U64_MAX, "a 64-bit address")
 
 
 def _code(table, value, what):
     if isinstance(value, int):
-        return value
+        return _u32(value, what)
     try:
         return table[str(value).lower()]
     except KeyError:
@@ -43,7 +103,7 @@ def _code(table, value, what):
 def dtype_code(dtype):
     """SYMM_DTYPE_* for a name ("float32"), a NumPy dtype, a torch dtype or a code."""
     if isinstance(dtype, int):
-        return dtype
+        return _u32(dtype, "dtype")
     name = getattr(dtype, "name", None) or str(dtype)
     name = name.replace("torch.", "")
     name = {"half": "float16", "float": "float32", "double": "float64",
@@ -56,7 +116,7 @@ def dtype_size(dtype):
     the loader answers it (symm_dtype_size; no runtime needed).
     InvalidArgument for a dtype the library does not know."""
     code = dtype_code(dtype)
-    size = _lib().symm_dtype_size(code) if 0 <= code < 1 << 32 else 0
+    size = _lib().symm_dtype_size(code)
     if not size:
         raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
                                      "symm_dtype_size: unknown dtype %r (code %d)" % (dtype, code))
@@ -67,10 +127,11 @@ def team_config(num_contexts=0):
     """A symm_team_config (ctypes struct) with the library's defaults
     (symm_team_config_init; no runtime needed), num_contexts set (the
     OpenSHMEM hint, >= 0)."""
+    num_contexts = _i32(num_contexts, "num_contexts")
     cfg = TeamConfig()
     call("symm_team_config_init", ctypes.byref(cfg), ctypes.sizeof(cfg))
     if num_contexts:
-        cfg.num_contexts = int(num_contexts)
+        cfg.num_contexts = num_contexts
     return cfg
 
 
@@ -116,6 +177,50 @@ def call(name, *args):
     st = fn(*args)
     if st:
         raise _fail(lib, st)
+
+
+# ---- waiting on the main thread --------------------------------------------------
+#
+# A C wait cannot be left before its condition holds, and Python runs signal
+# handlers (KeyboardInterrupt) on the main thread only, between bytecodes. So
+# the main thread does not block in the C waits: it polls their non-blocking
+# forms (symm_test*, symm_signal_fetch), with Python running between polls,
+# on the C waits' own schedule (spin, yield for 20 ms, then 50 us naps). The
+# first poll is the whole cost of a wait whose condition already holds: one
+# C call, as before. Other threads never see signals and call the C waits.
+
+_MAIN_IDENT = threading.main_thread().ident
+_get_ident = threading.get_ident
+_monotonic = time.monotonic
+_sleep = time.sleep
+_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
+_SPINS = 128
+_YIELD_S = 0.02
+_NAP_S = 50e-6
+
+
+def _on_main():
+    """True on the thread that receives KeyboardInterrupt."""
+    return _get_ident() == _MAIN_IDENT
+
+
+def _poll(done):
+    """Call done() until it returns true; signal handlers run between calls,
+    so KeyboardInterrupt (or a handler's exception) ends the wait at once."""
+    for _ in range(_SPINS):
+        if done():
+            return
+    start = _monotonic()
+    while not done():
+        if _monotonic() - start < _YIELD_S:
+            _yield()
+        else:
+            _sleep(_NAP_S)
+
+
+# comparisons of symm_signal_wait_until on the value symm_signal_fetch read
+_CMP_FN = (lambda a, b: a == b, lambda a, b: a != b, lambda a, b: a > b,
+           lambda a, b: a >= b, lambda a, b: a < b, lambda a, b: a <= b)
 
 
 def available():
@@ -177,7 +282,7 @@ def _stream_handle(stream):
     if stream is None:
         return None
     if isinstance(stream, int):
-        return stream or None
+        return _addr(stream, "stream") or None
     for attr in ("cuda_stream", "ptr", "handle"):
         v = getattr(stream, attr, None)
         if isinstance(v, int):
@@ -231,14 +336,82 @@ class _Local:
         self.nbytes = mv.nbytes
 
 
+# ---- the element type of caller data ----------------------------------------------
+
+# dtype object (NumPy, torch, CuPy) or format/typestr -> SYMM_DTYPE_* code, 0 for
+# a type symm has not (bool, complex, big-endian, structured), None for raw bytes
+_DATA_CODES = {}
+# memoryview / array.array formats (native or little-endian on every host symm runs on)
+_FORMATS = {"b": "int8", "h": "int16", "H": "uint16", "i": "int32", "I": "uint32",
+            "l": "int%d" % (8 * struct.calcsize("l")), "L": "uint%d" % (8 * struct.calcsize("L")),
+            "q": "int64", "Q": "uint64", "n": "int64", "N": "uint64", "e": "float16",
+            "f": "float32", "d": "float64"}
+_TYPESTR_KINDS = {"i": "int", "u": "uint", "f": "float"}
+
+
+def _learn_code(key, name):
+    try:
+        code = dtype_code(name) if name else 0
+    except errors.InvalidArgument:
+        code = 0
+    try:
+        _DATA_CODES[key] = code
+    except TypeError:  # an unhashable dtype object: not cached
+        pass
+    return code
+
+
+def _data_code(obj):
+    """The SYMM_DTYPE_* code of obj's elements: by its dtype (NumPy, torch,
+    CuPy), its __cuda_array_interface__ typestr or its buffer format
+    (array.array, typed memoryviews); None for untyped bytes (bytes,
+    bytearray, str, format "B" or "c"); 0 for a type symm does not have."""
+    dt = getattr(obj, "dtype", None)
+    if dt is not None:
+        try:
+            return _DATA_CODES[dt]
+        except (KeyError, TypeError):
+            name = getattr(dt, "name", None) or str(dt).replace("torch.", "")
+            return _learn_code(dt, None if getattr(dt, "isnative", True) is False else name)
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        t = cai.get("typestr", "")
+        if t in _DATA_CODES:
+            return _DATA_CODES[t]
+        kind = _TYPESTR_KINDS.get(t[1:2])
+        ok = kind and t[:1] in "<|=" and t[2:].isdigit()
+        return _learn_code(t, "%s%d" % (kind, 8 * int(t[2:])) if ok else None)
+    try:
+        fmt = memoryview(obj).format
+    except TypeError:
+        return None  # str, or not a buffer at all (_Local says so)
+    if fmt in ("B", "c", "<B", "=B", "@B", "<c", "@c"):
+        return None
+    if fmt in _DATA_CODES:
+        return _DATA_CODES[fmt]
+    f = fmt[1:] if fmt[:1] in "<=@" else fmt
+    return _learn_code(fmt, _FORMATS.get(f) if fmt[:1] not in ">!" else None)
+
+
+def _type_name(obj):
+    dt = getattr(obj, "dtype", None)
+    if dt is not None:
+        return str(dt).replace("torch.", "")
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        return "typestr %r" % cai.get("typestr")
+    return "format %r" % memoryview(obj).format
+
+
 def _address(obj, what):
     """(address, nbytes or None) of a symmetric address: an int, a Buffer
     (its element 0 on this PE), or an array/tensor viewing heap memory (a
     NumPy view of Buffer.numpy(), a tensor from Context.tensor(), ...)."""
     if isinstance(obj, bool):
-        raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "%s: not an address: %r" % (what, obj))
+        raise errors.ArgumentTypeError(1, "SYMM_ERR_INVALID_ARG",
+                                       "%s: not an address: %r" % (what, obj))
     if isinstance(obj, int):
-        return obj, None
+        return _addr(obj, what), None
     if isinstance(obj, ctypes.c_void_p):
         return obj.value or 0, None
     if isinstance(obj, Buffer):
@@ -258,21 +431,42 @@ def _address(obj, what):
             for d in ai["shape"]:
                 n *= d
             return ai["data"][0], n
-    raise errors.InvalidArgument(
+    raise errors.ArgumentTypeError(
         1, "SYMM_ERR_INVALID_ARG",
         "%s: a symmetric address is an int, a Buffer or an array/tensor over the heap, not %s"
         % (what, type(obj).__name__))
 
 
-def _scalar(dtype, value):
-    """A ctypes buffer holding one element of dtype."""
+def _scalar(dtype, value, name="value"):
+    """A ctypes buffer holding one element of dtype; a value the dtype cannot
+    hold raises ArgumentOverflow / ArgumentTypeError naming it (struct would
+    say neither which argument nor why)."""
     size = DTYPE_SIZES[dtype]
-    if dtype == DTYPES["bfloat16"]:
-        bits = struct.unpack("<I", struct.pack("<f", float(value)))[0]
-        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even
-        raw = struct.pack("<H", bits & 0xFFFF)
-    else:
-        raw = struct.pack("<" + _FMT[dtype], value)
+    try:
+        if dtype == DTYPES["bfloat16"]:
+            bits = struct.unpack("<I", struct.pack("<f", float(value)))[0]
+            bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even
+            raw = struct.pack("<H", bits & 0xFFFF)
+        else:
+            raw = struct.pack("<" + _FMT[dtype], value)
+    except (struct.error, OverflowError, TypeError, ValueError) as e:
+        if dtype < DTYPES["float16"]:  # an integer dtype
+            if isinstance(value, float) or not hasattr(value, "__index__"):
+                raise errors.ArgumentTypeError(
+                    1, "SYMM_ERR_INVALID_ARG", "%s must be an integer for a %s buffer, not %s %r"
+                    % (name, DTYPE_NAMES[dtype], type(value).__name__, value)) from None
+            lo, hi = ((-(1 << (8 * size - 1)), (1 << (8 * size - 1)) - 1)
+                      if dtype <= DTYPES["int64"] else (0, (1 << (8 * size)) - 1))
+            raise errors.ArgumentOverflow(
+                1, "SYMM_ERR_INVALID_ARG", "%s = %r is outside %s [%d, %d]"
+                % (name, value, DTYPE_NAMES[dtype], lo, hi)) from None
+        if isinstance(e, OverflowError):
+            raise errors.ArgumentOverflow(
+                1, "SYMM_ERR_INVALID_ARG", "%s = %r does not fit %s (%s)"
+                % (name, value, DTYPE_NAMES[dtype], e)) from None
+        raise errors.ArgumentTypeError(
+            1, "SYMM_ERR_INVALID_ARG", "%s must be a number for a %s buffer, not %s %r"
+            % (name, DTYPE_NAMES[dtype], type(value).__name__, value)) from None
     return (ctypes.c_char * size).from_buffer_copy(raw)
 
 
@@ -306,7 +500,9 @@ class Context:
         call("symm_init_attr_init", ctypes.byref(attr), ctypes.sizeof(attr))
         attr.backend = _code(BACKENDS, backend, "backend")
         attr.thread_level = _code(THREAD_LEVELS, thread_level, "thread level")
-        attr.heap_cap, attr.device, attr.timeout_ms = int(heap_cap), int(device), int(timeout_ms)
+        attr.heap_cap = _u64(heap_cap, "heap_cap")
+        attr.device = _i32(device, "device")
+        attr.timeout_ms = _u32(timeout_ms, "timeout_ms")
         if unique_id is not None:
             if len(unique_id) != UNIQUE_ID_BYTES or rank is None or n_pes is None:
                 raise errors.InvalidArgument(
@@ -314,7 +510,7 @@ class Context:
                     "UID bootstrap needs the %d-byte id, rank and n_pes" % UNIQUE_ID_BYTES)
             attr.bootstrap = BOOTSTRAPS["uid"]
             ctypes.memmove(attr.unique_id.bytes, bytes(unique_id), UNIQUE_ID_BYTES)
-            attr.rank, attr.n_pes = int(rank), int(n_pes)
+            attr.rank, attr.n_pes = _i32(rank, "rank"), _i32(n_pes, "n_pes")
         else:
             attr.bootstrap = _code(BOOTSTRAPS, bootstrap, "bootstrap")
         h = ctypes.c_void_p()
@@ -322,6 +518,8 @@ class Context:
         self._h = h
         self._lock = threading.Lock()
         self._bufs = {}  # handle value -> Buffer (live)
+        self._held = []  # freed Buffers whose memory a host view on some PE still sees
+        self._abandoned = []  # handles of contexts left to the process's exit (views)
         self._pending = []  # sources/destinations of nbi calls, kept until quiet
         self._quiets = 0  # completed host quiets (nbi fetch results are readable after one)
         info = self.query()
@@ -344,15 +542,97 @@ class Context:
                 raise
 
     def finalize(self):
-        """Leave the job (collective). Buffers still allocated are released too."""
+        """Leave the job (collective). Buffers still allocated are released too.
+
+        While a host view of one of its buffers (numpy(), memoryview(),
+        torch() or DLPack on the host backend, or an array made from one) is
+        alive on any PE, unmapping the heap would leave the view pointing at
+        nothing: then every PE leaves the context to the process's exit
+        instead (they agree on it first), so the views stay readable; the
+        context is finalized as far as this package is concerned."""
         if self._h is None or not self._h.value:
             return
-        for b in list(self._bufs.values()):
-            b._h = None
-        self._bufs.clear()
+        with self._lock:
+            bufs = list(self._bufs.values()) + self._held
+            for b in bufs:
+                b._closing = True  # no new views from here on
         h = self._h
+        abandon = self._views_on_any_pe(bufs)
+        with self._lock:
+            for b in bufs:
+                b._h = None
+            self._bufs.clear()
+            self._held = []
         self._h = None
+        if abandon:
+            self._abandoned.append(h)  # released by the process's exit
+            return
         call("symm_finalize", ctypes.byref(h))
+
+    # ---- memory that host views still see ----
+    #
+    # A host view (NumPy array, memoryview, DLPack tensor over this PE's copy)
+    # keeps what it views: free() of a buffer that a view on some PE still
+    # sees frees it for the program (the handle is invalid) but not the
+    # memory, on any PE (the heap stays symmetric): the buffer is "held", and
+    # every later alloc()/register()/free() of the context first tries again
+    # to release each held buffer, collectively, until no PE has a view.
+    # Whether some PE has a view is learnt from the allocation agreement
+    # every PE makes anyway: a PE with a view takes part with an argument
+    # the library rejects, so the call fails on every PE and changes nothing
+    # (its peers get Mismatch, "PE k rejected its arguments").
+
+    def _take_part_refusing(self):
+        """This PE's part in the heap agreement its peers are in (a free, an
+        alloc), refused: the call fails everywhere and changes nothing."""
+        try:
+            call("symm_buf_alloc", self.handle, 0xFFFFFFFF, 0, ctypes.byref(ctypes.c_void_p()))
+        except errors.InvalidArgument:
+            pass
+
+    def _release(self, b, collect):
+        """Free b's memory on every PE unless a host view of it is alive on
+        one (collective); True when freed. collect: look again after a
+        garbage collection before deciding this PE has a view."""
+        if b._viewed() and collect:
+            gc.collect()  # views in reference cycles the collector has not reached yet
+        if b._viewed():
+            self._take_part_refusing()
+            return False
+        try:
+            call("symm_buf_free", b._ch)
+        except errors.Mismatch as e:
+            if _PEER_REFUSED in e.message:
+                return False
+            raise
+        return True
+
+    def _release_held(self):
+        """Try to release every held buffer (collective: every PE holds the
+        same ones, in the same order)."""
+        for b in list(self._held):
+            if self._release(b, False):
+                with self._lock:
+                    self._held.remove(b)
+
+    def _views_on_any_pe(self, bufs):
+        """Has any PE a host view of one of bufs? (collective: an allocation
+        agreement; a PE without views asks for 0 bytes, freed by finalize)."""
+        mine = any(b._viewed() for b in bufs)
+        if mine:
+            gc.collect()
+            mine = any(b._viewed() for b in bufs)
+        if mine:
+            self._take_part_refusing()
+            return True
+        try:
+            call("symm_buf_alloc", self.handle, DTYPES["uint8"], 0,
+                 ctypes.byref(ctypes.c_void_p()))
+        except errors.Mismatch as e:
+            return _PEER_REFUSED in e.message
+        except errors.Error:
+            pass  # (a failed job: finalize says so)
+        return False
 
     def __del__(self):
         # No collective behind the user's back: an unfinalized context is
@@ -392,22 +672,28 @@ class Context:
     # buffers
     def alloc(self, dtype, count, shape=None):
         """A symmetric buffer of count elements (collective; zeroed). A dtype
-        the library does not know still takes part in the allocation (as a
-        code it rejects): this rank raises InvalidArgument, the others
+        the library does not know, or a count outside uint64_t, still takes
+        part in the allocation (as a code the library rejects): this rank
+        raises InvalidArgument (ArgumentOverflow for the count), the others
         Mismatch naming it, and nobody waits."""
         try:
             code, bad = dtype_code(dtype), None
         except errors.InvalidArgument as e:
             code, bad = 0xFFFFFFFF, e
+        try:
+            count = _u64(count, "count")
+        except errors.InvalidArgument as e:
+            code, count, bad = 0xFFFFFFFF, 0, bad or e
+        self._release_held()
         h = ctypes.c_void_p()
         try:
-            call("symm_buf_alloc", self.handle, code, int(count), ctypes.byref(h))
+            call("symm_buf_alloc", self.handle, code, count, ctypes.byref(h))
         except errors.InvalidArgument:
             if bad is None:
                 raise
         if bad is not None:
             raise bad
-        b = Buffer(self, h, code, int(count), shape)
+        b = Buffer(self, h, code, count, shape)
         with self._lock:
             self._bufs[h.value] = b
         return b
@@ -416,8 +702,8 @@ class Context:
         """A symmetric buffer shaped like an array (collective)."""
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         n = 1
-        for d in shape:
-            n *= d
+        for i, d in enumerate(shape):
+            n *= _int(d, "shape[%d]" % i, 0, _U64_MAX, "a dimension")
         return self.alloc(dtype, n, shape)
 
     def tensor(self, shape, dtype=None):
@@ -440,7 +726,9 @@ class Context:
         return None
 
     def free_tensor(self, t):
-        """Free the buffer under a tensor from tensor() (collective)."""
+        """Free the buffer under a tensor from tensor() (collective). On the
+        host backend the tensor is a view, which keeps the memory until it is
+        gone (see Buffer.free)."""
         b = self.buffer_of(t)
         if b is None:
             raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "not a symm tensor")
@@ -459,7 +747,8 @@ class Context:
             raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
                                          "peer_tensor: dtype %s has no symm type" % (t.dtype,))
         out = ctypes.c_void_p()
-        call("symm_ptr", self.handle, ctypes.c_void_p(t.data_ptr()), int(pe), ctypes.byref(out))
+        call("symm_ptr", self.handle, ctypes.c_void_p(t.data_ptr()), _i32(pe, "pe"),
+             ctypes.byref(out))
         if not out.value:
             raise errors.NotSupported(7, "SYMM_ERR_NOT_SUPPORTED",
                                       "PE %d is not load/store reachable from PE %d" % (pe, self.my_pe))
@@ -528,7 +817,8 @@ class Context:
         """Address at which this process reaches pe's copy of a symmetric
         address, or None when pe is not load/store reachable."""
         out = ctypes.c_void_p()
-        call("symm_ptr", self.handle, ctypes.c_void_p(sym_addr), int(pe), ctypes.byref(out))
+        call("symm_ptr", self.handle, ctypes.c_void_p(_addr(sym_addr, "sym_addr")),
+             _i32(pe, "pe"), ctypes.byref(out))
         return out.value
 
     def putmem(self, dest, data, pe, nbi=False, stream=None, on_stream=False):
@@ -545,7 +835,8 @@ class Context:
         keep the returned source alive until the stream passes)."""
         addr = _address(dest, "putmem dest")[0]
         loc = _Local(data, False)
-        args = (self.handle, ctypes.c_void_p(addr), ctypes.c_void_p(loc.addr), loc.nbytes, int(pe))
+        args = (self.handle, ctypes.c_void_p(addr), ctypes.c_void_p(loc.addr), loc.nbytes,
+                _i32(pe, "pe"))
         self._mem_call(("symm_putmem", "symm_putmem_nbi", "symm_putmem_on_stream"), args, loc.keep,
                        nbi, stream, on_stream)
         return loc.keep
@@ -567,16 +858,15 @@ class Context:
             else:
                 raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
                                              "getmem: give nbytes or out for an int address")
-        nbytes = int(nbytes)
-        if nbytes < 0:
-            raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "getmem: nbytes %d < 0" % nbytes)
+        nbytes = _u64(nbytes, "nbytes")
         if out is None:
             out = bytearray(nbytes)
         loc = _Local(out, True)
         if nbytes > loc.nbytes:
             raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
                                          "getmem: out holds %d bytes, %d asked" % (loc.nbytes, nbytes))
-        args = (self.handle, ctypes.c_void_p(loc.addr), ctypes.c_void_p(addr), nbytes, int(pe))
+        args = (self.handle, ctypes.c_void_p(loc.addr), ctypes.c_void_p(addr), nbytes,
+                _i32(pe, "pe"))
         self._mem_call(("symm_getmem", "symm_getmem_nbi", "symm_getmem_on_stream"), args, loc.keep,
                        nbi, stream, on_stream)
         return out
@@ -616,11 +906,12 @@ class Context:
                 raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
                                              "register: unknown dtype %r" % (dtype,))
             count = loc.nbytes // size
-        count = int(count)
+        count = _u64(count, "count")
         if size and count * size > loc.nbytes:
             raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
                                          "register: %d %s elements need %d bytes; the object has %d"
                                          % (count, DTYPE_NAMES[code], count * size, loc.nbytes))
+        self._release_held()
         h = ctypes.c_void_p()
         call("symm_buf_register", self.handle, ctypes.c_void_p(loc.addr), code, count,
              ctypes.byref(h))
@@ -702,7 +993,7 @@ class Team:
 
     def translate(self, pe, to_team):
         """Number in to_team of this team's PE pe, or -1."""
-        return _lib().symm_team_translate_pe(self.handle, int(pe), to_team.handle)
+        return _lib().symm_team_translate_pe(self.handle, _i32(pe, "pe"), to_team.handle)
 
     def split_strided(self, start, stride, size, config=None):
         """New team of PEs start, start+stride, ... (collective over this team);
@@ -710,7 +1001,8 @@ class Team:
         symm.team_config() struct."""
         cfg = _team_config(config)
         h = ctypes.c_void_p()
-        call("symm_team_split_strided", self.handle, int(start), int(stride), int(size),
+        call("symm_team_split_strided", self.handle, _i32(start, "start"),
+             _i32(stride, "stride"), _i32(size, "size"),
              None if cfg is None else ctypes.byref(cfg), ctypes.byref(h))
         return Team(self.ctx, h) if h.value else None
 
@@ -719,7 +1011,7 @@ class Team:
         configs as in split_strided."""
         xc, yc = _team_config(xconfig), _team_config(yconfig)
         x, y = ctypes.c_void_p(), ctypes.c_void_p()
-        call("symm_team_split_2d", self.handle, int(xrange),
+        call("symm_team_split_2d", self.handle, _i32(xrange, "xrange"),
              None if xc is None else ctypes.byref(xc), None if yc is None else ctypes.byref(yc),
              ctypes.byref(x), ctypes.byref(y))
         return (Team(self.ctx, x) if x.value else None, Team(self.ctx, y) if y.value else None)
@@ -766,7 +1058,8 @@ class Team:
 
     # collectives: dst/src are Buffers; nelems defaults to what fits
     def _coll(self, name, dst, dst_index, src, src_index, nelems, extra, stream, on_stream):
-        args = [self.handle, dst.handle, int(dst_index), src.handle, int(src_index), int(nelems)]
+        args = [self.handle, dst.handle, _u64(dst_index, "dst_index"), src.handle,
+                _u64(src_index, "src_index"), _u64(nelems, "nelems")]
         args += extra
         if on_stream or stream is not None:
             call(_STREAM_FORMS[name], *args, _stream_handle(stream))
@@ -777,26 +1070,27 @@ class Team:
                   on_stream=False):
         """dst[dst_index:] on every PE receives root's src[src_index:] (nelems elements;
         collective)."""
-        n = src.count - src_index if nelems is None else nelems
-        self._coll("symm_broadcast", dst, dst_index, src, src_index, n, [int(root)], stream,
-                   on_stream)
+        n = max(src.count - _u64(src_index, "src_index"), 0) if nelems is None else nelems
+        self._coll("symm_broadcast", dst, dst_index, src, src_index, n, [_i32(root, "root")],
+                   stream, on_stream)
 
     def fcollect(self, dst, src, nelems=None, dst_index=0, src_index=0, stream=None,
                  on_stream=False):
         """dst receives every PE's nelems elements of src, in team order (collective; equal
         counts)."""
-        n = src.count - src_index if nelems is None else nelems
+        n = max(src.count - _u64(src_index, "src_index"), 0) if nelems is None else nelems
         self._coll("symm_fcollect", dst, dst_index, src, src_index, n, [], stream, on_stream)
 
     def collect(self, dst, src, nelems, dst_index=0, src_index=0):
         """dst receives every PE's src block in team order; nelems may differ per PE (collective)."""
-        call("symm_collect", self.handle, dst.handle, int(dst_index), src.handle, int(src_index),
-             int(nelems))
+        call("symm_collect", self.handle, dst.handle, _u64(dst_index, "dst_index"), src.handle,
+             _u64(src_index, "src_index"), _u64(nelems, "nelems"))
 
     def alltoall(self, dst, src, nelems=None, dst_index=0, src_index=0, stream=None,
                  on_stream=False):
         """Block j (nelems elements) of src goes to PE j's dst block i (i: this PE; collective)."""
-        n = (src.count - src_index) // self.n_pes if nelems is None else nelems
+        n = (max(src.count - _u64(src_index, "src_index"), 0) // self.n_pes if nelems is None
+             else nelems)
         self._coll("symm_alltoall", dst, dst_index, src, src_index, n, [], stream, on_stream)
 
     def alltoallv(self, dst, src, send_counts, recv_counts, dst_nelems=None, src_nelems=None,
@@ -848,10 +1142,12 @@ class Team:
         (Context.async_error / raise_async_error), and recv_counts says what
         would have come. On the host backend it runs at once and raises as
         the blocking form. A runtime older than 1.2 raises NotSupported."""
-        dn = dst.count - int(dst_index) if dst_nelems is None else dst_nelems
-        sn = src.count - int(src_index) if src_nelems is None else src_nelems
-        args = (self.handle, dst.handle, int(dst_index), int(dn), src.handle, int(src_index),
-                int(sn), send_counts.handle, int(send_index), recv_counts.handle, int(recv_index))
+        di, si = _u64(dst_index, "dst_index"), _u64(src_index, "src_index")
+        dn = max(dst.count - di, 0) if dst_nelems is None else dst_nelems
+        sn = max(src.count - si, 0) if src_nelems is None else src_nelems
+        args = (self.handle, dst.handle, di, _u64(dn, "dst_nelems"), src.handle, si,
+                _u64(sn, "src_nelems"), send_counts.handle, _u64(send_index, "send_index"),
+                recv_counts.handle, _u64(recv_index, "recv_index"))
         if on_stream or stream is not None:
             call(_STREAM_FORMS["symm_alltoallv"], *args, _stream_handle(stream))
         else:
@@ -861,14 +1157,15 @@ class Team:
                on_stream=False):
         """dst = op over every PE of src, element-wise (all-reduce; sum, prod, min, max, and, or,
         xor; collective)."""
-        n = src.count - src_index if nelems is None else nelems
+        n = max(src.count - _u64(src_index, "src_index"), 0) if nelems is None else nelems
         self._coll("symm_reduce", dst, dst_index, src, src_index, n, [_code(OPS, op, "op")],
                    stream, on_stream)
 
     def reducescatter(self, dst, src, op="sum", nelems=None, dst_index=0, src_index=0,
                       stream=None, on_stream=False):
         """This PE's dst receives block my_pe of the reduction of every PE's src (collective)."""
-        n = (src.count - src_index) // self.n_pes if nelems is None else nelems
+        n = (max(src.count - _u64(src_index, "src_index"), 0) // self.n_pes if nelems is None
+             else nelems)
         self._coll("symm_reducescatter", dst, dst_index, src, src_index, n,
                    [_code(OPS, op, "op")], stream, on_stream)
 
@@ -921,11 +1218,23 @@ class Buffer:
     Element indices are bounds-checked by the library. free() is collective
     and explicit; a Buffer that is never freed is released by the context's
     finalize (never by the garbage collector).
+
+    Host views (numpy(), memoryview(), torch() and DLPack on the host
+    backend, and every array made from them) see this PE's copy in place and
+    keep it: after free() a view still sees this buffer's memory (never the
+    next buffer), and after finalize() the memory stays mapped (see free()
+    and Context.finalize()).
     """
 
     def __init__(self, ctx, h, dtype, count, shape=None):
         self.ctx, self._h, self.dtype, self.count = ctx, h, dtype, count
         self._registered = None  # the caller's object under a registered buffer
+        # Every host view holds the ctypes array _root() returns (NumPy keeps
+        # its buffer's exporter, DLPack its capsule's keep), so the weak
+        # reference is alive exactly while a view is.
+        self._root_ref = None
+        self._closing = False  # free()/finalize() under way: no new views
+        self._ch = h  # the C handle, also while the buffer is held (see Context._release)
         self.shape = tuple(shape) if shape else (count,)
         self.itemsize = DTYPE_SIZES[dtype]
         self.nbytes = count * self.itemsize
@@ -949,15 +1258,47 @@ class Buffer:
         return DTYPE_NAMES[self.dtype]
 
     def free(self):
-        """Free on every PE (collective)."""
+        """Free on every PE (collective).
+
+        While a host view of this buffer (numpy(), memoryview(), torch() or
+        DLPack on the host backend, or an array made from one) is alive on
+        any PE, its memory is kept: the buffer is freed for the program (its
+        handle is invalid) and the views keep seeing it, never another
+        buffer; the memory is released by a later alloc(), register() or
+        free() of the context once no PE has a view, or by finalize()."""
         if self._h is None:
             return
-        h = self._h
-        call("symm_buf_free", h)
+        ctx = self.ctx
+        ctx._release_held()
+        with ctx._lock:
+            self._closing = True  # no new views from here on
+        try:
+            freed = ctx._release(self, True)
+        except BaseException:
+            self._closing = False
+            raise
+        with ctx._lock:
+            ctx._bufs.pop(self._ch.value, None)
+            if not freed:
+                ctx._held.append(self)
         self._h = None
         self._registered = None
+
+    def _viewed(self):
+        """True while a host view of this buffer is alive."""
+        return self._root_ref is not None and self._root_ref() is not None
+
+    def _root(self):
+        """The ctypes array over this PE's copy that every host view holds
+        (made again once the last view is gone)."""
         with self.ctx._lock:
-            self.ctx._bufs.pop(h.value, None)
+            if self._h is None or self._closing:
+                raise errors.InvalidHandle(2, "SYMM_ERR_INVALID_HANDLE", "buffer was freed")
+            root = self._root_ref() if self._root_ref is not None else None
+            if root is None:
+                root = (ctypes.c_char * self.nbytes).from_address(self.ptr)
+                self._root_ref = weakref.ref(root)
+            return root
 
     def __repr__(self):
         return "<symm.Buffer %s[%d] offset=%d%s>" % (self.dtype_name, self.count, self.offset,
@@ -965,7 +1306,9 @@ class Buffer:
 
     # zero-copy views
     def numpy(self):
-        """A NumPy array over this PE's copy (host backend: host memory)."""
+        """A NumPy array over this PE's copy (host backend: host memory),
+        zero-copy. It (and every array made from it) keeps the memory it sees
+        past free() and finalize() (see Buffer)."""
         import numpy as np
         if self.ctx.backend != "host":
             raise errors.NotSupported(7, "SYMM_ERR_NOT_SUPPORTED",
@@ -976,17 +1319,17 @@ class Buffer:
         np_dtype = np.uint16 if name == "bfloat16" else np.dtype(name)
         if self.nbytes == 0:
             return np.zeros(self.shape, dtype=np_dtype)
-        raw = (ctypes.c_char * self.nbytes).from_address(self.ptr)
-        arr = np.frombuffer(raw, dtype=np_dtype).reshape(self.shape)
-        return arr
+        return np.frombuffer(self._root(), dtype=np_dtype).reshape(self.shape)
 
     def memoryview(self):
-        """The buffer protocol over this PE's copy (host backend)."""
+        """The buffer protocol over this PE's copy (host backend), zero-copy.
+        It keeps the memory it sees past free() and finalize() (see Buffer)."""
         if self.ctx.backend != "host":
             raise errors.NotSupported(7, "SYMM_ERR_NOT_SUPPORTED", "host memory only")
         self.handle
-        return memoryview((ctypes.c_char * max(self.nbytes, 1)).from_address(self.ptr)).cast(
-            "B")[: self.nbytes]
+        if self.nbytes == 0:
+            return memoryview(bytearray())
+        return memoryview(self._root()).cast("B")
 
     @property
     def __cuda_array_interface__(self):
@@ -997,7 +1340,9 @@ class Buffer:
                          None).__cuda_array_interface__
 
     def torch(self):
-        """A torch.Tensor viewing this PE's copy (zero-copy; CUDA backend)."""
+        """A torch.Tensor viewing this PE's copy (zero-copy). On the host
+        backend it is a host view, which keeps the memory (see Buffer); on
+        GPUs keep the buffer allocated while the tensor is used."""
         import torch
         name = self.dtype_name
         if self.ctx.backend != "cuda":
@@ -1014,7 +1359,22 @@ class Buffer:
     def __dlpack__(self, stream=None, **kwargs):
         from ._dlpack import capsule
         self.handle
-        return capsule(self.ptr, self.shape, self.dtype_name, self.__dlpack_device__(), keep=self)
+        # a host tensor is a host view (it keeps the root until its deleter runs)
+        keep = self._root() if self.ctx.backend == "host" and self.nbytes else self
+        return capsule(self.ptr, self.shape, self.dtype_name, self.__dlpack_device__(), keep=keep)
+
+    def _check_type(self, obj, what):
+        """obj's elements must be of this buffer's dtype (bfloat16 buffers:
+        also uint16, NumPy's spelling of bfloat16 bits); untyped bytes pass."""
+        code = _data_code(obj)
+        if code is None or code == self.dtype or (code == _UINT16 and self.dtype == _BFLOAT16):
+            return
+        raise errors.ArgumentTypeError(
+            1, "SYMM_ERR_INVALID_ARG",
+            "%s is %s, the buffer %s: no conversion is made (convert it first, e.g. "
+            ".astype(%r); raw bytes are taken as they are)"
+            % (what, _type_name(obj), self.dtype_name,
+               "uint16" if self.dtype == _BFLOAT16 else self.dtype_name))
 
     @property
     def registered(self):
@@ -1025,15 +1385,16 @@ class Buffer:
         """Symmetric address of element index on this PE (for Context.putmem /
         getmem / ptr); index may be count (one past the end)."""
         self.handle
-        if not 0 <= int(index) <= self.count:
+        index = _u64(index, "index")
+        if index > self.count:
             raise errors.OutOfBounds(3, "SYMM_ERR_OUT_OF_BOUNDS",
                                      "index %d is outside [0, %d]" % (index, self.count))
-        return self.ptr + int(index) * self.itemsize
+        return self.ptr + index * self.itemsize
 
     def peer_ptr(self, pe):
         """Address of pe's copy (element 0) if load/store reachable, else None."""
         p = ctypes.c_void_p()
-        call("symm_buf_peer_ptr", self.handle, int(pe), ctypes.byref(p))
+        call("symm_buf_peer_ptr", self.handle, _i32(pe, "pe"), ctypes.byref(p))
         return p.value
 
     # RMA
@@ -1041,14 +1402,28 @@ class Buffer:
         """Write data (any contiguous buffer, array or tensor of this dtype) to
         pe's copy starting at element index. nbi / stream forms keep the source
         until quiet / until the stream passes (the object is referenced until then
-        only by you: keep it alive)."""
+        only by you: keep it alive).
+
+        data of another dtype raises ArgumentTypeError naming both (nothing is
+        converted: ``data.astype(buf.dtype_name)`` first); untyped bytes
+        (bytes, bytearray, a memoryview of bytes) are taken byte for byte."""
         loc = _Local(data, False)
+        try:  # the common case inline: an array of a dtype seen before
+            same = _DATA_CODES[data.dtype] == self.dtype
+        except Exception:
+            same = False
+        if not same:
+            self._check_type(data, "put: data")
         n, rem = divmod(loc.nbytes, self.itemsize)
         if rem:
             raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
                                          "data is %d bytes, not a whole number of %s elements"
                                          % (loc.nbytes, self.dtype_name))
-        args = (self.handle, int(index), ctypes.c_void_p(loc.addr), n, int(pe))
+        if index.__class__ is not int or not 0 <= index <= _U64_MAX:
+            index = _u64(index, "index")
+        if pe.__class__ is not int or not _I32_MIN <= pe <= _I32_MAX:
+            pe = _i32(pe, "pe")
+        args = (self.handle, index, ctypes.c_void_p(loc.addr), n, pe)
         if on_stream or stream is not None:
             call("symm_put_nbi_on_stream" if nbi else "symm_put_on_stream", *args,
                  _stream_handle(stream))
@@ -1060,7 +1435,12 @@ class Buffer:
 
     def get(self, pe, index=0, count=None, out=None, nbi=False, stream=None, on_stream=False):
         """Read count elements of pe's copy from index into out (or a new
-        NumPy array / bytearray)."""
+        NumPy array / bytearray). out's dtype must be this buffer's, as in
+        put() (ArgumentTypeError otherwise)."""
+        index = _u64(index, "index")
+        pe = _i32(pe, "pe")
+        if count is not None:
+            count = _u64(count, "count")
         if out is None:
             n = self.count - index if count is None else count
             try:
@@ -1070,10 +1450,11 @@ class Buffer:
             except ImportError:
                 out = bytearray(max(n, 0) * self.itemsize)
         loc = _Local(out, True)
-        n = loc.nbytes // self.itemsize if count is None else int(count)
+        self._check_type(out, "get: out")
+        n = loc.nbytes // self.itemsize if count is None else count
         if n * self.itemsize > loc.nbytes:
             raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG", "out is too small")
-        args = (ctypes.c_void_p(loc.addr), self.handle, int(index), n, int(pe))
+        args = (ctypes.c_void_p(loc.addr), self.handle, index, n, pe)
         if on_stream or stream is not None:
             call("symm_get_nbi_on_stream" if nbi else "symm_get_on_stream", *args,
                  _stream_handle(stream))
@@ -1086,25 +1467,29 @@ class Buffer:
     def p(self, value, pe, index=0, stream=None, on_stream=False):
         """Write one element."""
         v = _scalar(self.dtype, value)
+        index, pe = _u64(index, "index"), _i32(pe, "pe")
         if on_stream or stream is not None:
-            call("symm_p_on_stream", self.handle, int(index), v, int(pe), _stream_handle(stream))
+            call("symm_p_on_stream", self.handle, index, v, pe, _stream_handle(stream))
         else:
-            call("symm_p", self.handle, int(index), v, int(pe))
+            call("symm_p", self.handle, index, v, pe)
 
     def g(self, pe, index=0):
         """Read one element."""
         v = (ctypes.c_char * self.itemsize)()
-        call("symm_g", self.handle, int(index), int(pe), v)
+        call("symm_g", self.handle, _u64(index, "index"), _i32(pe, "pe"), v)
         return _unscalar(self.dtype, v)
 
     # signals (this buffer is the data; sig a UINT64 buffer)
     def put_signal(self, data, pe, sig, sig_index, signal, sig_op="set", index=0, nbi=False,
                    stream=None, on_stream=False):
-        """Put data, then update pe's sig[sig_index] (set/add) after the data is visible."""
+        """Put data, then update pe's sig[sig_index] (set/add) after the data
+        is visible. data's dtype must be this buffer's, as in put()."""
         loc = _Local(data, False)
+        self._check_type(data, "put_signal: data")
         n = loc.nbytes // self.itemsize
-        args = (self.handle, int(index), ctypes.c_void_p(loc.addr), n, sig.handle,
-                int(sig_index), int(signal), _code(SIGNAL_OPS, sig_op, "signal op"), int(pe))
+        args = (self.handle, _u64(index, "index"), ctypes.c_void_p(loc.addr), n, sig.handle,
+                _u64(sig_index, "sig_index"), _u64(signal, "signal"),
+                _code(SIGNAL_OPS, sig_op, "signal op"), _i32(pe, "pe"))
         if on_stream or stream is not None:
             call("symm_put_signal_on_stream", *args, _stream_handle(stream))
         else:
@@ -1113,7 +1498,8 @@ class Buffer:
 
     def signal_op(self, index, value, pe, op="set", stream=None, on_stream=False):
         """Set or add value to pe's signal element index (a UINT64 buffer); stream=: enqueued."""
-        args = (self.handle, int(index), int(value), _code(SIGNAL_OPS, op, "signal op"), int(pe))
+        args = (self.handle, _u64(index, "index"), _u64(value, "value"),
+                _code(SIGNAL_OPS, op, "signal op"), _i32(pe, "pe"))
         if on_stream or stream is not None:
             call("symm_signal_op_on_stream", *args, _stream_handle(stream))
         else:
@@ -1122,19 +1508,41 @@ class Buffer:
     def signal_fetch(self, index=0):
         """This PE's signal element index, read atomically."""
         v = ctypes.c_uint64()
-        call("symm_signal_fetch", self.handle, int(index), ctypes.byref(v))
+        call("symm_signal_fetch", self.handle, _u64(index, "index"), ctypes.byref(v))
         return v.value
 
     def signal_wait_until(self, index, cmp, value, stream=None, on_stream=False):
         """Wait until this PE's signal compares true; returns the value seen
-        (None for the stream form)."""
+        (None for the stream form). On the main thread the wait polls, so
+        KeyboardInterrupt ends it (nothing is changed: call it again)."""
         c = _code(CMPS, cmp, "comparison")
+        h, i, val = self.handle, _u64(index, "index"), _u64(value, "value")
         if on_stream or stream is not None:
-            call("symm_signal_wait_until_on_stream", self.handle, int(index), c, int(value),
-                 _stream_handle(stream))
+            call("symm_signal_wait_until_on_stream", h, i, c, val, _stream_handle(stream))
             return None
         v = ctypes.c_uint64()
-        call("symm_signal_wait_until", self.handle, int(index), c, int(value), ctypes.byref(v))
+        if _get_ident() != _MAIN_IDENT or not 0 <= c < len(_CMP_FN):
+            call("symm_signal_wait_until", h, i, c, val, ctypes.byref(v))
+            return v.value
+        fn, ref = _CMP_FN[c], ctypes.byref(v)
+        try:
+            call("symm_signal_fetch", h, i, ref)
+        except errors.Error:  # an argument error: the wait's own message, at once
+            call("symm_signal_wait_until", h, i, c, val, ref)
+            return v.value
+        if fn(v.value, val):
+            return v.value
+        want, sat = ctypes.c_uint64(val), ctypes.c_int32()
+        wref, sref = ctypes.byref(want), ctypes.byref(sat)
+
+        def done():
+            call("symm_signal_fetch", h, i, ref)
+            if fn(v.value, val):
+                return True
+            call("symm_test", h, i, c, wref, sref)  # PeerFailed once a peer is lost
+            return False
+
+        _poll(done)
         return v.value
 
     # atomics
@@ -1148,9 +1556,9 @@ class Buffer:
         referenced until then."""
         code = _code(AMOS, op, "atomic op")
         v = _scalar(self.dtype, value)
-        c = _scalar(self.dtype, compare) if compare is not None else None
+        c = _scalar(self.dtype, compare, "compare") if compare is not None else None
         fetched = (ctypes.c_char * self.itemsize)()
-        args = (self.handle, int(index), code, v, c, int(pe), fetched)
+        args = (self.handle, _u64(index, "index"), code, v, c, _i32(pe, "pe"), fetched)
         fetching = code in (0, 2, 3, 4, 6, 8, 10, 12)
         if nbi:
             with self.ctx._lock:
@@ -1174,23 +1582,45 @@ class Buffer:
     # waits and tests on this PE's elements
     def wait_until(self, index, cmp, value):
         """Wait until this PE's element index compares true against value (cmp: eq, ne, gt, ge, lt,
-        le or ==, !=, ...)."""
-        call("symm_wait_until", self.handle, int(index), _code(CMPS, cmp, "comparison"),
-             _scalar(self.dtype, value))
+        le or ==, !=, ...). On the main thread the wait polls, so KeyboardInterrupt ends it
+        (nothing is changed: call it again)."""
+        args = (self.handle, _u64(index, "index"), _code(CMPS, cmp, "comparison"),
+                _scalar(self.dtype, value))
+        if _get_ident() != _MAIN_IDENT:
+            call("symm_wait_until", *args)
+            return
+        sat = ctypes.c_int32()
+        ref = ctypes.byref(sat)
+        try:
+            call("symm_test", *args, ref)
+        except errors.Error:  # an argument error: the wait's own message, at once
+            call("symm_wait_until", *args)
+            return
+        if not sat.value:
+            _poll(lambda: call("symm_test", *args, ref) or sat.value)
 
     def _set(self, name, index, nelems, status, cmp, value, vector, kind):
         c = _code(CMPS, cmp, "comparison")
+        index, nelems = _u64(index, "index"), _u64(nelems, "nelems")
         st = _status_array(status, nelems)
         if vector:
+            if len(value) < nelems:
+                raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                             "%s: %d values for nelems = %d"
+                                             % (name, len(value), nelems))
             vals = (ctypes.c_char * max(nelems * self.itemsize, 1))()
             for i, x in enumerate(value):
-                ctypes.memmove(ctypes.addressof(vals) + i * self.itemsize, _scalar(self.dtype, x),
-                               self.itemsize)
+                ctypes.memmove(ctypes.addressof(vals) + i * self.itemsize,
+                               _scalar(self.dtype, x, "value[%d]" % i), self.itemsize)
             v = vals
             name = _VECTOR_FORMS[name]
         else:
             v = _scalar(self.dtype, value)
-        base = (self.handle, int(index), int(nelems), st, c, v)
+        base = (self.handle, index, nelems, st, c, v)
+        # (a set with no element included returns at once: the C wait says so)
+        if kind[-4:] == "wait" and nelems > 0 and _on_main() and (
+                st is None or not all(st[i] for i in range(nelems))):
+            return self._poll_set(name, base, vector, kind)
         if kind == "all_wait":
             call(name, *base)
             return True
@@ -1211,6 +1641,78 @@ class Buffer:
         call(name, *base, idx, ctypes.byref(nf))
         return [idx[i] for i in range(nf.value)]
 
+    def _poll_set(self, name, base, vector, kind):
+        """A set wait (name: its C form) on the main thread, by its test form
+        (KeyboardInterrupt ends it). At least one element is included."""
+        h, index, nelems, st, c, v = base
+        test = name.replace("wait_until", "test")
+        sat, found, nf = ctypes.c_int32(), ctypes.c_uint64(), ctypes.c_uint64()
+        if kind == "some_wait":
+            idx = (ctypes.c_uint64 * nelems)()
+            tail = (idx, ctypes.byref(nf))
+            done = lambda: call(test, *base, *tail) or nf.value  # noqa: E731
+        elif kind == "any_wait":
+            tail = (ctypes.byref(sat), ctypes.byref(found))
+            done = lambda: call(test, *base, *tail) or sat.value  # noqa: E731
+        else:
+            done = self._all_cursor(test, base, vector)
+        try:
+            first = done()
+        except errors.Error:  # an argument error: the wait's own message, at once
+            call(name, *base, *(() if kind == "all_wait" else
+                                (ctypes.byref(found),) if kind == "any_wait" else tail))
+            first = True
+        if not first:
+            _poll(done)
+        if kind == "all_wait":
+            return True
+        if kind == "any_wait":
+            return found.value
+        return [idx[i] for i in range(nf.value)]
+
+    def _all_cursor(self, test, base, vector):
+        """done() for wait_until_all: like the C wait, elements are passed in
+        order and one that compared true is not read again (a cursor); each
+        poll tests the rest at once (test_all), else moves the cursor over the
+        leading elements that compare true (test_some), else tests the
+        element at the cursor alone (PeerFailed once a peer is lost)."""
+        h, index, nelems, st, c, v = base
+        step = self.itemsize if vector else 0
+        some = test.replace("test_all", "test_some")
+        sat, nf = ctypes.c_int32(), ctypes.c_uint64()
+        idx = (ctypes.c_uint64 * nelems)()
+        pos = [0]
+        P32 = ctypes.POINTER(ctypes.c_int32)
+
+        def at(k):  # (status, value) pointers for the elements from k on
+            s = None if st is None else ctypes.cast(ctypes.addressof(st) + 4 * k, P32)
+            return s, ctypes.addressof(v) + step * k
+
+        def done():
+            k = pos[0]
+            s, vk = at(k)
+            rest = (h, index + k, nelems - k, s, c, vk)
+            call(test, *rest, ctypes.byref(sat))
+            if sat.value:
+                pos[0] = nelems
+                return True
+            call(some, *rest, idx, ctypes.byref(nf))
+            j = f = 0
+            while k + j < nelems:
+                if st is not None and st[k + j]:
+                    j += 1
+                elif f < nf.value and idx[f] == j:
+                    j, f = j + 1, f + 1
+                else:
+                    break
+            if j == 0:  # the element at the cursor, alone (included: the loop stopped on it)
+                call("symm_test", h, index + k, c, vk, ctypes.byref(sat))
+                j = 1 if sat.value else 0
+            pos[0] = k + j
+            return pos[0] >= nelems
+
+        return done
+
     def wait_until_all(self, index, nelems, cmp, value, status=None, vector=False):
         """Wait until every element of [index, index + nelems) compares true (status: 1 = ignore
         that element; vector=True: one value per element)."""
@@ -1222,12 +1724,13 @@ class Buffer:
 
     def wait_until_some(self, index, nelems, cmp, value, status=None, vector=False):
         """Indices of every satisfied element (at least one)."""
-        return self._set("symm_wait_until_some", index, nelems, status, cmp, value, vector, "some")
+        return self._set("symm_wait_until_some", index, nelems, status, cmp, value, vector,
+                         "some_wait")
 
     def test(self, index, cmp, value):
         """True when this PE's element index compares true now (no wait)."""
         sat = ctypes.c_int32()
-        call("symm_test", self.handle, int(index), _code(CMPS, cmp, "comparison"),
+        call("symm_test", self.handle, _u64(index, "index"), _code(CMPS, cmp, "comparison"),
              _scalar(self.dtype, value), ctypes.byref(sat))
         return bool(sat.value)
 

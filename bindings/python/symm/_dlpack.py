@@ -33,14 +33,31 @@ _Managed._fields_ = [("dl_tensor", _Tensor), ("manager_ctx", ctypes.c_void_p),
                      ("deleter", _DELETER)]
 
 # address -> (managed struct, shape array, strides array, keep): alive until the consumer calls
-# the deleter. A capsule that is never consumed keeps its entry (a few bytes
-# and a reference to the Buffer object, never symm memory: free() is explicit).
+# the deleter, or until the capsule dies unconsumed (its destructor, as DLPack
+# asks of producers). keep is what the tensor holds: for a host tensor the
+# buffer's view root, whose liveness makes free()/finalize() refuse.
 _live = {}
 
 
 @_DELETER
 def _delete(p):
     _live.pop(ctypes.addressof(p.contents), None)
+
+
+# PyCapsule_Destructor. The capsule is passed as a plain address: it is being
+# deallocated, so it must not be turned into a Python object again.
+_CAPSULE_DTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_is_valid.restype, _is_valid.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]
+_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_get_pointer.restype, _get_pointer.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]
+
+
+@_CAPSULE_DTOR
+def _capsule_gone(cap):
+    # a consumer renames the capsule "used_dltensor" and calls the deleter itself
+    if _is_valid(cap, b"dltensor"):
+        _live.pop(_get_pointer(cap, b"dltensor"), None)
 
 
 def capsule(addr, shape, dtype_name, device, keep, strides=None):
@@ -63,4 +80,4 @@ def capsule(addr, shape, dtype_name, device, keep, strides=None):
     new = ctypes.pythonapi.PyCapsule_New
     new.restype = ctypes.py_object
     new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-    return new(ctypes.addressof(m), b"dltensor", None)
+    return new(ctypes.addressof(m), b"dltensor", ctypes.cast(_capsule_gone, ctypes.c_void_p))

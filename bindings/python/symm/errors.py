@@ -44,6 +44,21 @@ ThreadLevelError = _make("ThreadLevelError", 16, "The call violates the context'
 InternalError = _make("InternalError", 17, "A bug in symm: please report it.")
 InvalidState = _make("InvalidState", 18, "The call is not valid now (e.g. the runtime is loaded).")
 
+
+
+class ArgumentOverflow(InvalidArgument, OverflowError):
+    """An integer argument outside what its C parameter holds (a PE past
+    int32_t, a negative or 2**64 index, a count past uint64_t): refused before
+    the C call, which would have truncated it. The message names the argument
+    and the range. Also an OverflowError (and an InvalidArgument)."""
+
+
+class ArgumentTypeError(InvalidArgument, TypeError):
+    """An argument of the wrong type: not an integer where one is needed, or
+    data whose dtype is not the buffer's (the message names both). Also a
+    TypeError (and an InvalidArgument)."""
+
+
 BY_STATUS = {c.status: c for c in (
     InvalidArgument, InvalidHandle, OutOfBounds, OutOfMemory, LibraryNotFound, AbiMismatch,
     NotSupported, NoDevice, BootstrapError, PeerFailed, Timeout, Mismatch, TeamExhausted,

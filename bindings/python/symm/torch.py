@@ -120,7 +120,7 @@ def _pick_device(device):
     """The GPU for this rank: the argument, else LOCAL_RANK (torchrun) modulo
     the GPU count, else -1 (the runtime's choice); CPU-only torch: -1."""
     if device is not None:
-        return int(device)
+        return _core._i32(device, "device")
     torch = _torch()
     try:
         ngpu = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -209,7 +209,8 @@ def finalize():
     (collective). Functions fall back afterwards."""
     with _S.lock:
         ctx, owned = _S.ctx, _S.owned
-        stage = list(_S.stage.values())
+        # the buffers only: their tensors are views, which free() refuses while they live
+        stage = [b for b, _ in _S.stage.values()]
         _S.reset()
         _S.why = "symm.torch.finalize() was called"
         if ctx is None:
@@ -217,7 +218,7 @@ def finalize():
         if owned:
             ctx.finalize()  # frees the staging buffers too
         else:
-            for b, _ in stage:
+            for b in stage:
                 b.free()
 
 
@@ -268,6 +269,7 @@ def reserve(numel, dtype, gathered=False, group=None):
     blocks. Staging buffers are per group (one per symm.Team)."""
     if _S.ctx is None:
         return
+    numel = _core._u64(numel, "numel")
     code = _core.dtype_code(dtype)
     tk = 0 if group is None else group.handle.value
     n = _npes(group)
@@ -575,7 +577,7 @@ def broadcast(tensor, src=0, group=None):
     h, i, st_t = _operand(tensor, 0, 0 if group is None else team.value)
     if st_t is not None:
         st_t.copy_(_flat(tensor))
-    st = S.f["broadcast"](team, h, i, h, i, tensor.numel(), int(src), S.stream())
+    st = S.f["broadcast"](team, h, i, h, i, tensor.numel(), _core._i32(src, "src"), S.stream())
     if st:
         raise S.fail(st)
     if st_t is not None:

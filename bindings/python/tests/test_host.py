@@ -146,6 +146,43 @@ def waits_and_tests():
 
 
 @case
+def main_thread_waits_keep_the_c_semantics():
+    # On the main thread the waits poll the tests (so Ctrl-C ends them); they
+    # must still mean what the C waits mean. wait_until_all passes elements in
+    # order and does not read one again once it compared true: element 0 is 1
+    # only for a while, then element 1 becomes 1 (all-at-once polling would hang).
+    import time
+    f = ctx.alloc("int64", 3)
+
+    def flip(vals):
+        time.sleep(0.2)
+        f.p(vals[0], me, 0)
+        time.sleep(0.3)
+        f.p(0, me, 0)
+        f.p(vals[1], me, 1)
+
+    for vector in (False, True):
+        want = [7, 9] if vector else [1, 1]
+        t = threading.Thread(target=flip, args=(want,))
+        t.start()
+        got = f.wait_until_all(0, 2, "eq", want if vector else 1, vector=vector)
+        t.join()
+        check(got is True and list(f.get(me, count=2)) == [0, want[1]], (vector, f.get(me)))
+        f.p(0, me, 1)
+    # excluded elements are skipped; any/some report indices relative to index
+    t = threading.Thread(target=lambda: (time.sleep(0.2), f.p(4, me, 2), f.p(4, me, 0)))
+    t.start()
+    check(f.wait_until_any(1, 2, "eq", 4) == 1, "any")
+    t.join()
+    check(f.wait_until_some(0, 3, "eq", 4, status=[1, 0, 0]) == [2], "some with a mask")
+    check(f.wait_until_all(0, 3, "eq", 4, status=[0, 1, 0]), "all with a mask")
+    check(f.wait_until_any(0, 3, "eq", 4, status=[1, 1, 1]) == symm.INDEX_NONE, "nothing included")
+    check(f.wait_until_some(0, 0, "eq", 4) == [], "empty set")
+    ctx.barrier_all()
+    f.free()
+
+
+@case
 def teams_and_collectives():
     world = ctx.world
     check(world.n_pes == n and world.my_pe == me, "world")
@@ -470,6 +507,59 @@ def errors_are_exceptions():
 
 
 @case
+def data_of_another_dtype_is_refused():
+    # put/put_signal/get compare the data's dtype with the buffer's: a float
+    # array used to land bit for bit in an int64 buffer. Untyped bytes pass.
+    import array
+    b = ctx.alloc("int64", 4)
+    sig = ctx.alloc("uint64", 1)
+    b.numpy()[:] = 3
+    ctx.barrier_all()
+    wrong = [  # (data, how the message names its type)
+        (np.array([1.5, 2.5]), "float64"),
+        (np.zeros(2, np.float32), "float32"),
+        (np.zeros(2, np.int32), "int32"),
+        (np.zeros(2, np.uint64), "uint64"),
+        (np.zeros(1, np.dtype(">i8")), ">i8"),  # int64, but big-endian
+        (np.zeros(2, bool), "bool"),
+        (np.zeros(1, np.complex64), "complex64"),
+        (np.float64(1.0), "float64"),
+        (array.array("d", [1.0]), "format 'd'"),
+        (array.array("i", [1, 2]), "format 'i'"),
+        (memoryview(np.zeros(2)), "format 'd'"),
+    ]
+    for data, name in wrong:
+        for call in (lambda: b.put(data, nxt), lambda: b.put(data, nxt, nbi=True),
+                     lambda: b.put(data, nxt, on_stream=True),
+                     lambda: b.put_signal(data, nxt, sig, 0, 1)):
+            e = expect_raises(symm.ArgumentTypeError, call)
+            check(isinstance(e, TypeError) and name in e.message and "int64" in e.message,
+                  (name, e.message))
+        e = expect_raises(symm.ArgumentTypeError, b.get, nxt, out=np.zeros(4, np.float64))
+        check("get: out is float64, the buffer int64" in e.message, e.message)
+    ctx.barrier_all()
+    check((b.numpy() == 3).all() and sig.signal_fetch(0) == 0, (b.numpy(), "something landed"))
+    ctx.barrier_all()
+    # the buffer's own dtype, in every spelling, and raw bytes
+    b.put(np.array([9, 9], np.int64), nxt)
+    b.put(array.array("q", [8]), nxt, index=2)
+    b.put(np.array([7], np.int64).tobytes(), nxt, index=3)
+    ctx.barrier_all()
+    check(list(b.numpy()) == [9, 9, 8, 7], b.numpy())
+    check(list(b.get(nxt, out=bytearray(32))) == list(np.array([9, 9, 8, 7], np.int64).tobytes()),
+          "raw bytes out")
+    # bfloat16 buffers take uint16 (NumPy's spelling of their bits), not float16
+    bf = ctx.alloc("bfloat16", 2)
+    bf.put(np.array([0x3F80, 0x4000], np.uint16), me)
+    check(list(bf.get(me)) == [0x3F80, 0x4000] and bf.g(me, 1) == 2.0, bf.get(me))
+    e = expect_raises(symm.ArgumentTypeError, bf.put, np.ones(2, np.float16), me)
+    check("float16" in e.message and "bfloat16" in e.message and "uint16" in e.message, e.message)
+    ctx.barrier_all()
+    for x in (b, sig, bf):
+        x.free()
+
+
+@case
 def zero_copy_views():
     b = ctx.array((3, 4), "float32")
     v = b.numpy()
@@ -484,6 +574,57 @@ def zero_copy_views():
     check(b.peer_ptr(nxt) is not None, "host backend: peers are load/store reachable")
     ctx.barrier_all()
     b.free()
+
+
+@case
+def views_keep_the_memory_they_see():
+    # free() while a host view is alive on one PE (the holder): the buffer is
+    # freed for the program on every PE, but its memory is kept on every PE
+    # until no view is left: the next buffer lands elsewhere and the view
+    # still sees its own data. A later alloc/free releases the memory. Every
+    # kind of view counts, also one made from another.
+    ctx.alloc("int8", 1).free()  # releases what earlier cases' views held
+    base = ctx.query()["heap_used"]
+    kinds = {
+        "numpy slice": lambda b: b.numpy()[2:5],
+        "reshaped numpy": lambda b: b.numpy().reshape(8, 8).T,
+        "memoryview slice": lambda b: b.memoryview()[16:40],
+        "dlpack": lambda b: np.from_dlpack(b),
+        "asarray of a memoryview": lambda b: np.asarray(b.memoryview()),
+    }
+    holder = 0
+    for what, make in kinds.items():
+        b = ctx.alloc("int64", 64)
+        b.numpy()[:] = 100 + me
+        view = make(b) if me == holder else None
+        ctx.barrier_all()
+        b.free()
+        expect_raises(symm.InvalidHandle, lambda: b.handle)
+        expect_raises(symm.InvalidHandle, b.numpy)
+        c = ctx.alloc("int64", 64)  # where b was, were its memory released
+        c.numpy()[:] = -1
+        c.put(np.full(64, -2, dtype=np.int64), nxt)
+        ctx.barrier_all()
+        check(c.offset != b.offset, (what, "the next buffer took the held memory", c, b))
+        if view is not None:
+            vals = np.asarray(view).view(np.int64) if "memoryview" in what else view
+            check((np.asarray(vals) == 100 + me).all(), (what, "the view changed", vals))
+            del vals
+        check(ctx.query()["heap_used"] > base + 512, (what, "held", ctx.query()))
+        del view
+        ctx.barrier_all()
+        c.free()  # first releases b (no view left on any PE), then c
+        check(ctx.query()["heap_used"] == base, (what, "released", ctx.query(), base))
+        holder = (holder + 1) % n
+    # an unconsumed DLPack capsule holds nothing; a view in a reference cycle
+    # is collected by free()
+    b = ctx.alloc("int64", 64)
+    b.__dlpack__()
+    cycle = [b.numpy()]
+    cycle.append(cycle)
+    del cycle
+    b.free()
+    check(ctx.query()["heap_used"] == base, ("capsule or cycle held memory", ctx.query()))
 
 
 @case

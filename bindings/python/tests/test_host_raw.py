@@ -4,7 +4,8 @@ entries (one process per PE):
 Context.putmem/getmem (blocking, nbi, stream forms), Buffer.atomic(nbi=True),
 Context.register, Team.device_team, Team.config and split configs,
 symm.dtype_size, symm.team_config: data against references, bad input
-against the exception it must raise."""
+against the exception it must raise; every integer argument of every public
+method against its C type (table-driven)."""
 import os
 import sys
 
@@ -255,6 +256,179 @@ def dtype_sizes():
     for bad in (0, 13, 99, -1, "complex64"):
         e = expect_raises(symm.InvalidArgument, symm.dtype_size, bad)
         check(e.status == 1, e)
+
+
+# ---- integer arguments: refused before the C call, which would truncate them ----
+
+I32 = [2 ** 31, -2 ** 31 - 1, 2 ** 32, 2 ** 64]          # int32_t: PEs, roots, team sizes
+U64 = [-1, 2 ** 64, 2 ** 64 + 1, 2 ** 70]                 # uint64_t: indices, counts
+U32 = [-1, 2 ** 32, 2 ** 32 + 1]                          # uint32_t: codes, timeout_ms
+NOT_INT = [1.5, "1", b"\x01", [1]]
+
+
+def integer_rows(b, s8, sig, w):
+    """(what, call(value), argument name, bad integers): every public method
+    with an integer argument, each integer argument (table-driven)."""
+    one = np.zeros(1, dtype=np.int64)
+    return [
+        # Buffer: RMA
+        ("put pe", lambda v: b.put(one, v), "pe", I32),
+        ("put index", lambda v: b.put(one, nxt, index=v), "index", U64),
+        ("put stream pe", lambda v: b.put(one, v, on_stream=True), "pe", I32),
+        ("put stream", lambda v: b.put(one, nxt, stream=v), "stream", U64),
+        ("get pe", lambda v: b.get(v), "pe", I32),
+        ("get index", lambda v: b.get(nxt, index=v), "index", U64),
+        ("get count", lambda v: b.get(nxt, count=v), "count", U64),
+        ("p pe", lambda v: b.p(1, v), "pe", I32),
+        ("p index", lambda v: b.p(1, nxt, index=v), "index", U64),
+        ("p value", lambda v: b.p(v, nxt), "value", [2 ** 63, -2 ** 63 - 1, 2 ** 64]),
+        ("p int8 value", lambda v: s8.p(v, nxt), "value", [128, -129, 256]),
+        ("g pe", lambda v: b.g(v), "pe", I32),
+        ("g index", lambda v: b.g(nxt, v), "index", U64),
+        ("peer_ptr pe", lambda v: b.peer_ptr(v), "pe", I32),
+        ("addr index", lambda v: b.addr(v), "index", U64),
+        # signals
+        ("put_signal pe", lambda v: b.put_signal(one, v, sig, 0, 1), "pe", I32),
+        ("put_signal index", lambda v: b.put_signal(one, nxt, sig, 0, 1, index=v), "index", U64),
+        ("put_signal sig_index", lambda v: b.put_signal(one, nxt, sig, v, 1), "sig_index", U64),
+        ("put_signal signal", lambda v: b.put_signal(one, nxt, sig, 0, v), "signal", U64),
+        ("put_signal sig_op", lambda v: b.put_signal(one, nxt, sig, 0, 1, v), "signal op", U32),
+        ("signal_op index", lambda v: sig.signal_op(v, 1, nxt), "index", U64),
+        ("signal_op value", lambda v: sig.signal_op(0, v, nxt), "value", U64),
+        ("signal_op pe", lambda v: sig.signal_op(0, 1, v), "pe", I32),
+        ("signal_op op", lambda v: sig.signal_op(0, 1, nxt, op=v), "signal op", U32),
+        ("signal_fetch index", lambda v: sig.signal_fetch(v), "index", U64),
+        ("signal_wait_until index", lambda v: sig.signal_wait_until(v, "ge", 0), "index", U64),
+        ("signal_wait_until value", lambda v: sig.signal_wait_until(0, "ge", v), "value", U64),
+        ("signal_wait_until cmp", lambda v: sig.signal_wait_until(0, v, 0), "comparison", U32),
+        # atomics
+        ("atomic pe", lambda v: b.atomic("add", v, 0, 1), "pe", I32),
+        ("atomic index", lambda v: b.atomic("add", nxt, v, 1), "index", U64),
+        ("atomic value", lambda v: b.atomic("add", nxt, 0, v), "value", [2 ** 63, 2 ** 64]),
+        ("atomic compare", lambda v: b.atomic("compare_swap", nxt, 0, 1, v), "compare",
+         [2 ** 63, -2 ** 63 - 1]),
+        ("atomic op", lambda v: b.atomic(v, nxt, 0, 1), "atomic op", U32),
+        ("fetch_add pe", lambda v: b.fetch_add(1, v), "pe", I32),
+        ("compare_swap index", lambda v: b.compare_swap(0, 1, nxt, v), "index", U64),
+        # waits and tests
+        ("wait_until index", lambda v: b.wait_until(v, "ge", 0), "index", U64),
+        ("wait_until value", lambda v: b.wait_until(0, "ge", v), "value", [2 ** 63]),
+        ("wait_until cmp", lambda v: b.wait_until(0, v, 0), "comparison", U32),
+        ("wait_until_all index", lambda v: b.wait_until_all(v, 1, "ge", 0), "index", U64),
+        ("wait_until_all nelems", lambda v: b.wait_until_all(0, v, "ge", 0), "nelems", U64),
+        ("wait_until_any nelems", lambda v: b.wait_until_any(0, v, "ge", 0), "nelems", U64),
+        ("wait_until_some index", lambda v: b.wait_until_some(v, 1, "ge", 0), "index", U64),
+        ("wait_until_all values", lambda v: b.wait_until_all(0, 2, "ge", [0, v], vector=True),
+         "value[1]", [2 ** 63]),
+        ("test index", lambda v: b.test(v, "ge", 0), "index", U64),
+        ("test value", lambda v: b.test(0, "ge", v), "value", [2 ** 64]),
+        ("test_all nelems", lambda v: b.test_all(0, v, "ge", 0), "nelems", U64),
+        ("test_any index", lambda v: b.test_any(v, 1, "ge", 0), "index", U64),
+        ("test_some nelems", lambda v: b.test_some(0, v, "ge", 0), "nelems", U64),
+        # Context
+        ("alloc count", lambda v: ctx.alloc("int64", v), "count", U64),
+        ("alloc dtype code", lambda v: ctx.alloc(v, 1), "dtype", U32),
+        ("array shape", lambda v: ctx.array((2, v), "int8"), "shape[1]", U64),
+        ("register count", lambda v: ctx.register(np.zeros(4), "float64", v), "count", U64),
+        ("ptr pe", lambda v: ctx.ptr(b.ptr, v), "pe", I32),
+        ("ptr sym_addr", lambda v: ctx.ptr(v, nxt), "sym_addr", U64),
+        ("putmem pe", lambda v: ctx.putmem(b, one, v), "pe", I32),
+        ("putmem dest", lambda v: ctx.putmem(v, one, nxt), "dest", U64),
+        ("getmem pe", lambda v: ctx.getmem(b, v), "pe", I32),
+        ("getmem src", lambda v: ctx.getmem(v, nxt, nbytes=8), "src", U64),
+        ("getmem nbytes", lambda v: ctx.getmem(b, nxt, nbytes=v), "nbytes", U64),
+        ("team which", lambda v: ctx.team(v), "team", U32),
+        # Team
+        ("translate pe", lambda v: w.translate(v, w), "pe", I32),
+        ("split_strided start", lambda v: w.split_strided(v, 1, 1), "start", I32),
+        ("split_strided stride", lambda v: w.split_strided(0, v, 1), "stride", I32),
+        ("split_strided size", lambda v: w.split_strided(0, 1, v), "size", I32),
+        ("split_strided num_contexts", lambda v: w.split_strided(0, 1, 1, {"num_contexts": v}),
+         "num_contexts", I32),
+        ("split_2d xrange", lambda v: w.split_2d(v), "xrange", I32),
+        ("broadcast root", lambda v: w.broadcast(b, b, 1, root=v), "root", I32),
+        ("broadcast nelems", lambda v: w.broadcast(b, b, v), "nelems", U64),
+        ("broadcast dst_index", lambda v: w.broadcast(b, b, 1, dst_index=v), "dst_index", U64),
+        ("broadcast src_index", lambda v: w.broadcast(b, b, src_index=v), "src_index", U64),
+        ("fcollect nelems", lambda v: w.fcollect(b, b, v), "nelems", U64),
+        ("collect dst_index", lambda v: w.collect(b, b, 1, dst_index=v), "dst_index", U64),
+        ("collect nelems", lambda v: w.collect(b, b, v), "nelems", U64),
+        ("alltoall src_index", lambda v: w.alltoall(b, b, 1, src_index=v), "src_index", U64),
+        ("reduce nelems", lambda v: w.reduce(b, b, "sum", v), "nelems", U64),
+        ("reduce op", lambda v: w.reduce(b, b, v), "op", U32),
+        ("reducescatter dst_index", lambda v: w.reducescatter(b, b, "sum", 1, dst_index=v),
+         "dst_index", U64),
+        ("alltoallv dst_nelems", lambda v: w.alltoallv(b, b, b, b, dst_nelems=v), "dst_nelems",
+         U64),
+        ("alltoallv src_nelems", lambda v: w.alltoallv(b, b, b, b, src_nelems=v), "src_nelems",
+         U64),
+        ("alltoallv dst_index", lambda v: w.alltoallv(b, b, b, b, dst_index=v), "dst_index", U64),
+        ("alltoallv src_index", lambda v: w.alltoallv(b, b, b, b, src_index=v), "src_index", U64),
+        ("alltoallv send_index", lambda v: w.alltoallv(b, b, b, b, send_index=v), "send_index",
+         U64),
+        ("alltoallv recv_index", lambda v: w.alltoallv(b, b, b, b, recv_index=v), "recv_index",
+         U64),
+        # module level and init (refused before symm_init: nothing collective starts)
+        ("team_config num_contexts", lambda v: symm.team_config(v), "num_contexts", I32),
+        ("dtype_size code", lambda v: symm.dtype_size(v), "dtype", U32),
+        ("init heap_cap", lambda v: symm.init(heap_cap=v), "heap_cap", U64),
+        ("init device", lambda v: symm.init(device=v), "device", I32),
+        ("init timeout_ms", lambda v: symm.init(timeout_ms=v), "timeout_ms", U32),
+        ("init rank", lambda v: symm.init(unique_id=bytes(128), rank=v, n_pes=2), "rank", I32),
+        ("init n_pes", lambda v: symm.init(unique_id=bytes(128), rank=0, n_pes=v), "n_pes", I32),
+        ("init backend code", lambda v: symm.init(backend=v), "backend", U32),
+    ]
+
+
+@case
+def every_integer_argument_is_range_checked():
+    # An integer its C parameter cannot hold used to be truncated by ctypes
+    # (pe=2**32 wrote PE 0, index=2**64+1 element 1, count=2**70 made an
+    # empty buffer): now ArgumentOverflow (an OverflowError and an
+    # InvalidArgument) naming the argument, and a non-integer
+    # ArgumentTypeError (a TypeError); nothing reaches the C library.
+    b, s8 = ctx.alloc("int64", 4), ctx.alloc("int8", 4)
+    sig, w = ctx.alloc("uint64", 2), ctx.world
+    b.numpy()[:] = 7
+    ctx.barrier_all()
+    rows = integer_rows(b, s8, sig, w)
+    tried = 0
+    for what, call, arg, bad in rows:
+        for v in bad:
+            e = expect_raises(symm.ArgumentOverflow, call, v)
+            check(isinstance(e, OverflowError) and isinstance(e, symm.InvalidArgument)
+                  and e.status == 1, (what, v, e))
+            check(arg in e.message and str(v) in e.message, (what, v, e.message))
+            tried += 1
+        # a non-integer where the C parameter is an integer
+        if arg not in ("value", "compare", "value[1]", "signal op", "comparison", "atomic op",
+                       "op", "team", "backend", "dtype", "stream"):
+            for v in NOT_INT:
+                e = expect_raises(symm.ArgumentTypeError, call, v)
+                check(isinstance(e, TypeError) and arg in e.message, (what, v, e.message))
+                tried += 1
+    check(tried > 300, tried)
+    # a value of the wrong kind for the buffer: a float for an int64 element
+    for call in (lambda: b.p(1.5, nxt), lambda: b.atomic("add", nxt, 0, 2.5),
+                 lambda: b.wait_until(0, "ge", 0.5)):
+        e = expect_raises(symm.ArgumentTypeError, call)
+        check("value" in e.message and "int64" in e.message, e.message)
+    f32 = ctx.alloc("float32", 1)
+    e = expect_raises(symm.ArgumentOverflow, f32.p, 1e300, nxt)
+    check("value" in e.message and "float32" in e.message, e.message)
+    # nothing was written anywhere (a truncated PE or index would have)
+    ctx.barrier_all()
+    check((b.numpy() == 7).all() and (s8.numpy() == 0).all() and (sig.numpy() == 0).all(),
+          (b.numpy(), s8.numpy(), sig.numpy()))
+    ctx.barrier_all()
+    # NumPy integers and other __index__ objects are integers
+    b.put(np.array([5], dtype=np.int64), np.int32(nxt), index=np.uint64(3))
+    b.p(np.int16(6), np.int64(nxt), np.uint8(2))
+    ctx.barrier_all()
+    check(list(b.numpy()) == [7, 7, 6, 5], b.numpy())
+    ctx.barrier_all()
+    for x in (b, s8, sig, f32):
+        x.free()
 
 
 rc = run("PE %d: " % me)

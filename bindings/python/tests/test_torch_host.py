@@ -313,6 +313,21 @@ def threads_on_split_teams():
 
 
 @case
+def integer_arguments_are_range_checked():
+    # ctypes would truncate them (src=2**32 broadcast from rank 0)
+    t = heap((4,), torch.float32)
+    for bad in (2 ** 31, 2 ** 32, -2 ** 31 - 1):
+        e = expect_raises(symm.ArgumentOverflow, st.broadcast, t, src=bad)
+        check(isinstance(e, OverflowError) and "src = %d" % bad in e.message, e.message)
+    e = expect_raises(symm.ArgumentTypeError, st.broadcast, t, src=1.5)
+    check(isinstance(e, TypeError) and "src" in e.message, e.message)
+    for bad in (-1, 2 ** 64):
+        e = expect_raises(symm.ArgumentOverflow, st.reserve, bad, torch.float32)
+        check("numel = %d" % bad in e.message, e.message)
+    st.broadcast(t, src=np.int64(n - 1))  # NumPy integers are integers
+
+
+@case
 def finalize_then_fallback():
     st.finalize()
     check(st.backend() == "torch.distributed" and st.context() is None, st.backend())
