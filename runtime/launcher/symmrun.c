@@ -177,6 +177,238 @@ static int describe(int status, char *text, size_t n) {
     return EXIT_INTERNAL;
 }
 
+/* A running job: its rendezvous server, its PEs and the clock of its ending. */
+typedef struct job {
+    long n, hosts;
+    double timeout_s, grace_s;
+    char addr_text[96];
+    char secret_hex[2 * SYMM__SECRET_BYTES + 1];
+    symm__rdv *rdv;   /* NULL once a stop signal closed it */
+    int sig_fd;       /* SIGCHLD, SIGINT, SIGTERM, SIGHUP  */
+    sigset_t old_mask; /* what the PEs get back             */
+    pe *pes;
+    int exit_code, first_failed;
+    bool timed_out;
+    int stop_sig;     /* the first SIGINT/SIGTERM/SIGHUP: the job is being stopped */
+    int64_t deadline; /* --timeout, 0: none                                     */
+    int64_t term_at;  /* SIGTERM whatever still runs at this time (grace)       */
+    int64_t kill_at;  /* SIGKILL whatever still runs at this time               */
+} job;
+
+/* The job's secret, address and rendezvous server (symmrun serves it). */
+static int job_serve(job *j) {
+    uint8_t secret[SYMM__SECRET_BYTES];
+    char tag[17];
+    if (symm__random(secret, sizeof secret) != SYMM_SUCCESS) {
+        fprintf(stderr, "symmrun: %s\n", symm__last_error());
+        return EXIT_INTERNAL;
+    }
+    symm__hex(j->secret_hex, secret, sizeof secret);
+    uint8_t tag_bytes[8]; /* the socket name is public: not from the secret */
+    if (symm__random(tag_bytes, sizeof tag_bytes) != SYMM_SUCCESS) {
+        fprintf(stderr, "symmrun: %s\n", symm__last_error());
+        return EXIT_INTERNAL;
+    }
+    symm__hex(tag, tag_bytes, sizeof tag_bytes);
+    snprintf(j->addr_text, sizeof j->addr_text, "unix:@symmrun-%d-%s", (int)getpid(), tag);
+    symm__addr addr;
+    int listen_fd = -1;
+    symm__rdv_config rc;
+    memset(&rc, 0, sizeof rc);
+    if (symm__addr_parse(j->addr_text, &addr) != SYMM_SUCCESS ||
+        symm__addr_listen(&addr, false, &listen_fd, NULL) != SYMM_SUCCESS) {
+        fprintf(stderr, "symmrun: %s\n", symm__last_error());
+        return EXIT_INTERNAL;
+    }
+    rc.listen_fd = listen_fd;
+    rc.addr_text = j->addr_text;
+    rc.log_prefix = "symmrun";
+    memcpy(rc.secret, secret, sizeof secret);
+    rc.n_pes = (int32_t)j->n;
+    /* the PEs' own bootstrap timeout */
+    rc.hello_timeout_ms = symmrun_parse_timeout_ms(getenv("SYMM_TIMEOUT_MS"), SYMM__DEFAULT_TIMEOUT_MS);
+    if (symm__rdv_create(&rc, &j->rdv) != SYMM_SUCCESS) {
+        fprintf(stderr, "symmrun: %s\n", symm__last_error());
+        return EXIT_INTERNAL;
+    }
+    return 0;
+}
+
+/* Signals arrive through a signalfd; the PEs get the old mask back. */
+static int job_signals(job *j) {
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, &j->old_mask);
+    j->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (j->sig_fd < 0) {
+        fprintf(stderr, "symmrun: signalfd: %s\n", strerror(errno));
+        return EXIT_INTERNAL;
+    }
+    return 0;
+}
+
+/* The PEs' environment, then one process each. */
+static int job_spawn(job *j, char **prog) {
+    char v[32];
+    snprintf(v, sizeof v, "%ld", j->n);
+    setenv("SYMM_N_PES", v, 1);
+    setenv("SYMM_LOCAL_N_PES", v, 1);
+    setenv("SYMM_BOOTSTRAP_ADDR", j->addr_text, 1);
+    setenv("SYMM_JOB_SECRET", j->secret_hex, 1);
+    setenv("SYMM_LAUNCHER", "symmrun", 1);
+    set_runtime_path();
+    j->pes = calloc((size_t)j->n, sizeof *j->pes);
+    if (!j->pes) {
+        fprintf(stderr, "symmrun: out of memory\n");
+        return EXIT_INTERNAL;
+    }
+    fflush(NULL);
+    pid_t self = getpid();
+    for (int r = 0; r < j->n; r++) {
+        pid_t pid = fork();
+        if (pid == 0) child_exec(r, j->n, j->hosts, self, &j->old_mask, prog);
+        if (pid < 0) {
+            fprintf(stderr, "symmrun: cannot start PE %d: %s; stopping the job\n", r,
+                    strerror(errno));
+            signal_all(j->pes, r, SIGKILL);
+            j->exit_code = EXIT_INTERNAL;
+            j->first_failed = r;
+            break;
+        }
+        j->pes[r].pid = pid;
+        j->pes[r].running = true;
+    }
+    return 0;
+}
+
+/* A stop signal: the first stops the job, a second kills it. */
+static void on_stop_signal(job *j, const struct signalfd_siginfo *si) {
+    int sig = (int)si->ssi_signo, n = (int)j->n;
+    if (j->stop_sig) {
+        fprintf(stderr, "symmrun: second %s: killing the PEs\n", strsignal(sig));
+        signal_all(j->pes, n, SIGKILL);
+        return;
+    }
+    j->stop_sig = sig;
+    int left = running_count(j->pes, n);
+    fprintf(stderr, "symmrun: %s (%s): stopping the job (%d PE%s running): %s\n",
+            sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP",
+            strsignal(sig), left, left == 1 ? "" : "s",
+            sig == SIGTERM ? "SIGKILL in 2 s; a second signal kills them now"
+                           : "SIGTERM in 1 s, SIGKILL 2 s later; a second signal kills "
+                             "them now");
+    /* A signal from the terminal reached the PEs too (same process group). */
+    if (si->ssi_code != SI_KERNEL) signal_all(j->pes, n, sig);
+    /* Closing the rendezvous ends every PE's symm calls that wait for peers
+     * (SYMM_ERR_PEER_FAILED at their next check, within milliseconds): a PE
+     * blocked in a barrier cannot act on its signal otherwise. */
+    symm__rdv_destroy(j->rdv);
+    j->rdv = NULL;
+    int64_t now = symm__now_ms();
+    if (sig == SIGTERM) {
+        j->term_at = 0;
+        if (!j->kill_at || j->kill_at > now + KILL_GRACE_MS) j->kill_at = now + KILL_GRACE_MS;
+    } else if (!j->term_at || j->term_at > now + STOP_GRACE_MS) {
+        j->term_at = now + STOP_GRACE_MS;
+    }
+}
+
+/* A PE ended: the first failure names it and starts the grace period. */
+static void on_exit_status(job *j, int r, pid_t pid, int status) {
+    j->pes[r].running = false;
+    char text[128];
+    int code = describe(status, text, sizeof text);
+    if (code == 0 || j->first_failed >= 0 || j->timed_out || j->stop_sig) return;
+    j->first_failed = r;
+    j->exit_code = code;
+    int others = running_count(j->pes, (int)j->n);
+    if (others == 0) {
+        fprintf(stderr, "symmrun: PE %d (pid %d) %s\n", r, (int)pid, text);
+    } else if (isinf(j->grace_s)) {
+        fprintf(stderr, "symmrun: PE %d (pid %d) %s; the other %d PE%s may finish "
+                "(--grace inf: symmrun waits for them)\n", r, (int)pid, text, others,
+                others == 1 ? "" : "s");
+    } else if (j->grace_s > 0) {
+        fprintf(stderr, "symmrun: PE %d (pid %d) %s; the other %d PE%s get %g s to finish "
+                "(--grace), then SIGTERM\n", r, (int)pid, text, others,
+                others == 1 ? "" : "s", j->grace_s);
+        j->term_at = symm__now_ms() + (int64_t)(j->grace_s * 1000.0);
+    } else {
+        fprintf(stderr, "symmrun: PE %d (pid %d) %s; stopping the other %d PE%s\n", r,
+                (int)pid, text, others, others == 1 ? "" : "s");
+        signal_all(j->pes, (int)j->n, SIGTERM);
+        j->kill_at = symm__now_ms() + KILL_GRACE_MS;
+    }
+}
+
+/* The clock: --timeout, the grace period's SIGTERM, the last SIGKILL. */
+static void on_timers(job *j) {
+    int n = (int)j->n;
+    int64_t now = symm__now_ms();
+    if (j->deadline && !j->timed_out && now >= j->deadline && running_count(j->pes, n) > 0) {
+        j->timed_out = true;
+        fprintf(stderr, "symmrun: the job timed out after %g s; stopping %d PE%s\n", j->timeout_s,
+                running_count(j->pes, n), running_count(j->pes, n) == 1 ? "" : "s");
+        signal_all(j->pes, n, SIGTERM);
+        j->term_at = 0;
+        if (!j->kill_at) j->kill_at = now + KILL_GRACE_MS;
+    }
+    if (j->term_at && now >= j->term_at) {
+        int left = running_count(j->pes, n);
+        if (left > 0)
+            fprintf(stderr, "symmrun: %s; stopping %d PE%s\n",
+                    j->stop_sig ? "the PEs did not end on the signal"
+                                : "the grace period is over", left, left == 1 ? "" : "s");
+        signal_all(j->pes, n, SIGTERM);
+        j->term_at = 0;
+        if (!j->kill_at) j->kill_at = now + KILL_GRACE_MS;
+    }
+    if (j->kill_at && now >= j->kill_at) {
+        signal_all(j->pes, n, SIGKILL);
+        j->kill_at = 0;
+    }
+}
+
+/* Until every PE has ended: serve the rendezvous, read signals, reap. */
+static void job_supervise(job *j) {
+    int n = (int)j->n;
+    j->deadline = j->timeout_s > 0 ? symm__now_ms() + (int64_t)(j->timeout_s * 1000.0) : 0;
+    while (running_count(j->pes, n) > 0) {
+        int64_t now = symm__now_ms(), wake = INT64_MAX;
+        if (j->deadline && !j->timed_out) wake = j->deadline;
+        if (j->term_at && j->term_at < wake) wake = j->term_at;
+        if (j->kill_at && j->kill_at < wake) wake = j->kill_at;
+        int wait_ms = -1;
+        if (wake != INT64_MAX) wait_ms = wake <= now ? 0 : (int)(wake - now > 1000000 ? 1000000 : wake - now);
+        struct pollfd sp = {.fd = j->sig_fd, .events = POLLIN};
+        if (!j->rdv) { /* closed by a stop signal: only signals are left to wait for */
+            sp.revents = 0;
+            if (poll(&sp, 1, wait_ms) < 0 && errno != EINTR) sp.revents = POLLIN;
+        } else if (symm__rdv_step(j->rdv, &sp, 1, wait_ms) != SYMM_SUCCESS) {
+            fprintf(stderr, "symmrun: %s; stopping the job\n", symm__last_error());
+            signal_all(j->pes, n, SIGKILL);
+            struct timespec ts = {0, 10000000};
+            nanosleep(&ts, NULL);
+        }
+        struct signalfd_siginfo si;
+        while ((sp.revents & POLLIN) && read(j->sig_fd, &si, sizeof si) == (ssize_t)sizeof si)
+            if (si.ssi_signo != SIGCHLD) on_stop_signal(j, &si); /* children: reaped below */
+        int status;
+        pid_t pid;
+        while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+            int r = 0;
+            while (r < n && j->pes[r].pid != pid) r++;
+            if (r < n) on_exit_status(j, r, pid, status);
+        }
+        on_timers(j);
+    }
+}
+
+/* parse -> serve the rendezvous -> spawn -> supervise. */
 int main(int argc, char **argv) {
     symmrun_opts opt;
     char err[512];
@@ -189,208 +421,21 @@ int main(int argc, char **argv) {
     default:
         break;
     }
-    long n = opt.n, hosts = opt.hosts;
-    double timeout_s = opt.timeout_s, grace_s = opt.grace_s;
-    char **prog = argv + opt.prog;
-
-    /* The job: secret, address, rendezvous server. */
-    uint8_t secret[SYMM__SECRET_BYTES];
-    char secret_hex[2 * SYMM__SECRET_BYTES + 1], addr_text[96], tag[17];
-    if (symm__random(secret, sizeof secret) != SYMM_SUCCESS) {
-        fprintf(stderr, "symmrun: %s\n", symm__last_error());
-        return EXIT_INTERNAL;
+    job j = {.n = opt.n, .hosts = opt.hosts, .timeout_s = opt.timeout_s, .grace_s = opt.grace_s,
+             .sig_fd = -1, .first_failed = -1};
+    int rc = job_serve(&j);
+    if (rc) return rc;
+    rc = job_signals(&j);
+    if (!rc) rc = job_spawn(&j, argv + opt.prog);
+    if (rc) {
+        if (j.sig_fd >= 0) close(j.sig_fd);
+        symm__rdv_destroy(j.rdv);
+        return rc;
     }
-    symm__hex(secret_hex, secret, sizeof secret);
-    uint8_t tag_bytes[8]; /* the socket name is public: not from the secret */
-    if (symm__random(tag_bytes, sizeof tag_bytes) != SYMM_SUCCESS) {
-        fprintf(stderr, "symmrun: %s\n", symm__last_error());
-        return EXIT_INTERNAL;
-    }
-    symm__hex(tag, tag_bytes, sizeof tag_bytes);
-    snprintf(addr_text, sizeof addr_text, "unix:@symmrun-%d-%s", (int)getpid(), tag);
-    symm__addr addr;
-    int listen_fd = -1;
-    symm__rdv *rdv = NULL;
-    symm__rdv_config rc;
-    memset(&rc, 0, sizeof rc);
-    if (symm__addr_parse(addr_text, &addr) != SYMM_SUCCESS ||
-        symm__addr_listen(&addr, false, &listen_fd, NULL) != SYMM_SUCCESS) {
-        fprintf(stderr, "symmrun: %s\n", symm__last_error());
-        return EXIT_INTERNAL;
-    }
-    rc.listen_fd = listen_fd;
-    rc.addr_text = addr_text;
-    rc.log_prefix = "symmrun";
-    memcpy(rc.secret, secret, sizeof secret);
-    rc.n_pes = (int32_t)n;
-    rc.hello_timeout_ms = SYMM__DEFAULT_TIMEOUT_MS;
-    /* the PEs' own bootstrap timeout */
-    rc.hello_timeout_ms = symmrun_parse_timeout_ms(getenv("SYMM_TIMEOUT_MS"), SYMM__DEFAULT_TIMEOUT_MS);
-    if (symm__rdv_create(&rc, &rdv) != SYMM_SUCCESS) {
-        fprintf(stderr, "symmrun: %s\n", symm__last_error());
-        return EXIT_INTERNAL;
-    }
-
-    /* Signals arrive through a signalfd; the PEs get the old mask back. */
-    sigset_t mask, old_mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGCHLD);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGHUP);
-    sigprocmask(SIG_BLOCK, &mask, &old_mask);
-    int sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (sig_fd < 0) {
-        fprintf(stderr, "symmrun: signalfd: %s\n", strerror(errno));
-        symm__rdv_destroy(rdv);
-        return EXIT_INTERNAL;
-    }
-
-    char v[32];
-    snprintf(v, sizeof v, "%ld", n);
-    setenv("SYMM_N_PES", v, 1);
-    setenv("SYMM_LOCAL_N_PES", v, 1);
-    setenv("SYMM_BOOTSTRAP_ADDR", addr_text, 1);
-    setenv("SYMM_JOB_SECRET", secret_hex, 1);
-    setenv("SYMM_LAUNCHER", "symmrun", 1);
-    set_runtime_path();
-
-    pe *pes = calloc((size_t)n, sizeof *pes);
-    if (!pes) {
-        fprintf(stderr, "symmrun: out of memory\n");
-        return EXIT_INTERNAL;
-    }
-    fflush(NULL);
-    pid_t self = getpid();
-    int exit_code = 0;
-    int first_failed = -1;
-    bool timed_out = false;
-    int64_t term_at = 0; /* SIGTERM whatever still runs at this time (grace) */
-    int64_t kill_at = 0; /* SIGKILL whatever still runs at this time */
-    for (int r = 0; r < n; r++) {
-        pid_t pid = fork();
-        if (pid == 0) child_exec(r, n, hosts, self, &old_mask, prog);
-        if (pid < 0) {
-            fprintf(stderr, "symmrun: cannot start PE %d: %s; stopping the job\n", r,
-                    strerror(errno));
-            signal_all(pes, r, SIGKILL);
-            exit_code = EXIT_INTERNAL;
-            first_failed = r;
-            break;
-        }
-        pes[r].pid = pid;
-        pes[r].running = true;
-    }
-
-    int64_t deadline = timeout_s > 0 ? symm__now_ms() + (int64_t)(timeout_s * 1000.0) : 0;
-    int stop_sig = 0; /* the first SIGINT/SIGTERM/SIGHUP: the job is being stopped */
-    while (running_count(pes, (int)n) > 0) {
-        int64_t now = symm__now_ms(), wake = INT64_MAX;
-        if (deadline && !timed_out) wake = deadline;
-        if (term_at && term_at < wake) wake = term_at;
-        if (kill_at && kill_at < wake) wake = kill_at;
-        int wait_ms = -1;
-        if (wake != INT64_MAX) wait_ms = wake <= now ? 0 : (int)(wake - now > 1000000 ? 1000000 : wake - now);
-        struct pollfd sp = {.fd = sig_fd, .events = POLLIN};
-        if (!rdv) { /* closed by a stop signal: only signals are left to wait for */
-            sp.revents = 0;
-            if (poll(&sp, 1, wait_ms) < 0 && errno != EINTR) sp.revents = POLLIN;
-        } else if (symm__rdv_step(rdv, &sp, 1, wait_ms) != SYMM_SUCCESS) {
-            fprintf(stderr, "symmrun: %s; stopping the job\n", symm__last_error());
-            signal_all(pes, (int)n, SIGKILL);
-            struct timespec ts = {0, 10000000};
-            nanosleep(&ts, NULL);
-        }
-        struct signalfd_siginfo si;
-        while ((sp.revents & POLLIN) && read(sig_fd, &si, sizeof si) == (ssize_t)sizeof si) {
-            if (si.ssi_signo == SIGCHLD) continue; /* reaped below */
-            int sig = (int)si.ssi_signo;
-            if (stop_sig) {
-                fprintf(stderr, "symmrun: second %s: killing the PEs\n", strsignal(sig));
-                signal_all(pes, (int)n, SIGKILL);
-                continue;
-            }
-            stop_sig = sig;
-            int left = running_count(pes, (int)n);
-            fprintf(stderr, "symmrun: %s (%s): stopping the job (%d PE%s running): %s\n",
-                    sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP",
-                    strsignal(sig), left, left == 1 ? "" : "s",
-                    sig == SIGTERM ? "SIGKILL in 2 s; a second signal kills them now"
-                                   : "SIGTERM in 1 s, SIGKILL 2 s later; a second signal kills "
-                                     "them now");
-            /* A signal from the terminal reached the PEs too (same process group). */
-            if (si.ssi_code != SI_KERNEL) signal_all(pes, (int)n, sig);
-            /* Closing the rendezvous ends every PE's symm calls that wait for peers
-             * (SYMM_ERR_PEER_FAILED at their next check, within milliseconds): a PE
-             * blocked in a barrier cannot act on its signal otherwise. */
-            symm__rdv_destroy(rdv);
-            rdv = NULL;
-            now = symm__now_ms();
-            if (sig == SIGTERM) {
-                term_at = 0;
-                if (!kill_at || kill_at > now + KILL_GRACE_MS) kill_at = now + KILL_GRACE_MS;
-            } else if (!term_at || term_at > now + STOP_GRACE_MS) {
-                term_at = now + STOP_GRACE_MS;
-            }
-        }
-        int status;
-        pid_t pid;
-        while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-            int r = 0;
-            while (r < n && pes[r].pid != pid) r++;
-            if (r == n) continue;
-            pes[r].running = false;
-            char text[128];
-            int code = describe(status, text, sizeof text);
-            if (code == 0 || first_failed >= 0 || timed_out || stop_sig) continue;
-            first_failed = r;
-            exit_code = code;
-            int others = running_count(pes, (int)n);
-            if (others == 0) {
-                fprintf(stderr, "symmrun: PE %d (pid %d) %s\n", r, (int)pid, text);
-            } else if (isinf(grace_s)) {
-                fprintf(stderr, "symmrun: PE %d (pid %d) %s; the other %d PE%s may finish "
-                        "(--grace inf: symmrun waits for them)\n", r, (int)pid, text, others,
-                        others == 1 ? "" : "s");
-            } else if (grace_s > 0) {
-                fprintf(stderr, "symmrun: PE %d (pid %d) %s; the other %d PE%s get %g s to finish "
-                        "(--grace), then SIGTERM\n", r, (int)pid, text, others,
-                        others == 1 ? "" : "s", grace_s);
-                term_at = symm__now_ms() + (int64_t)(grace_s * 1000.0);
-            } else {
-                fprintf(stderr, "symmrun: PE %d (pid %d) %s; stopping the other %d PE%s\n", r,
-                        (int)pid, text, others, others == 1 ? "" : "s");
-                signal_all(pes, (int)n, SIGTERM);
-                kill_at = symm__now_ms() + KILL_GRACE_MS;
-            }
-        }
-        now = symm__now_ms();
-        if (deadline && !timed_out && now >= deadline && running_count(pes, (int)n) > 0) {
-            timed_out = true;
-            fprintf(stderr, "symmrun: the job timed out after %g s; stopping %d PE%s\n", timeout_s,
-                    running_count(pes, (int)n), running_count(pes, (int)n) == 1 ? "" : "s");
-            signal_all(pes, (int)n, SIGTERM);
-            term_at = 0;
-            if (!kill_at) kill_at = now + KILL_GRACE_MS;
-        }
-        if (term_at && now >= term_at) {
-            int left = running_count(pes, (int)n);
-            if (left > 0)
-                fprintf(stderr, "symmrun: %s; stopping %d PE%s\n",
-                        stop_sig ? "the PEs did not end on the signal"
-                                 : "the grace period is over", left, left == 1 ? "" : "s");
-            signal_all(pes, (int)n, SIGTERM);
-            term_at = 0;
-            if (!kill_at) kill_at = now + KILL_GRACE_MS;
-        }
-        if (kill_at && now >= kill_at) {
-            signal_all(pes, (int)n, SIGKILL);
-            kill_at = 0;
-        }
-    }
-    free(pes);
-    close(sig_fd);
-    symm__rdv_destroy(rdv);
-    if (stop_sig) return 128 + stop_sig;
-    return timed_out ? EXIT_TIMEOUT : exit_code;
+    job_supervise(&j);
+    free(j.pes);
+    close(j.sig_fd);
+    symm__rdv_destroy(j.rdv);
+    if (j.stop_sig) return 128 + j.stop_sig;
+    return j.timed_out ? EXIT_TIMEOUT : j.exit_code;
 }
