@@ -11,8 +11,8 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MAGIC, VERSION = 0x4D4D5953, 1
-HELLO, WELCOME, REJECT, ALLGATHER, BARRIER, BYE, ABORT = range(1, 8)
+MAGIC, VERSION = 0x4D4D5953, 2
+HELLO, WELCOME, REJECT, ALLGATHER, BARRIER, BYE, ABORT, CHALLENGE, AUTH = range(1, 10)
 MAX_PAYLOAD = 64 << 20
 SECRET = bytes(range(32))
 
@@ -25,8 +25,8 @@ def msg(mtype, payload=b"", seq=0):
     return header(mtype, len(payload), seq) + payload
 
 
-def hello(rank=1, n_pes=4, session=0, pid=1234, host=0x1122334455667788, secret=SECRET):
-    return struct.pack("<iiIiQ", rank, n_pes, session, pid, host) + secret
+def hello(rank=1, n_pes=4, session=0, pid=1234, host=0x1122334455667788, nonce=SECRET):
+    return struct.pack("<iiIiQ", rank, n_pes, session, pid, host) + nonce
 
 
 def welcome(entries):
@@ -63,12 +63,18 @@ def wire_seeds():
     yield "valid-allgather-64", msg(ALLGATHER, bytes(range(64)), seq=2)
     yield "valid-barrier", msg(BARRIER, seq=3)
     yield "valid-bye", msg(BYE)
-    yield "valid-stream", (msg(HELLO, hello(rank=0)) + msg(WELCOME, welcome(four))
+    yield "valid-challenge", msg(CHALLENGE, bytes(range(64)))
+    yield "valid-auth", msg(AUTH, bytes(range(32)))
+    yield "valid-stream", (msg(HELLO, hello(rank=0)) + msg(CHALLENGE, bytes(64)) + msg(AUTH, bytes(32))
+                           + msg(WELCOME, welcome(four))
                            + msg(ALLGATHER, b"abcd" * 4, seq=1) + msg(BARRIER, seq=2)
                            + msg(ABORT, abort(2, b"gone")) + msg(BYE))
     yield "bad-empty", b""
     yield "bad-magic", header(BARRIER, 0, magic=0x4D4D5954)
-    yield "bad-version", header(BARRIER, 0, version=2)
+    yield "bad-version", header(BARRIER, 0, version=3)
+    yield "bad-version-1-hello", header(HELLO, 56, version=1) + hello()
+    yield "bad-challenge-short", header(CHALLENGE, 63) + bytes(63)
+    yield "bad-auth-long", header(AUTH, 33) + bytes(33)
     yield "bad-type-0", header(0, 0)
     yield "bad-type-99", header(99, 0)
     yield "bad-truncated-header", header(BARRIER, 0)[:10]
@@ -181,7 +187,10 @@ def env_seeds():
                                  ("SYMM_JOB_SECRET", "ab" * 32), ("SYMM_LAUNCHER", "symmrun"))
     yield "valid-remote-secret", lines(("RANK", "0"), ("WORLD_SIZE", "2"),
                                        ("SYMM_BOOTSTRAP_ADDR", "tcp:10.0.0.1:5000"),
-                                       ("SYMM_JOB_SECRET", "some words"))
+                                       ("SYMM_JOB_SECRET", "some words, sixteen or more"))
+    yield "bad-secret-short", lines(("RANK", "0"), ("WORLD_SIZE", "2"),
+                                    ("SYMM_BOOTSTRAP_ADDR", "tcp:10.0.0.1:5000"),
+                                    ("SYMM_JOB_SECRET", "fifteen chars.."))
     yield "bad-no-launcher", b""
     yield "bad-heap-cap-wrap", lines(("SYMM_HEAP_CAP", "99999999999999999999"), *ONE)
     yield "bad-heap-cap-space-neg", lines(("SYMM_HEAP_CAP", " -1"), *ONE)

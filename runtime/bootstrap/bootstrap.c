@@ -54,6 +54,7 @@
 #include "base/log.h"
 #include "boot_env.h"
 #include "bootstrap.h"
+#include "crypto.h"
 #include "rendezvous.h"
 #include "wire.h"
 
@@ -295,13 +296,47 @@ static void compute_locality(symm__boot *b) {
  * secret), the session, the rank and the pid, so no two processes collide. */
 static void share_name(const symm__boot *b, int32_t rank, symm__addr *a) {
     char text[128];
+    uint8_t tag[SYMM__SECRET_BYTES]; /* public: a one-way function of the key */
+    symm__key_derive(b->secret, "symm descriptor socket name", tag);
     snprintf(text, sizeof text, "unix:@symm-fd-%016llx-%u-%d-%d",
-             (unsigned long long)symm__hash64(SYMM__HASH64_INIT, b->secret, SYMM__SECRET_BYTES),
-             b->session, rank, b->pid[rank]);
+             (unsigned long long)symm__hash64(SYMM__HASH64_INIT, tag, 8), b->session, rank,
+             b->pid[rank]);
     symm__addr_parse(text, a); /* always valid */
 }
 
-/* Connect (retrying until rank 0's server is up), HELLO, wait for WELCOME. */
+/* The handshake on a new connection (wire.h): HELLO with a fresh nonce; the
+ * server's CHALLENGE must carry its proof of the key before this PE sends
+ * its own (AUTH). *hdr and *p: the server's answer after that (WELCOME,
+ * REJECT or ABORT), or its REJECT of the HELLO. Transport errors as
+ * symm__wire_recv; BOOTSTRAP (no retry) when the server's proof is wrong. */
+static symm_status handshake(symm__boot *b, int fd, int64_t deadline, const symm__wire_hello *h0,
+                             symm__wire_header *hdr, uint8_t **p) {
+    symm__wire_hello h = *h0;
+    SYMM_TRY(symm__random(h.nonce, sizeof h.nonce));
+    uint8_t hello[SYMM__WIRE_HELLO_BYTES];
+    symm__wire_encode_hello(hello, &h);
+    SYMM_TRY(symm__wire_send(fd, SYMM__MSG_HELLO, 0, hello, sizeof hello, deadline, b->peer));
+    SYMM_TRY(symm__wire_recv(fd, hdr, p, deadline, b->peer));
+    if (hdr->type != SYMM__MSG_CHALLENGE) return SYMM_SUCCESS; /* a REJECT: the caller reads it */
+    uint8_t want[SYMM__PROOF_BYTES], proof[SYMM__PROOF_BYTES];
+    symm__wire_proof(b->secret, SYMM__PROOF_SERVER, hello, *p, want);
+    bool ok = hdr->length == SYMM__WIRE_CHALLENGE_BYTES &&
+              symm__ct_equal(*p + SYMM__NONCE_BYTES, want, SYMM__PROOF_BYTES);
+    if (ok) symm__wire_proof(b->secret, SYMM__PROOF_CLIENT, hello, *p, proof);
+    free(*p);
+    *p = NULL;
+    if (!ok)
+        return symm__err(SYMM_ERR_BOOTSTRAP,
+                         "%s could not prove that it knows this job's key (its job secret is "
+                         "another: another job's server on this address, or an impostor); not "
+                         "joining it", b->peer);
+    symm_status st = symm__wire_send(fd, SYMM__MSG_AUTH, 0, proof, sizeof proof, deadline, b->peer);
+    symm__wipe(proof, sizeof proof);
+    if (st == SYMM_SUCCESS) st = symm__wire_recv(fd, hdr, p, deadline, b->peer);
+    return st;
+}
+
+/* Connect (retrying until rank 0's server is up), handshake, wait for WELCOME. */
 static symm_status join(symm__boot *b, const char *hint) {
     int64_t start = symm__now_ms(), deadline = start + b->timeout_ms;
     char last[MSG_MAX] = "no attempt";
@@ -313,9 +348,6 @@ static symm_status join(symm__boot *b, const char *hint) {
     h.session = b->session;
     h.pid = (int32_t)getpid();
     h.host_id = b->host_id[b->rank];
-    memcpy(h.secret, b->secret, SYMM__SECRET_BYTES);
-    uint8_t hello[SYMM__WIRE_HELLO_BYTES];
-    symm__wire_encode_hello(hello, &h);
 
     for (;;) {
         int fd = -1;
@@ -324,8 +356,7 @@ static symm_status join(symm__boot *b, const char *hint) {
         if (st == SYMM_SUCCESS) {
             symm__wire_header hdr;
             uint8_t *p = NULL;
-            st = symm__wire_send(fd, SYMM__MSG_HELLO, 0, hello, sizeof hello, deadline, b->peer);
-            if (st == SYMM_SUCCESS) st = symm__wire_recv(fd, &hdr, &p, deadline, b->peer);
+            st = handshake(b, fd, deadline, &h, &hdr, &p);
             if (st == SYMM_SUCCESS) {
                 symm_status out = SYMM_SUCCESS;
                 symm__wire_abort a;
@@ -371,6 +402,9 @@ static symm_status join(symm__boot *b, const char *hint) {
                 return symm__err(st, "PE %d: %s", b->rank, last);
             }
             /* Closed before WELCOME: that server is going away; try again. */
+            save_msg(last, sizeof last);
+            symm__err(st, "%s before WELCOME (a server that closes every connection at once "
+                      "may speak another protocol version)", last);
         }
         save_msg(last, sizeof last);
         int64_t now = symm__now_ms();
