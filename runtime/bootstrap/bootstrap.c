@@ -101,6 +101,7 @@ struct symm__boot {
     symm__addr addr;
     char peer[SYMM__ADDR_TEXT_MAX + 32]; /* "rendezvous server unix:@x"      */
     uint8_t secret[SYMM__SECRET_BYTES];
+    uint8_t tp_key[SYMM__SECRET_BYTES]; /* the transports' proofs (auth_mac)  */
     pthread_mutex_t io;     /* one conversation with the server at a time    */
     uint32_t seq;           /* collectives sent                              */
     atomic_int failed;      /* status of the first fatal failure, 0 = none   */
@@ -571,6 +572,7 @@ symm_status symm__boot_open(const symm__boot_params *cfg, symm__boot **boot, sym
     case SYMM_BOOTSTRAP_UID: SYMM_TRY(open_uid(cfg, &b)); break;
     default: return symm__err(SYMM_ERR_INVALID_ARG, "unknown bootstrap mode %u", cfg->bootstrap);
     }
+    symm__key_derive(b->secret, "symm transport v1", b->tp_key);
     /* A quarter of the bound: the news reaches a call well within it. */
     b->poll_ns = (long long)(cfg->peer_timeout_ms ? cfg->peer_timeout_ms
                                                   : SYMM__DEFAULT_PEER_TIMEOUT_MS) * 250000ll;
@@ -735,6 +737,26 @@ symm_status symm__boot_check(symm__boot *b) { return boot_check(b, false); }
 symm_status symm__boot_check_now(symm__boot *b) { return boot_check(b, true); }
 
 int symm__boot_news_fd(const symm__boot *b) { return b && b->n_pes > 1 ? b->fd : -1; }
+
+void symm__boot_auth_mac(const symm__boot *b, int32_t pe, const void *msg, size_t len,
+                         uint8_t mac[32]) {
+    uint8_t who[4] = {(uint8_t)pe, (uint8_t)((uint32_t)pe >> 8), (uint8_t)((uint32_t)pe >> 16),
+                      (uint8_t)((uint32_t)pe >> 24)};
+    symm__hmac m;
+    symm__hmac_init(&m, b->tp_key, sizeof b->tp_key);
+    symm__hmac_update(&m, who, sizeof who);
+    symm__hmac_update(&m, msg, len);
+    symm__hmac_final(&m, mac);
+}
+
+bool symm__boot_auth_verify(const symm__boot *b, int32_t pe, const void *msg, size_t len,
+                            const uint8_t mac[32]) {
+    uint8_t want[32];
+    symm__boot_auth_mac(b, pe, msg, len, want);
+    bool ok = symm__ct_equal(want, mac, sizeof want);
+    symm__wipe(want, sizeof want);
+    return ok;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Descriptor passing among PEs of one host                                  */
@@ -936,6 +958,8 @@ void symm__boot_close(symm__boot *b) {
     if (b->own_server) symm__rdv_thread_stop(b->own_server, b->timeout_ms);
     env_server_release(b->server, b->timeout_ms);
     pthread_mutex_destroy(&b->io);
+    symm__wipe(b->secret, sizeof b->secret);
+    symm__wipe(b->tp_key, sizeof b->tp_key);
     free(b->local_index);
     free(b->host_id);
     free(b->pid);
