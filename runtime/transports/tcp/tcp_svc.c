@@ -111,7 +111,6 @@ struct tcp_svc {
     const symm_tp_core *core;
     int32_t me, n;
     uint8_t *may_connect; /* [n] */
-    uint8_t *joined;      /* [n] an authenticated connection of that PE exists */
     int listen_fd;
     uint32_t handshake_ms;
     conn **conns;
@@ -234,7 +233,6 @@ static bool is_stranger(const conn *c) {
 static void conn_close(tcp_svc *s, conn *c) {
     if (c->state == CS_CLOSED) return;
     if (is_stranger(c)) s->n_pending--;
-    if (c->state == CS_READY && c->pe >= 0 && c->pe < s->n) s->joined[c->pe] = 0;
     if (c->fd >= 0) close(c->fd);
     c->fd = -1;
     c->state = CS_CLOSED;
@@ -355,10 +353,6 @@ static void got_auth(tcp_svc *s, conn *c) {
                "claiming PE %d)", c->pe, c->pe);
         return;
     }
-    if (s->joined[c->pe]) {
-        refuse(s, c, "PE %d is connected already", c->pe);
-        return;
-    }
     c->in = malloc(IN_CAP);
     if (!c->in) {
         refuse(s, c, "out of memory for PE %d's connection", c->pe);
@@ -366,7 +360,6 @@ static void got_auth(tcp_svc *s, conn *c) {
     }
     s->n_pending--;
     s->st.authenticated++;
-    s->joined[c->pe] = 1;
     c->state = CS_READY;
     c->deadline = 0;
     tcp_hs_head(c->out, TCP_HS_ACCEPT);
@@ -393,9 +386,9 @@ static void conn_handshake(tcp_svc *s, conn *c) {
         size_t before = c->hs_got;
         c->hs_got += (size_t)k;
         if (before < TCP_HS_HEAD && c->hs_got >= TCP_HS_HEAD && tcp_hs_check(c->hs, type) != 0) {
-            if (tcp_get32(c->hs) == TCP_MAGIC && c->hs[4] != TCP_VERSION)
-                refuse(s, c, "it speaks tcp transport version %u, this PE version %u (are "
-                       "different symm versions mixed in one job?)", c->hs[4], TCP_VERSION);
+            if (tcp_get32(c->hs) == TCP_MAGIC && c->hs[4] == 1 && !c->hs[5] && !c->hs[6])
+                refuse(s, c, "it speaks tcp transport version 1 (no handshake), this PE "
+                       "version %u (are different symm versions mixed in one job?)", TCP_VERSION);
             else
                 refuse(s, c, "it sent something other than a %s (a request before the "
                        "handshake, or not a symm peer)", type == TCP_HS_HELLO ? "HELLO" : "AUTH");
@@ -653,15 +646,9 @@ static void accept_all(tcp_svc *s) {
 int32_t tcp_svc_create(const tcp_svc_cfg *cfg, tcp_svc **out) {
     const symm_tp_core *core = cfg->core;
     tcp_svc *s = calloc(1, sizeof *s);
-    if (s) {
-        s->may_connect = calloc((size_t)core->n_pes, 1);
-        s->joined = calloc((size_t)core->n_pes, 1);
-    }
-    if (!s || !s->may_connect || !s->joined) {
-        if (s) {
-            free(s->may_connect);
-            free(s->joined);
-        }
+    if (s) s->may_connect = calloc((size_t)core->n_pes, 1);
+    if (!s || !s->may_connect) {
+        if (s) free(s->may_connect);
         free(s);
         if (cfg->listen_fd >= 0) close(cfg->listen_fd);
         return core->set_error(core->core, SYMM_ERR_OUT_OF_MEMORY, "tcp transport: out of host memory");
@@ -703,7 +690,6 @@ void tcp_svc_destroy(tcp_svc *s) {
     free(s->regs);
     free(s->pfd);
     free(s->may_connect);
-    free(s->joined);
     free(s);
 }
 
