@@ -302,6 +302,55 @@ def fdmsg_seeds():
     yield "bad-empty-body", bytes([1, 0, 0, 3])
 
 
+# fuzz_tcp operations (fuzz/fuzz_tcp.c)
+T_CONNECT, T_HELLO, T_AUTH, T_REQ, T_RAW, T_CLOSE, T_SHUTWR, T_STEP = range(8)
+PUT, GET, AMO, PUT_SIGNAL, QUIET, UNKNOWN = range(6)  # REQ type choices (REQ_PUT + n)
+TCP_MAGIC = 0x53594D54
+
+
+def tcp_ops(*o):
+    return b"\0" + b"".join(bytes(x) for x in o)
+
+
+def tcp_join(k, pe, signer=None, corrupt=0, to=0):
+    # HELLO's choice bytes: from = sel % 6 - 1, to = sel % 3 - 1
+    return [(T_CONNECT, k), (T_HELLO, k, pe + 1, to + 1, 5 + k),
+            (T_AUTH, k, pe if signer is None else signer, corrupt)]
+
+
+def tcp_req(k, kind, off=2, length=2, flags=0, dt=0, part=0):
+    return (T_REQ, k, kind, off, length, flags, dt, part)
+
+
+def tcp_seeds():
+    uint64, fetch_add = 8, 6
+    yield "valid-put", tcp_ops(*tcp_join(0, 1), tcp_req(0, PUT))
+    yield "valid-get", tcp_ops(*tcp_join(0, 1), tcp_req(0, GET, off=0, length=5))
+    yield "valid-amo", tcp_ops(*tcp_join(0, 2), tcp_req(0, AMO, off=1, dt=uint64 | fetch_add << 4))
+    yield "valid-put-signal", tcp_ops(*tcp_join(0, 3), tcp_req(0, PUT_SIGNAL, off=2, length=3, dt=1))
+    yield "valid-nbi-quiet", tcp_ops(*tcp_join(0, 1), tcp_req(0, PUT, flags=1),
+                                     tcp_req(0, PUT, off=6, flags=1), tcp_req(0, QUIET))
+    yield "valid-oob-then-ok", tcp_ops(*tcp_join(0, 1), tcp_req(0, PUT, off=5),
+                                       tcp_req(0, GET, off=11, length=2), tcp_req(0, GET, off=8))
+    yield "valid-two-peers", tcp_ops(*tcp_join(0, 1), *tcp_join(1, 2), tcp_req(1, PUT),
+                                     tcp_req(0, GET, off=2), (T_CLOSE, 1), (T_STEP, 0, 3))
+    yield "valid-big-get", tcp_ops(*tcp_join(2, 1), tcp_req(2, GET, off=0, length=6))
+    yield "bad-stranger-put", tcp_ops((T_CONNECT, 0), tcp_req(0, PUT))
+    yield "bad-stranger-get", tcp_ops((T_CONNECT, 0), tcp_req(0, GET, off=0, length=5))
+    yield "bad-wrong-proof", tcp_ops(*tcp_join(0, 1, corrupt=1), tcp_req(0, PUT))
+    yield "bad-claim-other", tcp_ops(*tcp_join(0, 1, signer=2), tcp_req(0, PUT))
+    yield "bad-wrong-target", tcp_ops(*tcp_join(0, 1, to=1), tcp_req(0, PUT))
+    yield "bad-self", tcp_ops(*tcp_join(0, 0), tcp_req(0, PUT))
+    yield "bad-auth-first", tcp_ops((T_CONNECT, 0), (T_AUTH, 0, 1, 0), tcp_req(0, PUT))
+    yield "bad-http", tcp_ops((T_CONNECT, 0), (T_RAW, 0, 18), b"GET / HTTP/1.0\r\n\r\n",
+                              tcp_req(0, PUT))
+    yield "bad-partial-hello", tcp_ops((T_CONNECT, 1), (T_RAW, 1, 10), struct.pack("<IHH", TCP_MAGIC, 2, 1)
+                                       + b"\1\0", (T_STEP, 1, 3), *tcp_join(0, 1, corrupt=1))
+    # version 1: a request header with type 1 (HELLO, off = the PE), then a PUT
+    v1 = struct.pack("<6I5Q", TCP_MAGIC, 1, 0, 0, 1, 0, 1, 0, 0, 0, 0)
+    yield "bad-version-1", tcp_ops((T_CONNECT, 0), (T_RAW, 0, len(v1)), v1, tcp_req(0, PUT))
+
+
 def api_seeds():
     import random
     rng = random.Random(9)
@@ -330,3 +379,4 @@ if __name__ == "__main__":
     write("rdv", rdv_seeds())
     write("fdmsg", fdmsg_seeds())
     write("api", api_seeds())
+    write("tcp", tcp_seeds())

@@ -26,6 +26,11 @@
  *           closed by PE 0 within the handshake deadline + 3 s), and PE 0's
  *           service does not spin (its CPU time over the flood stays under
  *           half of the wall time)
+ * impostor  PE 1 finds an impostor at PE 0's address (it answers HELLO with a
+ *           made-up proof): PE 1's open fails with BOOTSTRAP and it sends
+ *           nothing after the CHALLENGE
+ * badenv    SYMM_PEER_STALL_MS junk, 0, above 3600000: open is INVALID_ARG on
+ *           every PE, naming the variable
  * Exit 0 pass, 1 fail.
  */
 #include <errno.h>
@@ -34,6 +39,7 @@
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -491,9 +497,100 @@ static int run_flood(tp_world *w) {
     return 0;
 }
 
+/* ---- impostor --------------------------------------------------------------- */
+
+/* PE 1 is told (through a wrapped allgather) that PE 0 listens where an
+ * impostor does: a service that answers HELLO with a made-up proof. PE 1's
+ * open must fail with BOOTSTRAP and send no proof of its own. */
+static int imp_fd = -1;
+static struct sockaddr_in imp_addr;
+static int32_t (*real_allgather)(void *, const void *, void *, size_t);
+
+static int32_t lying_allgather(void *c, const void *mine, void *all, size_t len) {
+    int32_t rc = real_allgather(c, mine, all, len);
+    /* the transport's address records: a sockaddr_storage, then its length */
+    if (rc == 0 && len >= sizeof(struct sockaddr_storage) + 4) {
+        memset(all, 0, sizeof(struct sockaddr_storage));
+        memcpy(all, &imp_addr, sizeof imp_addr);
+        uint32_t alen = sizeof imp_addr;
+        memcpy((uint8_t *)all + sizeof(struct sockaddr_storage), &alen, sizeof alen);
+    }
+    return rc;
+}
+
+static void *impostor(void *arg) {
+    size_t *after_challenge = arg;
+    int c = accept(imp_fd, NULL, NULL);
+    if (c < 0) return NULL;
+    uint8_t hello[TCP_HELLO_BYTES];
+    int closed;
+    if (drain(c, 5000, hello, sizeof hello, &closed) == sizeof hello) {
+        uint8_t chal[TCP_CHALLENGE_BYTES];
+        tcp_hs_head(chal, TCP_HS_CHALLENGE);
+        if (getrandom(chal + TCP_HS_HEAD, TCP_NONCE + TCP_MAC, 0) < 0) memset(chal + 8, 1, 64);
+        send_raw(c, chal, sizeof chal);
+        uint8_t rest[256];
+        *after_challenge = drain(c, 2000, rest, sizeof rest, &closed);
+    }
+    close(c);
+    return NULL;
+}
+
+static int run_impostor(tp_world *w) {
+    heap = aligned_alloc(4096, 1u << 20);
+    size_t after = 0;
+    pthread_t t;
+    if (w->me == 1) {
+        imp_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        imp_addr = (struct sockaddr_in){.sin_family = AF_INET};
+        imp_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t al = sizeof imp_addr;
+        if (bind(imp_fd, (struct sockaddr *)&imp_addr, sizeof imp_addr) != 0 ||
+            listen(imp_fd, 4) != 0 || getsockname(imp_fd, (struct sockaddr *)&imp_addr, &al) != 0)
+            FAILF("cannot listen for the impostor");
+        pthread_create(&t, NULL, impostor, &after);
+        real_allgather = w->core.allgather;
+        w->core.allgather = lying_allgather;
+    }
+    void *st = NULL;
+    int32_t rc = w->ops->open(&w->core, 0, &st, &w->info);
+    if (w->me == 1) {
+        pthread_join(t, NULL);
+        close(imp_fd);
+        fprintf(stderr, "[pe 1] open beside an impostor: %d: %s\n", rc, tp_last_error());
+        if (rc != SYMM_ERR_BOOTSTRAP || !strstr(tp_last_error(), "could not prove"))
+            FAILF("open with an impostor at PE 0's address -> %d", rc);
+        if (after) FAILF("PE 1 sent %zu bytes after the impostor's CHALLENGE", after);
+    } else if (rc == 0) {
+        w->ops->close(st);
+    }
+    free(heap);
+    return 0;
+}
+
+/* ---- badenv ---------------------------------------------------------------- */
+
+/* SYMM_PEER_STALL_MS that is not milliseconds in [1, 3600000]: open fails on
+ * every PE with INVALID_ARG naming it (and nobody waits for anybody). */
+static int run_badenv(tp_world *w) {
+    static const char *const bad[] = {"abc", "0", "-5", "3600001", "10ms", " 5"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("SYMM_PEER_STALL_MS", bad[i], 1);
+        void *st = NULL;
+        int32_t rc = w->ops->open(&w->core, 0, &st, &w->info);
+        if (rc != SYMM_ERR_INVALID_ARG || !strstr(tp_last_error(), "SYMM_PEER_STALL_MS"))
+            FAILF("SYMM_PEER_STALL_MS=\"%s\": open -> %d", bad[i], rc);
+        if (st) FAILF("a failed open left a state");
+    }
+    setenv("SYMM_PEER_STALL_MS", "250", 1);
+    OK(w->ops->open(&w->core, 0, &w->state, &w->info));
+    w->ops->close(w->state);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: test_tcp_sec PLUGIN stranger|claim|stall|stopped|flood\n");
+        fprintf(stderr, "usage: test_tcp_sec PLUGIN stranger|claim|stall|stopped|flood|impostor|badenv\n");
         return 2;
     }
     mode = argv[2];
@@ -505,6 +602,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(mode, "stall")) fn = run_stall, o.n = o.hosts = 3;
     else if (!strcmp(mode, "stopped")) fn = run_stopped, setenv("SYMM_PEER_STALL_MS", "1000", 1);
     else if (!strcmp(mode, "flood")) fn = run_flood;
+    else if (!strcmp(mode, "badenv")) fn = run_badenv;
+    else if (!strcmp(mode, "impostor")) fn = run_impostor;
     if (!fn) {
         fprintf(stderr, "test_tcp_sec: unknown case %s\n", mode);
         return 2;
