@@ -7,6 +7,8 @@ The layouts follow runtime/core/wire.h. Seeds named valid-* must be accepted
 by the decoders and bad-* refused; the replay test (meson test --suite fuzz)
 checks both, so this script and the C codec cannot drift apart unnoticed.
 """
+import hashlib
+import hmac
 import os
 import struct
 
@@ -272,9 +274,17 @@ FD_MAGIC, FD_SESSION = 0x464D5953, 3
 FD_SECRET = bytes([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]) + bytes(range(11, 33))
 
 
-def fdmsg(nfds=1, flags=0, self_rank=0, n_pes=4, rank=1, seq=1, secret=FD_SECRET,
+def fd_tag(rank, self_rank, seq, session=FD_SESSION, key=FD_SECRET):
+    # wire.c symm__wire_fdmsg_tag: HMAC under HMAC(key, label) of session, from, to, seq
+    k = hmac.new(key, b"symm descriptor passing v1", hashlib.sha256).digest()
+    return hmac.new(k, struct.pack("<IiiI", session, rank, self_rank, seq), hashlib.sha256).digest()
+
+
+def fdmsg(nfds=1, flags=0, self_rank=0, n_pes=4, rank=1, seq=1, tag=None,
           session=FD_SESSION, magic=FD_MAGIC, extra=b""):
-    body = struct.pack("<IIiI", magic, session, rank, seq) + secret + extra
+    if tag is None:
+        tag = fd_tag(rank, self_rank % 8, seq)
+    body = struct.pack("<IIiI", magic, session, rank, seq) + tag + extra
     return bytes([nfds, flags, self_rank, n_pes - 1]) + body
 
 
@@ -291,7 +301,10 @@ def fdmsg_seeds():
     yield "bad-seven-fds", fdmsg(nfds=7)
     yield "bad-split-headers", fdmsg(nfds=3, flags=1)
     yield "bad-credentials", fdmsg(flags=2)
-    yield "bad-secret", fdmsg(secret=bytes(32))
+    yield "bad-secret", fdmsg(tag=bytes(32))
+    yield "bad-secret-in-clear", fdmsg(tag=FD_SECRET)  # what the format carried before
+    yield "bad-tag-other-receiver", fdmsg(tag=fd_tag(1, 3, 1))  # replayed to PE 0
+    yield "bad-tag-other-call", fdmsg(tag=fd_tag(1, 0, 2))
     yield "bad-session", fdmsg(session=4)
     yield "bad-self", fdmsg(self_rank=1, rank=1)
     yield "bad-rank-range", fdmsg(rank=4)

@@ -779,7 +779,7 @@ static symm_status send_fd_to(symm__boot *b, int32_t peer, int fd, int64_t deadl
         if (delay < 50) delay *= 2;
     }
     symm__wire_fdmsg m = {.session = b->session, .rank = b->rank, .seq = b->share_seq};
-    memcpy(m.secret, b->secret, SYMM__SECRET_BYTES);
+    symm__wire_fdmsg_tag(b->secret, b->session, b->rank, peer, b->share_seq, m.tag);
     uint8_t body[SYMM__FDMSG_BYTES];
     symm__wire_encode_fdmsg(body, &m);
     union {
@@ -836,7 +836,7 @@ static symm_status recv_fd_from_any(symm__boot *b, int64_t deadline, int32_t *fr
     }
     close(s);
     symm__wire_fdmsg m;
-    symm__fdmsg_expect want = {.secret = b->secret, .session = b->session, .self_rank = b->rank,
+    symm__fdmsg_expect want = {.key = b->secret, .session = b->session, .self_rank = b->rank,
                                .n_pes = b->n_pes, .local_index = b->local_index};
     int fd = -1;
     if (!symm__wire_take_fdmsg(&msg, n, &want, &m, &fd))

@@ -339,7 +339,7 @@ void symm__wire_encode_fdmsg(uint8_t out[SYMM__FDMSG_BYTES], const symm__wire_fd
     put32(out + 4, m->session);
     put32(out + 8, (uint32_t)m->rank);
     put32(out + 12, m->seq);
-    memcpy(out + 16, m->secret, SYMM__SECRET_BYTES);
+    memcpy(out + 16, m->tag, SYMM__SECRET_BYTES);
 }
 
 symm_status symm__wire_parse_fdmsg(const uint8_t *p, size_t len, symm__wire_fdmsg *out) {
@@ -352,11 +352,23 @@ symm_status symm__wire_parse_fdmsg(const uint8_t *p, size_t len, symm__wire_fdms
     m.session = get32(p + 4);
     m.rank = (int32_t)get32(p + 8);
     m.seq = get32(p + 12);
-    memcpy(m.secret, p + 16, SYMM__SECRET_BYTES);
+    memcpy(m.tag, p + 16, SYMM__SECRET_BYTES);
     if (m.rank < 0 || m.rank >= SYMM__WIRE_MAX_PES)
         return symm__err(SYMM_ERR_BOOTSTRAP, "wire: descriptor message from PE %d", m.rank);
     *out = m;
     return SYMM_SUCCESS;
+}
+
+void symm__wire_fdmsg_tag(const uint8_t key[SYMM__SECRET_BYTES], uint32_t session, int32_t from,
+                          int32_t to, uint32_t seq, uint8_t out[SYMM__SECRET_BYTES]) {
+    uint8_t k[SYMM__SECRET_BYTES], msg[16];
+    symm__key_derive(key, "symm descriptor passing v1", k);
+    put32(msg, session);
+    put32(msg + 4, (uint32_t)from);
+    put32(msg + 8, (uint32_t)to);
+    put32(msg + 12, seq);
+    symm__hmac_sha256(k, sizeof k, msg, sizeof msg, out);
+    symm__wipe(k, sizeof k);
 }
 
 int symm__wire_take_fdmsg(const struct msghdr *msg, ssize_t n, const symm__fdmsg_expect *want,
@@ -379,9 +391,13 @@ int symm__wire_take_fdmsg(const struct msghdr *msg, ssize_t n, const symm__fdmsg
     bool ok = body && n == (ssize_t)SYMM__FDMSG_BYTES && msg->msg_iov[0].iov_len >= SYMM__FDMSG_BYTES &&
               !(msg->msg_flags & MSG_CTRUNC) && nfds == 1 && extra == 0 &&
               symm__wire_parse_fdmsg(body, SYMM__FDMSG_BYTES, &m) == SYMM_SUCCESS &&
-              symm__secret_equal(m.secret, want->secret) && m.session == want->session &&
-              m.rank < want->n_pes && m.rank != want->self_rank &&
+              m.session == want->session && m.rank < want->n_pes && m.rank != want->self_rank &&
               (!want->local_index || want->local_index[m.rank] >= 0);
+    if (ok) {
+        uint8_t tag[SYMM__SECRET_BYTES];
+        symm__wire_fdmsg_tag(want->key, m.session, m.rank, want->self_rank, m.seq, tag);
+        ok = symm__ct_equal(tag, m.tag, sizeof tag);
+    }
     if (!ok) {
         for (int i = 0; i < nfds; i++)
             if (fds[i] >= 0) close(fds[i]);

@@ -137,8 +137,11 @@ void symm__wire_encode_abort(uint8_t *out, int32_t rank, const char *reason);
 symm_status symm__wire_parse_abort(const uint8_t *p, size_t len, symm__wire_abort *out);
 
 /* Descriptor-passing message between PEs of one host (symm__boot_share_fd):
- * u32 magic 0x464d5953 (the bytes "SYMF"), u32 session, i32 rank, u32 call number,
- * u8 secret[32]; the descriptor rides along as SCM_RIGHTS. */
+ * u32 magic 0x464d5953 (the bytes "SYMF"), u32 session, i32 rank (the
+ * sender), u32 call number, u8 tag[32]; the descriptor rides along as
+ * SCM_RIGHTS. The tag (symm__wire_fdmsg_tag) proves the job key for this
+ * sender, receiver, session and call, so the key itself is never sent and a
+ * message cannot be replayed to another PE or call. */
 #define SYMM__FDMSG_MAGIC 0x464d5953u
 #define SYMM__FDMSG_BYTES 48u
 
@@ -146,15 +149,19 @@ typedef struct symm__wire_fdmsg {
     uint32_t session;
     int32_t rank;
     uint32_t seq;
-    uint8_t secret[SYMM__SECRET_BYTES];
+    uint8_t tag[SYMM__SECRET_BYTES];
 } symm__wire_fdmsg;
 
 void symm__wire_encode_fdmsg(uint8_t out[SYMM__FDMSG_BYTES], const symm__wire_fdmsg *m);
 symm_status symm__wire_parse_fdmsg(const uint8_t *p, size_t len, symm__wire_fdmsg *out);
+/* HMAC-SHA-256 under HMAC(key, "symm descriptor passing v1") of session,
+ * sender, receiver and call number (4 bytes little-endian each). */
+void symm__wire_fdmsg_tag(const uint8_t key[SYMM__SECRET_BYTES], uint32_t session, int32_t from,
+                          int32_t to, uint32_t seq, uint8_t out[SYMM__SECRET_BYTES]);
 
 /* Who may pass this PE a descriptor: PEs of its job, session and host. */
 typedef struct symm__fdmsg_expect {
-    const uint8_t *secret; /* SYMM__SECRET_BYTES */
+    const uint8_t *key; /* the job key, SYMM__SECRET_BYTES */
     uint32_t session;
     int32_t self_rank, n_pes;
     const int32_t *local_index; /* n_pes entries, < 0 for PEs of other hosts; NULL: all local */

@@ -216,14 +216,27 @@ static void test_abort(void) {
 
 static void test_fdmsg(void) {
     symm__wire_fdmsg m = {.session = 4, .rank = 2, .seq = 9}, d;
-    memset(m.secret, 0xab, sizeof m.secret);
+    uint8_t key[32];
+    memset(key, 0xab, sizeof key);
+    symm__wire_fdmsg_tag(key, 4, 2, 0, 9, m.tag);
+    /* The tag is not the key, and names sender, receiver, session and call. */
+    ASSERT_TRUE(memcmp(m.tag, key, sizeof key) != 0);
+    uint8_t other[32];
+    symm__wire_fdmsg_tag(key, 4, 2, 1, 9, other);
+    ASSERT_TRUE(memcmp(m.tag, other, 32) != 0);
+    symm__wire_fdmsg_tag(key, 4, 2, 0, 10, other);
+    ASSERT_TRUE(memcmp(m.tag, other, 32) != 0);
+    symm__wire_fdmsg_tag(key, 5, 2, 0, 9, other);
+    ASSERT_TRUE(memcmp(m.tag, other, 32) != 0);
+    symm__wire_fdmsg_tag(key, 4, 3, 0, 9, other);
+    ASSERT_TRUE(memcmp(m.tag, other, 32) != 0);
     uint8_t p[SYMM__FDMSG_BYTES];
     symm__wire_encode_fdmsg(p, &m);
     EXPECT_OK(symm__wire_parse_fdmsg(p, sizeof p, &d));
     ASSERT_EQ(d.session, 4);
     ASSERT_EQ(d.rank, 2);
     ASSERT_EQ(d.seq, 9);
-    ASSERT_TRUE(symm__secret_equal(d.secret, m.secret));
+    ASSERT_TRUE(symm__secret_equal(d.tag, m.tag));
     EXPECT_ERR(symm__wire_parse_fdmsg(p, sizeof p - 1, &d), SYMM_ERR_BOOTSTRAP);
     p[0] ^= 1;
     EXPECT_ERR(symm__wire_parse_fdmsg(p, sizeof p, &d), SYMM_ERR_BOOTSTRAP);
