@@ -421,11 +421,15 @@ static void *service(void *arg) {
     return NULL;
 }
 
+/* Does this core's table reach the handshake services (interface 2)? */
+static bool core_has_auth(const symm_tp_core *core) {
+    return core->size >= offsetof(symm_tp_core, auth_verify) + sizeof core->auth_verify;
+}
+
 static int32_t tcp_probe(const symm_tp_core *core, char *why, size_t why_len) {
-    if (core->size < offsetof(symm_tp_core, auth_verify) + sizeof core->auth_verify ||
-        !core->auth_mac || !core->auth_verify) {
-        snprintf(why, why_len, "the core offers no handshake proofs (auth_mac: interface %u, "
-                 "the tcp transport needs 2)", core->iface);
+    if (!core_has_auth(core)) {
+        snprintf(why, why_len, "the core's services end before auth_mac/auth_verify (a core of "
+                 "transport interface 1; the tcp transport needs 2)");
         return SYMM_ERR_NOT_SUPPORTED;
     }
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -459,9 +463,9 @@ static int32_t stall_bound(const symm_tp_core *core, uint32_t *out) {
 
 static int32_t tcp_open(const symm_tp_core *core, uint32_t loopback, void **state,
                         symm_tp_info *info) {
-    char why[256];
-    int32_t pst = tcp_probe(core, why, sizeof why);
-    if (pst) return fail(core, pst, "%s", why);
+    if (!core_has_auth(core) || !core->auth_mac || !core->auth_verify)
+        return fail(core, SYMM_ERR_NOT_SUPPORTED, "the core offers no handshake proofs "
+                    "(auth_mac/auth_verify): nothing could prove the PEs' identities");
     tcp *t = calloc(1, sizeof *t);
     if (!t) return fail(core, SYMM_ERR_OUT_OF_MEMORY, "out of host memory");
     t->core = core;
