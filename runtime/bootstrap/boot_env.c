@@ -299,7 +299,8 @@ symm_status symm__boot_env_parse(symm__env_job *j) {
         if (len < SYMM__SECRET_MIN_CHARS)
             return symm__err(SYMM_ERR_INVALID_ARG,
                              "SYMM_JOB_SECRET has %zu characters; it needs at least %u (64 hex "
-                             "digits from `openssl rand -hex 32` are best: they are the key itself)",
+                             "digits from `openssl rand -hex 32` are best: they are the key "
+                             "itself)",
                              len, SYMM__SECRET_MIN_CHARS);
         if (!symm__unhex(j->secret, SYMM__SECRET_BYTES, secret)) key_from_text(j->secret, secret);
     } else {

@@ -39,7 +39,8 @@ static void sha_vector(const void *msg, size_t len, const char *hex, const char 
         symm__sha256_ctx s;
         symm__sha256_init(&s);
         for (size_t off = 0; off < len; off += piece)
-            symm__sha256_update(&s, (const uint8_t *)msg + off, len - off < piece ? len - off : piece);
+            symm__sha256_update(&s, (const uint8_t *)msg + off,
+                                len - off < piece ? len - off : piece);
         symm__sha256_final(&s, d);
         expect_hex(d, hex, sizeof d, what);
     }
@@ -91,7 +92,8 @@ static void hmac_vector(const uint8_t *key, size_t klen, const void *msg, size_t
         symm__hmac m;
         symm__hmac_init(&m, key, klen);
         for (size_t off = 0; off < mlen; off += piece)
-            symm__hmac_update(&m, (const uint8_t *)msg + off, mlen - off < piece ? mlen - off : piece);
+            symm__hmac_update(&m, (const uint8_t *)msg + off,
+                              mlen - off < piece ? mlen - off : piece);
         symm__hmac_final(&m, d);
         expect_hex(d, hex, check_bytes, what);
     }

@@ -65,7 +65,8 @@ static void expect_refused(const char *path, const char *why, const char *untouc
     free(err);
     if (untouched) {
         char *t = slurp(untouched);
-        if (strcmp(t, "precious\n") != 0) TEST_FAIL_("%s was written through %s: %s", untouched, path, t);
+        if (strcmp(t, "precious\n") != 0)
+            TEST_FAIL_("%s was written through %s: %s", untouched, path, t);
         free(t);
     }
 }

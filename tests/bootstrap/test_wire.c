@@ -113,7 +113,8 @@ static void test_hello(void) {
     /* Proofs: each depends on the key, the role, every HELLO byte and the
      * server's nonce. */
     uint8_t key[32], key2[32], sn[32], pr[32], q[32];
-    for (int i = 0; i < 32; i++) key[i] = (uint8_t)i, key2[i] = (uint8_t)i, sn[i] = (uint8_t)(100 + i);
+    for (int i = 0; i < 32; i++)
+        key[i] = (uint8_t)i, key2[i] = (uint8_t)i, sn[i] = (uint8_t)(100 + i);
     key2[0] ^= 1;
     symm__wire_proof(key, SYMM__PROOF_SERVER, p, sn, pr);
     symm__wire_proof(key, SYMM__PROOF_SERVER, p, sn, q);

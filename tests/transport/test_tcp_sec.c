@@ -279,8 +279,8 @@ static int run_claim(tp_world *w) {
             if (drain(fd, 2000, (uint8_t *)&r, sizeof r, &closed) != sizeof r || closed)
                 FAILF("no reply to a put at %llu", (unsigned long long)offs[i]);
             if (r.status != SYMM_ERR_OUT_OF_BOUNDS)
-                FAILF("a put at %llu (outside registered memory) -> %d", (unsigned long long)offs[i],
-                      r.status);
+                FAILF("a put at %llu (outside registered memory) -> %d",
+                      (unsigned long long)offs[i], r.status);
         }
         uint8_t buf[sizeof(tcp_req) + 8];
         tcp_req q = request(REQ_PUT, 8192, 8);
@@ -590,7 +590,8 @@ static int run_badenv(tp_world *w) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: test_tcp_sec PLUGIN stranger|claim|stall|stopped|flood|impostor|badenv\n");
+        fprintf(stderr, "usage: test_tcp_sec PLUGIN "
+                        "stranger|claim|stall|stopped|flood|impostor|badenv\n");
         return 2;
     }
     mode = argv[2];

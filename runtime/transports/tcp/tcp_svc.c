@@ -413,8 +413,10 @@ static void finish_put(tcp_svc *s, conn *c) {
     if (c->status == 0) {
         HEAP_BEGIN();
         if (c->sig) {
-            if (c->q.op == SYMM_SIGNAL_ADD) __atomic_fetch_add(c->sig, c->q.value, __ATOMIC_SEQ_CST);
-            else __atomic_store_n(c->sig, c->q.value, __ATOMIC_SEQ_CST);
+            if (c->q.op == SYMM_SIGNAL_ADD)
+                __atomic_fetch_add(c->sig, c->q.value, __ATOMIC_SEQ_CST);
+            else
+                __atomic_store_n(c->sig, c->q.value, __ATOMIC_SEQ_CST);
         } else {
             atomic_thread_fence(memory_order_seq_cst);
         }
@@ -662,7 +664,8 @@ int32_t tcp_svc_create(const tcp_svc_cfg *cfg, tcp_svc **out) {
         if (s) free(s->may_connect);
         free(s);
         if (cfg->listen_fd >= 0) close(cfg->listen_fd);
-        return core->set_error(core->core, SYMM_ERR_OUT_OF_MEMORY, "tcp transport: out of host memory");
+        return core->set_error(core->core, SYMM_ERR_OUT_OF_MEMORY,
+                               "tcp transport: out of host memory");
     }
     s->core = core;
     s->me = core->my_pe;
