@@ -13,8 +13,9 @@
  * takes).
  *
  * Oracles: accepted exactly when a reference check accepts (one 48-byte
- * body with the right magic, secret and session from another PE of this
- * job on this host, exactly one descriptor, no truncation); the descriptor
+ * body with the right magic, session and tag (the job key's proof for that
+ * sender, this receiver and that call) from another PE of this job on this
+ * host, exactly one descriptor, no truncation); the descriptor
  * returned is one that was sent; no descriptor leaks either way.
  */
 #include <fcntl.h>
@@ -117,7 +118,7 @@ static int run(const uint8_t *data, size_t size) {
     ssize_t n = recvmsg(sv[1], &rmsg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     close(sv[1]);
 
-    symm__fdmsg_expect want = {.secret = secret, .session = SESSION, .self_rank = self,
+    symm__fdmsg_expect want = {.key = secret, .session = SESSION, .self_rank = self,
                                .n_pes = n_pes, .local_index = flags & 8 ? NULL : local_index};
     symm__wire_fdmsg m;
     int fd = -1;
@@ -125,10 +126,13 @@ static int run(const uint8_t *data, size_t size) {
 
     /* Reference: what a PE of this job must have sent. */
     int32_t rank = n == (ssize_t)SYMM__FDMSG_BYTES ? (int32_t)le32(rbody + 8) : -1;
+    uint8_t tag[SYMM__SECRET_BYTES];
+    symm__wire_fdmsg_tag(secret, SESSION, rank, self, n == (ssize_t)SYMM__FDMSG_BYTES ?
+                         le32(rbody + 12) : 0, tag);
     bool expect = fds_went && nfds == 1 && n == (ssize_t)SYMM__FDMSG_BYTES &&
                   !(rmsg.msg_flags & MSG_CTRUNC) &&
                   le32(rbody) == SYMM__FDMSG_MAGIC && le32(rbody + 4) == SESSION &&
-                  memcmp(rbody + 16, secret, sizeof secret) == 0 && rank >= 0 && rank < n_pes &&
+                  memcmp(rbody + 16, tag, sizeof tag) == 0 && rank >= 0 && rank < n_pes &&
                   rank != self && ((flags & 8) || local_index[rank] >= 0);
     if (ok != (int)expect) __builtin_trap();
     if (ok) {

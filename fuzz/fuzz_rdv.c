@@ -6,17 +6,19 @@
  *
  * Input: byte 0 picks the job size (1..4 PEs); then operations, each an op
  * byte, a client byte (6 clients) and op-specific bytes:
- *   CONNECT, RAW (len + bytes), HELLO (rank, size, session, secret right or
- *   wrong, pid), ALLGATHER (seq, len + bytes), BARRIER (seq), BYE, ABORT
+ *   CONNECT, RAW (len + bytes), HELLO (rank, size, session, pid; the client
+ *   answers the server's CHALLENGE with an AUTH whose proof is right or
+ *   wrong, as the flags byte says), ALLGATHER (seq, len + bytes), BARRIER (seq), BYE, ABORT
  *   (rank, len + reason), CLOSE, SHUT_WR, STEP (more turns of the loop),
  *   DRAIN, HEADER (a bare header with any type and length).
- * After each operation the server takes two turns (symm__rdv_step, no
- * waiting) and every client reads what it was sent.
+ * After each operation, twice: the server takes two turns (symm__rdv_step,
+ * no waiting) and every client reads what it was sent.
  *
  * Oracles: everything the server sends is a valid frame whose payload
- * parses (REJECT/ABORT reasons, WELCOME of the job's size); a client never
- * gets WELCOME, BYE or a collective's answer unless it said HELLO with the
- * job's secret; no crash, leak or sanitizer report.
+ * parses (REJECT/ABORT reasons, WELCOME of the job's size); a CHALLENGE
+ * comes only after the client's HELLO and always proves the job's key; a
+ * client never gets WELCOME, BYE or a collective's answer unless it proved
+ * the key in its AUTH; no crash, leak or sanitizer report.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -38,8 +40,11 @@ enum { OP_CONNECT, OP_RAW, OP_HELLO, OP_ALLGATHER, OP_BARRIER, OP_BYE, OP_ABORT,
 
 typedef struct cli {
     int fd;
-    bool authed;   /* sent a HELLO with the job's secret */
-    bool welcomed; /* got WELCOME */
+    bool hello_sent; /* said HELLO (hello[] holds it): a CHALLENGE may come */
+    bool wrong;      /* its AUTH will carry a wrong proof                  */
+    bool authed;     /* sent AUTH with the right proof                     */
+    bool welcomed;   /* got WELCOME */
+    uint8_t hello[SYMM__WIRE_HELLO_BYTES];
     symm__wire_rx rx;
 } cli;
 
@@ -76,8 +81,22 @@ static void send_msg(cli *c, uint32_t type, uint32_t seq, const void *payload, s
 static void check_from_server(cli *c, const symm__wire_header *h, const uint8_t *p,
                               int32_t n_pes) {
     switch (h->type) {
+    case SYMM__MSG_CHALLENGE: {
+        /* Only after this client's HELLO, and always with the server's
+         * proof of the key; then this client proves it (or fails to). */
+        if (!c->hello_sent || h->length != SYMM__WIRE_CHALLENGE_BYTES) __builtin_trap();
+        uint8_t want[SYMM__PROOF_BYTES], proof[SYMM__PROOF_BYTES];
+        symm__wire_proof(job_secret, SYMM__PROOF_SERVER, c->hello, p, want);
+        if (memcmp(p + SYMM__NONCE_BYTES, want, sizeof want) != 0) __builtin_trap();
+        symm__wire_proof(job_secret, SYMM__PROOF_CLIENT, c->hello, p, proof);
+        if (c->wrong) proof[c->hello[0] % SYMM__PROOF_BYTES] ^= 0x80;
+        c->hello_sent = false;
+        if (!c->wrong && c->fd >= 0) c->authed = true;
+        send_msg(c, SYMM__MSG_AUTH, 0, proof, sizeof proof);
+        break;
+    }
     case SYMM__MSG_WELCOME: {
-        if (!c->authed) __builtin_trap(); /* joined without the secret */
+        if (!c->authed) __builtin_trap(); /* joined without proving the key */
         int32_t n;
         if (symm__wire_welcome_count(p, h->length, &n) != SYMM_SUCCESS || n != n_pes)
             __builtin_trap();
@@ -163,7 +182,7 @@ static int run(const uint8_t *data, size_t size) {
         case OP_CONNECT:
             if (k->fd < 0) {
                 symm__wire_rx_reset(&k->rx);
-                k->authed = k->welcomed = false;
+                k->authed = k->welcomed = k->hello_sent = k->wrong = false;
                 if (symm__addr_connect(&addr, symm__now_ms() + 1000, &k->fd) != SYMM_SUCCESS)
                     k->fd = -1; /* a full backlog: the server drops strangers */
             }
@@ -184,12 +203,11 @@ static int run(const uint8_t *data, size_t size) {
             h.session = sess % 3;
             h.pid = flags & 0x40 ? 0 : 1000 + (int32_t)rank;
             h.host_id = 0x1234;
-            memcpy(h.secret, job_secret, sizeof job_secret);
-            if (flags & 1) h.secret[flags % SYMM__SECRET_BYTES] ^= 0x80;
-            uint8_t b[SYMM__WIRE_HELLO_BYTES];
-            symm__wire_encode_hello(b, &h);
-            if (!(flags & 1) && k->fd >= 0) k->authed = true;
-            send_msg(k, SYMM__MSG_HELLO, 0, b, sizeof b);
+            for (size_t i = 0; i < sizeof h.nonce; i++) h.nonce[i] = (uint8_t)(flags + i);
+            symm__wire_encode_hello(k->hello, &h);
+            k->hello_sent = k->fd >= 0;
+            k->wrong = flags & 1; /* the AUTH (sent on CHALLENGE) will not match */
+            send_msg(k, SYMM__MSG_HELLO, 0, k->hello, sizeof k->hello);
             break;
         }
         case OP_ALLGATHER: {
@@ -230,7 +248,7 @@ static int run(const uint8_t *data, size_t size) {
         case OP_DRAIN: symm__rdv_drain(r); break;
         case OP_HEADER: {
             uint8_t b[SYMM__WIRE_HEADER_BYTES];
-            uint32_t type = take(&s) % 10, len = take(&s);
+            uint32_t type = take(&s) % 12, len = take(&s);
             len |= take(&s) << 8;
             len |= take(&s) << 24;
             symm__wire_encode_header(b, type, len, take(&s));
@@ -238,9 +256,13 @@ static int run(const uint8_t *data, size_t size) {
             break;
         }
         }
-        for (int t = 0; t < 2; t++)
-            if (symm__rdv_step(r, NULL, 0, 0) != SYMM_SUCCESS) __builtin_trap();
-        for (int i = 0; i < NCLI; i++) drain_client(&c[i], n_pes);
+        /* Two rounds: a client's answer to a CHALLENGE (its AUTH) is served
+         * in the second. */
+        for (int round = 0; round < 2; round++) {
+            for (int t = 0; t < 2; t++)
+                if (symm__rdv_step(r, NULL, 0, 0) != SYMM_SUCCESS) __builtin_trap();
+            for (int i = 0; i < NCLI; i++) drain_client(&c[i], n_pes);
+        }
     }
     (void)symm__rdv_idle(r);
     symm__rdv_destroy(r);

@@ -39,6 +39,8 @@ static int parse_payload(const symm__wire_header *h, const uint8_t *p) {
         if (symm__wire_parse_abort(p, h->length, &a) != SYMM_SUCCESS) return 0;
         return strlen(a.reason) <= SYMM__WIRE_MAX_REASON;
     }
+    case SYMM__MSG_CHALLENGE: return h->length == SYMM__WIRE_CHALLENGE_BYTES;
+    case SYMM__MSG_AUTH: return h->length == SYMM__WIRE_AUTH_BYTES;
     case SYMM__MSG_ALLGATHER: return 1;
     case SYMM__MSG_BARRIER:
     case SYMM__MSG_BYE: return h->length == 0;

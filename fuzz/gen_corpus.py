@@ -7,12 +7,14 @@ The layouts follow runtime/core/wire.h. Seeds named valid-* must be accepted
 by the decoders and bad-* refused; the replay test (meson test --suite fuzz)
 checks both, so this script and the C codec cannot drift apart unnoticed.
 """
+import hashlib
+import hmac
 import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MAGIC, VERSION = 0x4D4D5953, 1
-HELLO, WELCOME, REJECT, ALLGATHER, BARRIER, BYE, ABORT = range(1, 8)
+MAGIC, VERSION = 0x4D4D5953, 2
+HELLO, WELCOME, REJECT, ALLGATHER, BARRIER, BYE, ABORT, CHALLENGE, AUTH = range(1, 10)
 MAX_PAYLOAD = 64 << 20
 SECRET = bytes(range(32))
 
@@ -25,8 +27,8 @@ def msg(mtype, payload=b"", seq=0):
     return header(mtype, len(payload), seq) + payload
 
 
-def hello(rank=1, n_pes=4, session=0, pid=1234, host=0x1122334455667788, secret=SECRET):
-    return struct.pack("<iiIiQ", rank, n_pes, session, pid, host) + secret
+def hello(rank=1, n_pes=4, session=0, pid=1234, host=0x1122334455667788, nonce=SECRET):
+    return struct.pack("<iiIiQ", rank, n_pes, session, pid, host) + nonce
 
 
 def welcome(entries):
@@ -63,12 +65,18 @@ def wire_seeds():
     yield "valid-allgather-64", msg(ALLGATHER, bytes(range(64)), seq=2)
     yield "valid-barrier", msg(BARRIER, seq=3)
     yield "valid-bye", msg(BYE)
-    yield "valid-stream", (msg(HELLO, hello(rank=0)) + msg(WELCOME, welcome(four))
+    yield "valid-challenge", msg(CHALLENGE, bytes(range(64)))
+    yield "valid-auth", msg(AUTH, bytes(range(32)))
+    yield "valid-stream", (msg(HELLO, hello(rank=0)) + msg(CHALLENGE, bytes(64)) + msg(AUTH, bytes(32))
+                           + msg(WELCOME, welcome(four))
                            + msg(ALLGATHER, b"abcd" * 4, seq=1) + msg(BARRIER, seq=2)
                            + msg(ABORT, abort(2, b"gone")) + msg(BYE))
     yield "bad-empty", b""
     yield "bad-magic", header(BARRIER, 0, magic=0x4D4D5954)
-    yield "bad-version", header(BARRIER, 0, version=2)
+    yield "bad-version", header(BARRIER, 0, version=3)
+    yield "bad-version-1-hello", header(HELLO, 56, version=1) + hello()
+    yield "bad-challenge-short", header(CHALLENGE, 63) + bytes(63)
+    yield "bad-auth-long", header(AUTH, 33) + bytes(33)
     yield "bad-type-0", header(0, 0)
     yield "bad-type-99", header(99, 0)
     yield "bad-truncated-header", header(BARRIER, 0)[:10]
@@ -181,7 +189,10 @@ def env_seeds():
                                  ("SYMM_JOB_SECRET", "ab" * 32), ("SYMM_LAUNCHER", "symmrun"))
     yield "valid-remote-secret", lines(("RANK", "0"), ("WORLD_SIZE", "2"),
                                        ("SYMM_BOOTSTRAP_ADDR", "tcp:10.0.0.1:5000"),
-                                       ("SYMM_JOB_SECRET", "some words"))
+                                       ("SYMM_JOB_SECRET", "some words, sixteen or more"))
+    yield "bad-secret-short", lines(("RANK", "0"), ("WORLD_SIZE", "2"),
+                                    ("SYMM_BOOTSTRAP_ADDR", "tcp:10.0.0.1:5000"),
+                                    ("SYMM_JOB_SECRET", "fifteen chars.."))
     yield "bad-no-launcher", b""
     yield "bad-heap-cap-wrap", lines(("SYMM_HEAP_CAP", "99999999999999999999"), *ONE)
     yield "bad-heap-cap-space-neg", lines(("SYMM_HEAP_CAP", " -1"), *ONE)
@@ -263,9 +274,17 @@ FD_MAGIC, FD_SESSION = 0x464D5953, 3
 FD_SECRET = bytes([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]) + bytes(range(11, 33))
 
 
-def fdmsg(nfds=1, flags=0, self_rank=0, n_pes=4, rank=1, seq=1, secret=FD_SECRET,
+def fd_tag(rank, self_rank, seq, session=FD_SESSION, key=FD_SECRET):
+    # wire.c symm__wire_fdmsg_tag: HMAC under HMAC(key, label) of session, from, to, seq
+    k = hmac.new(key, b"symm descriptor passing v1", hashlib.sha256).digest()
+    return hmac.new(k, struct.pack("<IiiI", session, rank, self_rank, seq), hashlib.sha256).digest()
+
+
+def fdmsg(nfds=1, flags=0, self_rank=0, n_pes=4, rank=1, seq=1, tag=None,
           session=FD_SESSION, magic=FD_MAGIC, extra=b""):
-    body = struct.pack("<IIiI", magic, session, rank, seq) + secret + extra
+    if tag is None:
+        tag = fd_tag(rank, self_rank % 8, seq)
+    body = struct.pack("<IIiI", magic, session, rank, seq) + tag + extra
     return bytes([nfds, flags, self_rank, n_pes - 1]) + body
 
 
@@ -282,7 +301,10 @@ def fdmsg_seeds():
     yield "bad-seven-fds", fdmsg(nfds=7)
     yield "bad-split-headers", fdmsg(nfds=3, flags=1)
     yield "bad-credentials", fdmsg(flags=2)
-    yield "bad-secret", fdmsg(secret=bytes(32))
+    yield "bad-secret", fdmsg(tag=bytes(32))
+    yield "bad-secret-in-clear", fdmsg(tag=FD_SECRET)  # what the format carried before
+    yield "bad-tag-other-receiver", fdmsg(tag=fd_tag(1, 3, 1))  # replayed to PE 0
+    yield "bad-tag-other-call", fdmsg(tag=fd_tag(1, 0, 2))
     yield "bad-session", fdmsg(session=4)
     yield "bad-self", fdmsg(self_rank=1, rank=1)
     yield "bad-rank-range", fdmsg(rank=4)
@@ -291,6 +313,55 @@ def fdmsg_seeds():
     yield "bad-magic", fdmsg(magic=0x464D5954)
     yield "bad-short", fdmsg()[:4 + 47]
     yield "bad-empty-body", bytes([1, 0, 0, 3])
+
+
+# fuzz_tcp operations (fuzz/fuzz_tcp.c)
+T_CONNECT, T_HELLO, T_AUTH, T_REQ, T_RAW, T_CLOSE, T_SHUTWR, T_STEP = range(8)
+PUT, GET, AMO, PUT_SIGNAL, QUIET, UNKNOWN = range(6)  # REQ type choices (REQ_PUT + n)
+TCP_MAGIC = 0x53594D54
+
+
+def tcp_ops(*o):
+    return b"\0" + b"".join(bytes(x) for x in o)
+
+
+def tcp_join(k, pe, signer=None, corrupt=0, to=0):
+    # HELLO's choice bytes: from = sel % 6 - 1, to = sel % 3 - 1
+    return [(T_CONNECT, k), (T_HELLO, k, pe + 1, to + 1, 5 + k),
+            (T_AUTH, k, pe if signer is None else signer, corrupt)]
+
+
+def tcp_req(k, kind, off=2, length=2, flags=0, dt=0, part=0):
+    return (T_REQ, k, kind, off, length, flags, dt, part)
+
+
+def tcp_seeds():
+    uint64, fetch_add = 8, 6
+    yield "valid-put", tcp_ops(*tcp_join(0, 1), tcp_req(0, PUT))
+    yield "valid-get", tcp_ops(*tcp_join(0, 1), tcp_req(0, GET, off=0, length=5))
+    yield "valid-amo", tcp_ops(*tcp_join(0, 2), tcp_req(0, AMO, off=1, dt=uint64 | fetch_add << 4))
+    yield "valid-put-signal", tcp_ops(*tcp_join(0, 3), tcp_req(0, PUT_SIGNAL, off=2, length=3, dt=1))
+    yield "valid-nbi-quiet", tcp_ops(*tcp_join(0, 1), tcp_req(0, PUT, flags=1),
+                                     tcp_req(0, PUT, off=6, flags=1), tcp_req(0, QUIET))
+    yield "valid-oob-then-ok", tcp_ops(*tcp_join(0, 1), tcp_req(0, PUT, off=5),
+                                       tcp_req(0, GET, off=11, length=2), tcp_req(0, GET, off=8))
+    yield "valid-two-peers", tcp_ops(*tcp_join(0, 1), *tcp_join(1, 2), tcp_req(1, PUT),
+                                     tcp_req(0, GET, off=2), (T_CLOSE, 1), (T_STEP, 0, 3))
+    yield "valid-big-get", tcp_ops(*tcp_join(2, 1), tcp_req(2, GET, off=0, length=6))
+    yield "bad-stranger-put", tcp_ops((T_CONNECT, 0), tcp_req(0, PUT))
+    yield "bad-stranger-get", tcp_ops((T_CONNECT, 0), tcp_req(0, GET, off=0, length=5))
+    yield "bad-wrong-proof", tcp_ops(*tcp_join(0, 1, corrupt=1), tcp_req(0, PUT))
+    yield "bad-claim-other", tcp_ops(*tcp_join(0, 1, signer=2), tcp_req(0, PUT))
+    yield "bad-wrong-target", tcp_ops(*tcp_join(0, 1, to=1), tcp_req(0, PUT))
+    yield "bad-self", tcp_ops(*tcp_join(0, 0), tcp_req(0, PUT))
+    yield "bad-auth-first", tcp_ops((T_CONNECT, 0), (T_AUTH, 0, 1, 0), tcp_req(0, PUT))
+    yield "bad-http", tcp_ops((T_CONNECT, 0), (T_RAW, 0, 18), b"GET / HTTP/1.0\r\n\r\n",
+                              tcp_req(0, PUT))
+    yield "bad-partial-hello", tcp_ops((T_CONNECT, 1), (T_RAW, 1, 10), struct.pack("<IHH", TCP_MAGIC, 2, 1)
+                                       + b"\1\0", (T_STEP, 1, 3), *tcp_join(0, 1, corrupt=1))
+    # version 1: a request header with type 1 (HELLO, off = the PE), then a PUT
+    v1 = struct.pack("<6I5Q", TCP_MAGIC, 1, 0, 0, 1, 0, 1, 0, 0, 0, 0)
+    yield "bad-version-1", tcp_ops((T_CONNECT, 0), (T_RAW, 0, len(v1)), v1, tcp_req(0, PUT))
 
 
 def api_seeds():
@@ -321,3 +392,4 @@ if __name__ == "__main__":
     write("rdv", rdv_seeds())
     write("fdmsg", fdmsg_seeds())
     write("api", api_seeds())
+    write("tcp", tcp_seeds())

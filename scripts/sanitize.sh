@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build and run the unit, mp (host backend), bootstrap and loader suites under
-# sanitizers, each variant in its own build directory:
+# Build and run the unit, mp (host backend; with the remote cases over tcp),
+# bootstrap, loader and transport suites under sanitizers, each variant in
+# its own build directory:
 #   bash scripts/sanitize.sh asan        # ASan + UBSan, gcc   (build-asan)
 #   bash scripts/sanitize.sh asan-clang  # ASan + UBSan, clang (build-asan-clang)
 #   bash scripts/sanitize.sh tsan        # TSan, clang         (build-tsan)
@@ -8,7 +9,8 @@
 # Extra arguments go to `meson test` (e.g. a test name). Only the targets
 # those suites need are built. Any sanitizer report fails the test that
 # printed it (halt_on_error; LeakSanitizer on for the ASan variants).
-# SYMM_SAN_SUITES overrides the suites ("unit mp bootstrap loader").
+# SYMM_SAN_SUITES overrides the suites ("unit mp bootstrap loader transport";
+# "remote transport" for the multi-host cases alone).
 set -u
 cd "$(dirname "$0")/.."
 variant=${1:-asan}
@@ -29,7 +31,7 @@ if ! command -v "$cc" >/dev/null; then
   exit 1
 fi
 dir=${SYMM_SAN_BUILD_DIR:-build-$variant}
-suites=${SYMM_SAN_SUITES:-unit mp bootstrap loader}
+suites=${SYMM_SAN_SUITES:-unit mp bootstrap loader transport}
 
 if [ ! -f "$dir/build.ninja" ]; then
   # Warnings are the plain build's job (-Dwerror there); sanitizer
@@ -55,6 +57,12 @@ for t in tests:
             for tid, tg in tgts.items():
                 if a in tg["filename"]:
                     want.add(tid)
+# The runtime and the transport plugins are opened at run time (SYMM_RUNTIME,
+# dlopen), so no test names them: a suite of only multi-host cases needs
+# them built too.
+for tid, tg in tgts.items():
+    if tg["name"] == "symm_runtime" or tg["name"].startswith("symm_transport_"):
+        want.add(tid)
 out = set()
 for tid in want:
     tg = tgts.get(tid)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,7 +47,7 @@ static uint32_t subsys_bit(const char *name, size_t len) {
 /* Straight to stderr, one write: for the logger's own complaints. */
 static void raw_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void raw_warn(const char *fmt, ...) {
-    char line[512];
+    char line[1600]; /* a path of up to 1 KiB and a sentence */
     int n = snprintf(line, sizeof line, "[symm] %s:%d WARN init: ", log_host, (int)getpid());
     va_list ap;
     va_start(ap, fmt);
@@ -142,6 +143,56 @@ static const char *env_rank(void) {
     return NULL;
 }
 
+/* Open the log file without following anything another user may have
+ * planted where it should be (a shared /tmp): the last component must not be
+ * a symbolic link (O_NOFOLLOW), nor a FIFO or device (O_NONBLOCK so a FIFO
+ * cannot block us; then S_ISREG), nor a file of someone else or a hard link
+ * to one (fstat after open: owner and link count). Anything refused is one
+ * warning saying why, and the log goes to stderr. Made with mode 0600. */
+static int open_log_file(const char *path) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY |
+                            O_NONBLOCK, 0600);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP)
+            raw_warn("SYMM_DEBUG_FILE: refusing %s: it is a symbolic link (anyone who can write "
+                     "its folder could point it at another file); logging to stderr", path);
+        else if (e == ENXIO)
+            raw_warn("SYMM_DEBUG_FILE: refusing %s: it is a FIFO or socket, not a regular file; "
+                     "logging to stderr", path);
+        else
+            raw_warn("SYMM_DEBUG_FILE: cannot open %s (%s); logging to stderr", path, strerror(e));
+        return -1;
+    }
+    struct stat st;
+    const char *why = NULL;
+    char tmp[128];
+    if (fstat(fd, &st) != 0) {
+        snprintf(tmp, sizeof tmp, "fstat failed (%s)", strerror(errno));
+        why = tmp;
+    } else if (!S_ISREG(st.st_mode)) {
+        why = "it is not a regular file";
+    } else if (st.st_uid != geteuid()) {
+        snprintf(tmp, sizeof tmp, "it belongs to uid %u, not to this user (uid %u)",
+                 (unsigned)st.st_uid, (unsigned)geteuid());
+        why = tmp;
+    } else if (st.st_nlink != 1) {
+        snprintf(tmp, sizeof tmp, "it has %lu hard links (one may be another user's)",
+                 (unsigned long)st.st_nlink);
+        why = tmp;
+    }
+    if (!why && fcntl(fd, F_SETFL, O_WRONLY | O_APPEND) != 0) {
+        snprintf(tmp, sizeof tmp, "fcntl failed (%s)", strerror(errno));
+        why = tmp;
+    }
+    if (why) {
+        close(fd);
+        raw_warn("SYMM_DEBUG_FILE: refusing %s: %s; logging to stderr", path, why);
+        return -1;
+    }
+    return fd;
+}
+
 /* Open SYMM_DEBUG_FILE (expanded) once; on failure one warning, then stderr. */
 static int log_out(void) {
     if (atomic_load_explicit(&log_fd_ready, memory_order_acquire))
@@ -181,10 +232,7 @@ static int log_out(void) {
             raw_warn("SYMM_DEBUG_FILE=\"%s\": bad pattern (%%h host, %%p pid, %%r PE, %%%% a %%) "
                      "or too long; logging to stderr", log_file_pattern);
         } else {
-            log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-            if (log_fd < 0)
-                raw_warn("SYMM_DEBUG_FILE: cannot open %s (%s); logging to stderr", path,
-                         strerror(errno));
+            log_fd = open_log_file(path);
         }
         atomic_store_explicit(&log_fd_ready, true, memory_order_release);
     }

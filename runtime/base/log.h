@@ -9,6 +9,9 @@
  * pthread_once) and re-checks. Building with -DSYMM_NO_LOG compiles every
  * line out (the arguments are still type-checked).
  *
+ * The log file is opened once, with O_NOFOLLOW, and kept only when it is a
+ * regular file of this user with one link (else a warning and stderr).
+ *
  * Lines: "[symm] host:pid PE n tid t mono-seconds LEVEL subsys: message",
  * one write(2) each, so lines from threads and processes never interleave.
  * Never called from a signal handler (the runtime installs none); a logging

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <limits.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "base/log.h"
 #include "boot_env.h"
 #include "bootstrap.h"
+#include "crypto.h"
 
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -103,14 +105,31 @@ bool symm__boot_env_has_launcher(void) {
            (symm__boot_env("SLURM_PROCID") && (symm__boot_env("SLURM_STEP_NUM_TASKS") || symm__boot_env("SLURM_NTASKS")));
 }
 
-/* 32 bytes from a text: four FNV-1a 64 lanes. Not cryptographic: the secret
- * only has to be unguessable when it comes from SYMM_JOB_SECRET/getrandom. */
-static void secret_from_text(uint8_t out[SYMM__SECRET_BYTES], const char *text) {
-    for (int lane = 0; lane < 4; lane++) {
-        uint64_t h = symm__hash64(SYMM__HASH64_INIT, &lane, sizeof lane);
-        h = symm__hash64(h, text, strlen(text));
-        for (int i = 0; i < 8; i++) out[lane * 8 + i] = (uint8_t)(h >> (8 * i));
+/* The job key from a text SYMM_JOB_SECRET: PBKDF2-HMAC-SHA-256 with a fixed
+ * salt and SYMM__SECRET_ITERATIONS rounds (docs/BOOTSTRAP.md, Secrets). A
+ * recorded handshake lets an eavesdropper test guesses of the text offline;
+ * the rounds make each guess cost what init pays once (about 0.15 s on a
+ * 2-core VM). The last derivation is kept, so a process's later contexts do
+ * not pay again. */
+#define SYMM__SECRET_ITERATIONS 100000u
+#define SYMM__SECRET_SALT "symm job secret v2"
+
+static pthread_mutex_t kdf_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t kdf_text_hash[SYMM__SHA256_BYTES], kdf_key[SYMM__SECRET_BYTES];
+static bool kdf_cached;
+
+static void key_from_text(uint8_t out[SYMM__SECRET_BYTES], const char *text) {
+    uint8_t h[SYMM__SHA256_BYTES];
+    symm__sha256(text, strlen(text), h);
+    pthread_mutex_lock(&kdf_lock);
+    if (!kdf_cached || !symm__ct_equal(h, kdf_text_hash, sizeof h)) {
+        symm__pbkdf2_sha256(text, strlen(text), SYMM__SECRET_SALT, strlen(SYMM__SECRET_SALT),
+                            SYMM__SECRET_ITERATIONS, kdf_key, sizeof kdf_key);
+        memcpy(kdf_text_hash, h, sizeof h);
+        kdf_cached = true;
     }
+    memcpy(out, kdf_key, SYMM__SECRET_BYTES);
+    pthread_mutex_unlock(&kdf_lock);
 }
 
 /* True when only this host can reach addr: a Unix socket, or a TCP host
@@ -276,7 +295,14 @@ symm_status symm__boot_env_parse(symm__env_job *j) {
     SYMM_TRY(symm__addr_parse(j->addr, &parsed)); /* a bad address says so first */
     const char *secret = symm__boot_env("SYMM_JOB_SECRET");
     if (secret) {
-        if (!symm__unhex(j->secret, SYMM__SECRET_BYTES, secret)) secret_from_text(j->secret, secret);
+        size_t len = strlen(secret);
+        if (len < SYMM__SECRET_MIN_CHARS)
+            return symm__err(SYMM_ERR_INVALID_ARG,
+                             "SYMM_JOB_SECRET has %zu characters; it needs at least %u (64 hex "
+                             "digits from `openssl rand -hex 32` are best: they are the key "
+                             "itself)",
+                             len, SYMM__SECRET_MIN_CHARS);
+        if (!symm__unhex(j->secret, SYMM__SECRET_BYTES, secret)) key_from_text(j->secret, secret);
     } else {
         if (!addr_is_local(j->addr))
             return symm__err(SYMM_ERR_BOOTSTRAP,
@@ -295,13 +321,18 @@ symm_status symm__boot_env_parse(symm__env_job *j) {
         }
         static const char *const ids[] = {"TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid",
                                           "SLURM_JOB_ID", "SLURM_STEP_ID", NULL};
+        /* HMAC-SHA-256 under this user's key of the job's public identity. */
+        uint8_t raw[SYMM__SECRET_BYTES];
+        symm__unhex(raw, sizeof raw, key); /* user_key checked it */
         char text[1024];
-        int n = snprintf(text, sizeof text, "symm-derived-v2|%s|%d|%s", key, j->n_pes, j->addr);
+        int n = snprintf(text, sizeof text, "symm-derived-v3|%d|%s", j->n_pes, j->addr);
         for (size_t i = 0; ids[i] && n > 0 && (size_t)n < sizeof text; i++) {
             const char *v = symm__boot_env(ids[i]);
             n += snprintf(text + n, sizeof text - (size_t)n, "|%s", v ? v : "");
         }
-        secret_from_text(j->secret, text);
+        symm__hmac_sha256(raw, sizeof raw, text, strlen(text), j->secret);
+        symm__wipe(raw, sizeof raw);
+        symm__wipe(key, sizeof key);
     }
     return SYMM_SUCCESS;
 }

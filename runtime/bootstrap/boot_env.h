@@ -17,6 +17,10 @@ typedef struct symm__env_job {
     const char *source;  /* launcher named in messages                       */
 } symm__env_job;
 
+/* The shortest SYMM_JOB_SECRET accepted (a text is stretched with PBKDF2;
+ * exactly 64 hex digits are the key itself). */
+#define SYMM__SECRET_MIN_CHARS 16u
+
 /* getenv, with an empty value read as unset. */
 const char *symm__boot_env(const char *name);
 /* Does the environment name a launcher (symmrun, torchrun, Open MPI, Slurm)? */

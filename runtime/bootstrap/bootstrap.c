@@ -54,6 +54,7 @@
 #include "base/log.h"
 #include "boot_env.h"
 #include "bootstrap.h"
+#include "crypto.h"
 #include "rendezvous.h"
 #include "wire.h"
 
@@ -100,6 +101,7 @@ struct symm__boot {
     symm__addr addr;
     char peer[SYMM__ADDR_TEXT_MAX + 32]; /* "rendezvous server unix:@x"      */
     uint8_t secret[SYMM__SECRET_BYTES];
+    uint8_t tp_key[SYMM__SECRET_BYTES]; /* the transports' proofs (auth_mac)  */
     pthread_mutex_t io;     /* one conversation with the server at a time    */
     uint32_t seq;           /* collectives sent                              */
     atomic_int failed;      /* status of the first fatal failure, 0 = none   */
@@ -295,13 +297,47 @@ static void compute_locality(symm__boot *b) {
  * secret), the session, the rank and the pid, so no two processes collide. */
 static void share_name(const symm__boot *b, int32_t rank, symm__addr *a) {
     char text[128];
+    uint8_t tag[SYMM__SECRET_BYTES]; /* public: a one-way function of the key */
+    symm__key_derive(b->secret, "symm descriptor socket name", tag);
     snprintf(text, sizeof text, "unix:@symm-fd-%016llx-%u-%d-%d",
-             (unsigned long long)symm__hash64(SYMM__HASH64_INIT, b->secret, SYMM__SECRET_BYTES),
-             b->session, rank, b->pid[rank]);
+             (unsigned long long)symm__hash64(SYMM__HASH64_INIT, tag, 8), b->session, rank,
+             b->pid[rank]);
     symm__addr_parse(text, a); /* always valid */
 }
 
-/* Connect (retrying until rank 0's server is up), HELLO, wait for WELCOME. */
+/* The handshake on a new connection (wire.h): HELLO with a fresh nonce; the
+ * server's CHALLENGE must carry its proof of the key before this PE sends
+ * its own (AUTH). *hdr and *p: the server's answer after that (WELCOME,
+ * REJECT or ABORT), or its REJECT of the HELLO. Transport errors as
+ * symm__wire_recv; BOOTSTRAP (no retry) when the server's proof is wrong. */
+static symm_status handshake(symm__boot *b, int fd, int64_t deadline, const symm__wire_hello *h0,
+                             symm__wire_header *hdr, uint8_t **p) {
+    symm__wire_hello h = *h0;
+    SYMM_TRY(symm__random(h.nonce, sizeof h.nonce));
+    uint8_t hello[SYMM__WIRE_HELLO_BYTES];
+    symm__wire_encode_hello(hello, &h);
+    SYMM_TRY(symm__wire_send(fd, SYMM__MSG_HELLO, 0, hello, sizeof hello, deadline, b->peer));
+    SYMM_TRY(symm__wire_recv(fd, hdr, p, deadline, b->peer));
+    if (hdr->type != SYMM__MSG_CHALLENGE) return SYMM_SUCCESS; /* a REJECT: the caller reads it */
+    uint8_t want[SYMM__PROOF_BYTES], proof[SYMM__PROOF_BYTES];
+    symm__wire_proof(b->secret, SYMM__PROOF_SERVER, hello, *p, want);
+    bool ok = hdr->length == SYMM__WIRE_CHALLENGE_BYTES &&
+              symm__ct_equal(*p + SYMM__NONCE_BYTES, want, SYMM__PROOF_BYTES);
+    if (ok) symm__wire_proof(b->secret, SYMM__PROOF_CLIENT, hello, *p, proof);
+    free(*p);
+    *p = NULL;
+    if (!ok)
+        return symm__err(SYMM_ERR_BOOTSTRAP,
+                         "%s could not prove that it knows this job's key (its job secret is "
+                         "another: another job's server on this address, or an impostor); not "
+                         "joining it", b->peer);
+    symm_status st = symm__wire_send(fd, SYMM__MSG_AUTH, 0, proof, sizeof proof, deadline, b->peer);
+    symm__wipe(proof, sizeof proof);
+    if (st == SYMM_SUCCESS) st = symm__wire_recv(fd, hdr, p, deadline, b->peer);
+    return st;
+}
+
+/* Connect (retrying until rank 0's server is up), handshake, wait for WELCOME. */
 static symm_status join(symm__boot *b, const char *hint) {
     int64_t start = symm__now_ms(), deadline = start + b->timeout_ms;
     char last[MSG_MAX] = "no attempt";
@@ -313,9 +349,6 @@ static symm_status join(symm__boot *b, const char *hint) {
     h.session = b->session;
     h.pid = (int32_t)getpid();
     h.host_id = b->host_id[b->rank];
-    memcpy(h.secret, b->secret, SYMM__SECRET_BYTES);
-    uint8_t hello[SYMM__WIRE_HELLO_BYTES];
-    symm__wire_encode_hello(hello, &h);
 
     for (;;) {
         int fd = -1;
@@ -324,8 +357,7 @@ static symm_status join(symm__boot *b, const char *hint) {
         if (st == SYMM_SUCCESS) {
             symm__wire_header hdr;
             uint8_t *p = NULL;
-            st = symm__wire_send(fd, SYMM__MSG_HELLO, 0, hello, sizeof hello, deadline, b->peer);
-            if (st == SYMM_SUCCESS) st = symm__wire_recv(fd, &hdr, &p, deadline, b->peer);
+            st = handshake(b, fd, deadline, &h, &hdr, &p);
             if (st == SYMM_SUCCESS) {
                 symm_status out = SYMM_SUCCESS;
                 symm__wire_abort a;
@@ -371,6 +403,9 @@ static symm_status join(symm__boot *b, const char *hint) {
                 return symm__err(st, "PE %d: %s", b->rank, last);
             }
             /* Closed before WELCOME: that server is going away; try again. */
+            save_msg(last, sizeof last);
+            symm__err(st, "%s before WELCOME (a server that closes every connection at once "
+                      "may speak another protocol version)", last);
         }
         save_msg(last, sizeof last);
         int64_t now = symm__now_ms();
@@ -537,6 +572,7 @@ symm_status symm__boot_open(const symm__boot_params *cfg, symm__boot **boot, sym
     case SYMM_BOOTSTRAP_UID: SYMM_TRY(open_uid(cfg, &b)); break;
     default: return symm__err(SYMM_ERR_INVALID_ARG, "unknown bootstrap mode %u", cfg->bootstrap);
     }
+    symm__key_derive(b->secret, "symm transport v1", b->tp_key);
     /* A quarter of the bound: the news reaches a call well within it. */
     b->poll_ns = (long long)(cfg->peer_timeout_ms ? cfg->peer_timeout_ms
                                                   : SYMM__DEFAULT_PEER_TIMEOUT_MS) * 250000ll;
@@ -702,6 +738,26 @@ symm_status symm__boot_check_now(symm__boot *b) { return boot_check(b, true); }
 
 int symm__boot_news_fd(const symm__boot *b) { return b && b->n_pes > 1 ? b->fd : -1; }
 
+void symm__boot_auth_mac(const symm__boot *b, int32_t pe, const void *msg, size_t len,
+                         uint8_t mac[32]) {
+    uint8_t who[4] = {(uint8_t)pe, (uint8_t)((uint32_t)pe >> 8), (uint8_t)((uint32_t)pe >> 16),
+                      (uint8_t)((uint32_t)pe >> 24)};
+    symm__hmac m;
+    symm__hmac_init(&m, b->tp_key, sizeof b->tp_key);
+    symm__hmac_update(&m, who, sizeof who);
+    symm__hmac_update(&m, msg, len);
+    symm__hmac_final(&m, mac);
+}
+
+bool symm__boot_auth_verify(const symm__boot *b, int32_t pe, const void *msg, size_t len,
+                            const uint8_t mac[32]) {
+    uint8_t want[32];
+    symm__boot_auth_mac(b, pe, msg, len, want);
+    bool ok = symm__ct_equal(want, mac, sizeof want);
+    symm__wipe(want, sizeof want);
+    return ok;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Descriptor passing among PEs of one host                                  */
 /* ------------------------------------------------------------------------ */
@@ -723,7 +779,7 @@ static symm_status send_fd_to(symm__boot *b, int32_t peer, int fd, int64_t deadl
         if (delay < 50) delay *= 2;
     }
     symm__wire_fdmsg m = {.session = b->session, .rank = b->rank, .seq = b->share_seq};
-    memcpy(m.secret, b->secret, SYMM__SECRET_BYTES);
+    symm__wire_fdmsg_tag(b->secret, b->session, b->rank, peer, b->share_seq, m.tag);
     uint8_t body[SYMM__FDMSG_BYTES];
     symm__wire_encode_fdmsg(body, &m);
     union {
@@ -780,7 +836,7 @@ static symm_status recv_fd_from_any(symm__boot *b, int64_t deadline, int32_t *fr
     }
     close(s);
     symm__wire_fdmsg m;
-    symm__fdmsg_expect want = {.secret = b->secret, .session = b->session, .self_rank = b->rank,
+    symm__fdmsg_expect want = {.key = b->secret, .session = b->session, .self_rank = b->rank,
                                .n_pes = b->n_pes, .local_index = b->local_index};
     int fd = -1;
     if (!symm__wire_take_fdmsg(&msg, n, &want, &m, &fd))
@@ -902,6 +958,8 @@ void symm__boot_close(symm__boot *b) {
     if (b->own_server) symm__rdv_thread_stop(b->own_server, b->timeout_ms);
     env_server_release(b->server, b->timeout_ms);
     pthread_mutex_destroy(&b->io);
+    symm__wipe(b->secret, sizeof b->secret);
+    symm__wipe(b->tp_key, sizeof b->tp_key);
     free(b->local_index);
     free(b->host_id);
     free(b->pid);

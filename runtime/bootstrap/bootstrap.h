@@ -59,6 +59,15 @@ symm_status symm__boot_check_now(symm__boot *b);
 /* The socket that carries news of the job (a dead PE) to this PE: readable
  * when there is some; -1 for a single PE. Closed by symm__boot_close. */
 int symm__boot_news_fd(const symm__boot *b);
+/* Transport handshake proofs (the core's auth_mac / auth_verify services,
+ * runtime/transports/transport.h): HMAC-SHA-256 under a key derived from the
+ * job key for transports (HMAC(key, "symm transport v1")), of (pe as 4 bytes
+ * little-endian, then msg). verify compares in constant time: true when mac
+ * is PE pe's. The key stays in the boot object. */
+void symm__boot_auth_mac(const symm__boot *b, int32_t pe, const void *msg, size_t len,
+                         uint8_t mac[32]);
+bool symm__boot_auth_verify(const symm__boot *b, int32_t pe, const void *msg, size_t len,
+                            const uint8_t mac[32]);
 /* Leave the job (no collective) and free everything. NULL accepted. */
 void symm__boot_close(symm__boot *b);
 /* Env bootstrap's reading of the environment (rank, size, address, secret

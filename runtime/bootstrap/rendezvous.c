@@ -18,6 +18,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "bootstrap.h"
+#include "crypto.h"
 
 /* Connections that have not said HELLO yet: at most half of the descriptors
  * the process has left after the job's own (RLIMIT_NOFILE - n_pes -
@@ -55,7 +56,9 @@ typedef struct rdv_out {
     struct rdv_out *next;
 } rdv_out;
 
-enum { C_HELLO, C_MEMBER, C_LEAVING, C_CLOSED };
+/* C_HELLO: connected, no HELLO yet; C_AUTH: HELLO answered with CHALLENGE,
+ * waiting for the PE's proof (both are strangers: bounded, with a deadline). */
+enum { C_HELLO, C_AUTH, C_MEMBER, C_LEAVING, C_CLOSED };
 enum { S_JOINING, S_RUNNING, S_ENDED };
 
 struct rdv_session;
@@ -70,6 +73,9 @@ typedef struct rdv_conn {
     int64_t deadline;   /* C_HELLO: say HELLO by then; C_LEAVING: flush by then */
     int io_error;       /* a write failed (handled by the step's last pass)      */
     char peer[48];      /* "connection 12" or "PE 3 (pid 4567)"                  */
+    /* C_AUTH: the HELLO as received and the nonce of the CHALLENGE */
+    uint8_t hello[SYMM__WIRE_HELLO_BYTES];
+    uint8_t nonce[SYMM__NONCE_BYTES];
 } rdv_conn;
 
 typedef struct rdv_session {
@@ -214,7 +220,7 @@ static void conn_send(rdv_conn *c, rdv_buf *b) {
 /* Close the socket; the struct is freed when the step compacts the list. */
 static void conn_close(symm__rdv *r, rdv_conn *c) {
     if (c->state == C_CLOSED) return;
-    if (c->state == C_HELLO) r->n_pending--;
+    if (c->state == C_HELLO || c->state == C_AUTH) r->n_pending--;
     if (c->state == C_MEMBER && c->sess && c->sess->member) c->sess->member[c->rank] = NULL;
     if (c->fd >= 0) close(c->fd);
     c->fd = -1;
@@ -232,7 +238,7 @@ static void conn_close(symm__rdv *r, rdv_conn *c) {
 /* Send REJECT and close once it is written. */
 static void conn_reject(symm__rdv *r, rdv_conn *c, const char *reason) {
     rdv_buf *b = buf_abort(SYMM__MSG_REJECT, -1, reason);
-    if (c->state == C_HELLO) r->n_pending--;
+    if (c->state == C_HELLO || c->state == C_AUTH) r->n_pending--;
     c->state = C_LEAVING;
     c->sess = NULL;
     c->deadline = symm__now_ms() + 2000;
@@ -348,6 +354,8 @@ static void conn_lost(symm__rdv *r, rdv_conn *c, const char *why) {
 /* Message handling                                                          */
 /* ------------------------------------------------------------------------ */
 
+/* HELLO: answer with a CHALLENGE (a fresh nonce and this server's proof of
+ * the key); the PE is nobody until its AUTH proves the key in turn. */
 static void handle_hello(symm__rdv *r, rdv_conn *c, const uint8_t *p, uint32_t len) {
     symm__wire_hello h;
     char reason[SYMM__WIRE_MAX_REASON];
@@ -357,10 +365,36 @@ static void handle_hello(symm__rdv *r, rdv_conn *c, const uint8_t *p, uint32_t l
         conn_reject(r, c, reason);
         return;
     }
-    if (!symm__secret_equal(h.secret, r->secret)) {
-        stranger_log(r, "refused %s claiming to be PE %d (pid %d): wrong job secret", c->peer, h.rank,
-                h.pid);
-        conn_reject(r, c, "wrong job secret (is this address used by another job?)");
+    rdv_buf *b = buf_new(SYMM__MSG_CHALLENGE, 0, SYMM__WIRE_CHALLENGE_BYTES);
+    if (!b || symm__random(c->nonce, sizeof c->nonce) != SYMM_SUCCESS) {
+        buf_unref(b);
+        rdv_log(r, "cannot answer %s: %s", c->peer, b ? symm__last_error() : "out of memory");
+        conn_close(r, c);
+        return;
+    }
+    memcpy(c->hello, p, SYMM__WIRE_HELLO_BYTES);
+    uint8_t *out = b->data + SYMM__WIRE_HEADER_BYTES;
+    memcpy(out, c->nonce, SYMM__NONCE_BYTES);
+    symm__wire_proof(r->secret, SYMM__PROOF_SERVER, c->hello, c->nonce, out + SYMM__NONCE_BYTES);
+    c->state = C_AUTH;
+    conn_send(c, b);
+    buf_unref(b);
+}
+
+/* AUTH: the PE's proof; then it joins its session. */
+static void handle_auth(symm__rdv *r, rdv_conn *c, const uint8_t *p, uint32_t len) {
+    symm__wire_hello h;
+    char reason[SYMM__WIRE_MAX_REASON];
+    uint8_t want[SYMM__PROOF_BYTES];
+    symm__wire_proof(r->secret, SYMM__PROOF_CLIENT, c->hello, c->nonce, want);
+    bool ok = len == SYMM__PROOF_BYTES && symm__ct_equal(p, want, SYMM__PROOF_BYTES);
+    symm__wipe(want, sizeof want);
+    if (symm__wire_parse_hello(c->hello, sizeof c->hello, &h) != SYMM_SUCCESS) ok = false;
+    if (!ok) {
+        stranger_log(r, "refused %s claiming to be PE %d (pid %d): its proof does not match the "
+                     "job key", c->peer, h.rank, h.pid);
+        conn_reject(r, c, "wrong job secret: the proof does not match this job's key (is this "
+                    "address used by another job?)");
         return;
     }
     if (h.n_pes != r->n_pes) {
@@ -518,14 +552,16 @@ static void handle_bye(symm__rdv *r, rdv_conn *c) {
 
 static void handle_message(symm__rdv *r, rdv_conn *c, const symm__wire_header *h,
                            const uint8_t *p) {
-    if (c->state == C_HELLO) {
-        if (h->type != SYMM__MSG_HELLO) {
-            stranger_log(r, "refused %s: first message is %s, not HELLO", c->peer,
-                    symm__wire_type_name(h->type));
-            conn_reject(r, c, "expected HELLO");
+    if (c->state == C_HELLO || c->state == C_AUTH) {
+        uint32_t want = c->state == C_HELLO ? SYMM__MSG_HELLO : SYMM__MSG_AUTH;
+        if (h->type != want) {
+            stranger_log(r, "refused %s: it sent %s, not %s", c->peer,
+                         symm__wire_type_name(h->type), symm__wire_type_name(want));
+            conn_reject(r, c, c->state == C_HELLO ? "expected HELLO" : "expected AUTH");
             return;
         }
-        handle_hello(r, c, p, h->length);
+        if (c->state == C_HELLO) handle_hello(r, c, p, h->length);
+        else handle_auth(r, c, p, h->length);
         return;
     }
     if (c->state != C_MEMBER) return; /* leaving: ignore the rest */
@@ -569,11 +605,21 @@ static void handle_message(symm__rdv *r, rdv_conn *c, const symm__wire_header *h
 /* Read everything available on c and handle complete messages. */
 static void conn_read(symm__rdv *r, rdv_conn *c) {
     while (c->fd >= 0 && c->state != C_CLOSED) {
+        if (c->state == C_LEAVING) { /* refused, or said BYE: the rest is ignored */
+            uint8_t junk[512];
+            ssize_t n = recv(c->fd, junk, sizeof junk, MSG_DONTWAIT);
+            if (n > 0 || (n < 0 && errno == EINTR)) continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+            conn_close(r, c);
+            return;
+        }
         /* Strangers may send a HELLO and nothing bigger; members nothing an
          * allgather of this job could not use. Checked before allocating. */
         uint32_t member_limit = SYMM__WIRE_MAX_PAYLOAD / (uint32_t)r->n_pes;
         if (member_limit < 8 + SYMM__WIRE_MAX_REASON) member_limit = 8 + SYMM__WIRE_MAX_REASON;
-        c->rx.limit = c->state == C_HELLO ? SYMM__WIRE_HELLO_BYTES : member_limit;
+        c->rx.limit = c->state == C_HELLO  ? SYMM__WIRE_HELLO_BYTES
+                      : c->state == C_AUTH ? SYMM__WIRE_AUTH_BYTES
+                                           : member_limit;
         uint8_t *buf;
         size_t want;
         symm__wire_rx_want(&c->rx, &buf, &want);
@@ -596,6 +642,18 @@ static void conn_read(symm__rdv *r, rdv_conn *c) {
             snprintf(why, sizeof why, "sent an invalid message: %s", symm__last_error());
             if (c->state == C_MEMBER) {
                 member_lost(r, c, why);
+            } else if (c->state == C_HELLO && c->rx.got == SYMM__WIRE_HEADER_BYTES &&
+                       c->rx.hdr_bytes[0] == 'S' && c->rx.hdr_bytes[1] == 'Y' &&
+                       c->rx.hdr_bytes[2] == 'M' && c->rx.hdr_bytes[3] == 'M' &&
+                       (c->rx.hdr_bytes[4] | c->rx.hdr_bytes[5] << 8) != SYMM__WIRE_VERSION) {
+                /* A symm PE of another version: tell it (it cannot parse the
+                 * REJECT, but its decoder names both versions). */
+                unsigned v = (unsigned)(c->rx.hdr_bytes[4] | c->rx.hdr_bytes[5] << 8);
+                snprintf(why, sizeof why, "protocol version %u; this server speaks version %u "
+                         "(are different symm versions mixed in one job?)", v, SYMM__WIRE_VERSION);
+                stranger_log(r, "refused %s: %s", c->peer, why);
+                symm__wire_rx_reset(&c->rx);
+                conn_reject(r, c, why);
             } else {
                 stranger_log(r, "dropped %s: %s", c->peer, why);
                 conn_close(r, c);
@@ -655,7 +713,9 @@ static bool evict_oldest_stranger(symm__rdv *r, const char *why) {
     rdv_conn *oldest = NULL;
     for (size_t i = 0; i < r->n_conns; i++) {
         rdv_conn *c = r->conns[i];
-        if (c->state == C_HELLO && (!oldest || c->deadline < oldest->deadline)) oldest = c;
+        if ((c->state == C_HELLO || c->state == C_AUTH) &&
+            (!oldest || c->deadline < oldest->deadline))
+            oldest = c;
     }
     if (!oldest) return false;
     stranger_log(r, "dropped %s, the oldest of %zu connections without HELLO: %s", oldest->peer,
@@ -760,8 +820,9 @@ static void reap(symm__rdv *r) {
                 conn_lost(r, c, why);
                 again = true;
             } else if (c->deadline && now >= c->deadline) {
-                if (c->state == C_HELLO)
-                    stranger_log(r, "dropped %s: no HELLO within %u ms", c->peer, r->hello_timeout_ms);
+                if (c->state == C_HELLO || c->state == C_AUTH)
+                    stranger_log(r, "dropped %s: no %s within %u ms", c->peer,
+                                 c->state == C_HELLO ? "HELLO" : "AUTH", r->hello_timeout_ms);
                 conn_close(r, c);
             } else if (c->state == C_LEAVING && !c->out) {
                 conn_close(r, c);
@@ -822,7 +883,7 @@ void symm__rdv_drain(symm__rdv *r) {
     r->listen_fd = -1;
     for (size_t i = 0; i < r->n_conns; i++) {
         rdv_conn *c = r->conns[i];
-        if (c->state == C_HELLO) conn_close(r, c);
+        if (c->state == C_HELLO || c->state == C_AUTH) conn_close(r, c);
         else if (c->state == C_MEMBER && c->sess->state == S_JOINING) conn_close(r, c);
     }
     /* Unstarted sessions are forgotten: their PEs retry with the next server. */

@@ -17,6 +17,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "crypto.h"
 
 /* ------------------------------------------------------------------------ */
 /* Little-endian fields                                                      */
@@ -65,9 +66,28 @@ static uint32_t hash32(const uint8_t *p, size_t len) {
 }
 
 bool symm__secret_equal(const uint8_t a[SYMM__SECRET_BYTES], const uint8_t b[SYMM__SECRET_BYTES]) {
-    volatile uint8_t diff = 0;
-    for (size_t i = 0; i < SYMM__SECRET_BYTES; i++) diff |= (uint8_t)(a[i] ^ b[i]);
-    return diff == 0;
+    return symm__ct_equal(a, b, SYMM__SECRET_BYTES);
+}
+
+void symm__key_derive(const uint8_t key[SYMM__SECRET_BYTES], const char *label,
+                      uint8_t out[SYMM__SECRET_BYTES]) {
+    symm__hmac_sha256(key, SYMM__SECRET_BYTES, label, strlen(label), out);
+}
+
+void symm__wire_proof(const uint8_t key[SYMM__SECRET_BYTES], uint32_t role,
+                      const uint8_t hello[SYMM__WIRE_HELLO_BYTES],
+                      const uint8_t server_nonce[SYMM__NONCE_BYTES],
+                      uint8_t out[SYMM__PROOF_BYTES]) {
+    uint8_t boot_key[SYMM__SECRET_BYTES];
+    symm__key_derive(key, "symm bootstrap v2", boot_key);
+    const char *label = role == SYMM__PROOF_SERVER ? "server" : "client";
+    symm__hmac m;
+    symm__hmac_init(&m, boot_key, sizeof boot_key);
+    symm__hmac_update(&m, label, strlen(label) + 1);
+    symm__hmac_update(&m, hello, SYMM__WIRE_HELLO_BYTES);
+    symm__hmac_update(&m, server_nonce, SYMM__NONCE_BYTES);
+    symm__hmac_final(&m, out);
+    symm__wipe(boot_key, sizeof boot_key);
 }
 
 void symm__hex(char *out, const uint8_t *in, size_t n) {
@@ -144,6 +164,8 @@ const char *symm__wire_type_name(uint32_t type) {
     case SYMM__MSG_BARRIER: return "BARRIER";
     case SYMM__MSG_BYE: return "BYE";
     case SYMM__MSG_ABORT: return "ABORT";
+    case SYMM__MSG_CHALLENGE: return "CHALLENGE";
+    case SYMM__MSG_AUTH: return "AUTH";
     default: return "unknown";
     }
 }
@@ -176,6 +198,8 @@ symm_status symm__wire_decode_header(const uint8_t *buf, size_t len, symm__wire_
     uint64_t lo = 0, hi = 0;
     switch (type) {
     case SYMM__MSG_HELLO: lo = hi = SYMM__WIRE_HELLO_BYTES; break;
+    case SYMM__MSG_CHALLENGE: lo = hi = SYMM__WIRE_CHALLENGE_BYTES; break;
+    case SYMM__MSG_AUTH: lo = hi = SYMM__WIRE_AUTH_BYTES; break;
     case SYMM__MSG_WELCOME:
         lo = 4;
         hi = 4 + (uint64_t)SYMM__WIRE_WELCOME_ENTRY_BYTES * SYMM__WIRE_MAX_PES;
@@ -208,7 +232,7 @@ void symm__wire_encode_hello(uint8_t out[SYMM__WIRE_HELLO_BYTES], const symm__wi
     put32(out + 8, h->session);
     put32(out + 12, (uint32_t)h->pid);
     put64(out + 16, h->host_id);
-    memcpy(out + 24, h->secret, SYMM__SECRET_BYTES);
+    memcpy(out + 24, h->nonce, SYMM__NONCE_BYTES);
 }
 
 symm_status symm__wire_parse_hello(const uint8_t *p, size_t len, symm__wire_hello *out) {
@@ -221,7 +245,7 @@ symm_status symm__wire_parse_hello(const uint8_t *p, size_t len, symm__wire_hell
     h.session = get32(p + 8);
     h.pid = (int32_t)get32(p + 12);
     h.host_id = get64(p + 16);
-    memcpy(h.secret, p + 24, SYMM__SECRET_BYTES);
+    memcpy(h.nonce, p + 24, SYMM__NONCE_BYTES);
     if (h.n_pes < 1 || h.n_pes > SYMM__WIRE_MAX_PES)
         return symm__err(SYMM_ERR_BOOTSTRAP, "wire: HELLO with n_pes %d outside [1, %d]", h.n_pes,
                          SYMM__WIRE_MAX_PES);
@@ -315,7 +339,7 @@ void symm__wire_encode_fdmsg(uint8_t out[SYMM__FDMSG_BYTES], const symm__wire_fd
     put32(out + 4, m->session);
     put32(out + 8, (uint32_t)m->rank);
     put32(out + 12, m->seq);
-    memcpy(out + 16, m->secret, SYMM__SECRET_BYTES);
+    memcpy(out + 16, m->tag, SYMM__SECRET_BYTES);
 }
 
 symm_status symm__wire_parse_fdmsg(const uint8_t *p, size_t len, symm__wire_fdmsg *out) {
@@ -328,11 +352,23 @@ symm_status symm__wire_parse_fdmsg(const uint8_t *p, size_t len, symm__wire_fdms
     m.session = get32(p + 4);
     m.rank = (int32_t)get32(p + 8);
     m.seq = get32(p + 12);
-    memcpy(m.secret, p + 16, SYMM__SECRET_BYTES);
+    memcpy(m.tag, p + 16, SYMM__SECRET_BYTES);
     if (m.rank < 0 || m.rank >= SYMM__WIRE_MAX_PES)
         return symm__err(SYMM_ERR_BOOTSTRAP, "wire: descriptor message from PE %d", m.rank);
     *out = m;
     return SYMM_SUCCESS;
+}
+
+void symm__wire_fdmsg_tag(const uint8_t key[SYMM__SECRET_BYTES], uint32_t session, int32_t from,
+                          int32_t to, uint32_t seq, uint8_t out[SYMM__SECRET_BYTES]) {
+    uint8_t k[SYMM__SECRET_BYTES], msg[16];
+    symm__key_derive(key, "symm descriptor passing v1", k);
+    put32(msg, session);
+    put32(msg + 4, (uint32_t)from);
+    put32(msg + 8, (uint32_t)to);
+    put32(msg + 12, seq);
+    symm__hmac_sha256(k, sizeof k, msg, sizeof msg, out);
+    symm__wipe(k, sizeof k);
 }
 
 int symm__wire_take_fdmsg(const struct msghdr *msg, ssize_t n, const symm__fdmsg_expect *want,
@@ -355,9 +391,13 @@ int symm__wire_take_fdmsg(const struct msghdr *msg, ssize_t n, const symm__fdmsg
     bool ok = body && n == (ssize_t)SYMM__FDMSG_BYTES && msg->msg_iov[0].iov_len >= SYMM__FDMSG_BYTES &&
               !(msg->msg_flags & MSG_CTRUNC) && nfds == 1 && extra == 0 &&
               symm__wire_parse_fdmsg(body, SYMM__FDMSG_BYTES, &m) == SYMM_SUCCESS &&
-              symm__secret_equal(m.secret, want->secret) && m.session == want->session &&
-              m.rank < want->n_pes && m.rank != want->self_rank &&
+              m.session == want->session && m.rank < want->n_pes && m.rank != want->self_rank &&
               (!want->local_index || want->local_index[m.rank] >= 0);
+    if (ok) {
+        uint8_t tag[SYMM__SECRET_BYTES];
+        symm__wire_fdmsg_tag(want->key, m.session, m.rank, want->self_rank, m.seq, tag);
+        ok = symm__ct_equal(tag, m.tag, sizeof tag);
+    }
     if (!ok) {
         for (int i = 0; i < nfds; i++)
             if (fds[i] >= 0) close(fds[i]);

@@ -17,7 +17,9 @@
  *
  * Payloads (i32/u32/u64 little-endian):
  *   HELLO     PE -> server: i32 rank, i32 n_pes, u32 session, i32 pid,
- *             u64 host_id, u8 secret[32]                         (56 bytes)
+ *             u64 host_id, u8 nonce[32] (fresh random)         (56 bytes)
+ *   CHALLENGE server -> PE: u8 nonce[32] (fresh random), u8 proof[32] (64 bytes)
+ *   AUTH      PE -> server: u8 proof[32]                          (32 bytes)
  *   WELCOME   server -> PE: u32 n_pes, then n_pes x {u64 host_id, i32 pid}
  *   REJECT    server -> PE (handshake refused), same layout as ABORT
  *   ALLGATHER PE -> server: this PE's bytes; server -> PE: n_pes x len, rank order
@@ -25,6 +27,14 @@
  *   BYE       PE -> server: leaving; server -> PE: acknowledged. Empty.
  *   ABORT     both ways: i32 failed rank (-1 unknown), u32 reason length,
  *             reason bytes (<= SYMM__WIRE_MAX_REASON, not NUL-terminated)
+ *
+ * The handshake (version 2): HELLO, CHALLENGE, AUTH, then WELCOME once every
+ * PE has joined. The job key never crosses the socket; each side proves it
+ * holds it with an HMAC-SHA-256 over both nonces and the HELLO
+ * (symm__wire_proof): the server first (a PE never gives its proof to a
+ * server that could not make one), then the PE. Version 1 sent the secret in
+ * HELLO; the versions refuse each other (a version-1 HELLO gets a REJECT
+ * that names both versions).
  *
  * Decoders never trust a length: the header decoder enforces each type's
  * limit before anything is allocated, and payload parsers check exact sizes.
@@ -43,7 +53,7 @@
 #include <symm/symm.h>
 
 #define SYMM__WIRE_MAGIC 0x4d4d5953u
-#define SYMM__WIRE_VERSION 1u
+#define SYMM__WIRE_VERSION 2u
 #define SYMM__WIRE_HEADER_BYTES 16u
 #define SYMM__WIRE_MAX_PAYLOAD (64u << 20)
 #define SYMM__WIRE_MAX_PES (1 << 20)
@@ -57,9 +67,15 @@
 #define SYMM__MSG_BARRIER 5u
 #define SYMM__MSG_BYE 6u
 #define SYMM__MSG_ABORT 7u
-#define SYMM__MSG_TYPE_MAX 7u
+#define SYMM__MSG_CHALLENGE 8u
+#define SYMM__MSG_AUTH 9u
+#define SYMM__MSG_TYPE_MAX 9u
 
 #define SYMM__WIRE_HELLO_BYTES 56u
+#define SYMM__WIRE_CHALLENGE_BYTES 64u
+#define SYMM__WIRE_AUTH_BYTES 32u
+#define SYMM__NONCE_BYTES 32u
+#define SYMM__PROOF_BYTES 32u
 #define SYMM__WIRE_WELCOME_ENTRY_BYTES 12u
 
 /* Name of a message type ("HELLO"), "unknown" otherwise. */
@@ -82,12 +98,23 @@ typedef struct symm__wire_hello {
     uint32_t session;
     int32_t pid;
     uint64_t host_id;
-    uint8_t secret[SYMM__SECRET_BYTES];
+    uint8_t nonce[SYMM__NONCE_BYTES];
 } symm__wire_hello;
 
 void symm__wire_encode_hello(uint8_t out[SYMM__WIRE_HELLO_BYTES], const symm__wire_hello *h);
 /* Checks 0 <= rank < n_pes <= SYMM__WIRE_MAX_PES and pid > 0. */
 symm_status symm__wire_parse_hello(const uint8_t *p, size_t len, symm__wire_hello *out);
+
+/* The handshake's proofs: HMAC-SHA-256 under the job key's bootstrap key
+ * (symm__key_derive(key, "symm bootstrap v2")) of a role label ("server" or
+ * "client"), the HELLO payload as sent (its 56 bytes: rank, size, session,
+ * pid, host and the PE's nonce) and the server's nonce. */
+#define SYMM__PROOF_SERVER 1u
+#define SYMM__PROOF_CLIENT 2u
+void symm__wire_proof(const uint8_t key[SYMM__SECRET_BYTES], uint32_t role,
+                      const uint8_t hello[SYMM__WIRE_HELLO_BYTES],
+                      const uint8_t server_nonce[SYMM__NONCE_BYTES],
+                      uint8_t out[SYMM__PROOF_BYTES]);
 
 /* WELCOME: payload bytes for n_pes entries; encode into a buffer of that size. */
 size_t symm__wire_welcome_bytes(int32_t n_pes);
@@ -110,8 +137,11 @@ void symm__wire_encode_abort(uint8_t *out, int32_t rank, const char *reason);
 symm_status symm__wire_parse_abort(const uint8_t *p, size_t len, symm__wire_abort *out);
 
 /* Descriptor-passing message between PEs of one host (symm__boot_share_fd):
- * u32 magic 0x464d5953 (the bytes "SYMF"), u32 session, i32 rank, u32 call number,
- * u8 secret[32]; the descriptor rides along as SCM_RIGHTS. */
+ * u32 magic 0x464d5953 (the bytes "SYMF"), u32 session, i32 rank (the
+ * sender), u32 call number, u8 tag[32]; the descriptor rides along as
+ * SCM_RIGHTS. The tag (symm__wire_fdmsg_tag) proves the job key for this
+ * sender, receiver, session and call, so the key itself is never sent and a
+ * message cannot be replayed to another PE or call. */
 #define SYMM__FDMSG_MAGIC 0x464d5953u
 #define SYMM__FDMSG_BYTES 48u
 
@@ -119,15 +149,19 @@ typedef struct symm__wire_fdmsg {
     uint32_t session;
     int32_t rank;
     uint32_t seq;
-    uint8_t secret[SYMM__SECRET_BYTES];
+    uint8_t tag[SYMM__SECRET_BYTES];
 } symm__wire_fdmsg;
 
 void symm__wire_encode_fdmsg(uint8_t out[SYMM__FDMSG_BYTES], const symm__wire_fdmsg *m);
 symm_status symm__wire_parse_fdmsg(const uint8_t *p, size_t len, symm__wire_fdmsg *out);
+/* HMAC-SHA-256 under HMAC(key, "symm descriptor passing v1") of session,
+ * sender, receiver and call number (4 bytes little-endian each). */
+void symm__wire_fdmsg_tag(const uint8_t key[SYMM__SECRET_BYTES], uint32_t session, int32_t from,
+                          int32_t to, uint32_t seq, uint8_t out[SYMM__SECRET_BYTES]);
 
 /* Who may pass this PE a descriptor: PEs of its job, session and host. */
 typedef struct symm__fdmsg_expect {
-    const uint8_t *secret; /* SYMM__SECRET_BYTES */
+    const uint8_t *key; /* the job key, SYMM__SECRET_BYTES */
     uint32_t session;
     int32_t self_rank, n_pes;
     const int32_t *local_index; /* n_pes entries, < 0 for PEs of other hosts; NULL: all local */
@@ -232,6 +266,11 @@ symm_status symm__wire_recv(int fd, symm__wire_header *hdr, uint8_t **payload,
 
 uint64_t symm__hash64(uint64_t h, const void *data, size_t len); /* FNV-1a 64; seed with SYMM__HASH64_INIT */
 #define SYMM__HASH64_INIT 0xcbf29ce484222325ull
+/* A key for one use of the job key: HMAC-SHA-256(key, label). The handshakes
+ * of the bootstrap, descriptor passing and the transports each use their own,
+ * so a proof made for one can never be replayed to another. */
+void symm__key_derive(const uint8_t key[SYMM__SECRET_BYTES], const char *label,
+                      uint8_t out[SYMM__SECRET_BYTES]);
 /* Constant-time equality of two secrets. */
 bool symm__secret_equal(const uint8_t a[SYMM__SECRET_BYTES], const uint8_t b[SYMM__SECRET_BYTES]);
 /* Lower-case hex of n bytes into out (2n + 1 bytes). */

@@ -46,6 +46,19 @@ static const char *svc_getenv(void *c, const char *name) {
     (void)c;
     return getenv(name);
 }
+/* Handshake proofs: the job key stays in the bootstrap object. */
+static int32_t svc_auth_mac(void *c, const void *msg, size_t len, uint8_t mac[32]) {
+    symm__ctx *ctx = c;
+    symm__boot_auth_mac(ctx->boot, ctx->my_pe, msg, len, mac);
+    return SYMM_SUCCESS;
+}
+static int32_t svc_auth_verify(void *c, int32_t pe, const void *msg, size_t len,
+                               const uint8_t mac[32]) {
+    symm__ctx *ctx = c;
+    if (pe < 0 || pe >= ctx->n_pes) return SYMM_ERR_BOOTSTRAP;
+    return symm__boot_auth_verify(ctx->boot, pe, msg, len, mac) ? SYMM_SUCCESS
+                                                                  : SYMM_ERR_BOOTSTRAP;
+}
 
 /* ---- lookup ---- */
 
@@ -244,6 +257,7 @@ symm_status symm__tp_open(symm__ctx *ctx, const char *const *names, size_t n_nam
         .timeout_ms = ctx->cfg.timeout_ms, .peer_timeout_ms = ctx->cfg.peer_timeout_ms,
         .allgather = svc_allgather, .barrier = svc_barrier, .check_failed = svc_check_failed,
         .set_error = svc_set_error, .log = svc_log, .getenv = svc_getenv,
+        .auth_mac = svc_auth_mac, .auth_verify = svc_auth_verify,
     };
     const char *want = getenv("SYMM_TRANSPORT");
     if (!want || !*want) want = "auto";

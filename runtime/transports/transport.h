@@ -20,7 +20,7 @@
  * It includes nothing of the core but <symm/symm.h> (status, SYMM_AMO_*,
  * SYMM_DTYPE_* and SYMM_SIGNAL_* constants): plugins reach the core only through the
  * symm_tp_core table below (bootstrap collectives, errors, logging, peer
- * failure), never through core symbols (they are hidden). They may use the
+ * failure, handshake proofs), never through core symbols (they are hidden). They may use the
  * header-only runtime/core/amo_cpu.h (CPU atomics on a heap word).
  *
  * Conventions
@@ -45,8 +45,10 @@
 extern "C" {
 #endif
 
-/* Interface version (bump when the tables change; append-only). */
-#define SYMM_TP_IFACE 1u
+/* Interface version (bump when the tables change; append-only).
+ *   1  the first tables
+ *   2  symm_tp_core gains auth_mac and auth_verify (transport handshakes) */
+#define SYMM_TP_IFACE 2u
 /* The symbol every plugin exports. */
 #define SYMM_TP_ENTRY "symm_transport_plugin"
 
@@ -101,6 +103,22 @@ typedef struct symm_tp_core {
     /* Configuration lookup: the core's view of the environment (getenv or
      * an override). NULL when unset. */
     const char *(*getenv)(void *core, const char *name);
+
+    /* ---- from SYMM_TP_IFACE 2 (check size before use) ---- */
+    /* Proofs for a transport's handshake, so that only PEs of this job talk
+     * to each other and none can pass for another; the job key never leaves
+     * the core. auth_mac: HMAC-SHA-256, under a key the core derives from
+     * the job key for transports only, of (this PE's number as 4 bytes
+     * little-endian, then msg); the core puts its own PE number in, so a
+     * plugin can only ever sign as its own PE. Returns 0. auth_verify: 0
+     * when mac is what PE pe's auth_mac gives for msg (compared in constant
+     * time), else SYMM_ERR_BOOTSTRAP; it records no error (the caller says
+     * what it refuses). A plugin makes msg unique per connection (both
+     * sides' fresh nonces) and per role (a label), so a recorded proof never
+     * passes again (runtime/transports/tcp/tcp_proto.h shows one). */
+    int32_t (*auth_mac)(void *core, const void *msg, size_t len, uint8_t mac[32]);
+    int32_t (*auth_verify)(void *core, int32_t pe, const void *msg, size_t len,
+                           const uint8_t mac[32]);
 } symm_tp_core;
 
 /* What an instance tells the core after open. */

@@ -1,6 +1,7 @@
 /*
  * Rendezvous server tests (runtime/core/rendezvous.c on its thread), driven
- * by raw wire clients: job formation, authentication, duplicate and
+ * by raw wire clients: job formation, the handshake (the server's proof,
+ * a wrong proof, no proof, a version-1 HELLO), duplicate and
  * out-of-range ranks, allgather/barrier, mismatches, disconnect -> ABORT,
  * BYE, sessions, HELLO timeout and the bounded stop.
  */
@@ -29,13 +30,27 @@ static int cl_connect(void) {
     return fd;
 }
 
+static uint8_t *cl_expect(int fd, uint32_t type, symm__wire_header *h);
+
+/* The PE's side of the handshake: HELLO; the CHALLENGE must prove the job's
+ * key; AUTH with a proof made with key (the job's, or a wrong one). */
 static void cl_send_hello(int fd, int32_t rank, int32_t n, uint32_t session, const uint8_t *key) {
     symm__wire_hello h = {.rank = rank, .n_pes = n, .session = session, .pid = 1000 + rank,
                           .host_id = 77 + (uint64_t)rank};
-    memcpy(h.secret, key, SYMM__SECRET_BYTES);
+    OK(symm__random(h.nonce, sizeof h.nonce));
     uint8_t p[SYMM__WIRE_HELLO_BYTES];
     symm__wire_encode_hello(p, &h);
     OK(symm__wire_send(fd, SYMM__MSG_HELLO, 0, p, sizeof p, symm__now_ms() + 5000, "server"));
+    symm__wire_header hd;
+    uint8_t *c = cl_expect(fd, SYMM__MSG_CHALLENGE, &hd);
+    ASSERT_EQ(hd.length, SYMM__WIRE_CHALLENGE_BYTES);
+    uint8_t want[SYMM__PROOF_BYTES], proof[SYMM__PROOF_BYTES];
+    symm__wire_proof(secret, SYMM__PROOF_SERVER, p, c, want);
+    ASSERT_TRUE(memcmp(c + SYMM__NONCE_BYTES, want, sizeof want) == 0);
+    symm__wire_proof(key, SYMM__PROOF_CLIENT, p, c, proof);
+    free(c);
+    OK(symm__wire_send(fd, SYMM__MSG_AUTH, 0, proof, sizeof proof, symm__now_ms() + 5000,
+                       "server"));
 }
 
 /* Receive one message of the given type; returns its payload (caller frees). */
@@ -174,10 +189,31 @@ static void test_formation_and_collectives(void) {
     x = cl_connect();
     symm__wire_hello h = {.rank = N, .n_pes = N, .pid = 5};
     uint8_t hp[SYMM__WIRE_HELLO_BYTES];
-    memcpy(h.secret, secret, sizeof secret);
     symm__wire_encode_hello(hp, &h);
     OK(symm__wire_send(x, SYMM__MSG_HELLO, 0, hp, sizeof hp, symm__now_ms() + 5000, "server"));
     cl_expect_reason(x, SYMM__MSG_REJECT, -1, "rank");
+    close(x);
+    /* Anything but AUTH after the CHALLENGE is refused. */
+    x = cl_connect();
+    h = (symm__wire_hello){.rank = 2, .n_pes = N, .pid = 6};
+    symm__wire_encode_hello(hp, &h);
+    OK(symm__wire_send(x, SYMM__MSG_HELLO, 0, hp, sizeof hp, symm__now_ms() + 5000, "server"));
+    symm__wire_header ch;
+    free(cl_expect(x, SYMM__MSG_CHALLENGE, &ch));
+    OK(symm__wire_send(x, SYMM__MSG_BARRIER, 0, NULL, 0, symm__now_ms() + 5000, "server"));
+    cl_expect_reason(x, SYMM__MSG_REJECT, -1, "AUTH");
+    close(x);
+    /* A version-1 HELLO (the secret in clear, as old builds sent it) is
+     * refused, naming both versions; its secret admits nobody. */
+    x = cl_connect();
+    uint8_t v1[SYMM__WIRE_HEADER_BYTES + SYMM__WIRE_HELLO_BYTES];
+    symm__wire_encode_header(v1, SYMM__MSG_HELLO, SYMM__WIRE_HELLO_BYTES, 0);
+    v1[4] = 1; /* version 1 */
+    h = (symm__wire_hello){.rank = 2, .n_pes = N, .pid = 7};
+    memcpy(h.nonce, secret, sizeof secret); /* where version 1 carried the secret */
+    symm__wire_encode_hello(v1 + SYMM__WIRE_HEADER_BYTES, &h);
+    ASSERT_EQ(write(x, v1, sizeof v1), (ssize_t)sizeof v1);
+    cl_expect_reason(x, SYMM__MSG_REJECT, -1, "version 1");
     close(x);
     x = cl_connect();
     OK(symm__wire_send(x, SYMM__MSG_BARRIER, 0, NULL, 0, symm__now_ms() + 5000, "server"));
@@ -286,6 +322,18 @@ static void test_hello_timeout(void) {
     int x = cl_connect();
     int64_t t0 = symm__now_ms();
     cl_expect_eof(x); /* the server drops a silent connection */
+    ASSERT_LT(symm__now_ms() - t0, 4000);
+    close(x);
+    /* ... and one that says HELLO but never proves the key. */
+    x = cl_connect();
+    symm__wire_hello h = {.rank = 0, .n_pes = N, .session = 50, .pid = 8};
+    uint8_t hp[SYMM__WIRE_HELLO_BYTES];
+    symm__wire_encode_hello(hp, &h);
+    t0 = symm__now_ms();
+    OK(symm__wire_send(x, SYMM__MSG_HELLO, 0, hp, sizeof hp, symm__now_ms() + 5000, "server"));
+    symm__wire_header ch;
+    free(cl_expect(x, SYMM__MSG_CHALLENGE, &ch));
+    cl_expect_eof(x);
     ASSERT_LT(symm__now_ms() - t0, 4000);
     close(x);
 }

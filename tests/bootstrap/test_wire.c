@@ -33,7 +33,8 @@ static void test_header(void) {
     symm__wire_encode_header(h, SYMM__MSG_ALLGATHER, 1234, 77);
     /* Little-endian on the wire whatever the host. */
     ASSERT_TRUE(memcmp(h, "SYMM", 4) == 0);
-    ASSERT_EQ(h[4], 1);
+    ASSERT_EQ(h[4], SYMM__WIRE_VERSION);
+    ASSERT_EQ(h[4], 2);
     ASSERT_EQ(h[8], 1234 & 0xff);
     EXPECT_OK(symm__wire_decode_header(h, sizeof h, &d));
     ASSERT_EQ(d.type, SYMM__MSG_ALLGATHER);
@@ -50,9 +51,21 @@ static void test_header(void) {
     EXPECT_ERR(symm__wire_decode_header(bad, sizeof bad, &d), SYMM_ERR_BOOTSTRAP);
     ASSERT_TRUE(strstr(symm__last_error(), "magic") != NULL);
     memcpy(bad, h, sizeof h);
-    bad[4] = 2;
+    bad[4] = 1; /* version 1 sent the job secret in HELLO */
+    EXPECT_ERR(symm__wire_decode_header(bad, sizeof bad, &d), SYMM_ERR_BOOTSTRAP);
+    ASSERT_TRUE(strstr(symm__last_error(), "version 1") != NULL);
+    bad[4] = 3;
     EXPECT_ERR(symm__wire_decode_header(bad, sizeof bad, &d), SYMM_ERR_BOOTSTRAP);
     ASSERT_TRUE(strstr(symm__last_error(), "version") != NULL);
+    /* The handshake's messages have exact sizes. */
+    symm__wire_encode_header(bad, SYMM__MSG_CHALLENGE, SYMM__WIRE_CHALLENGE_BYTES, 0);
+    EXPECT_OK(symm__wire_decode_header(bad, sizeof bad, &d));
+    symm__wire_encode_header(bad, SYMM__MSG_CHALLENGE, SYMM__WIRE_CHALLENGE_BYTES - 1, 0);
+    EXPECT_ERR(symm__wire_decode_header(bad, sizeof bad, &d), SYMM_ERR_BOOTSTRAP);
+    symm__wire_encode_header(bad, SYMM__MSG_AUTH, SYMM__WIRE_AUTH_BYTES, 0);
+    EXPECT_OK(symm__wire_decode_header(bad, sizeof bad, &d));
+    symm__wire_encode_header(bad, SYMM__MSG_AUTH, SYMM__WIRE_AUTH_BYTES + 1, 0);
+    EXPECT_ERR(symm__wire_decode_header(bad, sizeof bad, &d), SYMM_ERR_BOOTSTRAP);
 
     /* Unknown types and each type's length limit. */
     symm__wire_encode_header(bad, 0, 0, 0);
@@ -82,7 +95,7 @@ static void test_header(void) {
 static void test_hello(void) {
     symm__wire_hello h = {.rank = 3, .n_pes = 8, .session = 2, .pid = 4242,
                           .host_id = 0x0123456789abcdefull};
-    for (int i = 0; i < 32; i++) h.secret[i] = (uint8_t)(i * 7);
+    for (int i = 0; i < 32; i++) h.nonce[i] = (uint8_t)(i * 7);
     uint8_t p[SYMM__WIRE_HELLO_BYTES];
     symm__wire_encode_hello(p, &h);
     symm__wire_hello d;
@@ -92,10 +105,33 @@ static void test_hello(void) {
     ASSERT_EQ(d.session, 2);
     ASSERT_EQ(d.pid, 4242);
     ASSERT_U64_EQ(d.host_id, 0x0123456789abcdefull);
-    ASSERT_TRUE(memcmp(d.secret, h.secret, 32) == 0);
-    ASSERT_TRUE(symm__secret_equal(d.secret, h.secret));
-    d.secret[31] ^= 0x80;
-    ASSERT_TRUE(!symm__secret_equal(d.secret, h.secret));
+    ASSERT_TRUE(memcmp(d.nonce, h.nonce, 32) == 0);
+    ASSERT_TRUE(symm__secret_equal(d.nonce, h.nonce));
+    d.nonce[31] ^= 0x80;
+    ASSERT_TRUE(!symm__secret_equal(d.nonce, h.nonce));
+
+    /* Proofs: each depends on the key, the role, every HELLO byte and the
+     * server's nonce. */
+    uint8_t key[32], key2[32], sn[32], pr[32], q[32];
+    for (int i = 0; i < 32; i++)
+        key[i] = (uint8_t)i, key2[i] = (uint8_t)i, sn[i] = (uint8_t)(100 + i);
+    key2[0] ^= 1;
+    symm__wire_proof(key, SYMM__PROOF_SERVER, p, sn, pr);
+    symm__wire_proof(key, SYMM__PROOF_SERVER, p, sn, q);
+    ASSERT_TRUE(memcmp(pr, q, 32) == 0);
+    symm__wire_proof(key, SYMM__PROOF_CLIENT, p, sn, q);
+    ASSERT_TRUE(memcmp(pr, q, 32) != 0);
+    symm__wire_proof(key2, SYMM__PROOF_SERVER, p, sn, q);
+    ASSERT_TRUE(memcmp(pr, q, 32) != 0);
+    for (size_t i = 0; i < sizeof p; i++) {
+        p[i] ^= 1;
+        symm__wire_proof(key, SYMM__PROOF_SERVER, p, sn, q);
+        ASSERT_TRUE(memcmp(pr, q, 32) != 0);
+        p[i] ^= 1;
+    }
+    sn[31] ^= 1;
+    symm__wire_proof(key, SYMM__PROOF_SERVER, p, sn, q);
+    ASSERT_TRUE(memcmp(pr, q, 32) != 0);
 
     EXPECT_ERR(symm__wire_parse_hello(p, sizeof p - 1, &d), SYMM_ERR_BOOTSTRAP);
     EXPECT_ERR(symm__wire_parse_hello(NULL, sizeof p, &d), SYMM_ERR_BOOTSTRAP);
@@ -181,14 +217,27 @@ static void test_abort(void) {
 
 static void test_fdmsg(void) {
     symm__wire_fdmsg m = {.session = 4, .rank = 2, .seq = 9}, d;
-    memset(m.secret, 0xab, sizeof m.secret);
+    uint8_t key[32];
+    memset(key, 0xab, sizeof key);
+    symm__wire_fdmsg_tag(key, 4, 2, 0, 9, m.tag);
+    /* The tag is not the key, and names sender, receiver, session and call. */
+    ASSERT_TRUE(memcmp(m.tag, key, sizeof key) != 0);
+    uint8_t other[32];
+    symm__wire_fdmsg_tag(key, 4, 2, 1, 9, other);
+    ASSERT_TRUE(memcmp(m.tag, other, 32) != 0);
+    symm__wire_fdmsg_tag(key, 4, 2, 0, 10, other);
+    ASSERT_TRUE(memcmp(m.tag, other, 32) != 0);
+    symm__wire_fdmsg_tag(key, 5, 2, 0, 9, other);
+    ASSERT_TRUE(memcmp(m.tag, other, 32) != 0);
+    symm__wire_fdmsg_tag(key, 4, 3, 0, 9, other);
+    ASSERT_TRUE(memcmp(m.tag, other, 32) != 0);
     uint8_t p[SYMM__FDMSG_BYTES];
     symm__wire_encode_fdmsg(p, &m);
     EXPECT_OK(symm__wire_parse_fdmsg(p, sizeof p, &d));
     ASSERT_EQ(d.session, 4);
     ASSERT_EQ(d.rank, 2);
     ASSERT_EQ(d.seq, 9);
-    ASSERT_TRUE(symm__secret_equal(d.secret, m.secret));
+    ASSERT_TRUE(symm__secret_equal(d.tag, m.tag));
     EXPECT_ERR(symm__wire_parse_fdmsg(p, sizeof p - 1, &d), SYMM_ERR_BOOTSTRAP);
     p[0] ^= 1;
     EXPECT_ERR(symm__wire_parse_fdmsg(p, sizeof p, &d), SYMM_ERR_BOOTSTRAP);

@@ -15,10 +15,13 @@
 
 #include <symm/symm.h>
 
+#include "runtime/bootstrap/crypto.h"
+
 #define SLOT (64u << 10)
 #define MAX_PES 64
 
 typedef struct shm {
+    uint8_t key[32];           /* the job key (the core's, for auth_mac) */
     _Atomic uint32_t arrived, gen;
     _Atomic int dead;          /* some PE died                 */
     _Atomic uint64_t death_ms; /* when (the first one)         */
@@ -100,6 +103,31 @@ static const char *w_getenv(void *c, const char *name) {
     return getenv(name);
 }
 
+/* What the runtime's core does (symm__boot_auth_mac): HMAC-SHA-256 under
+ * the job key of (pe, 4 bytes little-endian | msg). */
+void tp_world_mac(int32_t pe, const void *msg, size_t len, uint8_t mac[32]) {
+    uint8_t who[4] = {(uint8_t)pe, (uint8_t)((uint32_t)pe >> 8), (uint8_t)((uint32_t)pe >> 16),
+                      (uint8_t)((uint32_t)pe >> 24)};
+    symm__hmac m;
+    symm__hmac_init(&m, S->key, sizeof S->key);
+    symm__hmac_update(&m, who, sizeof who);
+    symm__hmac_update(&m, msg, len);
+    symm__hmac_final(&m, mac);
+}
+
+static int32_t w_auth_mac(void *c, const void *msg, size_t len, uint8_t mac[32]) {
+    tp_world_mac(((tp_world *)c)->me, msg, len, mac);
+    return 0;
+}
+
+static int32_t w_auth_verify(void *c, int32_t pe, const void *msg, size_t len,
+                             const uint8_t mac[32]) {
+    if (pe < 0 || pe >= ((tp_world *)c)->n) return SYMM_ERR_BOOTSTRAP;
+    uint8_t want[32];
+    tp_world_mac(pe, msg, len, want);
+    return symm__ct_equal(want, mac, 32) ? 0 : SYMM_ERR_BOOTSTRAP;
+}
+
 void tp_world_expect_death(tp_world *w) {
     atomic_store(&S->victim[w->me], 1);
 }
@@ -125,7 +153,8 @@ static int child(const tp_world_opts *o, int32_t me, int (*fn)(tp_world *w)) {
         .my_pe = me, .n_pes = o->n, .host_id = w.host_id, .remote = w.remote, .device = -1,
         .timeout_ms = 60000, .peer_timeout_ms = o->peer_timeout_ms,
         .allgather = w_allgather, .barrier = w_barrier, .check_failed = w_check_failed,
-        .set_error = w_set_error, .log = w_log, .getenv = w_getenv};
+        .set_error = w_set_error, .log = w_log, .getenv = w_getenv,
+        .auth_mac = w_auth_mac, .auth_verify = w_auth_verify};
     void *h = dlopen(o->plugin, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         fprintf(stderr, "[pe %d] cannot open plugin %s: %s\n", me, o->plugin, dlerror());
@@ -154,6 +183,9 @@ int tp_world_run(const tp_world_opts *o, int (*fn)(tp_world *w)) {
     size_t sz = sizeof(shm) + (size_t)o->n * SLOT;
     S = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (S == MAP_FAILED) return 1;
+    FILE *rnd = fopen("/dev/urandom", "rb");
+    if (!rnd || fread(S->key, 1, sizeof S->key, rnd) != sizeof S->key) return 1;
+    fclose(rnd);
     news_mode = o->news;
     pid_t pids[MAX_PES];
     fflush(NULL);

@@ -47,5 +47,8 @@ int32_t tp_barrier(tp_world *w);
 const char *tp_last_error(void);
 /* Does this PE reach pe through the transport? */
 int tp_reaches(const tp_world *w, int32_t pe);
+/* The job's proof as PE pe (what that PE's core->auth_mac gives): for tests
+ * that play a PE which lies about its number. */
+void tp_world_mac(int32_t pe, const void *msg, size_t len, uint8_t mac[32]);
 
 #endif

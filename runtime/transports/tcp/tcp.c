@@ -2,27 +2,35 @@
  * The tcp transport: one-sided operations over plain sockets, for running
  * symm across hosts without RDMA (and for CI). No library beyond libc.
  *
- * Every PE listens on one socket and runs a service thread that executes
- * the requests arriving on its accepted connections against the memory
- * given to mem_add: puts (memcpy), gets (a reply with the bytes), atomics
- * (__atomic builtins on the target's own memory, hence CAP_ATOMIC_GLOBAL:
- * they are atomic with the CPU atomics of the target's host) and
- * put-with-signal (data, then the signal update). Each PE opens one
- * connection to every PE it must reach; the caller's thread sends requests
- * and reads replies on it.
+ * Every PE listens on one socket; a service thread (tcp_svc.c) executes the
+ * requests of authenticated peers against the memory given to mem_add:
+ * puts (memcpy), gets (a reply with the bytes), atomics (__atomic builtins
+ * on the target's own memory, hence CAP_ATOMIC_GLOBAL: they are atomic with
+ * the CPU atomics of the target's host) and put-with-signal (data, then the
+ * signal update). Each PE opens one connection to every PE it must reach;
+ * the caller's thread sends requests and reads replies on it.
  *
- * Ordering and completion: a connection is a byte stream served in order by
- * one thread, so operations from one PE to another are executed in issue
- * order (fence has nothing to do). Blocking operations wait for their
- * reply; nbi puts send no reply, and quiet sends a QUIET request on every
- * connection with nbi traffic and waits for its reply, which comes after
- * everything sent before it has been executed (with the first error an nbi
- * put met). nbi gets and atomics complete at once (allowed: earlier than
- * quiet).
+ * Who may connect: a connection proves, in a challenge-response handshake
+ * (tcp_proto.h) made with the core's auth_mac / auth_verify, that it comes
+ * from the PE it names, of this job; the service proves the same to the
+ * caller first. Nothing else is served; requests may only touch registered
+ * ranges (tcp_svc.h).
  *
- * Failure: every wait polls in short slices, checks the core's failure news
- * (check_failed) and the peer_failed flag, and a closed or reset connection
- * is the peer's death: SYMM_ERR_PEER_FAILED, never a hang.
+ * Ordering and completion: a connection is a byte stream served in order,
+ * so operations from one PE to another are executed in issue order (fence
+ * has nothing to do). Blocking operations wait for their reply; nbi puts
+ * send no reply, and quiet sends a QUIET request on every connection with
+ * nbi traffic and waits for its reply, which comes after everything sent
+ * before it has been executed (with the first error an nbi put met). nbi
+ * gets and atomics complete at once (allowed: earlier than quiet).
+ *
+ * Failure: every wait polls in short slices and checks the core's failure
+ * news (check_failed) and the peer_failed flag; a closed or reset
+ * connection is the peer's death: SYMM_ERR_PEER_FAILED. A peer that is alive
+ * but moves no byte of an operation for SYMM_PEER_STALL_MS (stopped, hung,
+ * swamped; default 10 s) ends that operation with SYMM_ERR_TIMEOUT; its
+ * connection is closed (the stream is mid-request) and later operations on
+ * that PE fail with SYMM_ERR_TIMEOUT at once (docs/BAD-INPUT.md).
  *
  * Addresses: SYMM_TCP_ADDR (an IP or host name to listen on), else the local
  * address that reaches the bootstrap's TCP host (SYMM_BOOTSTRAP_ADDR
@@ -38,60 +46,39 @@
 #include <arpa/inet.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <symm/symm.h>
 
 #include "amo_cpu.h"
+#include "tcp_proto.h"
+#include "tcp_svc.h"
 #include "transport.h"
-
-#define TCP_MAGIC 0x53594d54u /* "SYMT" */
-enum { REQ_HELLO = 1, REQ_PUT, REQ_GET, REQ_AMO, REQ_PUT_SIGNAL, REQ_QUIET };
-
-typedef struct req {
-    uint32_t magic, type;
-    uint32_t dtype, op;   /* AMO; sig_op for PUT_SIGNAL                     */
-    uint32_t flags, pad;  /* SYMM_TP_NBI: no reply                          */
-    uint64_t off, n;      /* heap offset, payload bytes (HELLO: off = PE)   */
-    uint64_t value, compare, sig_off;
-} req;
-
-typedef struct rep {
-    int32_t status;
-    uint32_t pad;
-    uint64_t value; /* fetched (AMO) */
-} rep;
-
-typedef struct region {
-    uint64_t off, len;
-    uint8_t *base;
-} region;
-
-typedef struct peer_in { /* an accepted connection (service thread) */
-    int fd;
-    int32_t nbi_err;     /* first error of an nbi put since the last QUIET */
-} peer_in;
 
 typedef struct tcp {
     const symm_tp_core *core;
     int32_t me, n;
-    int listen_fd, wake[2];
+    int wake[2];
+    tcp_svc *svc;
     pthread_t thread;
     bool thread_started;
     atomic_int stop, failed;
-    int *out;          /* [n] connection to each PE (-1: none)            */
-    uint8_t *nbi;      /* [n] nbi puts sent since the last quiet          */
-    pthread_rwlock_t reg_lock;
-    region *regs;
-    size_t n_regs, cap_regs;
+    int *out;          /* [n] connection to each PE (-1: none)                 */
+    int32_t *gone;     /* [n] 0, or SYMM_ERR_TIMEOUT: that connection was given up */
+    uint8_t *nbi;      /* [n] nbi puts sent since the last quiet               */
+    uint32_t stall_ms;  /* SYMM_PEER_STALL_MS: no byte moved for this long: TIMEOUT */
     char addr_text[64];
 } tcp;
 
@@ -116,30 +103,18 @@ static uint64_t now_ms(void) {
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* Local address of [off, off + n) or NULL. */
-static uint8_t *lookup(tcp *t, uint64_t off, uint64_t n) {
-    uint8_t *p = NULL;
-    pthread_rwlock_rdlock(&t->reg_lock);
-    for (size_t i = 0; i < t->n_regs; i++) {
-        region *r = &t->regs[i];
-        if (off >= r->off && off - r->off <= r->len && n <= r->len - (off - r->off)) {
-            p = r->base + (off - r->off);
-            break;
-        }
-    }
-    pthread_rwlock_unlock(&t->reg_lock);
-    return p;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Caller side: bounded, failure-aware send/receive                          */
 /* ------------------------------------------------------------------------ */
 
 /* 0, or PEER_FAILED (error set) when the job lost a PE. */
 static int32_t check_failed(tcp *t, int32_t pe) {
-    if (atomic_load(&t->failed) || t->core->check_failed(t->core->core))
+    if (atomic_load(&t->failed) || t->core->check_failed(t->core->core)) {
+        if (pe < 0)
+            return fail(t->core, SYMM_ERR_PEER_FAILED, "the job lost a PE (quiet cannot complete)");
         return fail(t->core, SYMM_ERR_PEER_FAILED,
                     "the job lost a PE (an operation on PE %d cannot complete)", pe);
+    }
     return 0;
 }
 
@@ -149,42 +124,97 @@ static int32_t lost(tcp *t, int32_t pe, int err) {
                 "or died", pe, err ? strerror(err) : "closed by the peer");
 }
 
-static int32_t send_all(tcp *t, int32_t pe, const void *buf, uint64_t len) {
-    const uint8_t *p = buf;
-    int fd = t->out[pe];
-    while (len > 0) {
-        ssize_t k = send(fd, p, len > (1u << 30) ? (1u << 30) : len, MSG_NOSIGNAL);
+/* The peer is alive (its connection is open, the job has not lost it) but
+ * moved no byte for stall_ms: give its connection up (the stream is in the
+ * middle of a request). */
+static int32_t stalled(tcp *t, int32_t pe, const char *what) {
+    close(t->out[pe]);
+    t->out[pe] = -1;
+    t->gone[pe] = SYMM_ERR_TIMEOUT;
+    t->nbi[pe] = 0;
+    return fail(t->core, SYMM_ERR_TIMEOUT, "PE %d made no progress for %u ms (%s; "
+                "SYMM_PEER_STALL_MS): it is alive but stopped, hung or overloaded; its connection "
+                "was closed and later operations on PE %d fail with SYMM_ERR_TIMEOUT", pe,
+                t->stall_ms, what, pe);
+}
+
+/* Wait for fd to be ready: one slice (10 ms), then the failure news and the
+ * no-progress bound. 0: try again. */
+static int32_t wait_slice(tcp *t, int32_t pe, short events, uint64_t last, const char *what) {
+    struct pollfd pf = {t->out[pe], events, 0};
+    poll(&pf, 1, 10);
+    int32_t st = check_failed(t, pe);
+    if (st) return st;
+    if (!pf.revents && now_ms() - last >= t->stall_ms) return stalled(t, pe, what);
+    return 0;
+}
+
+static int32_t send_iov(tcp *t, int32_t pe, struct iovec *iov, int cnt, const char *what) {
+    uint64_t last = now_ms();
+    while (cnt > 0) {
+        if (iov->iov_len == 0) {
+            iov++;
+            cnt--;
+            continue;
+        }
+        struct msghdr m;
+        memset(&m, 0, sizeof m);
+        m.msg_iov = iov;
+        m.msg_iovlen = (size_t)cnt;
+        ssize_t k = sendmsg(t->out[pe], &m, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (k > 0) {
-            p += k;
-            len -= (uint64_t)k;
+            last = now_ms();
+            size_t done = (size_t)k;
+            while (cnt > 0 && done >= iov->iov_len) {
+                done -= iov->iov_len;
+                iov++;
+                cnt--;
+            }
+            if (cnt > 0) {
+                iov->iov_base = (uint8_t *)iov->iov_base + done;
+                iov->iov_len -= done;
+            }
             continue;
         }
         if (k < 0 && errno == EINTR) continue;
         if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return lost(t, pe, errno);
-        struct pollfd pf = {fd, POLLOUT, 0};
-        poll(&pf, 1, 10);
-        int32_t st = check_failed(t, pe);
+        int32_t st = wait_slice(t, pe, POLLOUT, last, what);
         if (st) return st;
     }
     return 0;
 }
 
-static int32_t recv_all(tcp *t, int32_t pe, void *buf, uint64_t len) {
+static int32_t send_all(tcp *t, int32_t pe, const void *a, uint64_t alen, const void *b,
+                        uint64_t blen, const char *what) {
+    struct iovec iov[2] = {{(void *)a, alen}, {(void *)b, blen}};
+    /* sendmsg takes at most 2 GiB at a time: a larger payload goes in pieces */
+    while (iov[1].iov_len > (1u << 30)) {
+        size_t part = 1u << 30;
+        struct iovec io2[2] = {iov[0], {iov[1].iov_base, part}};
+        int32_t st = send_iov(t, pe, io2, 2, what);
+        if (st) return st;
+        iov[0].iov_len = 0;
+        iov[1].iov_base = (uint8_t *)iov[1].iov_base + part;
+        iov[1].iov_len -= part;
+    }
+    return send_iov(t, pe, iov, 2, what);
+}
+
+static int32_t recv_all(tcp *t, int32_t pe, void *buf, uint64_t len, const char *what) {
     uint8_t *p = buf;
-    int fd = t->out[pe];
+    uint64_t last = now_ms();
     while (len > 0) {
-        ssize_t k = recv(fd, p, len > (1u << 30) ? (1u << 30) : len, 0);
+        ssize_t k = recv(t->out[pe], p, len > (1u << 30) ? (1u << 30) : len, MSG_DONTWAIT);
         if (k > 0) {
             p += k;
             len -= (uint64_t)k;
+            last = now_ms();
             continue;
         }
         if (k == 0) return lost(t, pe, 0);
         if (errno == EINTR) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK) return lost(t, pe, errno);
-        struct pollfd pf = {fd, POLLIN, 0};
-        poll(&pf, 1, 10);
-        int32_t st = check_failed(t, pe);
+        int32_t st = wait_slice(t, pe, POLLIN, last, what);
         if (st) return st;
     }
     return 0;
@@ -200,169 +230,14 @@ static int32_t reply_status(tcp *t, int32_t pe, const char *what, uint64_t off, 
 }
 
 static int32_t need_conn(tcp *t, int32_t pe) {
+    if (pe >= 0 && pe < t->n && t->gone[pe])
+        return fail(t->core, t->gone[pe], "PE %d stopped making progress earlier and its "
+                    "connection was given up (SYMM_PEER_STALL_MS=%u)", pe, t->stall_ms);
     if (pe < 0 || pe >= t->n || t->out[pe] < 0)
         return fail(t->core, SYMM_ERR_INTERNAL, "no connection to PE %d (not a remote PE and no "
                     "loopback requested)", pe);
     if (atomic_load(&t->failed)) return check_failed(t, pe);
     return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Service thread: executes requests on this PE's memory                     */
-/* ------------------------------------------------------------------------ */
-
-/* Blocking read of exactly len bytes; false on EOF, error or stop. */
-static bool svc_read(tcp *t, int fd, void *buf, uint64_t len) {
-    uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t k = recv(fd, p, len > (1u << 30) ? (1u << 30) : len, 0);
-        if (k > 0) {
-            p += k;
-            len -= (uint64_t)k;
-            continue;
-        }
-        if (k == 0) return false;
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
-        if (atomic_load(&t->stop)) return false;
-        struct pollfd pf = {fd, POLLIN, 0};
-        poll(&pf, 1, 100);
-    }
-    return true;
-}
-
-static bool svc_write(tcp *t, int fd, const void *buf, uint64_t len) {
-    const uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t k = send(fd, p, len > (1u << 30) ? (1u << 30) : len, MSG_NOSIGNAL);
-        if (k > 0) {
-            p += k;
-            len -= (uint64_t)k;
-            continue;
-        }
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return false;
-        if (atomic_load(&t->stop)) return false;
-        struct pollfd pf = {fd, POLLOUT, 0};
-        poll(&pf, 1, 100);
-    }
-    return true;
-}
-
-/* Discard len bytes (a payload for memory we do not have). */
-static bool svc_skip(tcp *t, int fd, uint64_t len) {
-    uint8_t junk[4096];
-    while (len > 0) {
-        uint64_t k = len < sizeof junk ? len : sizeof junk;
-        if (!svc_read(t, fd, junk, k)) return false;
-        len -= k;
-    }
-    return true;
-}
-
-/* Serve one request; false when the connection is finished. */
-static bool serve(tcp *t, peer_in *c) {
-    req q;
-    if (!svc_read(t, c->fd, &q, sizeof q) || q.magic != TCP_MAGIC) return false;
-    rep r = {0, 0, 0};
-    bool reply = !(q.flags & SYMM_TP_NBI);
-    switch (q.type) {
-    case REQ_HELLO:
-        return true;
-    case REQ_PUT:
-    case REQ_PUT_SIGNAL: {
-        uint8_t *dst = lookup(t, q.off, q.n);
-        uint64_t *sig = q.type == REQ_PUT_SIGNAL ? (uint64_t *)lookup(t, q.sig_off, 8) : NULL;
-        if (!dst || (q.type == REQ_PUT_SIGNAL && (!sig || (q.sig_off & 7)))) {
-            if (!svc_skip(t, c->fd, q.n)) return false;
-            r.status = SYMM_ERR_OUT_OF_BOUNDS;
-        } else {
-            if (!svc_read(t, c->fd, dst, q.n)) return false;
-            if (sig) {
-                if (q.op == SYMM_SIGNAL_ADD) __atomic_fetch_add(sig, q.value, __ATOMIC_SEQ_CST);
-                else __atomic_store_n(sig, q.value, __ATOMIC_SEQ_CST);
-            } else {
-                atomic_thread_fence(memory_order_seq_cst);
-            }
-        }
-        if (!reply) {
-            if (r.status && !c->nbi_err) c->nbi_err = r.status;
-            return true;
-        }
-        return svc_write(t, c->fd, &r, sizeof r);
-    }
-    case REQ_GET: {
-        uint8_t *src = lookup(t, q.off, q.n);
-        r.status = src ? 0 : SYMM_ERR_OUT_OF_BOUNDS;
-        if (!svc_write(t, c->fd, &r, sizeof r)) return false;
-        return !src || svc_write(t, c->fd, src, q.n);
-    }
-    case REQ_AMO: {
-        uint32_t size = symm__amo_size(q.dtype);
-        uint8_t *addr = size ? lookup(t, q.off, size) : NULL;
-        if (!addr || (q.off & (size - 1))) r.status = SYMM_ERR_OUT_OF_BOUNDS;
-        else r.status = symm__amo_cpu(addr, q.dtype, q.op, q.value, q.compare, &r.value);
-        return svc_write(t, c->fd, &r, sizeof r);
-    }
-    case REQ_QUIET:
-        atomic_thread_fence(memory_order_seq_cst);
-        r.status = c->nbi_err;
-        c->nbi_err = 0;
-        return svc_write(t, c->fd, &r, sizeof r);
-    default:
-        return false;
-    }
-}
-
-static void *service(void *arg) {
-    tcp *t = arg;
-    size_t cap = 16, n_in = 0;
-    peer_in *in = calloc(cap, sizeof *in);
-    struct pollfd *pf = calloc(cap + 2, sizeof *pf);
-    while (in && pf && !atomic_load(&t->stop)) {
-        pf[0] = (struct pollfd){t->wake[0], POLLIN, 0};
-        pf[1] = (struct pollfd){t->listen_fd, POLLIN, 0};
-        for (size_t i = 0; i < n_in; i++) pf[i + 2] = (struct pollfd){in[i].fd, POLLIN, 0};
-        int k = poll(pf, (nfds_t)(n_in + 2), 1000);
-        if (k < 0 && errno != EINTR) break;
-        if (k <= 0) continue;
-        if (pf[0].revents) break;
-        /* Serve before accepting, so the indexes of pf stay those of in. */
-        for (size_t i = 0; i < n_in; i++) {
-            if (!pf[i + 2].revents) continue;
-            if (!serve(t, &in[i])) {
-                close(in[i].fd);
-                in[i].fd = -1;
-            }
-        }
-        size_t w = 0;
-        for (size_t i = 0; i < n_in; i++)
-            if (in[i].fd >= 0) in[w++] = in[i];
-        n_in = w;
-        if (pf[1].revents & POLLIN) {
-            int fd = accept4(t->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-            if (fd >= 0) {
-                if (n_in == cap) {
-                    peer_in *ni = realloc(in, 2 * cap * sizeof *in);
-                    struct pollfd *np = ni ? realloc(pf, (2 * cap + 2) * sizeof *pf) : NULL;
-                    if (ni) in = ni;
-                    if (np) pf = np;
-                    if (!ni || !np) {
-                        close(fd);
-                        continue;
-                    }
-                    cap *= 2;
-                }
-                int one = 1;
-                setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-                in[n_in++] = (peer_in){fd, 0};
-            }
-        }
-    }
-    for (size_t i = 0; in && i < n_in; i++) close(in[i].fd);
-    free(in);
-    free(pf);
-    return NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -439,6 +314,62 @@ static int32_t local_addr(tcp *t, struct sockaddr_storage *sa, socklen_t *len) {
 
 static void tcp_close(void *state);
 
+/* Blocking I/O of the handshake on fd, bounded by deadline. 0 or an errno
+ * (ECONNRESET when the peer closed). */
+static int hs_io(int fd, void *buf, size_t len, bool sending, uint64_t deadline) {
+    uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t k = sending ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT)
+                            : recv(fd, p, len, MSG_DONTWAIT);
+        if (k > 0) {
+            p += k;
+            len -= (size_t)k;
+            continue;
+        }
+        if (k == 0) return ECONNRESET;
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) return errno;
+        uint64_t now = now_ms();
+        if (now >= deadline) return ETIMEDOUT;
+        struct pollfd pf = {fd, sending ? POLLOUT : POLLIN, 0};
+        poll(&pf, 1, deadline - now > 100 ? 100 : (int)(deadline - now));
+    }
+    return 0;
+}
+
+/* The caller's side of the handshake (tcp_proto.h) on a connected fd.
+ * 0; EAGAIN-like errno values when the connection broke (worth another
+ * try); or -1 with an error set when the peer could not prove it is PE pe. */
+static int handshake(tcp *t, int32_t pe, int fd, uint64_t deadline) {
+    const symm_tp_core *c = t->core;
+    uint8_t hello[TCP_HELLO_BYTES], chal[TCP_CHALLENGE_BYTES], auth[TCP_AUTH_BYTES];
+    uint8_t nonce_c[TCP_NONCE], msg[TCP_PROOF_MSG_MAX], accept_[TCP_ACCEPT_BYTES];
+    if (getrandom(nonce_c, sizeof nonce_c, 0) != (ssize_t)sizeof nonce_c) return errno;
+    tcp_hs_head(hello, TCP_HS_HELLO);
+    tcp_put32(hello + TCP_HS_HEAD, (uint32_t)t->me);
+    tcp_put32(hello + TCP_HS_HEAD + 4, (uint32_t)pe);
+    memcpy(hello + TCP_HS_HEAD + 8, nonce_c, TCP_NONCE);
+    int e = hs_io(fd, hello, sizeof hello, true, deadline);
+    if (!e) e = hs_io(fd, chal, sizeof chal, false, deadline);
+    if (e) return e;
+    size_t len = tcp_proof_msg(msg, TCP_PROOF_LABEL_SERVICE, t->me, pe, nonce_c,
+                               chal + TCP_HS_HEAD);
+    if (tcp_hs_check(chal, TCP_HS_CHALLENGE) != 0 ||
+        c->auth_verify(c->core, pe, msg, len, chal + TCP_HS_HEAD + TCP_NONCE) != 0) {
+        fail(c, SYMM_ERR_BOOTSTRAP, "the process at PE %d's address could not prove that it is "
+             "PE %d of this job (another job's transport, or an impostor); not talking to it", pe,
+             pe);
+        return -1;
+    }
+    len = tcp_proof_msg(msg, TCP_PROOF_LABEL_CALLER, t->me, pe, nonce_c, chal + TCP_HS_HEAD);
+    tcp_hs_head(auth, TCP_HS_AUTH);
+    c->auth_mac(c->core, msg, len, auth + TCP_HS_HEAD);
+    e = hs_io(fd, auth, sizeof auth, true, deadline);
+    if (!e) e = hs_io(fd, accept_, sizeof accept_, false, deadline);
+    if (!e && tcp_hs_check(accept_, TCP_HS_ACCEPT) != 0) e = EPROTO;
+    return e;
+}
+
 static int32_t connect_to(tcp *t, int32_t pe, const addr_rec *a) {
     const symm_tp_core *c = t->core;
     uint64_t deadline = now_ms() + (c->timeout_ms ? c->timeout_ms : 60000u);
@@ -460,9 +391,16 @@ static int32_t connect_to(tcp *t, int32_t pe, const addr_rec *a) {
         if (rc == 0) {
             int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            t->out[pe] = fd;
-            req hello = {TCP_MAGIC, REQ_HELLO, 0, 0, SYMM_TP_NBI, 0, (uint64_t)t->me, 0, 0, 0, 0};
-            return send_all(t, pe, &hello, sizeof hello);
+            rc = handshake(t, pe, fd, deadline);
+            if (rc == 0) {
+                t->out[pe] = fd;
+                return 0;
+            }
+            if (rc < 0) {
+                close(fd);
+                return SYMM_ERR_BOOTSTRAP; /* error set */
+            }
+            errno = rc; /* the connection broke in the handshake: try again */
         }
         int e = errno;
         close(fd);
@@ -476,7 +414,24 @@ static int32_t connect_to(tcp *t, int32_t pe, const addr_rec *a) {
     }
 }
 
+static void *service(void *arg) {
+    tcp *t = arg;
+    while (!atomic_load(&t->stop))
+        if (tcp_svc_step(t->svc, t->wake[0], 1000)) break;
+    return NULL;
+}
+
+/* Does this core's table reach the handshake services (interface 2)? */
+static bool core_has_auth(const symm_tp_core *core) {
+    return core->size >= offsetof(symm_tp_core, auth_verify) + sizeof core->auth_verify;
+}
+
 static int32_t tcp_probe(const symm_tp_core *core, char *why, size_t why_len) {
+    if (!core_has_auth(core)) {
+        snprintf(why, why_len, "the core's services end before auth_mac/auth_verify (a core of "
+                 "transport interface 1; the tcp transport needs 2)");
+        return SYMM_ERR_NOT_SUPPORTED;
+    }
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0) {
         snprintf(why, why_len, "cannot create a TCP socket: %s", strerror(errno));
@@ -486,34 +441,73 @@ static int32_t tcp_probe(const symm_tp_core *core, char *why, size_t why_len) {
     return 0;
 }
 
+/* SYMM_PEER_STALL_MS: how long an operation waits on a PE that is alive but
+ * moves no byte (1..3600000 ms, default 10 s). Not SYMM_PEER_TIMEOUT_MS (the
+ * bound on news of a dead PE, 100 ms by default): that news is an event, a
+ * stall is a guess, and on a loaded machine a healthy peer's reply was
+ * measured 669 ms late (docs/BAD-INPUT.md). */
+#define STALL_DEFAULT_MS 10000u
+static int32_t stall_bound(const symm_tp_core *core, uint32_t *out) {
+    const char *v = core->getenv(core->core, "SYMM_PEER_STALL_MS");
+    *out = STALL_DEFAULT_MS;
+    if (!v || !*v) return 0;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (v[0] < '0' || v[0] > '9' || errno || *end || x < 1 || x > 3600000)
+        return fail(core, SYMM_ERR_INVALID_ARG, "SYMM_PEER_STALL_MS=\"%.64s\": expected "
+                    "milliseconds in [1, 3600000]", v);
+    *out = (uint32_t)x;
+    return 0;
+}
+
 static int32_t tcp_open(const symm_tp_core *core, uint32_t loopback, void **state,
                         symm_tp_info *info) {
+    if (!core_has_auth(core) || !core->auth_mac || !core->auth_verify)
+        return fail(core, SYMM_ERR_NOT_SUPPORTED, "the core offers no handshake proofs "
+                    "(auth_mac/auth_verify): nothing could prove the PEs' identities");
     tcp *t = calloc(1, sizeof *t);
     if (!t) return fail(core, SYMM_ERR_OUT_OF_MEMORY, "out of host memory");
     t->core = core;
     t->me = core->my_pe;
     t->n = core->n_pes;
-    t->listen_fd = t->wake[0] = t->wake[1] = -1;
-    pthread_rwlock_init(&t->reg_lock, NULL);
+    t->wake[0] = t->wake[1] = -1;
     t->out = malloc((size_t)t->n * sizeof *t->out);
+    t->gone = calloc((size_t)t->n, sizeof *t->gone);
     t->nbi = calloc((size_t)t->n, 1);
+    uint8_t *may = calloc((size_t)t->n, 1);
     addr_rec *all = calloc((size_t)t->n, sizeof *all);
-    int32_t st = 0;
-    if (!t->out || !t->nbi || !all) st = fail(core, SYMM_ERR_OUT_OF_MEMORY, "out of host memory");
+    int32_t st = stall_bound(core, &t->stall_ms); /* a local failure: still collective below */
+    if (!st && (!t->out || !t->gone || !t->nbi || !may || !all))
+        st = fail(core, SYMM_ERR_OUT_OF_MEMORY, "out of host memory");
     for (int32_t pe = 0; t->out && pe < t->n; pe++) t->out[pe] = -1;
+    for (int32_t pe = 0; may && pe < t->n; pe++) may[pe] = loopback || core->remote[pe];
 
     addr_rec mine;
     memset(&mine, 0, sizeof mine);
     socklen_t len = sizeof mine.sa;
+    int lfd = -1;
     if (st == 0) st = local_addr(t, &mine.sa, &len);
     if (st == 0) {
-        t->listen_fd = socket(mine.sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (t->listen_fd < 0 || bind(t->listen_fd, (struct sockaddr *)&mine.sa, len) != 0 ||
-            listen(t->listen_fd, t->n + 16 < 4096 ? t->n + 16 : 4096) != 0 ||
-            getsockname(t->listen_fd, (struct sockaddr *)&mine.sa, &len) != 0 ||
-            pipe2(t->wake, O_CLOEXEC) != 0)
+        lfd = socket(mine.sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (lfd < 0 || bind(lfd, (struct sockaddr *)&mine.sa, len) != 0 ||
+            listen(lfd, t->n + 16 < 4096 ? t->n + 16 : 4096) != 0 ||
+            getsockname(lfd, (struct sockaddr *)&mine.sa, &len) != 0 ||
+            pipe2(t->wake, O_CLOEXEC) != 0) {
             st = fail(core, SYMM_ERR_SYSTEM, "cannot listen for peers: %s", strerror(errno));
+            if (lfd >= 0) close(lfd);
+            lfd = -1;
+        }
         mine.len = (uint32_t)len;
+    }
+    if (st == 0) {
+        /* A new connection finishes its handshake within a tenth of the
+         * job's timeout, 1 to 5 s (as the rendezvous server's HELLO). */
+        uint32_t job = core->timeout_ms ? core->timeout_ms : 60000u, hs = job / 10;
+        uint32_t lo = job < 1000 ? job : 1000;
+        tcp_svc_cfg sc = {.core = core, .may_connect = may, .listen_fd = lfd,
+                          .handshake_ms = hs < lo ? lo : hs > 5000 ? 5000 : hs};
+        st = tcp_svc_create(&sc, &t->svc);
     }
     if (st == 0) {
         char host[64] = "?";
@@ -526,11 +520,18 @@ static int32_t tcp_open(const symm_tp_core *core, uint32_t loopback, void **stat
             port = ntohs(((struct sockaddr_in6 *)&mine.sa)->sin6_port);
         }
         snprintf(t->addr_text, sizeof t->addr_text, "tcp %.46s port %d", host, port);
+        /* The service thread takes no signals: they stay with the application. */
+        sigset_t sigs, old;
+        sigfillset(&sigs);
+        pthread_sigmask(SIG_SETMASK, &sigs, &old);
         if (pthread_create(&t->thread, NULL, service, t) != 0)
             st = fail(core, SYMM_ERR_SYSTEM, "cannot start the service thread");
         else
             t->thread_started = true;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
+    free(may);
+    if (st) mine.len = 0; /* tells the others this PE cannot be reached */
     /* Collective from here on: everybody takes part even after a local
      * failure, so no PE waits for one that gave up. */
     int32_t gst = core->allgather(core->core, &mine, all, sizeof mine);
@@ -560,6 +561,9 @@ static int32_t tcp_open(const symm_tp_core *core, uint32_t loopback, void **stat
         info->max_msg = 0;
         snprintf(info->device, sizeof info->device, "%.63s", t->addr_text);
     }
+    char line[128];
+    snprintf(line, sizeof line, "listening on %s", t->addr_text);
+    core->log(core->core, 1, line);
     *state = t;
     return 0;
 }
@@ -572,24 +576,7 @@ static int32_t tcp_mem_add(void *state, void *base, uint64_t heap_off, uint64_t 
         st = fail(t->core, SYMM_ERR_NOT_SUPPORTED, "GPU memory cannot be reached over tcp (host "
                   "memory only): run the host backend (SYMM_BACKEND=host) or use a transport with "
                   "GPU memory support");
-    pthread_rwlock_wrlock(&t->reg_lock);
-    region *last = t->n_regs ? &t->regs[t->n_regs - 1] : NULL;
-    if (st) {
-    } else if (last && last->off + last->len == heap_off && last->base + last->len == (uint8_t *)base) {
-        last->len += len; /* the heap grows contiguously: one region */
-    } else {
-        if (t->n_regs == t->cap_regs) {
-            size_t nc = t->cap_regs ? 2 * t->cap_regs : 8;
-            region *nr = realloc(t->regs, nc * sizeof *nr);
-            if (!nr) st = fail(t->core, SYMM_ERR_OUT_OF_MEMORY, "out of host memory");
-            else {
-                t->regs = nr;
-                t->cap_regs = nc;
-            }
-        }
-        if (!st) t->regs[t->n_regs++] = (region){heap_off, len, base};
-    }
-    pthread_rwlock_unlock(&t->reg_lock);
+    if (!st) st = tcp_svc_mem_add(t->svc, base, heap_off, len);
     /* Collective: nobody targets the range before every PE has added it. */
     int32_t all_st[1] = {st};
     int32_t *all = calloc((size_t)t->n, sizeof *all);
@@ -603,14 +590,7 @@ static int32_t tcp_mem_add(void *state, void *base, uint64_t heap_off, uint64_t 
 
 static void tcp_mem_remove(void *state, uint64_t heap_off, uint64_t len) {
     tcp *t = state;
-    pthread_rwlock_wrlock(&t->reg_lock);
-    for (size_t i = 0; i < t->n_regs; i++) {
-        if (t->regs[i].off == heap_off && t->regs[i].len == len) {
-            t->regs[i] = t->regs[--t->n_regs];
-            break;
-        }
-    }
-    pthread_rwlock_unlock(&t->reg_lock);
+    tcp_svc_mem_remove(t->svc, heap_off, len);
 }
 
 static int32_t tcp_put(void *state, int32_t pe, uint64_t off, const void *src, uint64_t n,
@@ -618,14 +598,14 @@ static int32_t tcp_put(void *state, int32_t pe, uint64_t off, const void *src, u
     tcp *t = state;
     int32_t st = need_conn(t, pe);
     if (st) return st;
-    req q = {TCP_MAGIC, REQ_PUT, 0, 0, flags & SYMM_TP_NBI, 0, off, n, 0, 0, 0};
-    if ((st = send_all(t, pe, &q, sizeof q)) || (st = send_all(t, pe, src, n))) return st;
+    tcp_req q = {TCP_MAGIC, REQ_PUT, 0, 0, flags & SYMM_TP_NBI, 0, off, n, 0, 0, 0};
+    if ((st = send_all(t, pe, &q, sizeof q, src, n, "put"))) return st;
     if (flags & SYMM_TP_NBI) {
         t->nbi[pe] = 1;
         return 0;
     }
-    rep r;
-    if ((st = recv_all(t, pe, &r, sizeof r))) return st;
+    tcp_rep r;
+    if ((st = recv_all(t, pe, &r, sizeof r, "put"))) return st;
     return reply_status(t, pe, "put", off, n, r.status);
 }
 
@@ -634,11 +614,13 @@ static int32_t tcp_get(void *state, void *dst, int32_t pe, uint64_t off, uint64_
     tcp *t = state;
     int32_t st = need_conn(t, pe);
     if (st) return st;
-    req q = {TCP_MAGIC, REQ_GET, 0, 0, 0, 0, off, n, 0, 0, 0};
-    rep r;
-    if ((st = send_all(t, pe, &q, sizeof q)) || (st = recv_all(t, pe, &r, sizeof r))) return st;
+    tcp_req q = {TCP_MAGIC, REQ_GET, 0, 0, 0, 0, off, n, 0, 0, 0};
+    tcp_rep r;
+    if ((st = send_all(t, pe, &q, sizeof q, NULL, 0, "get")) ||
+        (st = recv_all(t, pe, &r, sizeof r, "get")))
+        return st;
     if (r.status) return reply_status(t, pe, "get", off, n, r.status);
-    return recv_all(t, pe, dst, n);
+    return recv_all(t, pe, dst, n, "get");
 }
 
 static int32_t tcp_atomic(void *state, int32_t pe, uint64_t off, uint32_t dtype, uint32_t op,
@@ -648,11 +630,13 @@ static int32_t tcp_atomic(void *state, int32_t pe, uint64_t off, uint32_t dtype,
     if (st) return st;
     uint32_t size = symm__amo_size(dtype);
     if (!size) return fail(t->core, SYMM_ERR_INVALID_ARG, "atomics need a 32/64-bit dtype (got %u)", dtype);
-    req q = {TCP_MAGIC, REQ_AMO, dtype, op, 0, 0, off, size, 0, 0, 0};
+    tcp_req q = {TCP_MAGIC, REQ_AMO, dtype, op, 0, 0, off, size, 0, 0, 0};
     if (value) memcpy(&q.value, value, size);
     if (compare) memcpy(&q.compare, compare, size);
-    rep r;
-    if ((st = send_all(t, pe, &q, sizeof q)) || (st = recv_all(t, pe, &r, sizeof r))) return st;
+    tcp_rep r;
+    if ((st = send_all(t, pe, &q, sizeof q, NULL, 0, "atomic")) ||
+        (st = recv_all(t, pe, &r, sizeof r, "atomic")))
+        return st;
     if (r.status) return reply_status(t, pe, "atomic", off, size, r.status);
     if (fetched) memcpy(fetched, &r.value, size);
     return 0;
@@ -664,14 +648,15 @@ static int32_t tcp_put_signal(void *state, int32_t pe, uint64_t off, const void 
     tcp *t = state;
     int32_t st = need_conn(t, pe);
     if (st) return st;
-    req q = {TCP_MAGIC, REQ_PUT_SIGNAL, 0, sig_op, flags & SYMM_TP_NBI, 0, off, n, sig_value, 0, sig_off};
-    if ((st = send_all(t, pe, &q, sizeof q)) || (n && (st = send_all(t, pe, src, n)))) return st;
+    tcp_req q = {TCP_MAGIC, REQ_PUT_SIGNAL, 0, sig_op, flags & SYMM_TP_NBI, 0, off, n, sig_value, 0,
+                 sig_off};
+    if ((st = send_all(t, pe, &q, sizeof q, src, n, "put with signal"))) return st;
     if (flags & SYMM_TP_NBI) {
         t->nbi[pe] = 1;
         return 0;
     }
-    rep r;
-    if ((st = recv_all(t, pe, &r, sizeof r))) return st;
+    tcp_rep r;
+    if ((st = recv_all(t, pe, &r, sizeof r, "put with signal"))) return st;
     return reply_status(t, pe, "put with signal", off, n, r.status);
 }
 
@@ -683,13 +668,15 @@ static int32_t tcp_fence(void *state) {
 static int32_t tcp_quiet(void *state) {
     tcp *t = state;
     int32_t first = 0;
+    /* After the job lost a PE nothing can be said complete (as ibverbs). */
+    if (atomic_load(&t->failed)) return check_failed(t, -1);
     for (int32_t pe = 0; pe < t->n; pe++) {
         if (!t->nbi[pe]) continue;
         int32_t st = need_conn(t, pe);
-        req q = {TCP_MAGIC, REQ_QUIET, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-        rep r = {0, 0, 0};
-        if (!st) st = send_all(t, pe, &q, sizeof q);
-        if (!st) st = recv_all(t, pe, &r, sizeof r);
+        tcp_req q = {TCP_MAGIC, REQ_QUIET, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        tcp_rep r = {0, 0, 0};
+        if (!st) st = send_all(t, pe, &q, sizeof q, NULL, 0, "quiet");
+        if (!st) st = recv_all(t, pe, &r, sizeof r, "quiet");
         if (!st) st = reply_status(t, pe, "an nbi put", 0, 0, r.status);
         t->nbi[pe] = 0;
         if (st && !first) first = st;
@@ -712,14 +699,13 @@ static void tcp_close(void *state) {
         (void)k;
     }
     if (t->thread_started) pthread_join(t->thread, NULL);
+    tcp_svc_destroy(t->svc);
     for (int32_t pe = 0; t->out && pe < t->n; pe++)
         if (t->out[pe] >= 0) close(t->out[pe]);
-    if (t->listen_fd >= 0) close(t->listen_fd);
     if (t->wake[0] >= 0) close(t->wake[0]);
     if (t->wake[1] >= 0) close(t->wake[1]);
-    pthread_rwlock_destroy(&t->reg_lock);
-    free(t->regs);
     free(t->out);
+    free(t->gone);
     free(t->nbi);
     free(t);
 }
@@ -743,7 +729,8 @@ static const symm_tp_ops tcp_ops = {
     .close = tcp_close,
 };
 
+/* Interface 2 and later: the handshake needs the core's auth services. */
 __attribute__((visibility("default"))) const symm_tp_ops *symm_transport_plugin(uint32_t core_iface);
 const symm_tp_ops *symm_transport_plugin(uint32_t core_iface) {
-    return core_iface >= 1 ? &tcp_ops : NULL;
+    return core_iface >= 2 ? &tcp_ops : NULL;
 }
