@@ -6,9 +6,12 @@
  * - Provider: SYMM_OFI_PROVIDER (a libfabric provider name, layered ones as
  *   "verbs;ofi_rxm"), else the first of AUTO_ORDER below that offers an RDM
  *   endpoint with RMA; SYMM_OFI_DOMAIN picks a domain (NIC or interface) by
- *   name. The choice and the reason go to the info log. `shm` reaches only
+ *   name. The choice and the reason go to the info log. When the core tries
+ *   transports in its own order (SYMM_TRANSPORT unset or auto), only the
+ *   NIC providers without a verbs path (efa, cxi) are offered, so the
+ *   ibverbs and tcp transports keep the hosts they serve. `shm` reaches only
  *   PEs of this machine: never chosen by auto, used by name for tests with
- *   simulated hosts.
+ *   simulated hosts. SYMM_OFI_LIBRARY names the libfabric to open.
  * - Attributes asked for, in order of preference (each one the provider
  *   lacks is worked around, never assumed): FI_ATOMIC; FI_DELIVERY_COMPLETE
  *   (a completion means the target has the data, so quiet and blocking puts
@@ -47,9 +50,11 @@
  *   floats travel as their bits), else a CSWAP loop of the same width. When
  *   some op has neither, or the provider has no FI_ATOMIC, every atomic is a
  *   message (FI_MSG) that the target's progress applies with CPU atomics
- *   (amo_cpu.h) and answers: all ops then run on one engine. The testing
- *   knob SYMM_OFI_ATOMICS=native|cas|am forces a path (cas: every op but
- *   CSWAP as a loop).
+ *   (amo_cpu.h) and answers: all ops then run on one engine.
+ * - Testing knobs: SYMM_OFI_ATOMICS=native|cas|am forces an atomics path
+ *   (cas: every op but CSWAP as a loop); SYMM_OFI_MAX_RMA=BYTES splits
+ *   transfers into smaller posts; SYMM_OFI_FORCE_MR_LOCAL=1 uses registered
+ *   descriptors and the bounce buffer as FI_MR_LOCAL providers need.
  * - Coherence with CPU atomics (SYMM_TP_CAP_ATOMIC_GLOBAL): claimed only
  *   where the target's CPU performs every atomic with atomic instructions:
  *   the message path, and providers whose atomics are software run at the
@@ -91,6 +96,7 @@
  * verbs through the RDM utility layer, then TCP (works everywhere). */
 static const char *const AUTO_ORDER[] = {"efa", "cxi", "verbs;ofi_rxm", "tcp;ofi_rxm"};
 #define N_AUTO (sizeof AUTO_ORDER / sizeof AUTO_ORDER[0])
+#define N_AUTO_CORE 2 /* the core's own auto: efa and cxi only */
 
 #define API_MIN        FI_VERSION(1, 9)
 #define BOUNCE_BYTES   (4u << 20)
@@ -390,20 +396,25 @@ static int32_t choose(const symm_tp_core *core, choice *c, char *why, size_t why
         snprintf(reason, reason_len, "SYMM_OFI_PROVIDER=%s", want);
         return 0;
     }
+    const char *tp = core->getenv(core->core, "SYMM_TRANSPORT");
+    bool named = tp && !strcmp(tp, "ofi");
+    size_t n_try = named ? N_AUTO : N_AUTO_CORE;
+    const char *order = named ? "efa, cxi, verbs;ofi_rxm, tcp;ofi_rxm" : "efa, cxi";
     char tried[600] = "";
-    for (size_t i = 0; i < N_AUTO; i++) {
+    for (size_t i = 0; i < n_try; i++) {
         char w[200];
         if (try_provider(core, AUTO_ORDER[i], amo, c, w, sizeof w) == 0) {
-            snprintf(reason, reason_len, "auto (order efa, cxi, verbs;ofi_rxm, tcp;ofi_rxm)%s%s",
-                     tried[0] ? "; skipped " : "", tried);
+            snprintf(reason, reason_len, "auto (order %s)%s%s", order, tried[0] ? "; skipped " : "",
+                     tried);
             return 0;
         }
         size_t len = strlen(tried);
         snprintf(tried + len, sizeof tried - len, "%s%s", len ? "; " : "", w);
     }
-    snprintf(why, why_len, "no libfabric provider of efa, cxi, verbs;ofi_rxm, tcp;ofi_rxm offers "
-             "an RDM endpoint with RMA here (%s); set SYMM_OFI_PROVIDER (fi_info -l lists them)",
-             tried);
+    snprintf(why, why_len, "no libfabric provider of %s offers an RDM endpoint with RMA here (%s); "
+             "%sset SYMM_OFI_PROVIDER (fi_info -l lists them)", order, tried,
+             named ? "" : "SYMM_TRANSPORT=auto tries only these (verbs and tcp are left to the "
+                          "ibverbs and tcp transports): set SYMM_TRANSPORT=ofi, or ");
     return SYMM_ERR_NO_DEVICE;
 }
 
@@ -448,7 +459,7 @@ static void mark_failed(ofi_tp *st, int32_t pe, int err, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(p->why, sizeof p->why, fmt, ap);
     va_end(ap);
-    logf_(st->core, 0, "ofi: PE %d: %s", pe, p->why);
+    logf_(st->core, 0, "PE %d: %s", pe, p->why);
 }
 
 static void rec_done(ofi_tp *st, ofi_rec *r, int ok) {
@@ -882,6 +893,14 @@ static int32_t check_pe(ofi_tp *st, int32_t pe) {
 
 static int32_t rma(ofi_tp *st, int is_put, int32_t pe, uint64_t off, char *local, uint64_t n) {
     const int mr_local = (st->mr_mode & FI_MR_LOCAL) != 0;
+    /* the whole range first: an error must not leave a part in flight */
+    for (uint64_t o = off, left = n; left > 0;) {
+        uint64_t raddr, rkey, room;
+        int32_t rc = remote_at(st, pe, o, left, &raddr, &rkey, &room);
+        if (rc) return rc;
+        o += room;
+        left -= room;
+    }
     while (n > 0) {
         uint64_t raddr, rkey, chunk;
         int32_t rc = remote_at(st, pe, off, n, &raddr, &rkey, &chunk);
@@ -1460,6 +1479,17 @@ static int32_t open_local(ofi_tp *st, char *why, size_t why_len) {
                                                                    : DEPTH_MAX;
     if (st->depth < 16) st->depth = 16;
     st->hmem = (fi->caps & FI_HMEM) != 0;
+    const char *knob = env(st->core, "SYMM_OFI_FORCE_MR_LOCAL");
+    if (knob && !strcmp(knob, "1")) st->mr_mode |= FI_MR_LOCAL;
+    if ((knob = env(st->core, "SYMM_OFI_MAX_RMA"))) {
+        char *end;
+        unsigned long long v = strtoull(knob, &end, 10);
+        if (*end || v < 8) {
+            snprintf(why, why_len, "SYMM_OFI_MAX_RMA=\"%s\": expected a byte count >= 8", knob);
+            return SYMM_ERR_INVALID_ARG;
+        }
+        if (v < st->max_rma) st->max_rma = v;
+    }
 
     struct fi_cq_attr ca;
     memset(&ca, 0, sizeof ca);
@@ -1741,12 +1771,13 @@ out:
         info->max_msg = 0; /* larger transfers are split here */
         snprintf(info->device, sizeof info->device, "%.24s on %.32s", st->prov, st->dom);
     }
-    logf_(core, 1, "ofi: provider %s, domain %s (libfabric %u.%u, API %u.%u), chosen by %s", st->prov,
+    logf_(core, 1, "provider %s, domain %s (libfabric %u.%u, API %u.%u), chosen by %s", st->prov,
           st->dom, FI_MAJOR(F->version()), FI_MINOR(F->version()), FI_MAJOR(api_version()),
           FI_MINOR(api_version()), st->choice);
-    logf_(core, 1, "ofi: mr_mode %#llx, %s completion, %s; atomics: %s%s; %s; progress %s; "
+    logf_(core, 1, "mr_mode %#llx, %s, %s; atomics: %s%s; %s; progress %s; "
           "queue depth %u", (unsigned long long)st->mr_mode,
-          st->delivery ? "delivery" : "transmit (quiet flushes with a read)",
+          st->delivery ? "delivery completion"
+                       : "transmit completion only (quiet flushes with a read)",
           "signals and fences wait for the data's delivery",
           amo_txt, st->global ? " (coherent with CPU atomics)" : " (not coherent with CPU atomics)",
           st->hmem ? "FI_HMEM" : "no FI_HMEM (host memory only)",
