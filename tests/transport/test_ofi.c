@@ -372,7 +372,7 @@ static double cpu_ms(void) {
 static int run_idle(tp_world *w) {
     if (setup(w)) return 1;
     OK(tp_barrier(w));
-    usleep(200000); /* set-up's activity has died down */
+    usleep(500000); /* set-up's activity has died down (the short naps last 250 ms) */
     double c0 = cpu_ms();
     uint64_t t0 = tp_now_ms();
     usleep(1000000);

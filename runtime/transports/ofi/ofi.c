@@ -38,12 +38,20 @@
  * - Progress: providers with manual progress move data only while someone
  *   reads the CQ, on both sides. A progress thread reads it: it blocks on the
  *   CQ's wait object (fi_trywait + poll) where the provider has one, else it
- *   naps, 20 us growing to 1 ms while nothing happens. Blocking calls poll
- *   the CQ themselves. -FI_EAGAIN is retried after progress.
+ *   naps: 10 us within 5 ms of this PE's last transport event (it posted,
+ *   reaped, or served a peer), 50 us within HOT_MS, then growing to 1 ms. A
+ *   target gets no completion for what it receives: where the provider
+ *   offers FI_RMA_EVENT a remote counter (FI_REMOTE_WRITE | FI_REMOTE_READ)
+ *   shows that a poll served a peer. A blocking call polls the CQ itself
+ *   (the thread stands aside meanwhile): it spins briefly, then sleeps on
+ *   the wait fd, or yields for 2 ms and then naps 20 us, so PEs that
+ *   outnumber the cores leave each other CPU. -FI_EAGAIN is retried after
+ *   progress.
  * - Failure: every wait checks core->check_failed and the peer_failed flag;
  *   a completion error marks its PE failed; a wait that sees no completion
- *   for stall_ms (2 s + 2 x SYMM_PEER_TIMEOUT_MS, plus time for the bytes in
- *   flight) while a PE owes one declares that PE lost. SYMM_ERR_PEER_FAILED,
+ *   for stall_ms (8 s + 2 x SYMM_PEER_TIMEOUT_MS, plus time for the bytes in
+ *   flight) while a PE owes one declares that PE lost (a peer that went
+ *   silent; a dead one is the core's news sooner). SYMM_ERR_PEER_FAILED,
  *   never a hang.
  * - Atomics, in order of preference, per (op, width): the provider's own
  *   (fi_atomic, fi_fetch_atomic, fi_compare_atomic on FI_UINT32/FI_UINT64;
@@ -65,8 +73,10 @@
  * - Authentication: ofi_authenticate_peers() below is the one place where the
  *   job secret's challenge-response is to run; it is not wired yet.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -75,6 +85,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -106,6 +117,7 @@ static const char *const AUTO_ORDER[] = {"efa", "cxi", "verbs;ofi_rxm", "tcp;ofi
 #define AM_SLOTS       64u          /* receive buffers for atomic messages */
 #define SPINS_BEFORE_YIELD 64u
 #define ADDR_MAX       200u
+#define HOT_MS         250u         /* short naps this long after the last activity */
 
 enum { AMO_NATIVE = 1, AMO_CAS, AMO_AM }; /* st->amo: how atomics run */
 enum { HOW_NONE = 0, HOW_NATIVE, HOW_CAS };
@@ -181,7 +193,9 @@ typedef struct ofi_tp {
     struct fid_av *av;
     struct fid_cq *cq;
     struct fid_ep *ep;
+    struct fid_cntr *rx_cntr; /* incoming RMA and atomics (FI_RMA_EVENT), or NULL */
     int wait_fd, wake[2];
+    int rma_event;
     pthread_t thread;
     bool thread_started;
 
@@ -319,7 +333,7 @@ static struct fi_info *pick_entry(struct fi_info *list) {
 
 typedef struct choice {
     struct fi_info *info;   /* one entry (F->dupinfo'd), NULL when none */
-    int amo, delivery;
+    int amo, delivery, rma_event;
 } choice;
 
 /* The best attribute set prov offers (see the top of the file). */
@@ -363,6 +377,19 @@ static int try_provider(const symm_tp_core *core, const char *prov, const char *
         }
         c->amo = want_am ? AMO_AM : ladder[k].amo;
         c->delivery = ladder[k].delivery;
+        /* the same with FI_RMA_EVENT, where offered: a target's counter */
+        l = query(core, prov, ladder[k].caps | FI_RMA_EVENT, ladder[k].opf, ladder[k].order, &rc);
+        if (l) {
+            struct fi_info *e = F->dupinfo(pick_entry(l));
+            F->freeinfo(l);
+            if (e && !strcmp(e->fabric_attr->prov_name, c->info->fabric_attr->prov_name)) {
+                F->freeinfo(c->info);
+                c->info = e;
+                c->rma_event = 1;
+            } else if (e) {
+                F->freeinfo(e);
+            }
+        }
         return 0;
     }
     snprintf(why, why_len, "%s: offers RMA but neither delivery completion nor reads ordered "
@@ -578,6 +605,7 @@ static int poll_once(ofi_tp *st) {
         if (st->am_tx[i].queued) am_send_answer(st, &st->am_tx[i]);
     if (got > 0) {
         for (ssize_t i = 0; i < got; i++) handle(st, e[i].op_context, 0, NULL);
+        atomic_store_explicit(&st->activity, 1, memory_order_relaxed);
         return (int)got;
     }
     if (got == -FI_EAGAIN) return 0;
@@ -606,19 +634,36 @@ static int32_t give_up(ofi_tp *st, int32_t rc) {
 }
 
 /* How long a wait may see no completion before it declares the PE lost:
- * stall_ms plus the time the bytes in flight need at 128 KiB/s. */
+ * stall_ms plus the time the bytes in flight need at 1 MiB/s. */
 static uint64_t stall_limit(ofi_tp *st, int32_t pe) {
     uint64_t bytes = pe >= 0 ? st->peers[pe].bytes : st->bytes;
-    return st->stall_ms + bytes / 131u;
+    return st->stall_ms + bytes / 1049u;
 }
 
 static int news(ofi_tp *st) {
     return atomic_load(&st->news) || st->core->check_failed(st->core->core) != 0;
 }
 
+/* A waiter with nothing to do: sleep on the CQ's wait fd (1 ms slices, so
+ * the failure checks keep running), else yield for 2 ms, then nap. */
+static void idle_wait(ofi_tp *st, uint64_t *since) {
+    if (st->wait_fd >= 0) {
+        struct fid *f = &st->cq->fid;
+        if (fi_trywait(st->fabric, &f, 1) == FI_SUCCESS) {
+            struct pollfd pf = {st->wait_fd, POLLIN, 0};
+            poll(&pf, 1, 1);
+        }
+        return;
+    }
+    uint64_t now = now_ms();
+    if (!*since) *since = now;
+    if (now - *since < 2) sched_yield();
+    else nap_us(20);
+}
+
 /* Wait until pe's (or, pe < 0, everyone's) outstanding count is <= max. */
 static int32_t wait_for(ofi_tp *st, int32_t pe, uint32_t max) {
-    uint64_t last = 0;
+    uint64_t last = 0, idle_since = 0;
     int moved = 0;
     int32_t rc = 0;
     atomic_fetch_add(&st->waiters, 1);
@@ -669,7 +714,7 @@ static int32_t wait_for(ofi_tp *st, int32_t pe, uint32_t max) {
             }
         }
         pthread_mutex_unlock(&st->cq_mu);
-        if (spins > SPINS_BEFORE_YIELD) sched_yield();
+        if (spins > SPINS_BEFORE_YIELD) idle_wait(st, &idle_since);
     }
     atomic_fetch_sub(&st->waiters, 1);
     return rc;
@@ -802,7 +847,7 @@ static int32_t post(ofi_tp *st, int32_t pe, ofi_op *o, int read, int bounce, voi
     }
     ofi_rec *r = &st->recs[idx];
     if (o->kind == OP_SEND) ((am_msg *)o->buf)->token = (uint64_t)idx;
-    uint64_t first = 0, limit = limit_ms ? limit_ms : stall_limit(st, pe);
+    uint64_t first = 0, idle_since = 0, limit = limit_ms ? limit_ms : stall_limit(st, pe);
     for (uint32_t spins = 0;; spins++) {
         ssize_t ret = issue(st, p->addr, o, &r->ctx);
         if (ret == 0) {
@@ -842,7 +887,7 @@ static int32_t post(ofi_tp *st, int32_t pe, ofi_op *o, int read, int bounce, voi
             unpost(st, r);
             return rc;
         }
-        if (spins > SPINS_BEFORE_YIELD) sched_yield();
+        if (spins > SPINS_BEFORE_YIELD) idle_wait(st, &idle_since);
     }
 }
 
@@ -1250,26 +1295,43 @@ static void ofi_peer_failed(void *state) {
  * waits (it polls itself) the thread stays out of the way. */
 static void *progress_main(void *arg) {
     ofi_tp *st = arg;
-    long nap = 20;
+    long nap = 10;
+    uint64_t event = now_ms(), served = 0;
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0); /* 1 us: short naps stay short */
     while (!atomic_load(&st->stop)) {
+        if (atomic_load(&st->waiters) > 0) { /* a caller polls: stand aside */
+            struct pollfd pf = {st->wake[0], POLLIN, 0};
+            poll(&pf, 1, 1);
+            event = now_ms();
+            continue;
+        }
         int got = 0;
-        if (atomic_load(&st->waiters) == 0 && pthread_mutex_trylock(&st->cq_mu) == 0) {
+        if (pthread_mutex_trylock(&st->cq_mu) == 0) {
             got = poll_once(st);
             pthread_mutex_unlock(&st->cq_mu);
         }
-        if (got > 0 || atomic_exchange_explicit(&st->activity, 0, memory_order_relaxed)) {
-            nap = 20;
-            if (got > 0) continue;
+        if (atomic_exchange_explicit(&st->activity, 0, memory_order_relaxed) || got > 0)
+            event = now_ms();
+        if (st->rx_cntr) {
+            uint64_t c = fi_cntr_read(st->rx_cntr);
+            if (c != served) {
+                served = c;
+                event = now_ms();
+            }
         }
-        if (st->wait_fd >= 0 && atomic_load(&st->waiters) == 0) {
+        if (got > 0) continue;
+        if (st->wait_fd >= 0) {
             struct fid *f = &st->cq->fid;
             if (fi_trywait(st->fabric, &f, 1) != FI_SUCCESS) continue; /* work pending */
             struct pollfd pf[2] = {{st->wait_fd, POLLIN, 0}, {st->wake[0], POLLIN, 0}};
             poll(pf, 2, 100);
             continue;
         }
+        uint64_t quiet_for = now_ms() - event;
+        if (quiet_for < 5) nap = 10;
+        else if (quiet_for < HOT_MS) nap = 50;
+        else if (nap < 1000) nap *= 2;
         nap_us(nap);
-        if (nap < 1000) nap *= 2;
     }
     return NULL;
 }
@@ -1443,6 +1505,7 @@ static void ofi_close(void *state) {
     if (st->hello_mr) fi_close(&st->hello_mr->fid);
     if (st->am_mr) fi_close(&st->am_mr->fid);
     if (st->av) fi_close(&st->av->fid);
+    if (st->rx_cntr) fi_close(&st->rx_cntr->fid);
     if (st->cq) fi_close(&st->cq->fid);
     if (st->domain) fi_close(&st->domain->fid);
     if (st->fabric) fi_close(&st->fabric->fid);
@@ -1458,6 +1521,37 @@ static void ofi_close(void *state) {
     pthread_mutex_destroy(&st->mu);
     pthread_mutex_destroy(&st->cq_mu);
     free(st);
+}
+
+/* shm names each endpoint's shared-memory region "<pid>:<n>:<n>" and leaves
+ * it in /dev/shm when the process is killed; a later process given the same
+ * pid then cannot create its region (EBUSY). So symm names its shm endpoints
+ * itself, symm-<pid namespace>-<pid>-<random>, and removes the regions of
+ * this pid namespace whose process is gone (only symm's own names, only
+ * dead pids: a live peer's mapping is unaffected by the unlink anyway). */
+static void shm_name(ofi_tp *st, char *name, size_t cap) {
+    char ns[64] = "", buf[64];
+    ssize_t k = readlink("/proc/self/ns/pid", buf, sizeof buf - 1);
+    unsigned long long ino = 0;
+    if (k > 0) {
+        buf[k] = 0;
+        const char *b = strchr(buf, '[');
+        if (b) ino = strtoull(b + 1, NULL, 10);
+    }
+    snprintf(ns, sizeof ns, "symm-%llu-", ino);
+    DIR *d = opendir("/dev/shm");
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (strncmp(e->d_name, ns, strlen(ns)) != 0) continue;
+        long pid = strtol(e->d_name + strlen(ns), NULL, 10);
+        if (pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+            char path[512];
+            snprintf(path, sizeof path, "/dev/shm/%.400s", e->d_name);
+            if (unlink(path) == 0)
+                logf_(st->core, 1, "removed %s, the shm region of a process that is gone", path);
+        }
+    }
+    if (d) closedir(d);
+    snprintf(name, cap, "%s%ld-%016llx", ns, (long)getpid(), (unsigned long long)random_key(st));
 }
 
 /* The local objects: fabric, domain, CQ, AV, endpoint, buffers. */
@@ -1519,6 +1613,23 @@ static int32_t open_local(ofi_tp *st, char *why, size_t why_len) {
     rc = fi_endpoint(st->domain, fi, &st->ep, NULL);
     if (!rc) rc = fi_ep_bind(st->ep, &st->av->fid, 0);
     if (!rc) rc = fi_ep_bind(st->ep, &st->cq->fid, FI_TRANSMIT | FI_RECV);
+    if (!rc && st->rma_event && st->wait_fd < 0) { /* optional: without it the thread naps longer */
+        struct fi_cntr_attr na;
+        memset(&na, 0, sizeof na);
+        na.events = FI_CNTR_EVENTS_COMP;
+        na.wait_obj = FI_WAIT_NONE;
+        if (fi_cntr_open(st->domain, &na, &st->rx_cntr, NULL) == 0 &&
+            fi_ep_bind(st->ep, &st->rx_cntr->fid, FI_REMOTE_WRITE | FI_REMOTE_READ) != 0) {
+            fi_close(&st->rx_cntr->fid);
+            st->rx_cntr = NULL;
+        }
+    }
+    if (!rc && !strcmp(st->prov, "shm")) {
+        char name[128];
+        shm_name(st, name, sizeof name);
+        if (fi_setname(&st->ep->fid, name, strlen(name) + 1) != 0)
+            logf_(st->core, 0, "shm: cannot name the endpoint %s; the provider's name stays", name);
+    }
     if (!rc) rc = fi_enable(st->ep);
     if (rc) {
         snprintf(why, why_len, "setting up the endpoint failed (%s)", ferr(rc));
@@ -1658,11 +1769,16 @@ static int32_t ofi_open(const symm_tp_core *core, uint32_t loopback, void **stat
     st->n = n;
     st->me = me;
     st->wait_fd = st->wake[0] = st->wake[1] = -1;
-    st->stall_ms = 2000u + 2u * core->peer_timeout_ms;
+    /* A dead process is the core's news (check_failed) within the peer
+     * timeout; this bound is for a peer that went silent. It is generous: on
+     * a loaded machine (2 cores, load 30, measured) a live peer went 2.4 s
+     * without being scheduled. */
+    st->stall_ms = 8000u + 2u * core->peer_timeout_ms;
     st->peers = calloc((size_t)n, sizeof *st->peers);
     char why[600] = {0};
     int32_t status = 0, rc = 0;
     const char *force = env(core, "SYMM_OFI_ATOMICS");
+    uint64_t t0 = now_ms(), t_choose = 0, t_local = 0, t_names = 0, t_connect = 0;
     if (!st->peers) {
         status = SYMM_ERR_OUT_OF_MEMORY;
         snprintf(why, sizeof why, "out of host memory");
@@ -1672,16 +1788,19 @@ static int32_t ofi_open(const symm_tp_core *core, uint32_t loopback, void **stat
         choice c;
         char reason[700] = "";
         status = choose(core, &c, why, sizeof why, reason, sizeof reason);
+        t_choose = now_ms();
         if (!status) {
             st->info = c.info;
             st->amo = c.amo;
             st->delivery = c.delivery;
+            st->rma_event = c.rma_event;
             snprintf(st->prov, sizeof st->prov, "%s", c.info->fabric_attr->prov_name);
             snprintf(st->dom, sizeof st->dom, "%s",
                      c.info->domain_attr->name ? c.info->domain_attr->name : "?");
             snprintf(st->choice, sizeof st->choice, "%s", reason);
             status = open_local(st, why, sizeof why);
         }
+        t_local = now_ms();
         if (!status) plan_atomics(st, force);
     }
     /* Exchange: everyone learns who could not open, and every address. */
@@ -1707,6 +1826,7 @@ static int32_t ofi_open(const symm_tp_core *core, uint32_t loopback, void **stat
     }
     mine->status = (uint32_t)status;
     rc = core->allgather(core->core, mine, all, msg_len);
+    t_names = now_ms();
     free(mine);
     if (status) {
         rc = fail(core, status, "PE %d: %s", me, why);
@@ -1737,6 +1857,7 @@ static int32_t ofi_open(const symm_tp_core *core, uint32_t loopback, void **stat
         }
     }
     if (!status) status = warm_up(st, all, msg_len, why, sizeof why);
+    t_connect = now_ms();
     if (!status) {
         status = ofi_authenticate_peers(st);
         if (status) snprintf(why, sizeof why, "authentication: %s", "see the error above");
@@ -1781,7 +1902,14 @@ out:
           "signals and fences wait for the data's delivery",
           amo_txt, st->global ? " (coherent with CPU atomics)" : " (not coherent with CPU atomics)",
           st->hmem ? "FI_HMEM" : "no FI_HMEM (host memory only)",
-          st->wait_fd >= 0 ? "thread on the CQ's wait fd" : "thread napping", st->depth);
+          st->wait_fd >= 0 ? "thread on the CQ's wait fd"
+          : st->rx_cntr    ? "thread napping, short naps while peers write (FI_RMA_EVENT)"
+                           : "thread napping", st->depth);
+    logf_(core, 1, "open took %llu ms: provider choice %llu, endpoint %llu, address exchange %llu, "
+          "connecting %llu, the rest %llu", (unsigned long long)(now_ms() - t0),
+          (unsigned long long)(t_choose - t0), (unsigned long long)(t_local - t_choose),
+          (unsigned long long)(t_names - t_local), (unsigned long long)(t_connect - t_names),
+          (unsigned long long)(now_ms() - t_connect));
     *state = st;
     return 0;
 }
