@@ -6,7 +6,8 @@
  * - Provider: SYMM_OFI_PROVIDER (a libfabric provider name, layered ones as
  *   "verbs;ofi_rxm"), else the first of AUTO_ORDER below that offers an RDM
  *   endpoint with RMA; SYMM_OFI_DOMAIN picks a domain (NIC or interface) by
- *   name. The choice and the reason go to the info log. When the core tries
+ *   name, SYMM_OFI_ADDR by this host's address on it (given to fi_getinfo
+ *   as the source node). The choice and the reason go to the info log. When the core tries
  *   transports in its own order (SYMM_TRANSPORT unset or auto), only the
  *   NIC providers without a verbs path (efa, cxi) are offered, so the
  *   ibverbs and tcp transports keep the hosts they serve. `shm` reaches only
@@ -310,7 +311,9 @@ static struct fi_info *query(const symm_tp_core *core, const char *prov, uint64_
     if (prov) h->fabric_attr->prov_name = strdup(prov);
     const char *dom = env(core, "SYMM_OFI_DOMAIN");
     if (dom) h->domain_attr->name = strdup(dom);
-    *rc_out = F->getinfo(api_version(), NULL, NULL, 0, h, &info);
+    /* SYMM_OFI_ADDR: this host's address on the fabric (the NIC's IP). */
+    const char *node = env(core, "SYMM_OFI_ADDR");
+    *rc_out = F->getinfo(api_version(), node, NULL, node ? FI_SOURCE : 0, h, &info);
     F->freeinfo(h);
     return *rc_out == 0 ? info : NULL;
 }
@@ -343,9 +346,11 @@ static int try_provider(const symm_tp_core *core, const char *prov, const char *
     bool want_am = force_amo && !strcmp(force_amo, "am");
     struct fi_info *l = query(core, prov, FI_RMA, 0, 0, &rc);
     if (!l) {
-        snprintf(why, why_len, "%s: %s", prov ? prov : "any",
+        const char *node = env(core, "SYMM_OFI_ADDR");
+        snprintf(why, why_len, "%s: %s%s%s", prov ? prov : "any",
                  rc == -FI_ENODATA ? "not available here (no such provider, device or interface)"
-                                   : ferr(rc));
+                                   : ferr(rc),
+                 node ? " with SYMM_OFI_ADDR=" : "", node ? node : "");
         return -1;
     }
     F->freeinfo(l);
@@ -398,6 +403,17 @@ static int try_provider(const symm_tp_core *core, const char *prov, const char *
     return -1;
 }
 
+/* libfabric sizes per-peer resources by FI_UNIVERSE_SIZE (default 256):
+ * ofi_rxm's verbs CQ is (rx + tx queue) x that, which a Soft-RoCE device
+ * refused (measured in the guest). Like MPI launchers, say the job's size
+ * when the user has not; read once, at libfabric's first call. */
+static void universe_size(const symm_tp_core *core) {
+    if (getenv("FI_UNIVERSE_SIZE")) return;
+    char v[16];
+    snprintf(v, sizeof v, "%d", core->n_pes > 2 ? core->n_pes : 2);
+    setenv("FI_UNIVERSE_SIZE", v, 0);
+}
+
 /* The provider: SYMM_OFI_PROVIDER, else AUTO_ORDER. 0, or a status + why. */
 static int32_t choose(const symm_tp_core *core, choice *c, char *why, size_t why_len,
                       char *reason, size_t reason_len) {
@@ -406,6 +422,7 @@ static int32_t choose(const symm_tp_core *core, choice *c, char *why, size_t why
         snprintf(why, why_len, "%s", F_why);
         return SYMM_ERR_NOT_SUPPORTED;
     }
+    universe_size(core);
     if (F->version() < API_MIN) {
         snprintf(why, why_len, "libfabric %u.%u is too old (1.9 or newer needed)",
                  FI_MAJOR(F->version()), FI_MINOR(F->version()));
@@ -1253,6 +1270,8 @@ static int32_t ofi_fence(void *state) {
     pthread_mutex_lock(&st->mu);
     for (int32_t i = 0; i < st->n && !rc; i++)
         if (st->peers[i].reach && (st->peers[i].inflight || st->peers[i].wrote)) rc = flush(st, i);
+    if (!rc && news(st))
+        rc = fail(st->core, SYMM_ERR_PEER_FAILED, "the job lost a PE: the order cannot be kept");
     pthread_mutex_unlock(&st->mu);
     return rc;
 }
@@ -1270,6 +1289,11 @@ static int32_t ofi_quiet(void *state) {
             rc = fail(st->core, e, "an nbi atomic on PE %d failed on that PE (status %d)", i, e);
         }
     }
+    /* nothing may be in flight any more (a post that met the news was not
+     * made), yet what the caller issued did not all complete */
+    if (!rc && news(st))
+        rc = fail(st->core, SYMM_ERR_PEER_FAILED, "the job lost a PE: operations issued since "
+                  "may not have completed");
     pthread_mutex_unlock(&st->mu);
     return rc;
 }
@@ -1610,9 +1634,11 @@ static int32_t open_local(ofi_tp *st, char *why, size_t why_len) {
         snprintf(why, why_len, "fi_av_open failed (%s)", ferr(rc));
         return SYMM_ERR_SYSTEM;
     }
+    const char *step = "fi_endpoint";
     rc = fi_endpoint(st->domain, fi, &st->ep, NULL);
-    if (!rc) rc = fi_ep_bind(st->ep, &st->av->fid, 0);
-    if (!rc) rc = fi_ep_bind(st->ep, &st->cq->fid, FI_TRANSMIT | FI_RECV);
+    if (!rc && (step = "binding the address vector")) rc = fi_ep_bind(st->ep, &st->av->fid, 0);
+    if (!rc && (step = "binding the completion queue"))
+        rc = fi_ep_bind(st->ep, &st->cq->fid, FI_TRANSMIT | FI_RECV);
     if (!rc && st->rma_event && st->wait_fd < 0) { /* optional: without it the thread naps longer */
         struct fi_cntr_attr na;
         memset(&na, 0, sizeof na);
@@ -1630,9 +1656,9 @@ static int32_t open_local(ofi_tp *st, char *why, size_t why_len) {
         if (fi_setname(&st->ep->fid, name, strlen(name) + 1) != 0)
             logf_(st->core, 0, "shm: cannot name the endpoint %s; the provider's name stays", name);
     }
-    if (!rc) rc = fi_enable(st->ep);
+    if (!rc && (step = "fi_enable")) rc = fi_enable(st->ep);
     if (rc) {
-        snprintf(why, why_len, "setting up the endpoint failed (%s)", ferr(rc));
+        snprintf(why, why_len, "setting up the endpoint failed: %s: %s", step, ferr(rc));
         return SYMM_ERR_SYSTEM;
     }
     st->n_recs = (int32_t)st->depth;
