@@ -154,6 +154,7 @@ typedef struct ofi_peer {
 typedef struct ofi_rec { /* one outstanding operation; ctx first (FI_CONTEXT2) */
     struct fi_context2 ctx;
     int32_t pe, next_free;
+    uint32_t gen;        /* bumped at each use: a message's token is (gen << 32) | index */
     uint8_t live, read, bounce, pending; /* pending: completions still due (2 for a message) */
     uint64_t bytes;
     void *copy_to;       /* on success: memcpy(copy_to, copy_from, copy_len) */
@@ -167,7 +168,7 @@ typedef struct am_msg {
     uint32_t magic, answer; /* answer: 0 request, 1 answer */
     uint32_t dtype, op;
     int32_t src, status;
-    uint64_t off, value, compare, token; /* token: the requester's record index */
+    uint64_t off, value, compare, token; /* token: the requester's record (gen << 32 | index) */
 } am_msg;
 
 /* Receive slot i and answer slot i go together: a request received in slot
@@ -558,9 +559,10 @@ static void am_received(ofi_tp *st, am_slot *rx) {
     }
     if (m.answer) {
         am_repost(st, rx);
-        if (m.token >= (uint64_t)st->n_recs) return;
-        ofi_rec *r = &st->recs[m.token];
-        if (!r->live || r->pe != m.src) return;
+        uint64_t idx = m.token & 0xffffffffu;
+        if (idx >= (uint64_t)st->n_recs) return;
+        ofi_rec *r = &st->recs[idx];
+        if (!r->live || r->pe != m.src || r->gen != (uint32_t)(m.token >> 32)) return;
         if (m.status && !st->peers[r->pe].am_err) st->peers[r->pe].am_err = m.status;
         if (r->copy_to && !m.status) memcpy(r->copy_to, &m.value, r->copy_len);
         r->copy_to = NULL;
@@ -841,7 +843,8 @@ static int32_t post(ofi_tp *st, int32_t pe, ofi_op *o, int read, int bounce, voi
         if (idx >= 0) {
             ofi_rec *r = &st->recs[idx];
             st->rec_free = r->next_free;
-            *r = (ofi_rec){.pe = pe, .live = 1, .read = (uint8_t)read, .bounce = (uint8_t)bounce,
+            *r = (ofi_rec){.pe = pe, .gen = r->gen + 1, .live = 1, .read = (uint8_t)read,
+                           .bounce = (uint8_t)bounce,
                            .pending = o->kind == OP_SEND ? 2 : 1,
                            .bytes = o->kind == OP_WRITE || o->kind == OP_READ ? o->len : 8,
                            .copy_to = copy_to, .copy_from = copy_from, .copy_len = copy_len};
@@ -863,7 +866,7 @@ static int32_t post(ofi_tp *st, int32_t pe, ofi_op *o, int read, int bounce, voi
         }
     }
     ofi_rec *r = &st->recs[idx];
-    if (o->kind == OP_SEND) ((am_msg *)o->buf)->token = (uint64_t)idx;
+    if (o->kind == OP_SEND) ((am_msg *)o->buf)->token = (uint64_t)r->gen << 32 | (uint64_t)idx;
     uint64_t first = 0, idle_since = 0, limit = limit_ms ? limit_ms : stall_limit(st, pe);
     for (uint32_t spins = 0;; spins++) {
         ssize_t ret = issue(st, p->addr, o, &r->ctx);
@@ -1522,12 +1525,15 @@ static void ofi_close(void *state) {
         (void)k;
     }
     if (st->thread_started) pthread_join(st->thread, NULL);
-    /* the endpoint first: nothing completes into memory freed below */
-    if (st->ep) fi_close(&st->ep->fid);
+    /* the endpoint first: nothing completes into memory freed below (a
+     * provider that binds registrations to it, FI_MR_ENDPOINT, may refuse
+     * while they exist: then it goes after them) */
+    int ep_busy = st->ep && fi_close(&st->ep->fid) == -FI_EBUSY;
     for (int i = 0; i < st->n_regs; i++) region_free(&st->regs[i]);
     if (st->bounce_mr) fi_close(&st->bounce_mr->fid);
     if (st->hello_mr) fi_close(&st->hello_mr->fid);
     if (st->am_mr) fi_close(&st->am_mr->fid);
+    if (ep_busy) fi_close(&st->ep->fid);
     if (st->av) fi_close(&st->av->fid);
     if (st->rx_cntr) fi_close(&st->rx_cntr->fid);
     if (st->cq) fi_close(&st->cq->fid);
