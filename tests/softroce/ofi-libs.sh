@@ -9,7 +9,8 @@
 set -eu
 out=${1:?usage: ofi-libs.sh OUTDIR STAMP}
 stamp=${2:?usage: ofi-libs.sh OUTDIR STAMP}
-lib=$(ldconfig -p | awk '/libfabric\.so\.1 .*x86-64/ { print $NF; exit }')
+ldc=$(command -v ldconfig || echo /sbin/ldconfig)
+lib=$("$ldc" -p | awk '/libfabric\.so\.1 .*x86-64/ { print $NF; exit }')
 [ -n "$lib" ] || { echo "ofi-libs: libfabric.so.1 not found (apt-get install libfabric1)" >&2; exit 1; }
 mkdir -p "$out"
 cp -L "$lib" "$out/libfabric.so.1"

@@ -3,7 +3,7 @@
  * must do; these cover what is particular to this one). N forked PEs on
  * simulated hosts (tp_world); the provider comes from SYMM_OFI_PROVIDER.
  *
- *   test_ofi PLUGIN TEST [-n N] [--hosts H] [--loopback] [--silent]
+ *   test_ofi PLUGIN TEST [-n N] [--hosts H] [--loopback] [--silent] [--iters K]
  *
  * dtypes    every SYMM_AMO_* op on every 4- and 8-byte dtype (int32, uint32,
  *           float32, int64, uint64, float64; floats take FETCH, SET, SWAP and
@@ -13,7 +13,8 @@
  * coherent  SYMM_TP_CAP_ATOMIC_GLOBAL, when claimed, holds: every PE adds to
  *           each reached PE's words through the transport while a thread of
  *           each target adds to the same words with __atomic builtins all
- *           along; no update may be lost (64- and 32-bit). Not claimed: skip.
+ *           along (K rounds, default 3000); no update may be lost (64- and
+ *           32-bit). Not claimed: skip.
  * errors    an atomic outside the registered heap (SYMM_ERR_OUT_OF_BOUNDS),
  *           misaligned and unknown ops (SYMM_ERR_INVALID_ARG), GPU memory
  *           without FI_HMEM (SYMM_ERR_NOT_SUPPORTED, naming FI_HMEM); the
@@ -49,6 +50,8 @@
 
 static char *heap;
 static const char *test;
+static int silent;               /* midstream: no news from the harness */
+static int coherent_iters = 3000;
 
 #define FAILF(...)                                                                             \
     do {                                                                                       \
@@ -232,7 +235,7 @@ static int run_coherent(tp_world *w) {
         teardown(w);
         return 77;
     }
-    const int K = 3000;
+    const int K = coherent_iters;
     hammer h = {.w64 = (uint64_t *)(void *)(heap + WORDS), .w32 = (uint32_t *)(void *)(heap + WORDS + 8)};
     pthread_t th;
     OK(tp_barrier(w));
@@ -314,7 +317,6 @@ static int run_errors(tp_world *w) {
 
 /* ---- midstream ------------------------------------------------------------- */
 
-static int silent;
 
 static int run_midstream(tp_world *w) {
     if (setup(w)) return 1;
@@ -460,11 +462,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--hosts") && i + 1 < argc) o.hosts = atoi(argv[++i]);
         else if (!strcmp(a, "--loopback")) o.loopback = 1;
         else if (!strcmp(a, "--silent")) silent = 1;
+        else if (!strcmp(a, "--iters") && i + 1 < argc) coherent_iters = atoi(argv[++i]);
         else if (a[0] != '-' && !o.plugin) o.plugin = a;
         else if (a[0] != '-' && !test) test = a;
         else {
             fprintf(stderr, "usage: test_ofi PLUGIN dtypes|coherent|errors|midstream|idle|config "
-                            "[-n N] [--hosts H] [--loopback] [--silent]\n");
+                            "[-n N] [--hosts H] [--loopback] [--silent] [--iters K]\n");
             return 2;
         }
     }
