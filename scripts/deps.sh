@@ -32,6 +32,11 @@ symm_deps() {
   # verbs.h builds the ibverbs transport plugin (libibverbs itself is opened
   # at run time); its tests run in the Soft-RoCE guest and against a fake.
   [ -f /usr/include/infiniband/verbs.h ] || want_pkgs+=(libibverbs-dev)
+  # rdma/fabric.h builds the ofi transport plugin (libfabric1, which the
+  # headers' package pulls in, is opened at run time); its tests run over the
+  # tcp;ofi_rxm and shm providers. fi_info (libfabric-bin) lists providers.
+  [ -f /usr/include/rdma/fabric.h ] || want_pkgs+=(libfabric-dev)
+  command -v fi_info >/dev/null 2>&1 || want_pkgs+=(libfabric-bin)
   if [ ${#want_pkgs[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
       echo "deps: apt-get install ${want_pkgs[*]}"
@@ -47,6 +52,8 @@ symm_deps() {
   symm_need_meson || missing+=("meson >= 1.1 (python3 -m pip install meson)")
   [ -f /usr/include/infiniband/verbs.h ] ||
     missing+=("infiniband/verbs.h (apt-get install libibverbs-dev): without it the ibverbs transport and its tests are not built")
+  [ -f /usr/include/rdma/fabric.h ] ||
+    missing+=("rdma/fabric.h (apt-get install libfabric-dev): without it the ofi transport and its tests are not built")
   # NumPy for the Python package's host tests (PyPI).
   if ! python3 -c 'import numpy' >/dev/null 2>&1; then
     echo "deps: installing numpy with pip (Python binding tests)"
