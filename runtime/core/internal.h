@@ -66,6 +66,9 @@ symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg);
 uint64_t symm__handle_new(uint32_t kind, void *obj);  /* 0 when the table is full */
 void *symm__handle_get(uint32_t kind, uint64_t handle); /* NULL when invalid      */
 void symm__handle_release(uint32_t kind, uint64_t handle);
+/* Tests only: give the live handle's slot generation gen (1 .. 2^41 - 1) and
+ * return the handle that names it now (0 when handle is not live). */
+uint64_t symm__handle_set_gen_for_test(uint32_t kind, uint64_t handle, uint64_t gen);
 
 /* ------------------------------------------------------------------------ */
 /* Allocator (heap.c): deterministic first fit over [start, cap)             */
