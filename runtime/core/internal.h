@@ -205,16 +205,25 @@ symm_status symm__check_closing(struct symm__ctx *ctx);
 void symm__retire(struct symm__ctx *ctx, const atomic_int *obj);
 
 /* ------------------------------------------------------------------------ */
-/* Allocator (heap.c): deterministic first fit over [start, cap)             */
+/* Allocator (heap.c): deterministic first fit over [start, cap), O(log n)  */
 /* ------------------------------------------------------------------------ */
 
 typedef struct symm__range {
     uint64_t off, len;
 } symm__range;
 
+/* A free range in the allocator's balanced tree (heap.c). */
+typedef struct symm__fnode {
+    uint64_t off, len;
+    uint64_t max;                 /* the longest range in this subtree      */
+    struct symm__fnode *l, *r;    /* lower / higher offsets                 */
+    int32_t height;
+} symm__fnode;
+
 typedef struct symm__alloc {
-    symm__range *free_list; /* sorted by off, coalesced */
-    size_t n_free, cap_free;
+    symm__fnode *root;  /* free ranges by offset, coalesced (an AVL tree)   */
+    symm__fnode *spare; /* unused nodes (linked through r)                 */
+    size_t n_free;      /* ranges in the tree                               */
     uint64_t used;
 } symm__alloc;
 
