@@ -396,10 +396,13 @@ void symm__retire(symm__ctx *ctx, const atomic_int *obj) {
      * below, and one that did not reads the stale handle (or closing flag). */
     if (!mb) {
         atomic_thread_fence(memory_order_seq_cst); /* the callers fence themselves */
-    } else if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0) {
-        /* Registered, so it does not fail; if it did, calls fence from now
-         * on, and a millisecond lets the stores of calls that started
-         * unfenced reach memory (no store buffer holds a store that long). */
+    } else if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0 &&
+               /* a forked child inherits the flag, not the registration */
+               (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) != 0 ||
+                syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0)) {
+        /* Not expected; if it happens, calls fence from now on, and a
+         * millisecond lets the stores of calls that started unfenced reach
+         * memory (no store buffer holds a store that long). */
         atomic_store(&symm__lt_fence, true);
         atomic_thread_fence(memory_order_seq_cst);
         struct timespec ms = {0, 1000000};

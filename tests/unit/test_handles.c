@@ -263,7 +263,7 @@ int main(int argc, char **argv) {
         for (int mode = 0; mode < 3; mode++) grace_case(mode);
         test_check_closing();
     }
-    if (!only || strcmp(only, "stress") == 0) test_stress(only ? 2000 : 200);
+    if (!only || strcmp(only, "stress") == 0) test_stress(only ? 1000 : 200);
     printf("handles%s%s: passed\n", only ? " " : "", only ? only : "");
     return 0;
 }
