@@ -136,7 +136,7 @@ symm_status symm_buf_alloc(symm_ctx h, uint32_t dtype, uint64_t count, symm_buf 
     uint64_t bytes = own ? 0 : count * es;
     uint64_t len = align_up(bytes ? bytes : 1, SYMM__HEAP_ALIGN);
 
-    pthread_mutex_lock(&ctx->lock);
+    SYMM_TRY(symm__ctx_lock("symm_buf_alloc", ctx));
     call_sig sig = {ctx->alloc_seq, 1, dtype, count, bytes, (int32_t)own, 0};
     symm_status st = symm__check_failed(ctx);
     if (st == SYMM_SUCCESS) st = agree(ctx, "symm_buf_alloc", &sig);
@@ -196,34 +196,49 @@ out:
 }
 
 symm_status symm_buf_free(symm_buf h) {
+    const char *fn = "symm_buf_free";
     symm__err_clear();
     if (!h) return SYMM_SUCCESS;
     symm__buf *b;
     SYMM_TRY(symm__buf_get(h, &b));
     symm__ctx *ctx = b->ctx;
     SYMM_TRY(symm__thread_check(ctx));
-    pthread_mutex_lock(&ctx->lock);
+    symm__hold(&b->closing); /* across the lock and the agreement */
+    SYMM_TRY(symm__ctx_lock(fn, ctx));
+    if (atomic_load(&b->closing)) {
+        pthread_mutex_unlock(&ctx->lock);
+        return symm__err(SYMM_ERR_INVALID_HANDLE, "%s: the buffer was freed by another thread "
+                         "during this call", fn);
+    }
     symm_status st = symm__quiet(ctx);
     call_sig sig = {ctx->alloc_seq, 2, b->dtype, b->off, b->count, 0, 0};
     if (st == SYMM_SUCCESS) st = symm__check_failed(ctx);
     /* The agreement is also the barrier: no peer still targets the buffer. */
-    if (st == SYMM_SUCCESS) st = agree(ctx, "symm_buf_free", &sig);
+    if (st == SYMM_SUCCESS) st = agree(ctx, fn, &sig);
     if (st == SYMM_SUCCESS) {
         ctx->alloc_seq++;
         if (b->prev) b->prev->next = b->next;
         else ctx->bufs = b->next;
         if (b->next) b->next->prev = b->prev;
+        /* Unreachable first (waits on it leave), then the grace period
+         * outside the lock (a call waiting for the lock may hold it), then
+         * the range goes back. */
+        atomic_store(&b->closing, 1);
         symm__handle_release(SYMM__KIND_BUF, b->handle);
-        /* the range given to mem_add: the registered bytes, not the aligned span */
-        if (b->flags & SYMM__BUF_REGISTERED)
-            symm__tp_mem_remove(ctx, b->off, b->count * b->elem_size);
-        if ((b->flags & SYMM__BUF_REGISTERED) && ctx->ops->unregister_mem)
-            ctx->ops->unregister_mem(ctx, b->off, b->bytes);
-        symm__alloc_give(&ctx->alloc, b->off, b->bytes);
-        free(b);
     }
     pthread_mutex_unlock(&ctx->lock);
-    return st;
+    if (st) return st;
+    symm__retire(ctx, &b->closing);
+    pthread_mutex_lock(&ctx->lock); /* ctx lives: a finalize waits for this call */
+    /* the range given to mem_add: the registered bytes, not the aligned span */
+    if (b->flags & SYMM__BUF_REGISTERED)
+        symm__tp_mem_remove(ctx, b->off, b->count * b->elem_size);
+    if ((b->flags & SYMM__BUF_REGISTERED) && ctx->ops->unregister_mem)
+        ctx->ops->unregister_mem(ctx, b->off, b->bytes);
+    symm__alloc_give(&ctx->alloc, b->off, b->bytes);
+    pthread_mutex_unlock(&ctx->lock);
+    free(b);
+    return SYMM_SUCCESS;
 }
 
 symm_status symm_buf_ptr(symm_buf h, void **ptr) {
@@ -271,7 +286,7 @@ symm_status symm_buf_register(symm_ctx h, void *ptr, uint32_t dtype, uint64_t co
                          ctx->ops->name);
     const uint64_t align = ctx->ops->reg_align ? ctx->ops->reg_align : SYMM__HEAP_ALIGN;
     const uint64_t bytes = count * es, len = align_up(bytes, align);
-    pthread_mutex_lock(&ctx->lock);
+    SYMM_TRY(symm__ctx_lock(fn, ctx));
     /* every PE must register the same shape (the offsets must agree) */
     call_sig sig = {ctx->alloc_seq, 3, dtype, count, bytes, 0, 0};
     symm_status st = symm__check_failed(ctx);

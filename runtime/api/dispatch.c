@@ -1,10 +1,31 @@
-/* The runtime's one exported symbol: hands the dispatch table to the loader. */
+/* The runtime's one exported symbol: hands the dispatch table to the loader.
+ *
+ * The table points at wrappers: each marks the calling thread inside a call
+ * for the call's duration, which keeps every object the call resolves alive
+ * until it returns (core/internal.h, "Handle lifetime"). The runtime calls
+ * its own entries directly, so calls never nest. */
 #include "internal.h"
+
+#define SYMM_DISPATCH_GUARD(ret, name, params, args, fail)                    \
+    static ret guarded_##name params {                                       \
+        symm__tslot *slot_ = symm__call_enter();                             \
+        if (__builtin_expect(!slot_, 0)) {                                   \
+            symm_status _st = symm__err(SYMM_ERR_OUT_OF_MEMORY,              \
+                                        "%s: out of host memory", #name);    \
+            (void)_st;                                                       \
+            return fail;                                                     \
+        }                                                                    \
+        ret ret_ = name args;                                                \
+        symm__call_leave(slot_);                                             \
+        return ret_;                                                         \
+    }
+SYMM_DISPATCH_ENTRIES(SYMM_DISPATCH_GUARD)
+#undef SYMM_DISPATCH_GUARD
 
 static const symm_dispatch table = {
     .struct_size = sizeof(symm_dispatch),
     .last_error = symm__last_error,
-#define SYMM_DISPATCH_INIT(ret, name, params, args, fail) .name = name,
+#define SYMM_DISPATCH_INIT(ret, name, params, args, fail) .name = guarded_##name,
     SYMM_DISPATCH_ENTRIES(SYMM_DISPATCH_INIT)
 #undef SYMM_DISPATCH_INIT
 };

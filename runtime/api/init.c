@@ -105,6 +105,7 @@ static symm_status heap_setup(symm__ctx *ctx) {
 symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
     symm__err_clear();
     symm__log_setup();
+    symm__lifetime_init();
     SYMM_CHECK(out, SYMM_ERR_INVALID_ARG, "symm_init: ctx out-parameter is NULL");
     symm__ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: out of host memory");
@@ -167,23 +168,38 @@ fail:;
     return symm__err(st, "%s", msg);
 }
 
+static bool team_of_ctx(void *team, void *ctx) {
+    return ((symm__team *)team)->ctx == ctx;
+}
+
 symm_status symm_finalize(symm_ctx *pctx) {
+    const char *fn = "symm_finalize";
     symm__err_clear();
     if (!pctx || !*pctx) return SYMM_SUCCESS;
     symm__ctx *ctx = NULL;
     SYMM_TRY(symm__ctx_get(*pctx, &ctx));
     SYMM_TRY(symm__thread_check(ctx));
-    pthread_mutex_lock(&ctx->lock);
+    /* INVALID_HANDLE when another thread's finalize got here first */
+    SYMM_TRY(symm__ctx_lock(fn, ctx));
     symm_status st = symm__check_failed(ctx);
     if (st == SYMM_SUCCESS) st = symm__quiet(ctx);
     /* Peers may still be writing into this heap: leave together. */
     if (st == SYMM_SUCCESS) st = symm__boot_barrier(ctx->boot);
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", symm__last_error());
-    /* The handle goes stale first, so concurrent calls fail cleanly. */
+    /* Unreachable first: the handles of the context, its buffers and its
+     * teams go stale (waits in progress see closing and leave). */
+    atomic_store(&ctx->closing, 1);
     symm__handle_release(SYMM__KIND_CTX, ctx->handle);
     ctx->handle = 0;
+    for (symm__buf *b = ctx->bufs; b; b = b->next) {
+        atomic_store(&b->closing, 1);
+        symm__handle_release(SYMM__KIND_BUF, b->handle);
+    }
+    symm__handle_release_if(SYMM__KIND_TEAM, team_of_ctx, ctx);
     pthread_mutex_unlock(&ctx->lock);
+    /* Then no call of another thread may still use it (its lock included). */
+    symm__retire(ctx, NULL);
     ctx_destroy(ctx);
     *pctx = NULL;
     if (st) return symm__err(st, "symm_finalize: %s (local resources were released)", msg);
@@ -219,7 +235,7 @@ symm_status symm_ctx_query(symm_ctx h, symm_ctx_info *info) {
     d.local_n_pes = ctx->local_n_pes;
     d.device = ctx->ops->has_device ? ctx->cfg.device : -1;
     d.heap_cap = ctx->heap_cap;
-    pthread_mutex_lock(&ctx->lock);
+    SYMM_TRY(symm__ctx_lock("symm_ctx_query", ctx));
     d.heap_mapped = ctx->heap_mapped;
     d.heap_used = ctx->alloc.used;
     pthread_mutex_unlock(&ctx->lock);

@@ -78,12 +78,12 @@ symm_status symm_team_get(symm_ctx h, uint32_t which, symm_team *team) {
 }
 
 int32_t symm_team_my_pe(symm_team h) {
-    symm__team *t = symm__handle_get(SYMM__KIND_TEAM, (uint64_t)(uintptr_t)h);
+    symm__team *t = symm__team_lookup(h);
     return t ? t->my_pe : -1;
 }
 
 int32_t symm_team_n_pes(symm_team h) {
-    symm__team *t = symm__handle_get(SYMM__KIND_TEAM, (uint64_t)(uintptr_t)h);
+    symm__team *t = symm__team_lookup(h);
     return t ? t->n_pes : -1;
 }
 
@@ -101,8 +101,8 @@ static int32_t team_index_of(const symm__team *t, int32_t w) {
 }
 
 int32_t symm_team_translate_pe(symm_team src_h, int32_t src_pe, symm_team dst_h) {
-    symm__team *s = symm__handle_get(SYMM__KIND_TEAM, (uint64_t)(uintptr_t)src_h);
-    symm__team *d = symm__handle_get(SYMM__KIND_TEAM, (uint64_t)(uintptr_t)dst_h);
+    symm__team *s = symm__team_lookup(src_h);
+    symm__team *d = symm__team_lookup(dst_h);
     if (!s || !d || s->ctx != d->ctx || src_pe < 0 || src_pe >= s->n_pes) return -1;
     return team_index_of(d, symm__team_world_pe(s, src_pe));
 }
@@ -151,6 +151,7 @@ static symm__team_x *spec_team(symm__team *parent, const split_spec *s) {
 
 static void bitmap_of_free_slots(symm__ctx *ctx, uint8_t *bits) {
     memset(bits, 0, SYMM__SLOT_BITMAP_BYTES);
+    symm__park(ctx); /* the split holds its parent (symm__team_get) */
     pthread_mutex_lock(&ctx->lock);
     for (int s = 0; s < SYMM__MAX_TEAMS; s++)
         if (!ctx->team_slot_used[s]) bits[s / 8] |= (uint8_t)(1u << (s % 8));
@@ -445,8 +446,15 @@ symm_status symm_team_destroy(symm_team h) {
     }
     if (!agreed && st != SYMM_ERR_PEER_FAILED) return st;
     /* Agreed, or the job lost a PE: release everything local. */
+    /* Unreachable first (calls on it in other threads leave), then the
+     * grace period, then the slot and the object go. */
     symm__team_x *tx = symm__team_x_of(t);
+    if (atomic_exchange(&t->closing, 1))
+        return symm__err(SYMM_ERR_INVALID_HANDLE, "%s: another thread destroyed the team "
+                         "during this call", fn);
+    symm__handle_release(SYMM__KIND_TEAM, t->handle);
     symm__team_unlink(tx);
+    symm__retire(ctx, &t->closing);
     pthread_mutex_lock(&ctx->lock);
     ctx->team_slot_used[t->slot] = 0;
     pthread_mutex_unlock(&ctx->lock);

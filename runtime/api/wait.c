@@ -214,7 +214,7 @@ static symm_status engine(cond *c, bool block, bool *met) {
     if (block) {
         const symm__wait_what what = {describe_cond, c};
         symm__waiting = &what;
-        symm_status st = symm__wait(c->ctx, poll_done, c);
+        symm_status st = symm__wait_keep(c->ctx, (atomic_int *)&c->buf->closing, poll_done, c);
         symm__waiting = NULL;
         if (st != SYMM_SUCCESS) return st;
         *met = true;

@@ -23,10 +23,28 @@ symm_status symm__buf_get(symm_buf h, symm__buf **buf) {
     return SYMM_SUCCESS;
 }
 
+symm__team *symm__team_lookup(symm_team h) {
+    /* Only the table says whether the object lives: a free releases the
+     * handle before its grace period, so nothing reachable here is freed. */
+    return symm__handle_get(SYMM__KIND_TEAM, (uint64_t)(uintptr_t)h);
+}
+
 symm_status symm__team_get(symm_team h, symm__team **team) {
-    symm__team *t = symm__handle_get(SYMM__KIND_TEAM, (uint64_t)(uintptr_t)h);
+    symm__team *t = symm__team_lookup(h);
     if (!t) return symm__err(SYMM_ERR_INVALID_HANDLE, "invalid symm_team %p (NULL, destroyed or not a team)", (void *)h);
+    symm__hold(&t->closing); /* team calls block (barriers, collectives) */
     *team = t;
+    return SYMM_SUCCESS;
+}
+
+symm_status symm__ctx_lock(const char *fn, symm__ctx *ctx) {
+    symm__park(ctx);
+    pthread_mutex_lock(&ctx->lock);
+    if (atomic_load_explicit(&ctx->closing, memory_order_relaxed)) {
+        pthread_mutex_unlock(&ctx->lock);
+        return symm__err(SYMM_ERR_INVALID_HANDLE,
+                         "%s: the context was finalized by another thread during this call", fn);
+    }
     return SYMM_SUCCESS;
 }
 
@@ -97,14 +115,24 @@ static uint64_t now_ns(void) {
 }
 
 symm_status symm__wait(symm__ctx *ctx, bool (*done)(void *arg), void *arg) {
+    return symm__wait_keep(ctx, NULL, done, arg);
+}
+
+symm_status symm__wait_keep(symm__ctx *ctx, atomic_int *keep, bool (*done)(void *arg),
+                            void *arg) {
     /* Spin briefly (latency), then yield (PEs may outnumber cores), then
-     * sleep in short naps; check for failed peers about every millisecond. */
+     * sleep in short naps; check for failed peers about every millisecond.
+     * A wait that does not end while spinning parks (handles.c) and from
+     * then on leaves when its context or an object it holds is freed. */
     for (int i = 0; i < 128; i++) {
         if (done(arg)) return SYMM_SUCCESS;
     }
+    if (keep) symm__hold(keep);
+    symm__park(ctx);
     uint64_t start = now_ns(), last_check = start, note_at = start + 1000000000ull;
     for (uint64_t iter = 0;; iter++) {
         if (done(arg)) return SYMM_SUCCESS;
+        SYMM_TRY(symm__check_closing(ctx));
         uint64_t t = now_ns();
         if (t - last_check > 1000000ull) {
             last_check = t;

@@ -66,18 +66,164 @@ symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg);
 uint64_t symm__handle_new(uint32_t kind, void *obj);  /* 0 when the table is full */
 void *symm__handle_get(uint32_t kind, uint64_t handle); /* NULL when invalid      */
 void symm__handle_release(uint32_t kind, uint64_t handle);
+/* Release every live handle of kind whose object match() accepts (under the
+ * table's lock: objects must stay alive meanwhile). */
+void symm__handle_release_if(uint32_t kind, bool (*match)(void *obj, void *arg), void *arg);
+/* Tests only: give the live handle's slot generation gen (1 .. 2^41 - 1) and
+ * return the handle that names it now (0 when handle is not live). */
+uint64_t symm__handle_set_gen_for_test(uint32_t kind, uint64_t handle, uint64_t gen);
 
 /* ------------------------------------------------------------------------ */
-/* Allocator (heap.c): deterministic first fit over [start, cap)             */
+/* Handle lifetime (handles.c): objects stay alive while calls use them      */
+/* ------------------------------------------------------------------------ */
+/*
+ * A context, buffer or team is freed while other threads may be inside calls
+ * that resolved its handle. The free makes the object unreachable first (it
+ * releases the handle, for a context also those of its buffers and teams,
+ * and sets the object's `closing` flag, which blocking calls watch), then
+ * waits out a grace period, then frees it. A racing call therefore either
+ * completes on a live object or gets INVALID_HANDLE. Lookups go by the
+ * handle table alone: they never read an object to learn whether it lives.
+ *
+ * Decision: an RCU-like scheme with one slot per thread, not a reference
+ * count. A count would put an atomic read-modify-write on a shared line on
+ * every call (tens of ns under contention, on a path of ~40 ns); here a call
+ * costs a thread-pointer hash lookup, two plain stores to its own slot and a
+ * compiler barrier (the dispatch table's wrappers, api/dispatch.c):
+ *  - Each thread has a slot (found by its thread pointer, no TLS call: a
+ *    dlopened library's TLS goes through __tls_get_addr). Its word holds
+ *    IN (inside a call), PARKED, HOLDS and a call sequence number.
+ *  - A call stores IN, then reads handles; the freer releases the handle,
+ *    then runs membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) (a full fence on
+ *    every thread of the process, registered once by symm_init), then reads
+ *    every slot: a call whose IN it does not see reads the stale handle. It
+ *    waits for every call it sees inside to end. Where membarrier is not
+ *    available every call fences after its store (symm__lt_fence).
+ *  - A call that may block for long (waits, barriers, the context lock,
+ *    bootstrap exchanges) parks first: it declares the objects it keeps
+ *    using (symm__hold; its context by symm__park) and is then waited for
+ *    only by the free of one of those. Blocking loops check the objects'
+ *    closing flags (symm__check_closing) and leave with INVALID_HANDLE, so a
+ *    free never waits on a wait that nothing would end. After parking a call
+ *    resolves no handle.
+ */
+#define SYMM__CALL_IN 1u
+#define SYMM__CALL_PARKED 2u
+#define SYMM__CALL_HOLDS 4u  /* parked or held: the leave clears the holds */
+#define SYMM__CALL_FLAGS 7u
+#define SYMM__CALL_SEQ 8u    /* the word counts calls above the flags     */
+#define SYMM__HOLD_MAX 6
+
+typedef struct symm__tslot {
+    _Alignas(64) _Atomic uint64_t word; /* a line of its own: no false sharing */
+    _Atomic(struct symm__ctx *) held_ctx;       /* set by symm__park          */
+    _Atomic(atomic_int *) held[SYMM__HOLD_MAX]; /* closing flags of held objects */
+    _Atomic uint32_t n_held;                    /* > SYMM__HOLD_MAX: all of ctx */
+    struct symm__tslot *next;                   /* every slot, newest first   */
+} symm__tslot;
+
+typedef struct symm__tmap {
+    size_t mask;
+    struct symm__tmap *older;
+    struct {
+        _Atomic uintptr_t key; /* a thread pointer; 0 empty */
+        symm__tslot *slot;
+    } e[];
+} symm__tmap;
+
+extern _Atomic(symm__tmap *) symm__tmap_cur;
+extern atomic_bool symm__lt_fence;
+
+static inline uintptr_t symm__thread_ptr(void) {
+    uintptr_t tp;
+#if defined(__x86_64__)
+    __asm__("mov %%fs:0, %0" : "=r"(tp)); /* the TCB's self pointer */
+#elif defined(__aarch64__)
+    __asm__("mrs %0, tpidr_el0" : "=r"(tp));
+#else
+    tp = (uintptr_t)pthread_self();
+#endif
+    return tp;
+}
+
+static inline size_t symm__tp_hash(uintptr_t tp) {
+    return (size_t)(((uint64_t)tp * 0x9E3779B97F4A7C15ull) >> 32);
+}
+
+/* This thread's slot (registered on its first call); NULL out of memory. */
+symm__tslot *symm__tslot_find(uintptr_t tp);
+static inline symm__tslot *symm__tslot_self(void) {
+    uintptr_t tp = symm__thread_ptr();
+    symm__tmap *m = atomic_load_explicit(&symm__tmap_cur, memory_order_acquire);
+    if (__builtin_expect(m != NULL, 1)) {
+        size_t i = symm__tp_hash(tp) & m->mask;
+        if (__builtin_expect(atomic_load_explicit(&m->e[i].key, memory_order_acquire) == tp, 1))
+            return m->e[i].slot;
+    }
+    return symm__tslot_find(tp);
+}
+
+/* Around every public entry (api/dispatch.c). Calls do not nest: the runtime
+ * calls its own entries directly, not through the table. */
+static inline symm__tslot *symm__call_enter(void) {
+    symm__tslot *s = symm__tslot_self();
+    if (__builtin_expect(!s, 0)) return NULL;
+    uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
+    atomic_store_explicit(&s->word, w | SYMM__CALL_IN, memory_order_relaxed);
+    if (__builtin_expect(atomic_load_explicit(&symm__lt_fence, memory_order_relaxed), 0))
+        atomic_thread_fence(memory_order_seq_cst);
+    else
+        atomic_signal_fence(memory_order_seq_cst); /* membarrier orders the rest */
+    return s;
+}
+void symm__call_leave_slow(symm__tslot *s, uint64_t w);
+static inline void symm__call_leave(symm__tslot *s) {
+    uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
+    if (__builtin_expect(w & (SYMM__CALL_PARKED | SYMM__CALL_HOLDS), 0)) {
+        symm__call_leave_slow(s, w);
+        return;
+    }
+    /* release: the call's reads of the object come before a freer sees it out */
+    atomic_store_explicit(&s->word, (w & ~(uint64_t)SYMM__CALL_FLAGS) + SYMM__CALL_SEQ,
+                          memory_order_release);
+}
+
+/* symm_init: register for membarrier once per process. */
+void symm__lifetime_init(void);
+/* The call keeps using the object whose closing flag this is across a park
+ * (no-op outside a call and once parked: declare before blocking). */
+void symm__hold(atomic_int *closing);
+/* The call may block for long: from now on only a free of ctx or of an
+ * object it holds waits for it. */
+void symm__park(struct symm__ctx *ctx);
+/* INVALID_HANDLE (with a message) when ctx or an object the call holds is
+ * closing: blocking loops call it and leave. */
+symm_status symm__check_closing(struct symm__ctx *ctx);
+/* The grace period: the object (its closing flag; NULL: ctx itself and
+ * everything of it) is already unreachable through handles; return when no
+ * other thread's call can still use it. Never called with ctx->lock held. */
+void symm__retire(struct symm__ctx *ctx, const atomic_int *obj);
+
+/* ------------------------------------------------------------------------ */
+/* Allocator (heap.c): deterministic first fit over [start, cap), O(log n)  */
 /* ------------------------------------------------------------------------ */
 
 typedef struct symm__range {
     uint64_t off, len;
 } symm__range;
 
+/* A free range in the allocator's balanced tree (heap.c). */
+typedef struct symm__fnode {
+    uint64_t off, len;
+    uint64_t max;                 /* the longest range in this subtree      */
+    struct symm__fnode *l, *r;    /* lower / higher offsets                 */
+    int32_t height;
+} symm__fnode;
+
 typedef struct symm__alloc {
-    symm__range *free_list; /* sorted by off, coalesced */
-    size_t n_free, cap_free;
+    symm__fnode *root;  /* free ranges by offset, coalesced (an AVL tree)   */
+    symm__fnode *spare; /* unused nodes (linked through r)                 */
+    size_t n_free;      /* ranges in the tree                               */
     uint64_t used;
 } symm__alloc;
 
@@ -118,6 +264,7 @@ typedef struct symm__team {
     uint64_t epoch;         /* barrier epoch                                */
     symm_team_config config;
     struct symm__team_hier *hier; /* host grouping (sync.c), NULL until used */
+    atomic_int closing;     /* being destroyed (handles.c, "Handle lifetime") */
 } symm__team;
 
 /* A team's members grouped by host (teams that span hosts, sync.c): the
@@ -154,6 +301,7 @@ typedef struct symm__buf {
     uint64_t bytes; /* reserved bytes (aligned)          */
     uint32_t flags; /* SYMM__BUF_*                       */
     struct symm__buf *next, *prev; /* ctx's live list     */
+    atomic_int closing; /* being freed: lookups and waits leave (handles.c) */
 } symm__buf;
 
 /* ------------------------------------------------------------------------ */
@@ -198,6 +346,7 @@ struct symm__ctx {
 
     pthread_mutex_t lock;   /* heap, teams, bootstrap traffic              */
     atomic_int failed;      /* a peer died: every wait returns PEER_FAILED */
+    atomic_int closing;     /* being finalized: lookups and waits leave     */
 
     /* the job watcher (bootstrap/watch.c): marks the context failed as
      * soon as news of a dead PE arrives, for waits no host call polls */
@@ -225,7 +374,12 @@ static inline uint64_t symm__team_sync_off(const struct symm__ctx *ctx, int32_t 
 /* Resolve handles, recording INVALID_HANDLE on failure. */
 symm_status symm__ctx_get(symm_ctx h, symm__ctx **ctx);
 symm_status symm__buf_get(symm_buf h, symm__buf **buf);
-symm_status symm__team_get(symm_team h, symm__team **team);
+symm_status symm__team_get(symm_team h, symm__team **team); /* and holds it (handles.c) */
+/* The team of a handle for queries (no hold, no message); NULL when stale. */
+symm__team *symm__team_lookup(symm_team h);
+/* Lock ctx->lock for a call that may wait on it: parks first (handles.c);
+ * INVALID_HANDLE (lock not held) when the context is being finalized. */
+symm_status symm__ctx_lock(const char *fn, symm__ctx *ctx);
 
 /* Thread-level check for an entry point (FUNNELED: only the init thread). */
 symm_status symm__thread_check(const symm__ctx *ctx);
@@ -259,8 +413,14 @@ static inline void *symm__hook_stream(symm_stream_t stream) {
 }
 
 /* Spin-wait helper: poll until done(arg) is true. Checks peer failure every
- * ~millisecond and yields the CPU when spinning long. */
+ * ~millisecond and yields the CPU when spinning long. A wait that outlasts
+ * its first spins parks (handles.c) and returns INVALID_HANDLE when its
+ * context is finalized or an object its call holds is freed meanwhile. */
 symm_status symm__wait(symm__ctx *ctx, bool (*done)(void *arg), void *arg);
+/* The same, for a call that keeps using the object of closing flag keep
+ * (a buffer) while it waits: INVALID_HANDLE when it is freed meanwhile. */
+symm_status symm__wait_keep(symm__ctx *ctx, atomic_int *keep, bool (*done)(void *arg),
+                            void *arg);
 /* Peer failure check (cheap, non-blocking: see symm__boot_check). Every
  * call that needs another PE makes it first, so a dead PE turns into
  * SYMM_ERR_PEER_FAILED within SYMM_PEER_TIMEOUT_MS on every path. */

@@ -1,0 +1,269 @@
+/*
+ * Handle tables and handle lifetime (runtime/core/handles.c), linked against
+ * the runtime's objects:
+ *   reuse     a slot released and reused 2^24 + 2 times never gives back a
+ *             stale handle's generation (the 24-bit generation of the first
+ *             design came round after 2^23 reuses)
+ *   retire    a slot whose generation would pass the last one a handle can
+ *             carry is retired, not reused (a test hook sets the generation
+ *             near the end)
+ *   grace     symm__retire waits for calls inside on other threads, not for
+ *             parked calls that hold something else, and for parked calls
+ *             that hold the object until they leave
+ *   stress    rounds of threads resolving, reading and parking on an object
+ *             while it is released, retired and freed (sanitizer runs see
+ *             any read after the free)
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+#include "symm_test.h"
+
+const char *symm_status_string(symm_status s) { return symm__status_name(s); }
+const char *symm_last_error(void) { return symm__last_error(); }
+
+#define IDX_MASK ((1ull << 21) - 1)
+#define GEN_LAST ((1ull << 41) - 1)
+
+static void test_reuse(void) {
+    int x, y;
+    uint64_t h0 = symm__handle_new(SYMM__KIND_BUF, &x);
+    ASSERT_TRUE(h0 != 0);
+    symm__handle_release(SYMM__KIND_BUF, h0);
+    const uint64_t cycles = (1ull << 24) + 2;
+    for (uint64_t k = 0; k < cycles; k++) {
+        uint64_t h = symm__handle_new(SYMM__KIND_BUF, &y);
+        ASSERT_TRUE(h != 0);
+        ASSERT_U64_EQ(h & IDX_MASK, h0 & IDX_MASK); /* the same slot, reused */
+        if (h == h0 || symm__handle_get(SYMM__KIND_BUF, h0) != NULL)
+            TEST_FAIL_("after %llu reuses of its slot the stale handle %#llx names a live "
+                       "object", (unsigned long long)k + 1, (unsigned long long)h0);
+        symm__handle_release(SYMM__KIND_BUF, h);
+    }
+}
+
+static void test_retire(void) {
+    int x, y, z;
+    uint64_t h = symm__handle_new(SYMM__KIND_TEAM, &x);
+    ASSERT_TRUE(h != 0);
+    /* the hook only names live handles with a valid generation */
+    ASSERT_U64_EQ(symm__handle_set_gen_for_test(SYMM__KIND_TEAM, h, 0), 0);
+    ASSERT_U64_EQ(symm__handle_set_gen_for_test(SYMM__KIND_TEAM, h, GEN_LAST + 1), 0);
+    uint64_t h1 = symm__handle_set_gen_for_test(SYMM__KIND_TEAM, h, GEN_LAST - 1);
+    ASSERT_TRUE(h1 != 0 && h1 != h);
+    ASSERT_TRUE(symm__handle_get(SYMM__KIND_TEAM, h) == NULL);
+    ASSERT_TRUE(symm__handle_get(SYMM__KIND_TEAM, h1) == &x);
+    symm__handle_release(SYMM__KIND_TEAM, h1);
+    /* the slot's last generation */
+    uint64_t h2 = symm__handle_new(SYMM__KIND_TEAM, &y);
+    ASSERT_U64_EQ(h2 & IDX_MASK, h1 & IDX_MASK);
+    ASSERT_TRUE(h2 != h1);
+    ASSERT_TRUE(symm__handle_get(SYMM__KIND_TEAM, h1) == NULL);
+    ASSERT_TRUE(symm__handle_get(SYMM__KIND_TEAM, h2) == &y);
+    symm__handle_release(SYMM__KIND_TEAM, h2);
+    ASSERT_TRUE(symm__handle_get(SYMM__KIND_TEAM, h2) == NULL);
+    /* out of generations: retired, never handed out again */
+    for (int k = 0; k < 100; k++) {
+        uint64_t h3 = symm__handle_new(SYMM__KIND_TEAM, &z);
+        ASSERT_TRUE(h3 != 0);
+        ASSERT_TRUE((h3 & IDX_MASK) != (h2 & IDX_MASK));
+        ASSERT_TRUE(symm__handle_get(SYMM__KIND_TEAM, h3) == &z);
+        ASSERT_TRUE(symm__handle_get(SYMM__KIND_TEAM, h2) == NULL);
+        ASSERT_TRUE(symm__handle_get(SYMM__KIND_TEAM, h1) == NULL);
+        ASSERT_TRUE(symm__handle_get(SYMM__KIND_TEAM, h) == NULL);
+        symm__handle_release(SYMM__KIND_TEAM, h3);
+    }
+    /* a forged handle with the retired slot and any high generation is refused */
+    uint64_t forged = (h2 & ~(GEN_LAST << 21)) | (GEN_LAST << 21);
+    ASSERT_TRUE(symm__handle_get(SYMM__KIND_TEAM, forged) == NULL);
+}
+
+/* ---- grace periods ---- */
+
+typedef struct victim {
+    int mode;            /* 0: inside a call; 1: parked holding the object; 2: parked, not */
+    symm__ctx *ctx;
+    atomic_int *obj;
+    atomic_int ready, go, left;
+} victim;
+
+static void nap_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+static void *victim_run(void *arg) {
+    victim *v = arg;
+    symm__tslot *s = symm__call_enter();
+    ASSERT_TRUE(s != NULL);
+    if (v->mode == 1) symm__hold(v->obj);
+    if (v->mode >= 1) symm__park(v->ctx);
+    atomic_store(&v->ready, 1);
+    /* mode 1 leaves when it sees the object closing (as waits do) */
+    while (!atomic_load(&v->go) && !(v->mode == 1 && atomic_load(v->obj))) nap_ms(1);
+    nap_ms(50);
+    atomic_store(&v->left, 1);
+    symm__call_leave(s);
+    return NULL;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void grace_case(int mode) {
+    symm__lifetime_init();
+    symm__ctx *ctx = calloc(1, sizeof *ctx);
+    ASSERT_TRUE(ctx != NULL);
+    atomic_int closing = 0;
+    victim v = {.mode = mode, .ctx = ctx, .obj = &closing};
+    pthread_t th;
+    ASSERT_EQ(pthread_create(&th, NULL, victim_run, &v), 0);
+    while (!atomic_load(&v.ready)) nap_ms(1);
+    double t0 = now_ms();
+    if (mode == 0) atomic_store(&v.go, 1); /* the call ends on its own, 50 ms later */
+    atomic_store(&closing, 1);
+    symm__retire(ctx, &closing);
+    double waited = now_ms() - t0;
+    if (mode == 2) {
+        /* parked on something else: not waited for */
+        ASSERT_TRUE(!atomic_load(&v.left));
+        atomic_store(&v.go, 1);
+    } else {
+        /* inside, or parked holding the object: waited for */
+        if (!atomic_load(&v.left))
+            TEST_FAIL_("mode %d: symm__retire returned after %.1f ms, before the call left", mode,
+                       waited);
+    }
+    pthread_join(th, NULL);
+    /* a finalize (obj NULL) waits for a call parked on the context */
+    if (mode == 2) {
+        victim v2 = {.mode = 2, .ctx = ctx, .obj = &closing};
+        ASSERT_EQ(pthread_create(&th, NULL, victim_run, &v2), 0);
+        while (!atomic_load(&v2.ready)) nap_ms(1);
+        atomic_store(&v2.go, 1);
+        symm__retire(ctx, NULL);
+        ASSERT_TRUE(atomic_load(&v2.left));
+        pthread_join(th, NULL);
+    }
+    free(ctx);
+}
+
+/* A call that started before the object went stale and one that parked
+ * holding it both report INVALID_HANDLE through symm__check_closing. */
+static void test_check_closing(void) {
+    symm__ctx *ctx = calloc(1, sizeof *ctx);
+    ASSERT_TRUE(ctx != NULL);
+    atomic_int closing = 0;
+    symm__tslot *s = symm__call_enter();
+    ASSERT_TRUE(s != NULL);
+    symm__hold(&closing);
+    symm__park(ctx);
+    CHECK_OK(symm__check_closing(ctx));
+    atomic_store(&closing, 1);
+    CHECK_STATUS(symm__check_closing(ctx), SYMM_ERR_INVALID_HANDLE);
+    atomic_store(&closing, 0);
+    atomic_store(&ctx->closing, 1);
+    CHECK_STATUS(symm__check_closing(ctx), SYMM_ERR_INVALID_HANDLE);
+    symm__call_leave(s);
+    /* the holds went with the call */
+    atomic_store(&ctx->closing, 0);
+    atomic_store(&closing, 1);
+    s = symm__call_enter();
+    CHECK_OK(symm__check_closing(ctx));
+    symm__call_leave(s);
+    free(ctx);
+}
+
+/* Many rounds of: worker threads resolve a handle, read the object, some
+ * park holding it and poll it until it closes; the main thread closes and
+ * releases it, retires it and frees it. Under ASan/TSan any read after
+ * the free is reported. */
+typedef struct stress_obj {
+    atomic_int closing;
+    uint64_t payload[8];
+} stress_obj;
+
+typedef struct stress_arg {
+    symm__ctx *ctx;
+    uint64_t handle;
+    int park;
+    atomic_int *started;
+} stress_arg;
+
+static void *stress_worker(void *p) {
+    stress_arg *a = p;
+    atomic_fetch_add(a->started, 1);
+    for (;;) {
+        symm__tslot *s = symm__call_enter();
+        stress_obj *o = symm__handle_get(SYMM__KIND_BUF, a->handle);
+        if (!o) {
+            symm__call_leave(s);
+            return NULL;
+        }
+        uint64_t sum = 0;
+        for (int k = 0; k < 8; k++) sum += o->payload[k];
+        if (sum != 8 * 7) TEST_FAIL_("object changed under a call: %llu", (unsigned long long)sum);
+        if (a->park) {
+            symm__hold(&o->closing);
+            symm__park(a->ctx);
+            while (!atomic_load(&o->closing)) {
+                sum = 0;
+                for (int k = 0; k < 8; k++) sum += o->payload[k];
+                if (sum != 8 * 7) TEST_FAIL_("object changed under a parked call");
+                sched_yield();
+            }
+        }
+        symm__call_leave(s);
+    }
+}
+
+static void test_stress(int rounds) {
+    symm__lifetime_init();
+    symm__ctx *ctx = calloc(1, sizeof *ctx);
+    ASSERT_TRUE(ctx != NULL);
+    enum { N_THREADS = 6 };
+    for (int r = 0; r < rounds; r++) {
+        stress_obj *o = calloc(1, sizeof *o);
+        ASSERT_TRUE(o != NULL);
+        for (int k = 0; k < 8; k++) o->payload[k] = 7;
+        uint64_t h = symm__handle_new(SYMM__KIND_BUF, o);
+        ASSERT_TRUE(h != 0);
+        atomic_int started = 0;
+        stress_arg args[N_THREADS];
+        pthread_t th[N_THREADS];
+        for (int i = 0; i < N_THREADS; i++) {
+            args[i] = (stress_arg){ctx, h, i % 2, &started};
+            ASSERT_EQ(pthread_create(&th[i], NULL, stress_worker, &args[i]), 0);
+        }
+        if (r % 2) /* half the rounds: end while the workers are still starting */
+            while (atomic_load(&started) < N_THREADS) sched_yield();
+        atomic_store(&o->closing, 1);
+        symm__handle_release(SYMM__KIND_BUF, h);
+        symm__retire(ctx, &o->closing);
+        memset(o->payload, 0xff, sizeof o->payload); /* a late reader would see it */
+        free(o);
+        for (int i = 0; i < N_THREADS; i++) pthread_join(th[i], NULL);
+    }
+    free(ctx);
+}
+
+int main(int argc, char **argv) {
+    const char *only = argc > 1 ? argv[1] : NULL;
+    if (!only || strcmp(only, "reuse") == 0) test_reuse();
+    if (!only || strcmp(only, "retire") == 0) test_retire();
+    if (!only || strcmp(only, "grace") == 0) {
+        for (int mode = 0; mode < 3; mode++) grace_case(mode);
+        test_check_closing();
+    }
+    if (!only || strcmp(only, "stress") == 0) test_stress(only ? 1000 : 200);
+    printf("handles%s%s: passed\n", only ? " " : "", only ? only : "");
+    return 0;
+}
