@@ -1,7 +1,7 @@
 package symm
 
 /*
-#cgo CFLAGS: -I${SRCDIR} -I${SRCDIR}/csrc -I${SRCDIR}/../../include -I${SRCDIR}/../../loader
+#cgo CFLAGS: -I${SRCDIR} -I${SRCDIR}/csrc -I${SRCDIR}/../../include -I${SRCDIR}/../../loader -I${SRCDIR}/../../abi
 #cgo LDFLAGS: -ldl -lpthread
 #include "symm_go.h"
 */
