@@ -194,21 +194,24 @@ static int capture(const char *secret) {
     int fl = fcntl(relay_listen, F_GETFL);
     fcntl(relay_listen, F_SETFL, fl & ~O_NONBLOCK);
     snprintf(via, sizeof via, "tcp:127.0.0.1:%u", bound.port);
-    pthread_t rt;
-    pthread_create(&rt, NULL, relay_main, NULL);
-
     const int32_t n = 3;
     pid_t pids[3];
     fflush(NULL);
+    /* Every PE is forked before the relay's threads start: a child forked
+     * while a relay thread holds the allocator's lock (ASan's, glibc's) would
+     * hang in its first malloc. Connections wait in the listen backlog. */
     for (int32_t r = 0; r < n; r++) {
         pids[r] = fork();
         if (pids[r] == 0) {
             alarm(60);
+            close(relay_listen);
             symm_test_pe = r;
             pe(r, n, r == 0 ? real : via, secret);
             exit(0);
         }
     }
+    pthread_t rt;
+    pthread_create(&rt, NULL, relay_main, NULL);
     for (int32_t r = 0; r < n; r++) {
         int st;
         waitpid(pids[r], &st, 0);
