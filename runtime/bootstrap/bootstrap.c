@@ -1,7 +1,9 @@
 /*
- * Bootstrap client: forms the job (single, env, unique id), then serves the
- * core's allgathers, barriers, descriptor exchange and failure checks through
- * the rendezvous server (rendezvous.c) over the wire protocol (wire.c).
+ * Bootstrap client: forms the job (single, env, unique id) and leaves it.
+ * Once formed, boot_sync.c serves the core's allgathers, barriers and failure
+ * checks through the rendezvous server (rendezvous.c) over the wire protocol
+ * (wire.c), and boot_fd.c passes descriptors among the PEs of one host; the
+ * three share boot_internal.h.
  *
  * Where the server runs:
  *  - symmrun: in the launcher (SYMM_LAUNCHER=symmrun); every PE is a client.
@@ -53,25 +55,24 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "boot_env.h"
+#include "boot_internal.h"
 #include "bootstrap.h"
 #include "crypto.h"
 #include "rendezvous.h"
 #include "wire.h"
-
-#define MSG_MAX 1024
 
 /* ------------------------------------------------------------------------ */
 /* Process-wide state                                                        */
 /* ------------------------------------------------------------------------ */
 
 /* A rank-0 env-mode server, shared by the process's contexts on one address. */
-typedef struct env_server {
+typedef struct symm__env_server {
     char addr[SYMM__ADDR_TEXT_MAX];
     uint8_t secret[SYMM__SECRET_BYTES];
     int32_t n_pes;
     int refs;
     symm__rdv_thread *thread;
-    struct env_server *next;
+    struct symm__env_server *next;
 } env_server;
 
 /* A listening socket made by symm_get_unique_id, waiting for rank 0's init. */
@@ -87,86 +88,6 @@ static pthread_mutex_t g_uid_lock = PTHREAD_MUTEX_INITIALIZER;    /* g_uids    *
 static env_server *g_servers;
 static uid_entry *g_uids;
 static atomic_uint g_env_sessions; /* env-mode contexts opened by this process */
-
-/* ------------------------------------------------------------------------ */
-/* The boot object                                                           */
-/* ------------------------------------------------------------------------ */
-
-struct symm__boot {
-    int32_t rank, n_pes;
-    uint32_t session;
-    uint32_t timeout_ms;
-    int fd;                 /* to the rendezvous server; -1 for a single PE */
-    bool external;          /* symmrun runs the server                       */
-    symm__addr addr;
-    char peer[SYMM__ADDR_TEXT_MAX + 32]; /* "rendezvous server unix:@x"      */
-    uint8_t secret[SYMM__SECRET_BYTES];
-    uint8_t tp_key[SYMM__SECRET_BYTES]; /* the transports' proofs (auth_mac)  */
-    pthread_mutex_t io;     /* one conversation with the server at a time    */
-    uint32_t seq;           /* collectives sent                              */
-    atomic_int failed;      /* status of the first fatal failure, 0 = none   */
-    atomic_llong polled_tick; /* coarse-clock time of the last boot_check poll */
-    long long poll_ns;      /* poll the server at most this often            */
-    char fail_msg[MSG_MAX];
-    int share_fd;           /* listening socket for descriptor passing       */
-    uint32_t share_seq;
-    env_server *server;     /* env mode, rank 0 */
-    symm__rdv_thread *own_server; /* unique-id mode, rank 0 */
-    int32_t local_rank, local_n_pes;
-    int32_t *local_index;
-    uint64_t *host_id;
-    int32_t *pid;
-};
-
-/* Copy the current message so it can be re-wrapped with context. */
-static void save_msg(char *dst, size_t n) {
-    snprintf(dst, n, "%s", symm__last_error());
-}
-
-static symm_status failure(symm__boot *b) {
-    symm_status st = atomic_load(&b->failed);
-    return symm__err(st, "%s", b->fail_msg);
-}
-
-/* Record the first fatal failure (io lock held), drop the connection (after
- * an ABORT to the server when notify, so the other PEs learn at once) and
- * return the status with the message. */
-__attribute__((format(printf, 4, 5))) static symm_status
-fail(symm__boot *b, symm_status st, bool notify, const char *fmt, ...) {
-    if (atomic_load(&b->failed) == 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(b->fail_msg, sizeof b->fail_msg, fmt, ap);
-        va_end(ap);
-        if (notify && b->fd >= 0) {
-            uint8_t msg[8 + SYMM__WIRE_MAX_REASON];
-            symm__wire_encode_abort(msg, b->rank, b->fail_msg);
-            symm__wire_send(b->fd, SYMM__MSG_ABORT, 0, msg, symm__wire_abort_bytes(b->fail_msg),
-                            symm__now_ms() + 1000, b->peer);
-        }
-        if (b->fd >= 0) close(b->fd);
-        b->fd = -1;
-        atomic_store(&b->failed, st);
-    }
-    return failure(b);
-}
-
-static symm_status fail_abort_msg(symm__boot *b, const uint8_t *p, uint32_t len) {
-    symm__wire_abort a;
-    if (symm__wire_parse_abort(p, len, &a) != SYMM_SUCCESS)
-        return fail(b, SYMM_ERR_PEER_FAILED, false, "PE %d: the job failed (malformed ABORT from %s)",
-                    b->rank, b->peer);
-    if (a.rank < 0)
-        return fail(b, SYMM_ERR_PEER_FAILED, false, "PE %d: the job failed: %s", b->rank, a.reason);
-    return fail(b, SYMM_ERR_PEER_FAILED, false, "PE %d: the job lost PE %d: %s", b->rank, a.rank,
-                a.reason);
-}
-
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
 
 /* ------------------------------------------------------------------------ */
 /* Servers run by this process                                               */
@@ -293,18 +214,6 @@ static void compute_locality(symm__boot *b) {
     b->local_n_pes = count;
 }
 
-/* Where PE rank takes descriptors: named from the job (a hash of the
- * secret), the session, the rank and the pid, so no two processes collide. */
-static void share_name(const symm__boot *b, int32_t rank, symm__addr *a) {
-    char text[128];
-    uint8_t tag[SYMM__SECRET_BYTES]; /* public: a one-way function of the key */
-    symm__key_derive(b->secret, "symm descriptor socket name", tag);
-    snprintf(text, sizeof text, "unix:@symm-fd-%016llx-%u-%d-%d",
-             (unsigned long long)symm__hash64(SYMM__HASH64_INIT, tag, 8), b->session, rank,
-             b->pid[rank]);
-    symm__addr_parse(text, a); /* always valid */
-}
-
 /* The handshake on a new connection (wire.h): HELLO with a fresh nonce; the
  * server's CHALLENGE must carry its proof of the key before this PE sends
  * its own (AUTH). *hdr and *p: the server's answer after that (WELCOME,
@@ -428,7 +337,7 @@ static symm_status open_joined(symm__boot *b, const char *addr_text, const char 
     /* Listen for descriptors before joining: once WELCOME arrives anywhere,
      * a local peer may connect. */
     symm__addr sa;
-    share_name(b, b->rank, &sa);
+    symm__boot_share_name(b, b->rank, &sa);
     symm_status st = symm__addr_listen(&sa, false, &b->share_fd, NULL);
     if (st) {
         char msg[MSG_MAX];
@@ -584,349 +493,6 @@ symm_status symm__boot_open(const symm__boot_params *cfg, symm__boot **boot, sym
               b->peer[0] ? ", " : "", b->peer, b->external ? ", served by symmrun" : "");
     *boot = b;
     return SYMM_SUCCESS;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Collectives through the server                                            */
-/* ------------------------------------------------------------------------ */
-
-/* Who runs the server, for messages about losing it. */
-static const char *server_owner(const symm__boot *b) {
-    if (b->own_server || b->server) return "this process";
-    return b->external ? "symmrun" : "PE 0";
-}
-
-/* One collective (io lock held): send mine, wait for the combined answer. */
-static symm_status exchange_locked(symm__boot *b, uint32_t type, const void *mine, size_t len,
-                                   void *all) {
-    const char *what = type == SYMM__MSG_BARRIER ? "barrier" : "allgather";
-    if (atomic_load(&b->failed)) return failure(b);
-    uint32_t seq = ++b->seq;
-    int64_t deadline = symm__now_ms() + b->timeout_ms;
-    symm__wire_header h;
-    uint8_t *p = NULL;
-    symm_status st = symm__wire_send(b->fd, type, seq, mine, len, deadline, b->peer);
-    /* The answer may take as long as the slowest PE computes before joining
-     * the collective (a collective allocation after a long phase of work):
-     * no deadline here. A PE that dies is reported by the server (ABORT) or
-     * by the connection closing, so this cannot hang on a dead peer. */
-    if (st == SYMM_SUCCESS) st = symm__wire_recv(b->fd, &h, &p, INT64_MAX / 4, b->peer);
-    if (st == SYMM_ERR_TIMEOUT)
-        return fail(b, SYMM_ERR_TIMEOUT, true,
-                    "PE %d: %s #%u did not complete within %u ms (some PE did not call it; %s)",
-                    b->rank, what, seq, b->timeout_ms, b->peer);
-    char msg[MSG_MAX];
-    if (st == SYMM_ERR_PEER_FAILED) {
-        save_msg(msg, sizeof msg);
-        return fail(b, SYMM_ERR_PEER_FAILED, false,
-                    "PE %d: lost the job during %s #%u: %s (the server runs in %s: did it exit?)",
-                    b->rank, what, seq, msg, server_owner(b));
-    }
-    if (st != SYMM_SUCCESS) {
-        save_msg(msg, sizeof msg);
-        return fail(b, st, true, "PE %d: %s #%u: %s", b->rank, what, seq, msg);
-    }
-    if (h.type == SYMM__MSG_ABORT) {
-        st = fail_abort_msg(b, p, h.length);
-        free(p);
-        return st;
-    }
-    size_t want = type == SYMM__MSG_ALLGATHER ? len * (size_t)b->n_pes : 0;
-    if (h.type != type || h.seq != seq || h.length != want) {
-        free(p);
-        return fail(b, SYMM_ERR_BOOTSTRAP, true,
-                    "PE %d: protocol error: the answer to %s #%u was %s #%u of %u bytes", b->rank,
-                    what, seq, symm__wire_type_name(h.type), h.seq, h.length);
-    }
-    if (want) memcpy(all, p, want);
-    free(p);
-    return SYMM_SUCCESS;
-}
-
-symm_status symm__boot_allgather(symm__boot *b, const void *mine, void *all, size_t len) {
-    SYMM_CHECK(b, SYMM_ERR_INVALID_ARG, "symm__boot_allgather: no bootstrap");
-    SYMM_CHECK(len == 0 || (mine && all), SYMM_ERR_INVALID_ARG,
-               "symm__boot_allgather: NULL buffer");
-    SYMM_CHECK(len <= SYMM__WIRE_MAX_PAYLOAD / (size_t)b->n_pes, SYMM_ERR_INVALID_ARG,
-               "bootstrap allgather of %zu bytes x %d PEs exceeds the %u-byte message limit", len,
-               b->n_pes, SYMM__WIRE_MAX_PAYLOAD);
-    if (b->n_pes == 1) {
-        if (len) memmove(all, mine, len);
-        return SYMM_SUCCESS;
-    }
-    pthread_mutex_lock(&b->io);
-    symm_status st = exchange_locked(b, SYMM__MSG_ALLGATHER, mine, len, all);
-    pthread_mutex_unlock(&b->io);
-    return st;
-}
-
-symm_status symm__boot_barrier(symm__boot *b) {
-    SYMM_CHECK(b, SYMM_ERR_INVALID_ARG, "symm__boot_barrier: no bootstrap");
-    if (b->n_pes == 1) return SYMM_SUCCESS;
-    pthread_mutex_lock(&b->io);
-    symm_status st = exchange_locked(b, SYMM__MSG_BARRIER, NULL, 0, NULL);
-    pthread_mutex_unlock(&b->io);
-    return st;
-}
-
-/* Server socket readable outside a collective (io lock held): it is an
- * ABORT, or the server went away. Returns success when nothing is complete. */
-static symm_status read_unsolicited(symm__boot *b) {
-    uint8_t hdr_bytes[SYMM__WIRE_HEADER_BYTES];
-    ssize_t n = recv(b->fd, hdr_bytes, sizeof hdr_bytes, MSG_PEEK | MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return SYMM_SUCCESS;
-    if (n <= 0)
-        return fail(b, SYMM_ERR_PEER_FAILED, false,
-                    "PE %d: lost the connection to the %s (%s; it runs in %s); the job is over",
-                    b->rank, b->peer, n == 0 ? "closed" : strerror(errno), server_owner(b));
-    if ((size_t)n < sizeof hdr_bytes) return SYMM_SUCCESS; /* the rest is on its way */
-    symm__wire_header h;
-    if (symm__wire_decode_header(hdr_bytes, sizeof hdr_bytes, &h) != SYMM_SUCCESS ||
-        h.type != SYMM__MSG_ABORT) {
-        char msg[MSG_MAX];
-        save_msg(msg, sizeof msg);
-        return fail(b, SYMM_ERR_BOOTSTRAP, true, "PE %d: protocol error: unexpected data from %s (%s)",
-                    b->rank, b->peer, h.type == SYMM__MSG_ABORT ? "?" : msg);
-    }
-    int avail = 0;
-    if (ioctl(b->fd, FIONREAD, &avail) != 0 ||
-        (size_t)avail < SYMM__WIRE_HEADER_BYTES + h.length)
-        return SYMM_SUCCESS;
-    uint8_t *p = NULL;
-    symm_status st = symm__wire_recv(b->fd, &h, &p, symm__now_ms() + 1000, b->peer);
-    if (st == SYMM_SUCCESS) st = fail_abort_msg(b, p, h.length);
-    else st = fail(b, SYMM_ERR_PEER_FAILED, false, "PE %d: lost the %s", b->rank, b->peer);
-    free(p);
-    return st;
-}
-
-/* Read what the server sent outside a collective, unless a collective holds
- * the socket (its reader sees any news). */
-static symm_status boot_poll(symm__boot *b, long long tick) {
-    if (pthread_mutex_trylock(&b->io) != 0) return SYMM_SUCCESS;
-    atomic_store_explicit(&b->polled_tick, tick, memory_order_relaxed);
-    symm_status st = SYMM_SUCCESS;
-    if (b->fd >= 0) {
-        struct pollfd p = {.fd = b->fd, .events = POLLIN};
-        if (poll(&p, 1, 0) > 0) st = read_unsolicited(b);
-    }
-    pthread_mutex_unlock(&b->io);
-    return st == SYMM_SUCCESS ? SYMM_SUCCESS : SYMM_ERR_PEER_FAILED;
-}
-
-/* force: poll now, whatever the poll interval says (the job watcher). */
-static symm_status boot_check(symm__boot *b, bool force) {
-    if (!b) return SYMM_SUCCESS;
-    if (atomic_load(&b->failed)) {
-        failure(b);
-        return SYMM_ERR_PEER_FAILED;
-    }
-    if (b->n_pes == 1) return SYMM_SUCCESS;
-    /* At most one poll per poll interval (and so per tick of the coarse
-     * clock, 1-4 ms): every one-sided call makes this check, and a poll is a
-     * system call; reading the coarse clock is not (vDSO). */
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    long long tick = (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-    if (!force && tick - atomic_load_explicit(&b->polled_tick, memory_order_relaxed) < b->poll_ns)
-        return SYMM_SUCCESS;
-    return boot_poll(b, tick);
-}
-
-symm_status symm__boot_check(symm__boot *b) { return boot_check(b, false); }
-symm_status symm__boot_check_now(symm__boot *b) { return boot_check(b, true); }
-
-int symm__boot_news_fd(const symm__boot *b) { return b && b->n_pes > 1 ? b->fd : -1; }
-
-void symm__boot_auth_mac(const symm__boot *b, int32_t pe, const void *msg, size_t len,
-                         uint8_t mac[32]) {
-    uint8_t who[4] = {(uint8_t)pe, (uint8_t)((uint32_t)pe >> 8), (uint8_t)((uint32_t)pe >> 16),
-                      (uint8_t)((uint32_t)pe >> 24)};
-    symm__hmac m;
-    symm__hmac_init(&m, b->tp_key, sizeof b->tp_key);
-    symm__hmac_update(&m, who, sizeof who);
-    symm__hmac_update(&m, msg, len);
-    symm__hmac_final(&m, mac);
-}
-
-bool symm__boot_auth_verify(const symm__boot *b, int32_t pe, const void *msg, size_t len,
-                            const uint8_t mac[32]) {
-    uint8_t want[32];
-    symm__boot_auth_mac(b, pe, msg, len, want);
-    bool ok = symm__ct_equal(want, mac, sizeof want);
-    symm__wipe(want, sizeof want);
-    return ok;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Descriptor passing among PEs of one host                                  */
-/* ------------------------------------------------------------------------ */
-
-static symm_status send_fd_to(symm__boot *b, int32_t peer, int fd, int64_t deadline) {
-    symm__addr a;
-    share_name(b, peer, &a);
-    int s = -1;
-    int delay = 1;
-    for (;;) {
-        /* The peer listens from its open on; a full backlog says EAGAIN. */
-        if (symm__addr_connect(&a, deadline, &s) == SYMM_SUCCESS) break;
-        struct pollfd pf = {.fd = b->fd, .events = POLLIN};
-        if (poll(&pf, 1, 0) > 0) SYMM_TRY(read_unsolicited(b)); /* did the peer die? */
-        if (symm__now_ms() >= deadline)
-            return symm__err(SYMM_ERR_TIMEOUT, "PE %d: cannot reach PE %d of this host at %s",
-                             b->rank, peer, a.text);
-        sleep_ms(delay);
-        if (delay < 50) delay *= 2;
-    }
-    symm__wire_fdmsg m = {.session = b->session, .rank = b->rank, .seq = b->share_seq};
-    symm__wire_fdmsg_tag(b->secret, b->session, b->rank, peer, b->share_seq, m.tag);
-    uint8_t body[SYMM__FDMSG_BYTES];
-    symm__wire_encode_fdmsg(body, &m);
-    union {
-        struct cmsghdr h;
-        char space[CMSG_SPACE(sizeof(int))];
-    } ctl;
-    memset(&ctl, 0, sizeof ctl);
-    struct iovec iov = {body, sizeof body};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space,
-                         .msg_controllen = sizeof ctl.space};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    ssize_t n;
-    do {
-        n = sendmsg(s, &msg, MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    int e = errno;
-    close(s);
-    if (n != (ssize_t)sizeof body)
-        return symm__err_errno(SYMM_ERR_SYSTEM, n < 0 ? e : EIO,
-                               "PE %d: passing a descriptor to PE %d", b->rank, peer);
-    return SYMM_SUCCESS;
-}
-
-/* Accept one connection and take its descriptor. *from = sender rank, or -1
- * when the connection was not one of ours (ignored). */
-static symm_status recv_fd_from_any(symm__boot *b, int64_t deadline, int32_t *from, int *out_fd) {
-    *from = -1;
-    int s = accept4(b->share_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (s < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
-            return SYMM_SUCCESS;
-        return symm__err_errno(SYMM_ERR_SYSTEM, errno, "PE %d: accept on the descriptor socket",
-                               b->rank);
-    }
-    uint8_t body[SYMM__FDMSG_BYTES];
-    union {
-        struct cmsghdr h;
-        char space[CMSG_SPACE(sizeof(int) * SYMM__FDMSG_MAX_FDS)];
-    } ctl;
-    struct iovec iov = {body, sizeof body};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space,
-                         .msg_controllen = sizeof ctl.space};
-    ssize_t n = -1;
-    /* The sender writes right after connecting; a stranger may never write. */
-    int64_t until = symm__now_ms() + 1000;
-    if (until > deadline) until = deadline;
-    while (symm__poll_one(s, POLLIN, until) > 0) {
-        n = recvmsg(s, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-        if (n >= 0 || (errno != EINTR && errno != EAGAIN)) break;
-    }
-    close(s);
-    symm__wire_fdmsg m;
-    symm__fdmsg_expect want = {.key = b->secret, .session = b->session, .self_rank = b->rank,
-                               .n_pes = b->n_pes, .local_index = b->local_index};
-    int fd = -1;
-    if (!symm__wire_take_fdmsg(&msg, n, &want, &m, &fd))
-        return SYMM_SUCCESS; /* not a PE of this job: ignore it (its descriptors are closed) */
-    if (m.seq != b->share_seq) {
-        close(fd);
-        return symm__err(SYMM_ERR_MISMATCH,
-                         "PE %d: PE %d is at descriptor exchange #%u, this PE at #%u", b->rank,
-                         m.rank, m.seq, b->share_seq);
-    }
-    *from = m.rank;
-    *out_fd = fd;
-    return SYMM_SUCCESS;
-}
-
-symm_status symm__boot_share_fd(symm__boot *b, int fd, int *fds) {
-    SYMM_CHECK(b && fds && fd >= 0, SYMM_ERR_INVALID_ARG, "symm__boot_share_fd: bad argument");
-    if (atomic_load(&b->failed)) return failure(b);
-    int mine = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (mine < 0) return symm__err_errno(SYMM_ERR_SYSTEM, errno, "symm__boot_share_fd: dup");
-    if (b->n_pes == 1) {
-        fds[0] = mine;
-        return SYMM_SUCCESS;
-    }
-    int32_t nl = b->local_n_pes;
-    int *got = malloc((size_t)nl * sizeof *got);
-    if (!got) {
-        close(mine);
-        return symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm__boot_share_fd: out of memory");
-    }
-    for (int32_t i = 0; i < nl; i++) got[i] = -1;
-    got[b->local_rank] = mine;
-
-    pthread_mutex_lock(&b->io);
-    symm_status st = atomic_load(&b->failed) ? failure(b) : SYMM_SUCCESS;
-    b->share_seq++;
-    int64_t deadline = symm__now_ms() + b->timeout_ms;
-    for (int32_t p = 0; st == SYMM_SUCCESS && p < b->n_pes; p++)
-        if (p != b->rank && b->local_index[p] >= 0) st = send_fd_to(b, p, fd, deadline);
-    for (int32_t missing = nl - 1; st == SYMM_SUCCESS && missing > 0;) {
-        struct pollfd pf[2] = {{.fd = b->share_fd, .events = POLLIN},
-                               {.fd = b->fd, .events = POLLIN}};
-        int64_t left = deadline - symm__now_ms();
-        int r = left <= 0 ? 0 : poll(pf, 2, left > 1000000 ? 1000000 : (int)left);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            st = symm__err_errno(SYMM_ERR_SYSTEM, errno, "symm__boot_share_fd: poll");
-            break;
-        }
-        if (r == 0) {
-            char list[256] = "";
-            size_t used = 0;
-            for (int32_t q = 0; q < b->n_pes && used + 16 < sizeof list; q++)
-                if (b->local_index[q] >= 0 && got[b->local_index[q]] < 0)
-                    used += (size_t)snprintf(list + used, sizeof list - used, "%s%d",
-                                             used ? ", " : "", q);
-            st = fail(b, SYMM_ERR_TIMEOUT, true,
-                      "PE %d: descriptor exchange #%u: PE(s) %s of this host sent nothing within %u ms",
-                      b->rank, b->share_seq, list, b->timeout_ms);
-            break;
-        }
-        if (pf[1].revents) {
-            st = read_unsolicited(b); /* an ABORT: a PE died */
-            if (st) break;
-        }
-        if (pf[0].revents) {
-            int32_t from;
-            int rfd = -1;
-            st = recv_fd_from_any(b, deadline, &from, &rfd);
-            if (st == SYMM_ERR_MISMATCH) {
-                char msg[MSG_MAX];
-                save_msg(msg, sizeof msg);
-                st = fail(b, SYMM_ERR_MISMATCH, true, "%s", msg);
-            }
-            if (st || from < 0) continue;
-            int32_t li = b->local_index[from];
-            if (got[li] >= 0) close(got[li]); /* a duplicate: keep the newest */
-            else missing--;
-            got[li] = rfd;
-        }
-    }
-    /* Nobody starts the next exchange before everyone finished this one. */
-    if (st == SYMM_SUCCESS) st = exchange_locked(b, SYMM__MSG_BARRIER, NULL, 0, NULL);
-    pthread_mutex_unlock(&b->io);
-    if (st == SYMM_SUCCESS) memcpy(fds, got, (size_t)nl * sizeof *got);
-    else
-        for (int32_t i = 0; i < nl; i++)
-            if (got[i] >= 0) close(got[i]);
-    free(got);
-    return st;
 }
 
 /* ------------------------------------------------------------------------ */
