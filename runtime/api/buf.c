@@ -112,14 +112,10 @@ static void buf_link(symm__ctx *ctx, symm__buf *b) {
     ctx->bufs = b;
 }
 
-symm_status symm_buf_alloc(symm_ctx h, uint32_t dtype, uint64_t count, symm_buf *out) {
-    symm__err_clear();
-    symm__ctx *ctx = NULL;
-    SYMM_TRY(symm__ctx_get(h, &ctx));
-    SYMM_TRY(symm__thread_check(ctx));
-    /* This PE's own checks go through the agreement too: a PE that returned
-     * at once would leave its peers waiting in it. It gets its own error,
-     * its peers MISMATCH naming it (agree). */
+/* symm_buf_alloc's checks of its own arguments on this PE; the message is
+ * kept in saved (the agreement's messages replace the thread's). */
+static symm_status alloc_check_args(const symm__ctx *ctx, uint32_t dtype, uint64_t count,
+                                    const symm_buf *out, char *saved, size_t cap) {
     const uint32_t es = symm__dtype_size(dtype);
     symm_status own = SYMM_SUCCESS;
     if (!out)
@@ -131,8 +127,56 @@ symm_status symm_buf_alloc(symm_ctx h, uint32_t dtype, uint64_t count, symm_buf 
                         "symm_buf_alloc: %llu elements of %u bytes exceed the heap cap of %llu "
                         "bytes (SYMM_HEAP_CAP)", (unsigned long long)count, es,
                         (unsigned long long)ctx->heap_cap);
+    if (own) snprintf(saved, cap, "%s", symm__last_error());
+    return own;
+}
+
+/* Room for len bytes at *off, the heap grown (a collective) when they end
+ * past its backed part. Every PE's allocator is in the same state, so every
+ * PE takes the same path. */
+static symm_status alloc_room(symm__ctx *ctx, uint64_t len, uint64_t *off_out) {
+    uint64_t off = 0;
+    symm_status st;
+    if (!symm__alloc_take(&ctx->alloc, len, SYMM__HEAP_ALIGN, &off)) {
+        /* Same allocator state everywhere: every PE lands here together. */
+        return symm__err(SYMM_ERR_OUT_OF_MEMORY,
+                         "symm_buf_alloc: no room for %llu bytes in the heap (cap %llu bytes, %llu "
+                         "in use); raise SYMM_HEAP_CAP or the heap_cap attribute",
+                         (unsigned long long)len, (unsigned long long)ctx->heap_cap,
+                         (unsigned long long)ctx->alloc.used);
+    }
+    if (off + len > ctx->heap_mapped) {
+        uint64_t new_mapped = align_up(off + len, ctx->cfg.heap_chunk);
+        st = ctx->ops->heap_grow(ctx, new_mapped); /* collective */
+        if (st == SYMM_SUCCESS) /* collective */
+            st = symm__tp_mem_add(ctx, symm__local(ctx, ctx->heap_mapped), ctx->heap_mapped,
+                                  new_mapped - ctx->heap_mapped);
+        if (st) {
+            symm__alloc_give(&ctx->alloc, off, len);
+            return st;
+        }
+        ctx->heap_mapped = new_mapped;
+        SYMM_INFO(SYMM_LOG_HEAP, "heap grew to %llu bytes backed (cap %llu) for %llu bytes at offset %llu",
+                  (unsigned long long)new_mapped, (unsigned long long)ctx->heap_cap,
+                  (unsigned long long)len, (unsigned long long)off);
+    }
+    SYMM_TRACE(SYMM_LOG_HEAP, "symm_buf_alloc: %llu bytes at offset %llu (%llu in use)",
+               (unsigned long long)len, (unsigned long long)off, (unsigned long long)ctx->alloc.used);
+    *off_out = off;
+    return SYMM_SUCCESS;
+}
+
+symm_status symm_buf_alloc(symm_ctx h, uint32_t dtype, uint64_t count, symm_buf *out) {
+    symm__err_clear();
+    symm__ctx *ctx = NULL;
+    SYMM_TRY(symm__ctx_get(h, &ctx));
+    SYMM_TRY(symm__thread_check(ctx));
+    /* This PE's own checks go through the agreement too: a PE that returned
+     * at once would leave its peers waiting in it. It gets its own error,
+     * its peers MISMATCH naming it (agree). */
+    const uint32_t es = symm__dtype_size(dtype);
     char saved[512] = "";
-    if (own) snprintf(saved, sizeof saved, "%s", symm__last_error());
+    symm_status own = alloc_check_args(ctx, dtype, count, out, saved, sizeof saved);
     uint64_t bytes = own ? 0 : count * es;
     uint64_t len = align_up(bytes ? bytes : 1, SYMM__HEAP_ALIGN);
 
@@ -146,34 +190,9 @@ symm_status symm_buf_alloc(symm_ctx h, uint32_t dtype, uint64_t count, symm_buf 
     ctx->alloc_seq++;
 
     uint64_t off = 0;
-    symm_status local = SYMM_SUCCESS;
-    if (!symm__alloc_take(&ctx->alloc, len, SYMM__HEAP_ALIGN, &off)) {
-        /* Same allocator state everywhere: every PE lands here together. */
-        st = symm__err(SYMM_ERR_OUT_OF_MEMORY,
-                       "symm_buf_alloc: no room for %llu bytes in the heap (cap %llu bytes, %llu in "
-                       "use); raise SYMM_HEAP_CAP or the heap_cap attribute",
-                       (unsigned long long)len, (unsigned long long)ctx->heap_cap,
-                       (unsigned long long)ctx->alloc.used);
-        goto out;
-    }
-    if (off + len > ctx->heap_mapped) {
-        uint64_t new_mapped = align_up(off + len, ctx->cfg.heap_chunk);
-        st = ctx->ops->heap_grow(ctx, new_mapped); /* collective */
-        if (st == SYMM_SUCCESS) /* collective */
-            st = symm__tp_mem_add(ctx, symm__local(ctx, ctx->heap_mapped), ctx->heap_mapped,
-                                  new_mapped - ctx->heap_mapped);
-        if (st) {
-            symm__alloc_give(&ctx->alloc, off, len);
-            goto out;
-        }
-        ctx->heap_mapped = new_mapped;
-        SYMM_INFO(SYMM_LOG_HEAP, "heap grew to %llu bytes backed (cap %llu) for %llu bytes at offset %llu",
-                  (unsigned long long)new_mapped, (unsigned long long)ctx->heap_cap,
-                  (unsigned long long)len, (unsigned long long)off);
-    }
-    SYMM_TRACE(SYMM_LOG_HEAP, "symm_buf_alloc: %llu bytes at offset %llu (%llu in use)",
-               (unsigned long long)len, (unsigned long long)off, (unsigned long long)ctx->alloc.used);
-    local = ctx->ops->memset0(ctx, off, len);
+    st = alloc_room(ctx, len, &off);
+    if (st) goto out;
+    symm_status local = ctx->ops->memset0(ctx, off, len);
     symm__buf *b = NULL;
     if (local == SYMM_SUCCESS) {
         b = buf_new(ctx, "symm_buf_alloc", dtype, count, off, len, 0);

@@ -516,6 +516,88 @@ symm_status symm__wire_decode_uid(const uint8_t in[SYMM_UNIQUE_ID_BYTES],
 /* Addresses                                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* unix:@NAME (abstract) or unix:/PATH; text is the whole address. */
+static symm_status parse_unix(const char *text, symm__addr *a) {
+    const char *name = text + 5;
+    size_t n = strlen(name);
+    a->kind = SYMM__ADDR_UNIX;
+    a->un.sun_family = AF_UNIX;
+    if (name[0] == '@') {
+        if (n < 2 || n > sizeof a->un.sun_path)
+            return symm__err(SYMM_ERR_INVALID_ARG,
+                             "bootstrap address \"%s\": abstract name must have 1 to %zu bytes",
+                             text, sizeof a->un.sun_path - 1);
+        memcpy(a->un.sun_path + 1, name + 1, n - 1); /* sun_path[0] = 0: abstract */
+        a->un_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+    } else {
+        if (n < 1 || n >= sizeof a->un.sun_path)
+            return symm__err(SYMM_ERR_INVALID_ARG,
+                             "bootstrap address \"%s\": socket path must have 1 to %zu bytes",
+                             text, sizeof a->un.sun_path - 1);
+        memcpy(a->un.sun_path, name, n);
+        a->un_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
+    }
+    snprintf(a->text, sizeof a->text, "%s", text);
+    return SYMM_SUCCESS;
+}
+
+/* The host of tcp:HOST:PORT or tcp:[HOST]:PORT into a->host; *port: the
+ * port's text, or NULL when there is none. */
+static symm_status parse_tcp_host(const char *text, symm__addr *a, const char **port) {
+    const char *hp = text + 4;
+    size_t hlen;
+    *port = NULL;
+    if (hp[0] == '[') {
+        const char *close = strchr(hp, ']');
+        if (!close || close == hp + 1)
+            return symm__err(SYMM_ERR_INVALID_ARG, "bootstrap address \"%s\": bad [host]", text);
+        hlen = (size_t)(close - hp - 1);
+        if (hlen >= sizeof a->host)
+            return symm__err(SYMM_ERR_INVALID_ARG, "bootstrap address \"%s\": host too long", text);
+        memcpy(a->host, hp + 1, hlen);
+        if (close[1] == ':') *port = close + 2;
+        else if (close[1] != '\0')
+            return symm__err(SYMM_ERR_INVALID_ARG, "bootstrap address \"%s\": junk after ]", text);
+    } else {
+        const char *colon = strrchr(hp, ':');
+        hlen = colon ? (size_t)(colon - hp) : strlen(hp);
+        if (colon) *port = colon + 1;
+        if (hlen >= sizeof a->host)
+            return symm__err(SYMM_ERR_INVALID_ARG, "bootstrap address \"%s\": host too long", text);
+        memcpy(a->host, hp, hlen);
+    }
+    if (hlen == 0)
+        return symm__err(SYMM_ERR_INVALID_ARG,
+                         "bootstrap address \"%s\": expected tcp:HOST:PORT", text);
+    for (size_t i = 0; i < hlen; i++) {
+        unsigned char c = (unsigned char)a->host[i];
+        if (c <= 0x20 || c >= 0x7f || c == '[' || c == ']' || c == '/')
+            return symm__err(SYMM_ERR_INVALID_ARG, "bootstrap address \"%s\": bad host", text);
+    }
+    return SYMM_SUCCESS;
+}
+
+/* tcp:HOST[:PORT] or tcp:[HOST][:PORT]; the text is rewritten canonical. */
+static symm_status parse_tcp(const char *text, symm__addr *a) {
+    const char *port;
+    a->kind = SYMM__ADDR_TCP;
+    SYMM_TRY(parse_tcp_host(text, a, &port));
+    if (port) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long v = strtoul(port, &end, 10);
+        if (!*port || *end || errno || v > 65535 || port[0] == '-' || port[0] == '+' ||
+            port[0] == ' ')
+            return symm__err(SYMM_ERR_INVALID_ARG,
+                             "bootstrap address \"%s\": port must be 0..65535", text);
+        a->port = (uint16_t)v;
+    }
+    bool v6 = strchr(a->host, ':') != NULL;
+    snprintf(a->text, sizeof a->text, "tcp:%s%s%s:%u", v6 ? "[" : "", a->host, v6 ? "]" : "",
+             a->port);
+    return SYMM_SUCCESS;
+}
+
 symm_status symm__addr_parse(const char *text, symm__addr *out) {
     if (!text) return symm__err(SYMM_ERR_INVALID_ARG, "bootstrap address is NULL");
     symm__addr a;
@@ -525,70 +607,9 @@ symm_status symm__addr_parse(const char *text, symm__addr *out) {
         return symm__err(SYMM_ERR_INVALID_ARG, "bootstrap address is longer than %zu bytes",
                          sizeof a.text - 1);
     if (strncmp(text, "unix:", 5) == 0) {
-        const char *name = text + 5;
-        size_t n = strlen(name);
-        a.kind = SYMM__ADDR_UNIX;
-        a.un.sun_family = AF_UNIX;
-        if (name[0] == '@') {
-            if (n < 2 || n > sizeof a.un.sun_path)
-                return symm__err(SYMM_ERR_INVALID_ARG,
-                                 "bootstrap address \"%s\": abstract name must have 1 to %zu bytes",
-                                 text, sizeof a.un.sun_path - 1);
-            memcpy(a.un.sun_path + 1, name + 1, n - 1); /* sun_path[0] = 0: abstract */
-            a.un_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
-        } else {
-            if (n < 1 || n >= sizeof a.un.sun_path)
-                return symm__err(SYMM_ERR_INVALID_ARG,
-                                 "bootstrap address \"%s\": socket path must have 1 to %zu bytes",
-                                 text, sizeof a.un.sun_path - 1);
-            memcpy(a.un.sun_path, name, n);
-            a.un_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
-        }
-        snprintf(a.text, sizeof a.text, "%s", text);
+        SYMM_TRY(parse_unix(text, &a));
     } else if (strncmp(text, "tcp:", 4) == 0) {
-        const char *hp = text + 4, *port = NULL;
-        size_t hlen;
-        a.kind = SYMM__ADDR_TCP;
-        if (hp[0] == '[') {
-            const char *close = strchr(hp, ']');
-            if (!close || close == hp + 1)
-                return symm__err(SYMM_ERR_INVALID_ARG, "bootstrap address \"%s\": bad [host]", text);
-            hlen = (size_t)(close - hp - 1);
-            if (hlen >= sizeof a.host)
-                return symm__err(SYMM_ERR_INVALID_ARG, "bootstrap address \"%s\": host too long", text);
-            memcpy(a.host, hp + 1, hlen);
-            if (close[1] == ':') port = close + 2;
-            else if (close[1] != '\0')
-                return symm__err(SYMM_ERR_INVALID_ARG, "bootstrap address \"%s\": junk after ]", text);
-        } else {
-            const char *colon = strrchr(hp, ':');
-            hlen = colon ? (size_t)(colon - hp) : strlen(hp);
-            if (colon) port = colon + 1;
-            if (hlen >= sizeof a.host)
-                return symm__err(SYMM_ERR_INVALID_ARG, "bootstrap address \"%s\": host too long", text);
-            memcpy(a.host, hp, hlen);
-        }
-        if (hlen == 0)
-            return symm__err(SYMM_ERR_INVALID_ARG,
-                             "bootstrap address \"%s\": expected tcp:HOST:PORT", text);
-        for (size_t i = 0; i < hlen; i++) {
-            unsigned char c = (unsigned char)a.host[i];
-            if (c <= 0x20 || c >= 0x7f || c == '[' || c == ']' || c == '/')
-                return symm__err(SYMM_ERR_INVALID_ARG, "bootstrap address \"%s\": bad host", text);
-        }
-        if (port) {
-            char *end = NULL;
-            errno = 0;
-            unsigned long v = strtoul(port, &end, 10);
-            if (!*port || *end || errno || v > 65535 || port[0] == '-' || port[0] == '+' ||
-                port[0] == ' ')
-                return symm__err(SYMM_ERR_INVALID_ARG,
-                                 "bootstrap address \"%s\": port must be 0..65535", text);
-            a.port = (uint16_t)v;
-        }
-        bool v6 = strchr(a.host, ':') != NULL;
-        snprintf(a.text, sizeof a.text, "tcp:%s%s%s:%u", v6 ? "[" : "", a.host, v6 ? "]" : "",
-                 a.port);
+        SYMM_TRY(parse_tcp(text, &a));
     } else {
         return symm__err(SYMM_ERR_INVALID_ARG,
                          "bootstrap address \"%s\": expected unix:@NAME, unix:/PATH or tcp:HOST:PORT",
@@ -642,65 +663,70 @@ static symm_status listen_finish(int fd, const symm__addr *a, symm__addr *bound)
     return SYMM_SUCCESS;
 }
 
-symm_status symm__addr_listen(const symm__addr *a, bool any_host, int *out_fd, symm__addr *bound) {
+static symm_status listen_unix(const symm__addr *a, int *out_fd, symm__addr *bound) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return symm__err_errno(SYMM_ERR_SYSTEM, errno, "socket(AF_UNIX)");
+    if (bind(fd, (const struct sockaddr *)&a->un, a->un_len) != 0) {
+        int e = errno;
+        close(fd);
+        return symm__err_errno(SYMM_ERR_BOOTSTRAP, e, "cannot listen on %s%s", a->text,
+                               e == EADDRINUSE ? " (in use: another job or a stale socket file?)"
+                                               : "");
+    }
+    SYMM_TRY(listen_finish(fd, a, bound));
+    *out_fd = fd;
+    return SYMM_SUCCESS;
+}
+
+/* Every interface: the dual-stack wildcard first, IPv4 when the host has no
+ * IPv6. */
+static symm_status listen_any_host(const symm__addr *a, int *out_fd, symm__addr *bound) {
     int one = 1;
-    if (a->kind == SYMM__ADDR_UNIX) {
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0) return symm__err_errno(SYMM_ERR_SYSTEM, errno, "socket(AF_UNIX)");
-        if (bind(fd, (const struct sockaddr *)&a->un, a->un_len) != 0) {
-            int e = errno;
-            close(fd);
-            return symm__err_errno(SYMM_ERR_BOOTSTRAP, e, "cannot listen on %s%s", a->text,
-                                   e == EADDRINUSE ? " (in use: another job or a stale socket file?)"
-                                                   : "");
-        }
-        SYMM_TRY(listen_finish(fd, a, bound));
-        *out_fd = fd;
-        return SYMM_SUCCESS;
-    }
-    if (any_host) {
-        /* Dual-stack wildcard first, IPv4 when the host has no IPv6. */
-        int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd >= 0) {
-            int zero = 0;
-            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-            struct sockaddr_in6 sa6;
-            memset(&sa6, 0, sizeof sa6);
-            sa6.sin6_family = AF_INET6;
-            sa6.sin6_addr = in6addr_any;
-            sa6.sin6_port = htons(a->port);
-            if (bind(fd, (struct sockaddr *)&sa6, sizeof sa6) == 0) {
-                SYMM_TRY(listen_finish(fd, a, bound));
-                *out_fd = fd;
-                return SYMM_SUCCESS;
-            }
-            int e = errno;
-            close(fd);
-            if (e == EADDRINUSE)
-                return symm__err_errno(SYMM_ERR_BOOTSTRAP, e,
-                                       "cannot listen on port %u of every interface (for %s)",
-                                       a->port, a->text);
-        }
-        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0) return symm__err_errno(SYMM_ERR_SYSTEM, errno, "socket(AF_INET)");
+    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd >= 0) {
+        int zero = 0;
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        struct sockaddr_in sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sin_family = AF_INET;
-        sa.sin_addr.s_addr = htonl(INADDR_ANY);
-        sa.sin_port = htons(a->port);
-        if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-            int e = errno;
-            close(fd);
-            return symm__err_errno(SYMM_ERR_BOOTSTRAP, e,
-                                   "cannot listen on port %u of every interface (for %s)", a->port,
-                                   a->text);
+        struct sockaddr_in6 sa6;
+        memset(&sa6, 0, sizeof sa6);
+        sa6.sin6_family = AF_INET6;
+        sa6.sin6_addr = in6addr_any;
+        sa6.sin6_port = htons(a->port);
+        if (bind(fd, (struct sockaddr *)&sa6, sizeof sa6) == 0) {
+            SYMM_TRY(listen_finish(fd, a, bound));
+            *out_fd = fd;
+            return SYMM_SUCCESS;
         }
-        SYMM_TRY(listen_finish(fd, a, bound));
-        *out_fd = fd;
-        return SYMM_SUCCESS;
+        int e = errno;
+        close(fd);
+        if (e == EADDRINUSE)
+            return symm__err_errno(SYMM_ERR_BOOTSTRAP, e,
+                                   "cannot listen on port %u of every interface (for %s)",
+                                   a->port, a->text);
     }
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return symm__err_errno(SYMM_ERR_SYSTEM, errno, "socket(AF_INET)");
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_ANY);
+    sa.sin_port = htons(a->port);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        int e = errno;
+        close(fd);
+        return symm__err_errno(SYMM_ERR_BOOTSTRAP, e,
+                               "cannot listen on port %u of every interface (for %s)", a->port,
+                               a->text);
+    }
+    SYMM_TRY(listen_finish(fd, a, bound));
+    *out_fd = fd;
+    return SYMM_SUCCESS;
+}
+
+/* Exactly the host given: the first of its addresses that binds. */
+static symm_status listen_host(const symm__addr *a, int *out_fd, symm__addr *bound) {
+    int one = 1;
     struct addrinfo *res = NULL;
     SYMM_TRY(tcp_resolve(a, false, &res));
     int err = EADDRNOTAVAIL;
@@ -723,6 +749,12 @@ symm_status symm__addr_listen(const symm__addr *a, bool any_host, int *out_fd, s
     }
     freeaddrinfo(res);
     return symm__err_errno(SYMM_ERR_BOOTSTRAP, err, "cannot listen on %s", a->text);
+}
+
+symm_status symm__addr_listen(const symm__addr *a, bool any_host, int *out_fd, symm__addr *bound) {
+    if (a->kind == SYMM__ADDR_UNIX) return listen_unix(a, out_fd, bound);
+    if (any_host) return listen_any_host(a, out_fd, bound);
+    return listen_host(a, out_fd, bound);
 }
 
 /* Non-blocking connect of fd to sa, bounded by deadline_ms; 0 or an errno. */
