@@ -210,8 +210,8 @@ static symm_status user_key(char hex[2 * SYMM__SECRET_BYTES + 1]) {
     return symm__err(SYMM_ERR_BOOTSTRAP, "%s stays incomplete", path);
 }
 
-symm_status symm__boot_env_parse(symm__env_job *j) {
-    memset(j, 0, sizeof *j);
+/* Rank and size from the first launcher's variables found; who set them. */
+static symm_status env_rank_size(symm__env_job *j) {
     static const char *const rank_vars[] = {"SYMM_RANK", "RANK", "OMPI_COMM_WORLD_RANK",
                                             "SLURM_PROCID", NULL};
     static const char *const size_vars[] = {"SYMM_N_PES", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE",
@@ -221,23 +221,68 @@ symm_status symm__boot_env_parse(symm__env_job *j) {
     SYMM_TRY(env_first(size_vars, 1, SYMM__WIRE_MAX_PES, &j->n_pes, &size_var));
     if (!rank_var || !size_var)
         return symm__err(SYMM_ERR_BOOTSTRAP,
-                         "env bootstrap: no launcher variables found (symmrun's SYMM_RANK/SYMM_N_PES, "
-                         "torchrun's RANK/WORLD_SIZE, Open MPI's OMPI_COMM_WORLD_RANK/SIZE or "
-                         "Slurm's SLURM_PROCID/SLURM_NTASKS); %s is missing",
-                         rank_var ? "the job size" : "the rank");
+                         "env bootstrap: no launcher variables found (SYMM_RANK/SYMM_N_PES as "
+                         "symmrun or any launcher sets them, torchrun's RANK/WORLD_SIZE, Open MPI's "
+                         "OMPI_COMM_WORLD_RANK/SIZE or Slurm's SLURM_PROCID/SLURM_NTASKS); %s is "
+                         "missing", rank_var ? "the job size" : "the rank");
     if (j->rank >= j->n_pes)
         return symm__err(SYMM_ERR_BOOTSTRAP, "env bootstrap: rank %d (%s) is not below n_pes %d (%s)",
                          j->rank, rank_var, j->n_pes, size_var);
-    j->source = strncmp(rank_var, "SYMM_", 5) == 0 ? "symmrun"
-              : strcmp(rank_var, "RANK") == 0     ? "torchrun"
-              : strncmp(rank_var, "OMPI_", 5) == 0 ? "Open MPI"
-                                                   : "Slurm";
     const char *launcher = symm__boot_env("SYMM_LAUNCHER");
     j->external = launcher && strcmp(launcher, "symmrun") == 0;
-    if (j->n_pes == 1) return SYMM_SUCCESS; /* a job of one needs no rendezvous */
+    /* SYMM_RANK/SYMM_N_PES are symmrun's only when it says it runs the job
+     * (SYMM_LAUNCHER): another launcher or a script may set them too. */
+    bool symm_vars = strncmp(rank_var, "SYMM_", 5) == 0;
+    j->source = symm_vars && j->external            ? "symmrun"
+              : symm_vars                            ? "SYMM_RANK/SYMM_N_PES"
+              : strcmp(rank_var, "RANK") == 0        ? "torchrun"
+              : strncmp(rank_var, "OMPI_", 5) == 0   ? "Open MPI"
+                                                     : "Slurm";
+    return SYMM_SUCCESS;
+}
 
-    /* Address: SYMM_BOOTSTRAP_ADDR, torchrun's MASTER_ADDR:MASTER_PORT+1, or
-     * an abstract socket named from the launcher's job id (one host only). */
+/* No address given: an abstract socket named from the launcher's job id,
+ * which only PEs of one host reach (refused when the job spans hosts). */
+static symm_status env_fallback_address(symm__env_job *j) {
+    const char *ompi_job = symm__boot_env("OMPI_MCA_ess_base_jobid"), *slurm_job = symm__boot_env("SLURM_JOB_ID");
+    int32_t local_size = 0, nodes = 0;
+    bool found = false;
+    if (ompi_job && strcmp(j->source, "Open MPI") == 0) {
+        SYMM_TRY(env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1, SYMM__WIRE_MAX_PES, &local_size,
+                         &found));
+        if (found && local_size < j->n_pes)
+            return symm__err(SYMM_ERR_BOOTSTRAP,
+                             "env bootstrap: the Open MPI job spans several hosts "
+                             "(OMPI_COMM_WORLD_LOCAL_SIZE=%d < OMPI_COMM_WORLD_SIZE=%d) and no "
+                             "address is set: export SYMM_BOOTSTRAP_ADDR=tcp:<rank 0's host>:<port> "
+                             "(or MASTER_ADDR and MASTER_PORT)", local_size, j->n_pes);
+        snprintf(j->addr, sizeof j->addr, "unix:@symm-ompi-%s", ompi_job);
+    } else if (slurm_job) {
+        const char *step = symm__boot_env("SLURM_STEP_ID") ? symm__boot_env("SLURM_STEP_ID") : symm__boot_env("SLURM_STEPID");
+        SYMM_TRY(env_int("SLURM_STEP_NUM_NODES", 1, SYMM__WIRE_MAX_PES, &nodes, &found));
+        if (!found) SYMM_TRY(env_int("SLURM_NNODES", 1, SYMM__WIRE_MAX_PES, &nodes, &found));
+        if (found && nodes > 1)
+            return symm__err(SYMM_ERR_BOOTSTRAP,
+                             "env bootstrap: the Slurm step spans %d nodes and no address is "
+                             "set: export SYMM_BOOTSTRAP_ADDR=tcp:<rank 0's host>:<port> (or "
+                             "MASTER_ADDR and MASTER_PORT)", nodes);
+        snprintf(j->addr, sizeof j->addr, "unix:@symm-slurm-%s.%s", slurm_job,
+                 step ? step : "0");
+    } else if (ompi_job) {
+        snprintf(j->addr, sizeof j->addr, "unix:@symm-ompi-%s", ompi_job);
+    } else {
+        return symm__err(SYMM_ERR_BOOTSTRAP,
+                         "env bootstrap (%s, PE %d of %d): no rendezvous address: set "
+                         "SYMM_BOOTSTRAP_ADDR=tcp:<rank 0's host>:<port> (or MASTER_ADDR and "
+                         "MASTER_PORT)", j->source, j->rank, j->n_pes);
+    }
+    j->addr_fallback = true;
+    return SYMM_SUCCESS;
+}
+
+/* Address: SYMM_BOOTSTRAP_ADDR, torchrun's MASTER_ADDR:MASTER_PORT+1, or
+ * the fallback above. */
+static symm_status env_address(symm__env_job *j) {
     const char *addr = symm__boot_env("SYMM_BOOTSTRAP_ADDR"), *master = symm__boot_env("MASTER_ADDR");
     if (addr) {
         snprintf(j->addr, sizeof j->addr, "%s", addr);
@@ -252,89 +297,73 @@ symm_status symm__boot_env_parse(symm__env_job *j) {
         snprintf(j->addr, sizeof j->addr, "tcp:%s%s%s:%d", v6 ? "[" : "", master, v6 ? "]" : "",
                  port + 1);
     } else {
-        const char *ompi_job = symm__boot_env("OMPI_MCA_ess_base_jobid"), *slurm_job = symm__boot_env("SLURM_JOB_ID");
-        int32_t local_size = 0, nodes = 0;
-        bool found = false;
-        if (ompi_job && strcmp(j->source, "Open MPI") == 0) {
-            SYMM_TRY(env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1, SYMM__WIRE_MAX_PES, &local_size,
-                             &found));
-            if (found && local_size < j->n_pes)
-                return symm__err(SYMM_ERR_BOOTSTRAP,
-                                 "env bootstrap: the Open MPI job spans several hosts "
-                                 "(OMPI_COMM_WORLD_LOCAL_SIZE=%d < OMPI_COMM_WORLD_SIZE=%d) and no "
-                                 "address is set: export SYMM_BOOTSTRAP_ADDR=tcp:<rank 0's host>:<port> "
-                                 "(or MASTER_ADDR and MASTER_PORT)", local_size, j->n_pes);
-            snprintf(j->addr, sizeof j->addr, "unix:@symm-ompi-%s", ompi_job);
-        } else if (slurm_job) {
-            const char *step = symm__boot_env("SLURM_STEP_ID") ? symm__boot_env("SLURM_STEP_ID") : symm__boot_env("SLURM_STEPID");
-            SYMM_TRY(env_int("SLURM_STEP_NUM_NODES", 1, SYMM__WIRE_MAX_PES, &nodes, &found));
-            if (!found) SYMM_TRY(env_int("SLURM_NNODES", 1, SYMM__WIRE_MAX_PES, &nodes, &found));
-            if (found && nodes > 1)
-                return symm__err(SYMM_ERR_BOOTSTRAP,
-                                 "env bootstrap: the Slurm step spans %d nodes and no address is "
-                                 "set: export SYMM_BOOTSTRAP_ADDR=tcp:<rank 0's host>:<port> (or "
-                                 "MASTER_ADDR and MASTER_PORT)", nodes);
-            snprintf(j->addr, sizeof j->addr, "unix:@symm-slurm-%s.%s", slurm_job,
-                     step ? step : "0");
-        } else if (ompi_job) {
-            snprintf(j->addr, sizeof j->addr, "unix:@symm-ompi-%s", ompi_job);
-        } else {
-            return symm__err(SYMM_ERR_BOOTSTRAP,
-                             "env bootstrap (%s, PE %d of %d): no rendezvous address: set "
-                             "SYMM_BOOTSTRAP_ADDR=tcp:<rank 0's host>:<port> (or MASTER_ADDR and "
-                             "MASTER_PORT)", j->source, j->rank, j->n_pes);
-        }
-        j->addr_fallback = true;
+        SYMM_TRY(env_fallback_address(j));
     }
+    return SYMM_SUCCESS;
+}
 
-    /* Secret: SYMM_JOB_SECRET (64 hex digits, or any text, hashed). Without
-     * it, a job whose address only this host can reach derives one from the
-     * launcher's job identity and this user's key file, so other local users
-     * cannot compute it; an address other hosts can reach needs it. */
+/* No SYMM_JOB_SECRET on an address only this host reaches: HMAC-SHA-256
+ * under this user's key of the job's public identity, so other local users
+ * cannot compute it. */
+static symm_status env_derived_secret(symm__env_job *j) {
+    char key[2 * SYMM__SECRET_BYTES + 1];
+    symm_status kst = user_key(key);
+    if (kst) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", symm__last_error());
+        return symm__err(kst, "env bootstrap (%s): no SYMM_JOB_SECRET, and this user's key "
+                         "for a local job secret is not usable (%s); set SYMM_JOB_SECRET",
+                         j->source, msg);
+    }
+    static const char *const ids[] = {"TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid",
+                                      "SLURM_JOB_ID", "SLURM_STEP_ID", NULL};
+    uint8_t raw[SYMM__SECRET_BYTES];
+    symm__unhex(raw, sizeof raw, key); /* user_key checked it */
+    char text[1024];
+    int n = snprintf(text, sizeof text, "symm-derived-v3|%d|%s", j->n_pes, j->addr);
+    for (size_t i = 0; ids[i] && n > 0 && (size_t)n < sizeof text; i++) {
+        const char *v = symm__boot_env(ids[i]);
+        n += snprintf(text + n, sizeof text - (size_t)n, "|%s", v ? v : "");
+    }
+    symm__hmac_sha256(raw, sizeof raw, text, strlen(text), j->secret);
+    symm__wipe(raw, sizeof raw);
+    symm__wipe(key, sizeof key);
+    return SYMM_SUCCESS;
+}
+
+/* Secret: SYMM_JOB_SECRET (64 hex digits, or any text, hashed). Without it,
+ * a job whose address only this host can reach derives one; an address
+ * other hosts can reach needs it. */
+static symm_status env_secret(symm__env_job *j) {
     symm__addr parsed;
     SYMM_TRY(symm__addr_parse(j->addr, &parsed)); /* a bad address says so first */
     const char *secret = symm__boot_env("SYMM_JOB_SECRET");
-    if (secret) {
-        size_t len = strlen(secret);
-        if (len < SYMM__SECRET_MIN_CHARS)
-            return symm__err(SYMM_ERR_INVALID_ARG,
-                             "SYMM_JOB_SECRET has %zu characters; it needs at least %u (64 hex "
-                             "digits from `openssl rand -hex 32` are best: they are the key "
-                             "itself)",
-                             len, SYMM__SECRET_MIN_CHARS);
-        if (!symm__unhex(j->secret, SYMM__SECRET_BYTES, secret)) key_from_text(j->secret, secret);
-    } else {
+    if (!secret) {
         if (!addr_is_local(j->addr))
             return symm__err(SYMM_ERR_BOOTSTRAP,
                              "env bootstrap (%s): the rendezvous address %s can be reached from "
                              "other hosts, so the job needs a secret: set SYMM_JOB_SECRET to the "
                              "same value (e.g. 64 hex digits from `openssl rand -hex 32`) in the "
                              "launcher's environment of every PE", j->source, j->addr);
-        char key[2 * SYMM__SECRET_BYTES + 1];
-        symm_status kst = user_key(key);
-        if (kst) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", symm__last_error());
-            return symm__err(kst, "env bootstrap (%s): no SYMM_JOB_SECRET, and this user's key "
-                             "for a local job secret is not usable (%s); set SYMM_JOB_SECRET",
-                             j->source, msg);
-        }
-        static const char *const ids[] = {"TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid",
-                                          "SLURM_JOB_ID", "SLURM_STEP_ID", NULL};
-        /* HMAC-SHA-256 under this user's key of the job's public identity. */
-        uint8_t raw[SYMM__SECRET_BYTES];
-        symm__unhex(raw, sizeof raw, key); /* user_key checked it */
-        char text[1024];
-        int n = snprintf(text, sizeof text, "symm-derived-v3|%d|%s", j->n_pes, j->addr);
-        for (size_t i = 0; ids[i] && n > 0 && (size_t)n < sizeof text; i++) {
-            const char *v = symm__boot_env(ids[i]);
-            n += snprintf(text + n, sizeof text - (size_t)n, "|%s", v ? v : "");
-        }
-        symm__hmac_sha256(raw, sizeof raw, text, strlen(text), j->secret);
-        symm__wipe(raw, sizeof raw);
-        symm__wipe(key, sizeof key);
+        return env_derived_secret(j);
     }
+    size_t len = strlen(secret);
+    if (len < SYMM__SECRET_MIN_CHARS)
+        return symm__err(SYMM_ERR_INVALID_ARG,
+                         "SYMM_JOB_SECRET has %zu characters; it needs at least %u (64 hex "
+                         "digits from `openssl rand -hex 32` are best: they are the key "
+                         "itself)",
+                         len, SYMM__SECRET_MIN_CHARS);
+    if (!symm__unhex(j->secret, SYMM__SECRET_BYTES, secret)) key_from_text(j->secret, secret);
     return SYMM_SUCCESS;
+}
+
+symm_status symm__boot_env_parse(symm__env_job *j) {
+    memset(j, 0, sizeof *j);
+    SYMM_TRY(env_rank_size(j));
+    if (j->n_pes == 1) return SYMM_SUCCESS; /* a job of one needs no rendezvous */
+    SYMM_TRY(env_address(j));
+    return env_secret(j);
 }
 
 /* What env bootstrap makes of the environment, without joining anything
