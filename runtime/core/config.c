@@ -35,14 +35,40 @@ bool symm__parse_size(const char *text, uint64_t *out) {
     return true;
 }
 
-static symm_status env_size(const char *name, uint64_t *out) {
+/* getenv, with an empty value read as unset (as the bootstrap reads its
+ * variables: `SYMM_HEAP_CAP=` is the default, not a bad size). */
+static const char *cfg_env(const char *name) {
     const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+static symm_status env_size(const char *name, uint64_t *out) {
+    const char *v = cfg_env(name);
     if (!v) return SYMM_SUCCESS;
     if (!symm__parse_size(v, out))
         return symm__err(SYMM_ERR_INVALID_ARG,
                          "%s=\"%s\": expected a size such as 4096, 64M or 2G (digits and an "
                          "optional K/M/G/T suffix, no sign or spaces, below 16 EiB)", name, v);
     return SYMM_SUCCESS;
+}
+
+/* The cap covers the system area and one chunk at least, and is a whole
+ * number of chunks (rounded up after this). A smaller cap is raised to that
+ * minimum with a warning rather than refused: the cap reserves address
+ * space, backed on demand, and caps such as 64M worked before
+ * (docs/BAD-INPUT.md, SYMM_HEAP_CAP). */
+static void heap_cap_minimum(symm__config *cfg) {
+    uint64_t min_cap = (SYMM__SYS_BYTES + cfg->heap_chunk + cfg->heap_chunk - 1) &
+                       ~(cfg->heap_chunk - 1);
+    if (cfg->heap_cap >= min_cap) return;
+    SYMM_WARN(SYMM_LOG_INIT,
+              "%s = %llu bytes is below the smallest heap, the system area (%llu bytes) and one "
+              "SYMM_HEAP_CHUNK (%llu bytes) in whole chunks: using %llu bytes (set a cap of at "
+              "least that, or a smaller SYMM_HEAP_CHUNK)",
+              cfg->heap_cap_attr ? "attr->heap_cap" : "SYMM_HEAP_CAP",
+              (unsigned long long)cfg->heap_cap, (unsigned long long)SYMM__SYS_BYTES,
+              (unsigned long long)cfg->heap_chunk, (unsigned long long)min_cap);
+    cfg->heap_cap = min_cap;
 }
 
 symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg) {
@@ -77,7 +103,7 @@ symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg) {
     cfg->heap_cap_attr = a.heap_cap != 0;
     cfg->timeout_attr = a.timeout_ms != 0;
 
-    const char *b = getenv("SYMM_BACKEND");
+    const char *b = cfg_env("SYMM_BACKEND");
     if (b && cfg->backend == SYMM_BACKEND_AUTO && !symm__backend_const_parse(b, &cfg->backend))
         return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_BACKEND=\"%s\": expected one of %s, %s, %s", b,
                          symm__backend_const_name(0), symm__backend_const_name(1),
@@ -87,7 +113,7 @@ symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg) {
         SYMM_TRY(env_size("SYMM_HEAP_CAP", &cfg->heap_cap));
         SYMM_CHECK(cfg->heap_cap <= SYMM__MAX_HEAP_BYTES, SYMM_ERR_INVALID_ARG,
                    "SYMM_HEAP_CAP=\"%s\" (%llu bytes) is above 128T, more than a process can "
-                   "reserve", getenv("SYMM_HEAP_CAP"), (unsigned long long)cfg->heap_cap);
+                   "reserve", cfg_env("SYMM_HEAP_CAP"), (unsigned long long)cfg->heap_cap);
     } else {
         SYMM_CHECK(cfg->heap_cap <= SYMM__MAX_HEAP_BYTES, SYMM_ERR_INVALID_ARG,
                    "symm_init: attr->heap_cap %llu is above 128T, more than a process can reserve",
@@ -98,7 +124,7 @@ symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg) {
                    (cfg->heap_chunk & (cfg->heap_chunk - 1)) == 0,
                SYMM_ERR_INVALID_ARG, "SYMM_HEAP_CHUNK must be a power of two in [64K, 128T] (got %llu)",
                (unsigned long long)cfg->heap_chunk);
-    const char *t = getenv("SYMM_TIMEOUT_MS");
+    const char *t = cfg_env("SYMM_TIMEOUT_MS");
     if (t && a.timeout_ms == 0) {
         uint64_t v;
         if (!symm__parse_size(t, &v) || v == 0 || v > UINT32_MAX)
@@ -106,7 +132,7 @@ symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg) {
         cfg->timeout_ms = (uint32_t)v;
     }
     cfg->peer_timeout_ms = SYMM__DEFAULT_PEER_TIMEOUT_MS;
-    const char *pt = getenv("SYMM_PEER_TIMEOUT_MS");
+    const char *pt = cfg_env("SYMM_PEER_TIMEOUT_MS");
     if (pt) {
         uint64_t v;
         if (!symm__parse_size(pt, &v) || v == 0 || v > 3600000)
@@ -114,9 +140,7 @@ symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg) {
                              "SYMM_PEER_TIMEOUT_MS=\"%s\": expected milliseconds in [1, 3600000]", pt);
         cfg->peer_timeout_ms = (uint32_t)v;
     }
-    /* The cap covers the system area and is a whole number of chunks. */
-    uint64_t min_cap = SYMM__SYS_BYTES + cfg->heap_chunk;
-    if (cfg->heap_cap < min_cap) cfg->heap_cap = min_cap;
+    heap_cap_minimum(cfg);
     cfg->heap_cap = (cfg->heap_cap + cfg->heap_chunk - 1) & ~(cfg->heap_chunk - 1);
     if (cfg->bootstrap == SYMM_BOOTSTRAP_UID) {
         SYMM_CHECK(cfg->uid_n_pes >= 1 && cfg->uid_rank >= 0 && cfg->uid_rank < cfg->uid_n_pes,

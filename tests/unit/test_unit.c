@@ -181,6 +181,82 @@ static void test_config_sizes(void) {
     ASSERT_TRUE(cfg.heap_cap >= SYMM__SYS_BYTES + cfg.heap_chunk);
 }
 
+/* Run symm__config_load with stderr (where the log goes) captured into
+ * out; its status. */
+static symm_status config_load_captured(const symm_init_attr *attr, symm__config *cfg, char *out,
+                                        size_t cap) {
+    FILE *tmp = tmpfile();
+    ASSERT_TRUE(tmp != NULL);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    ASSERT_TRUE(saved >= 0 && dup2(fileno(tmp), STDERR_FILENO) >= 0);
+    symm_status st = symm__config_load(attr, cfg);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    rewind(tmp);
+    size_t n = fread(out, 1, cap - 1, tmp);
+    out[n] = '\0';
+    fclose(tmp);
+    return st;
+}
+
+/* A cap below the smallest heap (the system area and one chunk, in whole
+ * chunks) is raised to it with a WARN naming the variable and the size used,
+ * never silently (4M and 64M both became 128 MiB without a word); an empty
+ * SYMM_HEAP_CAP= is the default cap, as other empty variables are unset. */
+static void test_heap_cap_minimum(void) {
+    symm__config cfg;
+    char log[4096];
+    unsetenv("SYMM_HEAP_CHUNK");
+    unsetenv("SYMM_DEBUG");
+    const uint64_t min_cap = 128ull << 20; /* 128 KiB system area + one 64 MiB chunk */
+    static const char *const small[] = {"4M", "64M", "0", "100M"};
+    for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) {
+        setenv("SYMM_HEAP_CAP", small[i], 1);
+        CHECK_OK(config_load_captured(NULL, &cfg, log, sizeof log));
+        ASSERT_U64_EQ(cfg.heap_cap, min_cap);
+        if (!strstr(log, "WARN") || !strstr(log, "SYMM_HEAP_CAP") || !strstr(log, "134217728")) {
+            fprintf(stderr, "SYMM_HEAP_CAP=%s: no warning naming it and 134217728: \"%s\"\n",
+                    small[i], log);
+            exit(1);
+        }
+    }
+    /* At the minimum, and above it: no warning. */
+    setenv("SYMM_HEAP_CAP", "128M", 1);
+    CHECK_OK(config_load_captured(NULL, &cfg, log, sizeof log));
+    ASSERT_U64_EQ(cfg.heap_cap, min_cap);
+    ASSERT_TRUE(strstr(log, "SYMM_HEAP_CAP") == NULL);
+    /* A smaller chunk lowers the minimum (the test suites' 64M with 1M). */
+    setenv("SYMM_HEAP_CHUNK", "1M", 1);
+    setenv("SYMM_HEAP_CAP", "64M", 1);
+    CHECK_OK(config_load_captured(NULL, &cfg, log, sizeof log));
+    ASSERT_U64_EQ(cfg.heap_cap, 64ull << 20);
+    ASSERT_TRUE(strstr(log, "SYMM_HEAP_CAP") == NULL);
+    unsetenv("SYMM_HEAP_CHUNK");
+    /* The attribute is named when it is the cap. */
+    unsetenv("SYMM_HEAP_CAP");
+    symm_init_attr a;
+    symm_init_attr_init(&a, sizeof a);
+    a.heap_cap = 1;
+    CHECK_OK(config_load_captured(&a, &cfg, log, sizeof log));
+    ASSERT_U64_EQ(cfg.heap_cap, min_cap);
+    ASSERT_TRUE(strstr(log, "attr->heap_cap") != NULL);
+    /* Empty variables are unset: the defaults, no error. */
+    static const char *const vars[] = {"SYMM_HEAP_CAP", "SYMM_HEAP_CHUNK", "SYMM_TIMEOUT_MS",
+                                       "SYMM_PEER_TIMEOUT_MS", "SYMM_BACKEND"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        setenv(vars[i], "", 1);
+        CHECK_OK(config_load_captured(NULL, &cfg, log, sizeof log));
+        unsetenv(vars[i]);
+    }
+    setenv("SYMM_HEAP_CAP", "", 1);
+    CHECK_OK(config_load_captured(NULL, &cfg, log, sizeof log));
+    ASSERT_U64_EQ(cfg.heap_cap, 16ull << 30);
+    ASSERT_TRUE(strstr(log, "SYMM_HEAP_CAP") == NULL);
+    unsetenv("SYMM_HEAP_CAP");
+}
+
 static void test_attr_defaults(void) {
     symm_init_attr a;
     memset(&a, 0xff, sizeof a);
@@ -946,6 +1022,7 @@ int main(void) {
     test_handles();
     test_parse_size();
     test_config_sizes();
+    test_heap_cap_minimum();
     test_attr_defaults();
     test_status_names();
     test_async_record();
