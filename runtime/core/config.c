@@ -35,8 +35,9 @@ bool symm__parse_size(const char *text, uint64_t *out) {
     return true;
 }
 
-/* getenv, with an empty value read as unset (as the bootstrap reads its
- * variables: `SYMM_HEAP_CAP=` is the default, not a bad size). */
+/* getenv, with an empty value read as unset for the sizes (as the bootstrap
+ * reads its variables: `SYMM_HEAP_CAP=` is the default, not a bad size; the
+ * timeouts keep refusing an empty value, tests/mp/fault/test_init_fail.c). */
 static const char *cfg_env(const char *name) {
     const char *v = getenv(name);
     return v && *v ? v : NULL;
@@ -103,7 +104,7 @@ symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg) {
     cfg->heap_cap_attr = a.heap_cap != 0;
     cfg->timeout_attr = a.timeout_ms != 0;
 
-    const char *b = cfg_env("SYMM_BACKEND");
+    const char *b = getenv("SYMM_BACKEND");
     if (b && cfg->backend == SYMM_BACKEND_AUTO && !symm__backend_const_parse(b, &cfg->backend))
         return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_BACKEND=\"%s\": expected one of %s, %s, %s", b,
                          symm__backend_const_name(0), symm__backend_const_name(1),
@@ -124,7 +125,7 @@ symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg) {
                    (cfg->heap_chunk & (cfg->heap_chunk - 1)) == 0,
                SYMM_ERR_INVALID_ARG, "SYMM_HEAP_CHUNK must be a power of two in [64K, 128T] (got %llu)",
                (unsigned long long)cfg->heap_chunk);
-    const char *t = cfg_env("SYMM_TIMEOUT_MS");
+    const char *t = getenv("SYMM_TIMEOUT_MS");
     if (t && a.timeout_ms == 0) {
         uint64_t v;
         if (!symm__parse_size(t, &v) || v == 0 || v > UINT32_MAX)
@@ -132,7 +133,7 @@ symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg) {
         cfg->timeout_ms = (uint32_t)v;
     }
     cfg->peer_timeout_ms = SYMM__DEFAULT_PEER_TIMEOUT_MS;
-    const char *pt = cfg_env("SYMM_PEER_TIMEOUT_MS");
+    const char *pt = getenv("SYMM_PEER_TIMEOUT_MS");
     if (pt) {
         uint64_t v;
         if (!symm__parse_size(pt, &v) || v == 0 || v > 3600000)
