@@ -164,6 +164,11 @@ fail:;
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", symm__last_error());
     SYMM_INFO(SYMM_LOG_INIT, "symm_init failed with %s: %s", symm__status_name(st), msg);
+    if (ctx->boot) { /* the peers learn why, not that this PE "left the job" */
+        char why[1100];
+        snprintf(why, sizeof why, "symm_init failed (%s): %s", symm__status_name(st), msg);
+        symm__boot_abort(ctx->boot, why);
+    }
     ctx_destroy(ctx);
     return symm__err(st, "%s", msg);
 }

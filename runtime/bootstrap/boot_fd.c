@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -78,6 +79,29 @@ static symm_status send_fd_to(symm__boot *b, int32_t peer, int fd, int64_t deadl
     return SYMM_SUCCESS;
 }
 
+/* A message whose descriptor the kernel dropped (MSG_CTRUNC: the process
+ * had no descriptor free to install it, EMFILE). When the body is a PE of
+ * this job's, that PE did send: say so, rather than wait and report that it
+ * sent nothing. A stranger's is ignored, as any other. */
+static symm_status lost_fd(symm__boot *b, const uint8_t *body) {
+    symm__wire_fdmsg m;
+    if (symm__wire_parse_fdmsg(body, SYMM__FDMSG_BYTES, &m) != SYMM_SUCCESS ||
+        m.session != b->session || m.rank < 0 || m.rank >= b->n_pes || m.rank == b->rank ||
+        b->local_index[m.rank] < 0)
+        return SYMM_SUCCESS;
+    uint8_t tag[SYMM__SECRET_BYTES];
+    symm__wire_fdmsg_tag(b->secret, m.session, m.rank, b->rank, m.seq, tag);
+    if (!symm__ct_equal(tag, m.tag, sizeof tag)) return SYMM_SUCCESS;
+    struct rlimit lim;
+    unsigned long long cap = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? (unsigned long long)lim.rlim_cur
+                                                                 : 0;
+    return symm__err_errno(SYMM_ERR_SYSTEM, EMFILE,
+                           "PE %d: descriptor exchange #%u: PE %d sent its descriptor, but this "
+                           "process had none free to receive it (RLIMIT_NOFILE %llu: raise it, "
+                           "e.g. ulimit -n, or close descriptors)",
+                           b->rank, b->share_seq, m.rank, cap);
+}
+
 /* Accept one connection and take its descriptor. *from = sender rank, or -1
  * when the connection was not one of ours (ignored). */
 static symm_status recv_fd_from_any(symm__boot *b, int64_t deadline, int32_t *from, int *out_fd) {
@@ -110,8 +134,10 @@ static symm_status recv_fd_from_any(symm__boot *b, int64_t deadline, int32_t *fr
     symm__fdmsg_expect want = {.key = b->secret, .session = b->session, .self_rank = b->rank,
                                .n_pes = b->n_pes, .local_index = b->local_index};
     int fd = -1;
-    if (!symm__wire_take_fdmsg(&msg, n, &want, &m, &fd))
+    if (!symm__wire_take_fdmsg(&msg, n, &want, &m, &fd)) {
+        if (n == (ssize_t)sizeof body && (msg.msg_flags & MSG_CTRUNC)) return lost_fd(b, body);
         return SYMM_SUCCESS; /* not a PE of this job: ignore it (its descriptors are closed) */
+    }
     if (m.seq != b->share_seq) {
         close(fd);
         return symm__err(SYMM_ERR_MISMATCH,
@@ -178,10 +204,10 @@ symm_status symm__boot_share_fd(symm__boot *b, int fd, int *fds) {
             int32_t from;
             int rfd = -1;
             st = recv_fd_from_any(b, deadline, &from, &rfd);
-            if (st == SYMM_ERR_MISMATCH) {
+            if (st != SYMM_SUCCESS) { /* the others learn it at once (ABORT) */
                 char msg[MSG_MAX];
                 save_msg(msg, sizeof msg);
-                st = symm__boot_fail(b, SYMM_ERR_MISMATCH, true, "%s", msg);
+                st = symm__boot_fail(b, st, true, "%s", msg);
             }
             if (st || from < 0) continue;
             int32_t li = b->local_index[from];

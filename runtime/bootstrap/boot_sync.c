@@ -122,6 +122,13 @@ symm_status symm__boot_exchange_locked(symm__boot *b, uint32_t type, const void 
     return SYMM_SUCCESS;
 }
 
+void symm__boot_abort(symm__boot *b, const char *reason) {
+    if (!b || b->n_pes == 1) return;
+    pthread_mutex_lock(&b->io);
+    symm__boot_fail(b, SYMM_ERR_PEER_FAILED, true, "%s", reason); /* the server names the PE */
+    pthread_mutex_unlock(&b->io);
+}
+
 symm_status symm__boot_allgather(symm__boot *b, const void *mine, void *all, size_t len) {
     SYMM_CHECK(b, SYMM_ERR_INVALID_ARG, "symm__boot_allgather: no bootstrap");
     SYMM_CHECK(len == 0 || (mine && all), SYMM_ERR_INVALID_ARG,

@@ -68,6 +68,10 @@ void symm__boot_auth_mac(const symm__boot *b, int32_t pe, const void *msg, size_
                          uint8_t mac[32]);
 bool symm__boot_auth_verify(const symm__boot *b, int32_t pe, const void *msg, size_t len,
                             const uint8_t mac[32]);
+/* This PE gives up on the job (its init failed after joining): the other
+ * PEs learn it at once with the reason (an ABORT through the server), not as
+ * a PE that left or finalized. Nothing when the job already failed. */
+void symm__boot_abort(symm__boot *b, const char *reason);
 /* Leave the job (no collective) and free everything. NULL accepted. */
 void symm__boot_close(symm__boot *b);
 /* Env bootstrap's reading of the environment (rank, size, address, secret

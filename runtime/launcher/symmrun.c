@@ -326,20 +326,21 @@ static void on_exit_status(job *j, int r, pid_t pid, int status) {
     j->first_failed = r;
     j->exit_code = code;
     int others = running_count(j->pes, (int)j->n);
+    /* "the other PE gets", "the other 3 PEs get" */
+    char who[32];
+    if (others == 1) snprintf(who, sizeof who, "the other PE");
+    else snprintf(who, sizeof who, "the other %d PEs", others);
     if (others == 0) {
         fprintf(stderr, "symmrun: PE %d (pid %d) %s\n", r, (int)pid, text);
     } else if (isinf(j->grace_s)) {
-        fprintf(stderr, "symmrun: PE %d (pid %d) %s; the other %d PE%s may finish "
-                "(--grace inf: symmrun waits for them)\n", r, (int)pid, text, others,
-                others == 1 ? "" : "s");
+        fprintf(stderr, "symmrun: PE %d (pid %d) %s; %s may finish (--grace inf: symmrun waits "
+                "for %s)\n", r, (int)pid, text, who, others == 1 ? "it" : "them");
     } else if (j->grace_s > 0) {
-        fprintf(stderr, "symmrun: PE %d (pid %d) %s; the other %d PE%s get %g s to finish "
-                "(--grace), then SIGTERM\n", r, (int)pid, text, others,
-                others == 1 ? "" : "s", j->grace_s);
+        fprintf(stderr, "symmrun: PE %d (pid %d) %s; %s %s %g s to finish (--grace), then "
+                "SIGTERM\n", r, (int)pid, text, who, others == 1 ? "gets" : "get", j->grace_s);
         j->term_at = symm__now_ms() + (int64_t)(j->grace_s * 1000.0);
     } else {
-        fprintf(stderr, "symmrun: PE %d (pid %d) %s; stopping the other %d PE%s\n", r,
-                (int)pid, text, others, others == 1 ? "" : "s");
+        fprintf(stderr, "symmrun: PE %d (pid %d) %s; stopping %s\n", r, (int)pid, text, who);
         signal_all(j->pes, (int)j->n, SIGTERM);
         j->kill_at = symm__now_ms() + KILL_GRACE_MS;
     }

@@ -132,7 +132,12 @@ int main(int argc, char **argv) {
     ASSERT_TRUE(r.secs >= 3.0 && r.secs < 6.0);
     expect_text("stderr", r.err, "PE 2");
     expect_text("stderr", r.err, "exited with status 3");
-    expect_text("stderr", r.err, "get 3 s to finish");
+    expect_text("stderr", r.err, "the other 3 PEs get 3 s to finish");
+    /* One survivor: singular ("the other 1 PE get 3 s" before). */
+    RUN(&r, "-n", "2", pe_prog, "exit", "1", "3");
+    ASSERT_EQ(r.code, 3);
+    expect_text("stderr", r.err, "the other PE gets 3 s to finish");
+    if (strstr(r.err, "1 PE get")) TEST_FAIL_("plural for one PE:\n%s", r.err);
     RUN(&r, "-n", "4", "--grace", "0", pe_prog, "exit", "2", "3");
     ASSERT_EQ(r.code, 3);
     ASSERT_LT(r.secs, 2.5);
