@@ -29,6 +29,7 @@ struct symm__boot {
     uint32_t session;
     uint32_t timeout_ms;
     int fd;                 /* to the rendezvous server; -1 for a single PE */
+    int intr_fd;            /* SYMM_INTERRUPT_FD (readable: give up), or -1 */
     bool external;          /* symmrun runs the server                       */
     symm__addr addr;
     char peer[SYMM__ADDR_TEXT_MAX + 32]; /* "rendezvous server unix:@x"      */
@@ -76,6 +77,10 @@ symm_status symm__boot_exchange_locked(symm__boot *b, uint32_t type, const void 
 /* The server's socket is readable outside a collective (io lock held): an
  * ABORT, or the server went away. Success when nothing is complete yet. */
 symm_status symm__boot_read_news(symm__boot *b);
+
+/* SYMM_INTERRUPT_FD readable: this PE gives up on the job (ABORT to the
+ * others) and the call gets PEER_FAILED saying so (io lock held). */
+symm_status symm__boot_interrupted(symm__boot *b);
 
 /* boot_fd.c */
 

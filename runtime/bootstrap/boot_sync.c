@@ -68,6 +68,26 @@ static symm_status fail_abort_msg(symm__boot *b, const uint8_t *p, uint32_t len)
 /* Collectives through the server                                            */
 /* ------------------------------------------------------------------------ */
 
+symm_status symm__boot_interrupted(symm__boot *b) {
+    return symm__boot_fail(b, SYMM_ERR_PEER_FAILED, true,
+                           "PE %d was interrupted (SYMM_INTERRUPT_FD %d became readable: a "
+                           "signal such as Ctrl-C); it left the job, which is over",
+                           b->rank, b->intr_fd);
+}
+
+/* Until the server's answer starts to arrive, or the interrupt descriptor
+ * is readable (io lock held). Only with SYMM_INTERRUPT_FD set. */
+static symm_status wait_answer(symm__boot *b) {
+    for (;;) {
+        struct pollfd p[2] = {{.fd = b->fd, .events = POLLIN}, {.fd = b->intr_fd, .events = POLLIN}};
+        int r = poll(p, 2, -1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return symm__err_errno(SYMM_ERR_SYSTEM, errno, "bootstrap: poll");
+        if (p[0].revents) return SYMM_SUCCESS; /* the answer, or the server's end: recv tells */
+        if (p[1].revents) return symm__boot_interrupted(b);
+    }
+}
+
 /* Who runs the server, for messages about losing it. */
 static const char *server_owner(const symm__boot *b) {
     if (b->own_server || b->server) return "this process";
@@ -87,6 +107,8 @@ symm_status symm__boot_exchange_locked(symm__boot *b, uint32_t type, const void 
      * the collective (a collective allocation after a long phase of work):
      * no deadline here. A PE that dies is reported by the server (ABORT) or
      * by the connection closing, so this cannot hang on a dead peer. */
+    if (st == SYMM_SUCCESS && b->intr_fd >= 0) st = wait_answer(b);
+    if (st == SYMM_ERR_PEER_FAILED && atomic_load(&b->failed)) return symm__boot_failure(b);
     if (st == SYMM_SUCCESS) st = symm__wire_recv(b->fd, &h, &p, INT64_MAX / 4, b->peer);
     if (st == SYMM_ERR_TIMEOUT)
         return symm__boot_fail(
@@ -195,8 +217,12 @@ static symm_status boot_poll(symm__boot *b, long long tick) {
     atomic_store_explicit(&b->polled_tick, tick, memory_order_relaxed);
     symm_status st = SYMM_SUCCESS;
     if (b->fd >= 0) {
-        struct pollfd p = {.fd = b->fd, .events = POLLIN};
-        if (poll(&p, 1, 0) > 0) st = symm__boot_read_news(b);
+        /* The interrupt descriptor (-1: ignored by poll) in the same call. */
+        struct pollfd p[2] = {{.fd = b->fd, .events = POLLIN}, {.fd = b->intr_fd, .events = POLLIN}};
+        if (poll(p, 2, 0) > 0) {
+            if (p[0].revents) st = symm__boot_read_news(b);
+            if (st == SYMM_SUCCESS && p[1].revents) st = symm__boot_interrupted(b);
+        }
     }
     pthread_mutex_unlock(&b->io);
     return st == SYMM_SUCCESS ? SYMM_SUCCESS : SYMM_ERR_PEER_FAILED;

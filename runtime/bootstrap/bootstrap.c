@@ -190,6 +190,7 @@ static symm_status boot_alloc(int32_t rank, int32_t n_pes, uint32_t timeout_ms, 
     b->n_pes = n_pes;
     b->timeout_ms = timeout_ms ? timeout_ms : SYMM__DEFAULT_TIMEOUT_MS;
     b->fd = -1;
+    b->intr_fd = -1;
     b->share_fd = -1;
     pthread_mutex_init(&b->io, NULL);
     b->local_index = calloc((size_t)n_pes, sizeof *b->local_index);
@@ -467,11 +468,34 @@ static symm_status open_uid(const symm__boot_params *cfg, symm__boot **out) {
     return SYMM_SUCCESS;
 }
 
+/* SYMM_INTERRUPT_FD: a descriptor that becomes readable when the process
+ * is interrupted (Python's signal.set_wakeup_fd, or a C program's SIGINT
+ * handler writing to a pipe). A PE waiting for its peers polls it with the
+ * bootstrap's socket, so a blocking call ends within a poll interval of the
+ * signal instead of never (docs/BAD-INPUT.md, Ctrl-C). Read, never drained:
+ * its owner drains it. */
+static symm_status interrupt_fd(int *out) {
+    const char *v = symm__boot_env("SYMM_INTERRUPT_FD");
+    *out = -1;
+    if (!v) return SYMM_SUCCESS;
+    char *end = NULL;
+    errno = 0;
+    long fd = strtol(v, &end, 10);
+    if (errno || *end || end == v || v[0] == '-' || v[0] == '+' || fd > INT_MAX ||
+        fcntl((int)fd, F_GETFD) < 0)
+        return symm__err(SYMM_ERR_INVALID_ARG,
+                         "SYMM_INTERRUPT_FD=\"%s\": expected an open descriptor number", v);
+    *out = (int)fd;
+    return SYMM_SUCCESS;
+}
+
 symm_status symm__boot_open(const symm__boot_params *cfg, symm__boot **boot, symm__boot_info *info) {
     SYMM_CHECK(cfg && boot && info, SYMM_ERR_INVALID_ARG, "symm__boot_open: NULL argument");
     uint32_t mode = cfg->bootstrap;
     if (mode == SYMM_BOOTSTRAP_AUTO) mode = symm__boot_env_has_launcher() ? SYMM_BOOTSTRAP_ENV : SYMM_BOOTSTRAP_SINGLE;
     symm__boot *b = NULL;
+    int intr_fd;
+    SYMM_TRY(interrupt_fd(&intr_fd)); /* before joining: a bad value fails every PE alike */
     switch (mode) {
     case SYMM_BOOTSTRAP_SINGLE:
         SYMM_TRY(boot_alloc(0, 1, cfg->timeout_ms, &b));
@@ -481,6 +505,7 @@ symm_status symm__boot_open(const symm__boot_params *cfg, symm__boot **boot, sym
     case SYMM_BOOTSTRAP_UID: SYMM_TRY(open_uid(cfg, &b)); break;
     default: return symm__err(SYMM_ERR_INVALID_ARG, "unknown bootstrap mode %u", cfg->bootstrap);
     }
+    if (b->n_pes > 1) b->intr_fd = intr_fd;
     symm__key_derive(b->secret, "symm transport v1", b->tp_key);
     /* A quarter of the bound: the news reaches a call well within it. */
     b->poll_ns = (long long)(cfg->peer_timeout_ms ? cfg->peer_timeout_ms

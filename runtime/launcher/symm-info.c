@@ -614,6 +614,7 @@ static const var vars[] = {
     {"SYMM_LOCAL_N_PES", "PEs on this host", false},
     {"SYMM_HOST_ID", "simulated host id", false},
     {"SYMM_LAUNCHER", "set by symmrun", false},
+    {"SYMM_INTERRUPT_FD", "descriptor readable on SIGINT: waits for peers give up", false},
     {"SYMMRUN_GRACE", "symmrun: grace after a failure (s)", false},
     {"SYMM_CUDA_PDL", "0: no programmatic dependent launch", false},
     {"SYMM_CUDA_COPY_KERNEL_MIN", "stream puts from GPU memory: SM copy from (bytes)", false},

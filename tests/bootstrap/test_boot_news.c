@@ -13,13 +13,21 @@
  *                           symm_init does) is reported to the others with
  *                           its reason, not as a PE that "left the job
  *                           (finalized)"
+ *   test_boot_news interrupt  SYMM_INTERRUPT_FD: SIGINT (its handler writes
+ *                           to the pipe, as Python's signal.set_wakeup_fd
+ *                           does) ends a PE's wait for a peer that never
+ *                           comes within 100 ms, in a polled wait
+ *                           (symm__boot_check, as the runtime's waits do) and
+ *                           in a bootstrap barrier; the peer learns why
  *
  * Linked with the bootstrap library; the PEs are forked (env bootstrap on an
  * abstract socket; rank 0 serves).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,9 +111,9 @@ static int case_source(void) {
 /* ---- jobs of two forked PEs ---- */
 
 typedef void (*pe_fn)(int32_t rank, symm__boot *b);
+static void (*prepare)(int32_t rank); /* before joining, in the PE */
 
 static void pe_start(int32_t r, symm__boot **b) {
-    clean_env();
     setenv_int("SYMM_RANK", r);
     setenv_int("SYMM_N_PES", 2);
     setenv("SYMM_BOOTSTRAP_ADDR", job_addr, 1);
@@ -128,7 +136,9 @@ static int run_job(const char *name, pe_fn fn) {
         if (pids[r] == 0) {
             alarm(30);
             symm_test_pe = r;
+            clean_env();
             symm__boot *b = NULL;
+            if (prepare) prepare(r);
             pe_start(r, &b);
             fn(r, b);
             symm__boot_close(b);
@@ -213,6 +223,95 @@ static void pe_abort(int32_t r, symm__boot *b) {
     ASSERT_LT(symm__now_ms() - t0, TIMEOUT_MS / 2);
 }
 
+/* ---- interrupt ---- */
+
+static int intr_pipe[2] = {-1, -1};
+static volatile int64_t signalled_ms; /* when the handler ran */
+
+static void on_sigint(int sig) {
+    (void)sig;
+    int saved = errno;
+    signalled_ms = symm__now_ms(); /* clock_gettime: async-signal-safe */
+    char c = 2;
+    ssize_t w = write(intr_pipe[1], &c, 1);
+    (void)w;
+    errno = saved;
+}
+
+static void *send_sigint_later(void *arg) {
+    (void)arg;
+    struct timespec ts = {0, 300 * 1000000};
+    nanosleep(&ts, NULL);
+    kill(getpid(), SIGINT);
+    return NULL;
+}
+
+/* PE 0 waits for PE 1, which does not come for 2 s; SIGINT after 300 ms. */
+static void prepare_interrupt(int32_t r) {
+    if (r != 0) return;
+    ASSERT_EQ(pipe2(intr_pipe, O_CLOEXEC | O_NONBLOCK), 0);
+    char v[16];
+    snprintf(v, sizeof v, "%d", intr_pipe[0]);
+    setenv("SYMM_INTERRUPT_FD", v, 1);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    ASSERT_EQ(sigaction(SIGINT, &sa, NULL), 0);
+}
+
+static bool interrupt_in_barrier;
+
+static void pe_interrupt(int32_t r, symm__boot *b) {
+    if (r == 1) {
+        struct timespec ts = {2, 0};
+        nanosleep(&ts, NULL);
+        EXPECT(symm__boot_barrier(b), SYMM_ERR_PEER_FAILED);
+        expect_in("PE 1", symm__last_error(), "lost PE 0");
+        expect_in("PE 1", symm__last_error(), "interrupted");
+        return;
+    }
+    pthread_t t;
+    ASSERT_EQ(pthread_create(&t, NULL, send_sigint_later, NULL), 0);
+    symm_status st;
+    if (interrupt_in_barrier) {
+        st = symm__boot_barrier(b);
+    } else { /* a polled wait, as symm__wait: check about every millisecond */
+        while ((st = symm__boot_check(b)) == SYMM_SUCCESS) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    int64_t ended = symm__now_ms();
+    pthread_join(t, NULL);
+    ASSERT_EQ(st, SYMM_ERR_PEER_FAILED);
+    expect_in("PE 0", symm__last_error(), "interrupted");
+    ASSERT_TRUE(signalled_ms > 0);
+    printf("interrupt%s: the wait ended %lld ms after SIGINT\n",
+           interrupt_in_barrier ? " (barrier)" : " (polled)", (long long)(ended - signalled_ms));
+    ASSERT_LT(ended - signalled_ms, 100);
+}
+
+static int case_interrupt(void) {
+    /* A value that is not an open descriptor is refused before joining. */
+    clean_env();
+    setenv("SYMM_INTERRUPT_FD", "abc", 1);
+    symm__boot_params cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.bootstrap = SYMM_BOOTSTRAP_SINGLE;
+    symm__boot *b = NULL;
+    symm__boot_info info;
+    EXPECT(symm__boot_open(&cfg, &b, &info), SYMM_ERR_INVALID_ARG);
+    expect_in("bad fd", symm__last_error(), "SYMM_INTERRUPT_FD");
+    setenv("SYMM_INTERRUPT_FD", "999", 1);
+    EXPECT(symm__boot_open(&cfg, &b, &info), SYMM_ERR_INVALID_ARG);
+    unsetenv("SYMM_INTERRUPT_FD");
+    prepare = prepare_interrupt;
+    int failed = run_job("interrupt (polled)", pe_interrupt);
+    interrupt_in_barrier = true;
+    failed += run_job("interrupt (barrier)", pe_interrupt);
+    return failed ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
     const char *how = argc > 1 ? argv[1] : "";
     signal(SIGPIPE, SIG_IGN);
@@ -226,6 +325,7 @@ int main(int argc, char **argv) {
     symm__hex(job_secret, sec, sizeof sec);
     if (strcmp(how, "emfile") == 0) return run_job("emfile", pe_emfile) ? 1 : 0;
     if (strcmp(how, "abort") == 0) return run_job("abort", pe_abort) ? 1 : 0;
-    fprintf(stderr, "usage: test_boot_news source|emfile|abort\n");
+    if (strcmp(how, "interrupt") == 0) return case_interrupt();
+    fprintf(stderr, "usage: test_boot_news source|emfile|abort|interrupt\n");
     return 2;
 }
