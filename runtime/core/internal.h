@@ -116,23 +116,18 @@ uint64_t symm__handle_set_gen_for_test(uint32_t kind, uint64_t handle, uint64_t 
 
 typedef struct symm__tslot {
     _Alignas(64) _Atomic uint64_t word; /* a line of its own: no false sharing */
+    _Atomic uintptr_t key;                      /* direct slots: the owner's thread pointer */
     _Atomic(struct symm__ctx *) held_ctx;       /* set by symm__park          */
     _Atomic(atomic_int *) held[SYMM__HOLD_MAX]; /* closing flags of held objects */
     _Atomic uint32_t n_held;                    /* > SYMM__HOLD_MAX: all of ctx */
     struct symm__tslot *next;                   /* every slot, newest first   */
 } symm__tslot;
 
-typedef struct symm__tmap {
-    size_t mask;
-    struct symm__tmap *older;
-    struct {
-        _Atomic uintptr_t key; /* a thread pointer; 0 empty */
-        symm__tslot *slot;
-    } e[];
-} symm__tmap;
-
-extern _Atomic(symm__tmap *) symm__tmap_cur;
-extern atomic_bool symm__lt_fence;
+/* Slots live in a static table indexed by a hash of the thread pointer (one
+ * load away: the call path reads the key and the word of one line); a thread
+ * whose entry another thread took first gets a slot in an overflow map. */
+#define SYMM__TSLOT_DIRECT 256u
+extern symm__tslot symm__tslot_direct[SYMM__TSLOT_DIRECT];
 
 static inline uintptr_t symm__thread_ptr(void) {
     uintptr_t tp;
@@ -154,14 +149,14 @@ static inline size_t symm__tp_hash(uintptr_t tp) {
 symm__tslot *symm__tslot_find(uintptr_t tp);
 static inline symm__tslot *symm__tslot_self(void) {
     uintptr_t tp = symm__thread_ptr();
-    symm__tmap *m = atomic_load_explicit(&symm__tmap_cur, memory_order_acquire);
-    if (__builtin_expect(m != NULL, 1)) {
-        size_t i = symm__tp_hash(tp) & m->mask;
-        if (__builtin_expect(atomic_load_explicit(&m->e[i].key, memory_order_acquire) == tp, 1))
-            return m->e[i].slot;
-    }
+    symm__tslot *s = &symm__tslot_direct[symm__tp_hash(tp) % SYMM__TSLOT_DIRECT];
+    /* relaxed: only this thread (or a dead one of the same thread pointer,
+     * whose slot it inherits) stored this key */
+    if (__builtin_expect(atomic_load_explicit(&s->key, memory_order_relaxed) == tp, 1)) return s;
     return symm__tslot_find(tp);
 }
+
+extern atomic_bool symm__lt_fence;
 
 /* Around every public entry (api/dispatch.c). Calls do not nest: the runtime
  * calls its own entries directly, not through the table. */

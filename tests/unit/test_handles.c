@@ -9,7 +9,8 @@
  *             near the end)
  *   grace     symm__retire waits for calls inside on other threads, not for
  *             parked calls that hold something else, and for parked calls
- *             that hold the object until they leave
+ *             that hold the object until they leave; 300 live threads (more
+ *             than the direct slot table) each get a slot of their own
  *   stress    rounds of threads resolving, reading and parking on an object
  *             while it is released, retired and freed (sanitizer runs see
  *             any read after the free)
@@ -255,6 +256,48 @@ static void test_stress(int rounds) {
     free(ctx);
 }
 
+/* More live threads than the direct table has entries: every one gets a
+ * slot of its own (the rest in the overflow map), and a free waits for all
+ * of them while they are inside. */
+enum { MANY = 300 };
+static pthread_barrier_t many_bar;
+static symm__tslot *many_slot[MANY];
+static atomic_int many_left;
+
+static void *many_run(void *arg) {
+    long i = (long)arg;
+    symm__tslot *s = symm__call_enter();
+    ASSERT_TRUE(s != NULL);
+    ASSERT_TRUE(symm__tslot_self() == s);
+    many_slot[i] = s;
+    pthread_barrier_wait(&many_bar); /* all inside */
+    pthread_barrier_wait(&many_bar); /* the main thread is retiring */
+    nap_ms(20);
+    atomic_fetch_add(&many_left, 1);
+    symm__call_leave(s);
+    return NULL;
+}
+
+static void test_many_threads(void) {
+    symm__lifetime_init();
+    symm__ctx *ctx = calloc(1, sizeof *ctx);
+    ASSERT_TRUE(ctx != NULL);
+    atomic_int closing = 1;
+    pthread_t th[MANY];
+    ASSERT_EQ(pthread_barrier_init(&many_bar, NULL, MANY + 1), 0);
+    for (long i = 0; i < MANY; i++)
+        ASSERT_EQ(pthread_create(&th[i], NULL, many_run, (void *)i), 0);
+    pthread_barrier_wait(&many_bar);
+    for (int i = 0; i < MANY; i++)
+        for (int k = 0; k < i; k++) ASSERT_TRUE(many_slot[i] != many_slot[k]);
+    pthread_barrier_wait(&many_bar);
+    symm__retire(ctx, &closing);
+    ASSERT_EQ(atomic_load(&many_left), MANY); /* waited for every one */
+    for (int i = 0; i < MANY; i++) pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&many_bar);
+    free(ctx);
+}
+
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : NULL;
     if (!only || strcmp(only, "reuse") == 0) test_reuse();
@@ -262,6 +305,7 @@ int main(int argc, char **argv) {
     if (!only || strcmp(only, "grace") == 0) {
         for (int mode = 0; mode < 3; mode++) grace_case(mode);
         test_check_closing();
+        test_many_threads();
     }
     if (!only || strcmp(only, "stress") == 0) test_stress(only ? 1000 : 200);
     printf("handles%s%s: passed\n", only ? " " : "", only ? only : "");
