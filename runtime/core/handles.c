@@ -225,6 +225,8 @@ static symm__tslot *slot_known(uintptr_t tp) {
     return tmap_find(atomic_load_explicit(&symm__tmap_cur, memory_order_acquire), tp);
 }
 
+symm__tslot *symm__tslot_peek(void) { return slot_known(symm__thread_ptr()); }
+
 static void reg_link(symm__tslot *s) {
     s->next = atomic_load_explicit(&reg_head, memory_order_relaxed);
     atomic_store_explicit(&reg_head, s, memory_order_release);
@@ -283,8 +285,10 @@ out:
  * call's holds. */
 
 /* Slow leave: the call parked or declared holds. */
-void symm__call_leave_slow(symm__tslot *s, uint64_t w) {
-    atomic_store_explicit(&s->word, (w & ~(uint64_t)SYMM__CALL_FLAGS) + SYMM__CALL_SEQ,
+void symm__call_leave_slow(symm__tslot *s, uint64_t w, bool failed) {
+    atomic_store_explicit(&s->word,
+                          ((w & ~(uint64_t)SYMM__CALL_STATE) + SYMM__CALL_SEQ) |
+                              (failed ? SYMM__CALL_MSG : 0u),
                           memory_order_release);
     atomic_store_explicit(&s->n_held, 0, memory_order_release);
     atomic_store_explicit(&s->held_ctx, NULL, memory_order_release);

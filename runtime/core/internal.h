@@ -110,8 +110,10 @@ uint64_t symm__handle_set_gen_for_test(uint32_t kind, uint64_t handle, uint64_t 
 #define SYMM__CALL_IN 1u
 #define SYMM__CALL_PARKED 2u
 #define SYMM__CALL_HOLDS 4u  /* parked or held: the leave clears the holds */
-#define SYMM__CALL_FLAGS 7u
-#define SYMM__CALL_SEQ 8u    /* the word counts calls above the flags     */
+#define SYMM__CALL_STATE 7u  /* what a call's leave clears                */
+#define SYMM__CALL_MSG 8u    /* the last call failed: its message counts    */
+#define SYMM__CALL_FLAGS 15u
+#define SYMM__CALL_SEQ 16u   /* the word counts calls above the flags     */
 #define SYMM__HOLD_MAX 6
 
 typedef struct symm__tslot {
@@ -159,11 +161,15 @@ static inline symm__tslot *symm__tslot_self(void) {
 extern atomic_bool symm__lt_fence;
 
 /* Around every public entry (api/dispatch.c). Calls do not nest: the runtime
- * calls its own entries directly, not through the table. */
-static inline symm__tslot *symm__call_enter(void) {
+ * calls its own entries directly, not through the table. A status-returning
+ * entry's call clears MSG when it starts and sets it when it fails, which is
+ * how its message is cleared (symm_last_error reads "" without MSG: no
+ * thread-local access per call); the queries that return a value leave it. */
+static inline symm__tslot *symm__call_enter_as(bool clear_msg) {
     symm__tslot *s = symm__tslot_self();
     if (__builtin_expect(!s, 0)) return NULL;
     uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
+    if (clear_msg) w &= ~(uint64_t)SYMM__CALL_MSG;
     atomic_store_explicit(&s->word, w | SYMM__CALL_IN, memory_order_relaxed);
     if (__builtin_expect(atomic_load_explicit(&symm__lt_fence, memory_order_relaxed), 0))
         atomic_thread_fence(memory_order_seq_cst);
@@ -171,17 +177,23 @@ static inline symm__tslot *symm__call_enter(void) {
         atomic_signal_fence(memory_order_seq_cst); /* membarrier orders the rest */
     return s;
 }
-void symm__call_leave_slow(symm__tslot *s, uint64_t w);
-static inline void symm__call_leave(symm__tslot *s) {
+void symm__call_leave_slow(symm__tslot *s, uint64_t w, bool failed);
+static inline void symm__call_leave_as(symm__tslot *s, bool failed) {
     uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
     if (__builtin_expect(w & (SYMM__CALL_PARKED | SYMM__CALL_HOLDS), 0)) {
-        symm__call_leave_slow(s, w);
+        symm__call_leave_slow(s, w, failed);
         return;
     }
     /* release: the call's reads of the object come before a freer sees it out */
-    atomic_store_explicit(&s->word, (w & ~(uint64_t)SYMM__CALL_FLAGS) + SYMM__CALL_SEQ,
+    atomic_store_explicit(&s->word,
+                          ((w & ~(uint64_t)SYMM__CALL_STATE) + SYMM__CALL_SEQ) |
+                              (failed ? SYMM__CALL_MSG : 0u),
                           memory_order_release);
 }
+static inline symm__tslot *symm__call_enter(void) { return symm__call_enter_as(false); }
+static inline void symm__call_leave(symm__tslot *s) { symm__call_leave_as(s, false); }
+/* This thread's slot if it has one (no registration: symm_last_error). */
+symm__tslot *symm__tslot_peek(void);
 
 /* symm_init: register for membarrier once per process. */
 void symm__lifetime_init(void);
@@ -346,6 +358,7 @@ struct symm__ctx {
     /* the job watcher (bootstrap/watch.c): marks the context failed as
      * soon as news of a dead PE arrives, for waits no host call polls */
     symm__boot_watch *watch;
+    bool watched;         /* it ran from init on: calls need not poll     */
 
     /* asynchronous failures (async.c): the first one since the last clear */
     pthread_mutex_t async_lock;
