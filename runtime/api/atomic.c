@@ -63,7 +63,7 @@ static symm_status atomic_op(const char *fn, symm_buf h, uint64_t index, uint32_
                "%s: %s is not defined on dtype %u (%s)", fn, op_names[op], buf->dtype,
                op_allows_float(op) ? "it needs a 32/64-bit integer or float buffer"
                                    : "it needs an INT32, INT64, UINT32 or UINT64 buffer");
-    SYMM_TRY_IN(fn, symm__check_target(ctx, pe));
+    SYMM_TRY_IN(fn, symm__target_ok(ctx, pe));
     SYMM_TRY_IN(fn, symm__check_range(buf, index, 1));
     SYMM_CHECK(value || !op_takes_value(op), SYMM_ERR_INVALID_ARG, "%s: %s needs value", fn,
                op_names[op]);
