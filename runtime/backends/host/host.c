@@ -148,11 +148,11 @@ static symm_status host_atomic(symm__ctx *ctx, int32_t pe, uint64_t off, uint32_
     if (!ctx->peer_base[pe]) return unreachable(pe);
     uint32_t size = symm__amo_size(dtype);
     uint64_t v = 0, c = 0, old = 0;
-    if (value) memcpy(&v, value, size);
-    if (compare) memcpy(&c, compare, size);
+    if (value) host_copy(&v, value, size);
+    if (compare) host_copy(&c, compare, size);
     if (symm__amo_cpu(ctx->peer_base[pe] + off, dtype, op, v, c, &old) != 0)
         return symm__err(SYMM_ERR_INVALID_ARG, "host backend: atomic op %u on dtype %u", op, dtype);
-    if (fetched) memcpy(fetched, &old, size);
+    if (fetched) host_copy(fetched, &old, size);
     return SYMM_SUCCESS;
 }
 
