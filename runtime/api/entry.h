@@ -22,6 +22,14 @@ static inline symm_status symm__thread_ok(const symm__ctx *ctx) {
     return symm__thread_check(ctx);
 }
 
+/* No PE is known lost (symm__check_failed). */
+static inline symm_status symm__failed_ok(symm__ctx *ctx) {
+    if (__builtin_expect(ctx->watched && !atomic_load_explicit(&ctx->failed, memory_order_relaxed),
+                         1))
+        return SYMM_SUCCESS;
+    return symm__check_failed(ctx);
+}
+
 /* pe is a PE of the job and no PE is known lost (symm__check_target). */
 static inline symm_status symm__target_ok(symm__ctx *ctx, int32_t pe) {
     if (__builtin_expect((uint32_t)pe < (uint32_t)ctx->n_pes && ctx->watched &&
