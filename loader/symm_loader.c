@@ -78,17 +78,49 @@ static int symm__load_started;
 static char symm__set_path[PATH_MAX];
 
 /* Per thread: whether the last error came from the loader, and its text
- * (either symm__load_msg or symm__tl_buf); whether this thread has seen the
- * load succeed (so reading symm__table needs no further synchronisation). */
+ * (either symm__load_msg or symm__tl_buf). */
 static SYMM__TLS int symm__tl_flag;
-static SYMM__TLS int symm__tl_loaded;
 static SYMM__TLS const char *symm__tl_msg;
 static SYMM__TLS char symm__tl_buf[SYMM__TL_MSG_MAX];
 
+/* The trampolines' fast path (see "Trampolines"): every entry, the runtime's
+ * or a loader stub where the runtime has none, filled once by the load and
+ * published by symm__fast (release); symm__flagged counts the live threads
+ * whose flag is set (only they need the slow path, which clears it). */
+static symm_dispatch symm__entries;
+static atomic_int symm__fast;
+static atomic_uint symm__flagged;
+static pthread_once_t symm__key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t symm__flag_key;
+static int symm__flag_key_ok;
+
+/* A thread that ends with its flag set no longer needs the slow path. */
+static void symm__flag_dtor(void *v) {
+    if (v) atomic_fetch_sub_explicit(&symm__flagged, 1, memory_order_relaxed);
+}
+
+static void symm__key_init(void) {
+    symm__flag_key_ok = pthread_key_create(&symm__flag_key, symm__flag_dtor) == 0;
+}
+
 static void symm__set_error(const char *msg) {
     symm__tl_msg = msg;
+    if (symm__tl_flag) return;
     symm__tl_flag = 1;
+    atomic_fetch_add_explicit(&symm__flagged, 1, memory_order_relaxed);
+    pthread_once(&symm__key_once, symm__key_init);
+    if (symm__flag_key_ok) pthread_setspecific(symm__flag_key, (void *)1);
 }
+
+/* The next runtime call's message is the runtime's. */
+static void symm__flag_clear(void) {
+    if (!symm__tl_flag) return;
+    symm__tl_flag = 0;
+    if (symm__flag_key_ok) pthread_setspecific(symm__flag_key, NULL);
+    atomic_fetch_sub_explicit(&symm__flagged, 1, memory_order_relaxed);
+}
+
+static void symm__fill_entries(const symm_dispatch *d);
 
 /* ------------------------------------------------------------------------ */
 /* Loading                                                                   */
@@ -190,7 +222,9 @@ static int symm__try(const char *path, const char *label, symm__msg *tried) {
     const char *where = path;
     if (dladdr(sym, &info) && info.dli_fname && info.dli_fname[0]) where = info.dli_fname;
     snprintf(symm__runtime_path, sizeof(symm__runtime_path), "%s", where);
+    symm__fill_entries(d);
     atomic_store_explicit(&symm__loaded_ok, 1, memory_order_release);
+    atomic_store_explicit(&symm__fast, 1, memory_order_release);
     return SYMM__TRY_STOP; /* h stays open for the life of the process */
 }
 
@@ -273,7 +307,6 @@ static symm_status symm__get(const symm_dispatch **d) {
         symm__set_error(symm__load_msg);
         return symm__load_status;
     }
-    symm__tl_loaded = 1;
     *d = symm__table;
     return SYMM_SUCCESS;
 }
@@ -374,9 +407,9 @@ SYMM_API symm_status symm_team_config_init(symm_team_config *config, uint32_t st
 
 SYMM_API const char *symm_last_error(void) {
     if (symm__tl_flag) return symm__tl_msg ? symm__tl_msg : "";
-    /* Never starts a load. A thread that has not passed the load has made no
-     * call the runtime answered, so the runtime has no message for it. */
-    if (!symm__tl_loaded) return "";
+    /* Never starts a load. Before a load no call was answered by the runtime,
+     * so it has no message for this thread. */
+    if (!atomic_load_explicit(&symm__loaded_ok, memory_order_acquire)) return "";
     const symm_dispatch *d = symm__table;
     if (SYMM__HAS(d, last_error)) {
         const char *m = d->last_error();
@@ -389,17 +422,57 @@ SYMM_API const char *symm_last_error(void) {
 /* Trampolines                                                               */
 /* ------------------------------------------------------------------------ */
 
+/* Where the runtime's table lacks an entry (an older runtime): the loader
+ * answers NOT_SUPPORTED (or the entry's failure value) with a message. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#endif
+#define SYMM__ABSENT(ret, name, params, args, fail)                            \
+    static ret symm__absent_##name params {                                    \
+        symm_status _st = symm__missing(#name);                                \
+        (void)_st;                                                             \
+        return (fail);                                                         \
+    }
+SYMM_DISPATCH_ENTRIES(SYMM__ABSENT)
+#undef SYMM__ABSENT
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+/* Runs once, inside the load, before symm__fast is set. */
+static void symm__fill_entries(const symm_dispatch *d) {
+#define SYMM__FILL(ret, name, params, args, fail)                              \
+    symm__entries.name = SYMM__HAS(d, name) ? d->name : symm__absent_##name;
+    SYMM_DISPATCH_ENTRIES(SYMM__FILL)
+#undef SYMM__FILL
+}
+
+/* Once the runtime is loaded and no live thread's last message is the
+ * loader's, a trampoline is two loads of read-mostly words, the entry's load
+ * and an indirect jump: no pthread_once, no thread-local access. Otherwise
+ * (the first calls, a failed load, a thread whose flag is set) the slow path
+ * loads or reports, and clears this thread's flag so that symm_last_error
+ * reads the runtime's message. The count is read relaxed: only this thread's
+ * own increment matters to it, and that one it sees in program order. */
+#if defined(__GNUC__)
+#define SYMM__LIKELY(x) __builtin_expect(!!(x), 1)
+#else
+#define SYMM__LIKELY(x) (x)
+#endif
 #define SYMM__TRAMPOLINE(ret, name, params, args, fail)                        \
-    SYMM_API ret name params {                                                 \
+    static ret symm__slow_##name params {                                      \
         const symm_dispatch *d_ = NULL;                                        \
         symm_status _st = symm__get(&d_);                                      \
         if (_st != SYMM_SUCCESS) return (fail);                                \
-        if (!SYMM__HAS(d_, name)) {                                            \
-            _st = symm__missing(#name);                                        \
-            return (fail);                                                     \
-        }                                                                      \
-        symm__tl_flag = 0;                                                     \
-        return d_->name args;                                                  \
+        symm__flag_clear();                                                    \
+        return symm__entries.name args;                                        \
+    }                                                                          \
+    SYMM_API ret name params {                                                 \
+        if (SYMM__LIKELY(atomic_load_explicit(&symm__fast, memory_order_acquire) && \
+                         !atomic_load_explicit(&symm__flagged, memory_order_relaxed))) \
+            return symm__entries.name args;                                    \
+        return symm__slow_##name args;                                         \
     }
 SYMM_DISPATCH_ENTRIES(SYMM__TRAMPOLINE)
 #undef SYMM__TRAMPOLINE

@@ -4,6 +4,11 @@
 # 2 PEs on this host, ROUNDS rounds alternating the two, then the medians of
 # the rounds' medians side by side with their range. OpenSHMEM is run only
 # when oshcc/oshrun are installed (Debian: openmpi-bin libopenmpi-dev).
+# Columns: the median over rounds of each round's median, [the rounds' range],
+# the within-round spread (median over rounds of p10..p90 of the batches),
+# and the raw floor of the same rounds (a store to the peer + a full fence).
+# BASE=another build dir adds its bench_small to the rotation ("base": a
+# before/after comparison in one run).
 #   bash scripts/bench-small.sh [ROUNDS]    (BUILD=build dir, default build-bench)
 set -u
 cd "$(dirname "$0")/.."
@@ -26,28 +31,48 @@ OSH=(oshrun -np 2 --mca spml ucx --mca osc ucx -x UCX_TLS=posix,sysv,cma,self)
 out=$(mktemp)
 for r in $(seq "$ROUNDS"); do
   "$BUILD/runtime/symmrun" -n 2 "$BUILD/tests/perf/bench_small" 1 >>"$out" || exit 1
+  if [ -n "${BASE:-}" ]; then
+    "$BASE/runtime/symmrun" -n 2 "$BASE/tests/perf/bench_small" 1 | sed -e 's/^small symm /small base /' -e 's/^small floor /small floor_base /' >>"$out" || exit 1
+  fi
   if [ -n "$SHMEM" ]; then
     "${OSH[@]}" "$BUILD/bench_small_shmem" 1 2>/dev/null | grep '^small ' >>"$out" || exit 1
   fi
 done
-echo "machine: $(nproc) cores, $(uname -m); $ROUNDS rounds, alternating; ns per call"
+echo "machine: $(nproc) cores, $(uname -m); load: $(cut -d' ' -f1-3 /proc/loadavg); $ROUNDS rounds, alternating; ns per call"
 python3 - "$out" <<'PY'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     f = line.split()
-    if f[0] != 'small':
+    if not f or f[0] != 'small':
         continue
-    rows.setdefault((f[2], int(f[3])), {}).setdefault(f[1], []).append(float(f[4]))
-print('%-14s %6s  %22s  %22s  %6s' % ('op', 'bytes', 'symm median [range]', 'oshmem median [range]', 'ratio'))
+    impl = {'floor': 'symm', 'floor_base': 'base', 'floor_shmem': 'oshmem'}.get(f[1], f[1])
+    rows.setdefault((f[2], int(f[3])), {}).setdefault(impl, []).append(
+        (float(f[4]), float(f[5]), float(f[6])))
+impls = [i for i in ('symm', 'base', 'oshmem') if any(i in by for by in rows.values())]
+floor = {i: statistics.median(v[0] for v in rows[('store_fence', 8)][i])
+         for i in impls if ('store_fence', 8) in rows and i in rows[('store_fence', 8)]}
+def cell(v):
+    if not v:
+        return '%34s' % '-'
+    med = statistics.median(x[0] for x in v)
+    return '%7.1f [%6.1f,%6.1f] (%5.1f..%5.1f)' % (
+        med, min(x[0] for x in v), max(x[0] for x in v),
+        statistics.median(x[1] for x in v), statistics.median(x[2] for x in v))
+print('%-14s %6s  ' % ('op', 'bytes') + '  '.join('%-34s' % (i + ' median [range] (p10..p90)')
+                                          for i in impls) + '  ratios')
 for (op, b), by in sorted(rows.items()):
-    def cell(name):
-        v = by.get(name)
-        return (statistics.median(v), min(v), max(v)) if v else None
-    s = cell('symm') or cell('floor')
-    o = cell('oshmem') or cell('floor_shmem')
-    fmt = lambda c: '%8.1f [%6.1f, %6.1f]' % c if c else '%22s' % '-'
-    ratio = '%6.2f' % (s[0] / o[0]) if s and o else '     -'
-    print('%-14s %6d  %s  %s  %s' % (op, b, fmt(s), fmt(o), ratio))
+    line = '%-14s %6d  ' % (op, b) + '  '.join(cell(by.get(i)) for i in impls)
+    ref = by.get('oshmem')
+    for i in impls:
+        if i != 'oshmem' and by.get(i) and ref:
+            line += '  %s/oshmem %.2f' % (i, statistics.median(x[0] for x in by[i]) /
+                                          statistics.median(x[0] for x in ref))
+    if 'symm' in by and 'base' in by:
+        line += '  symm/base %.2f' % (statistics.median(x[0] for x in by['symm']) /
+                                       statistics.median(x[0] for x in by['base']))
+    print(line)
+print('floor (store to the peer + fence, same rounds): ' +
+      ', '.join('%s %.1f ns' % (i, v) for i, v in floor.items()))
 PY
 rm -f "$out"

@@ -51,6 +51,14 @@ static bool dtype_is_amo_float(uint32_t dtype) {
     return dtype == SYMM_DTYPE_FLOAT32 || dtype == SYMM_DTYPE_FLOAT64;
 }
 
+/* An element of 4 or 8 bytes: constant-size copies, inline (no memcpy call). */
+static inline void elem_copy(void *dst, const void *src, uint32_t size) {
+    if (size == 8)
+        memcpy(dst, src, 8);
+    else
+        memcpy(dst, src, 4);
+}
+
 static symm_status atomic_op(const char *fn, symm_buf h, uint64_t index, uint32_t op,
                              const void *value, const void *compare, int32_t pe, void *fetched) {
     symm__buf *buf;
@@ -63,7 +71,7 @@ static symm_status atomic_op(const char *fn, symm_buf h, uint64_t index, uint32_
                "%s: %s is not defined on dtype %u (%s)", fn, op_names[op], buf->dtype,
                op_allows_float(op) ? "it needs a 32/64-bit integer or float buffer"
                                    : "it needs an INT32, INT64, UINT32 or UINT64 buffer");
-    SYMM_TRY_IN(fn, symm__check_target(ctx, pe));
+    SYMM_TRY_IN(fn, symm__target_ok(ctx, pe));
     SYMM_TRY_IN(fn, symm__check_range(buf, index, 1));
     SYMM_CHECK(value || !op_takes_value(op), SYMM_ERR_INVALID_ARG, "%s: %s needs value", fn,
                op_names[op]);
@@ -77,7 +85,7 @@ static symm_status atomic_op(const char *fn, symm_buf h, uint64_t index, uint32_
     uint32_t size = buf->elem_size;
     uint64_t v = 0, cmp = 0, old = 0;
     if (op_takes_value(op)) {
-        memcpy(&v, value, size);
+        elem_copy(&v, value, size);
     } else if (op == SYMM_AMO_INC || op == SYMM_AMO_FETCH_INC) {
         if (size == 4) {
             uint32_t one = 1;
@@ -86,11 +94,11 @@ static symm_status atomic_op(const char *fn, symm_buf h, uint64_t index, uint32_
             v = 1;
         }
     }
-    if (op == SYMM_AMO_COMPARE_SWAP) memcpy(&cmp, compare, size);
+    if (op == SYMM_AMO_COMPARE_SWAP) elem_copy(&cmp, compare, size);
 
     SYMM_TRY(symm__atomic(ctx, pe, buf->off + index * size, buf->dtype, op, &v,
                               op == SYMM_AMO_COMPARE_SWAP ? &cmp : NULL, &old));
-    if (op_fetches(op)) memcpy(fetched, &old, size);
+    if (op_fetches(op)) elem_copy(fetched, &old, size);
     return SYMM_SUCCESS;
 }
 

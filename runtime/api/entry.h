@@ -1,9 +1,9 @@
 /*
  * The entry prologue: what every public entry does before its own checks.
- * It clears the thread's message (a later symm_last_error() describes this
- * call only), resolves the handle (INVALID_HANDLE for a stale or foreign
- * one) and checks the caller's thread level against the context's. Every
- * failure carries the entry's name. Query entries that any thread may call
+ * It resolves the handle (INVALID_HANDLE for a stale or foreign one) and
+ * checks the caller's thread level against the context's. Every failure
+ * carries the entry's name. The thread's message needs no clearing here:
+ * the dispatch wrapper hides it unless the call fails (api/dispatch.c). Query entries that any thread may call
  * resolve their handle without the thread check (symm__*_get).
  *
  * The call modes of one-sided entries: blocking (complete on return), nbi
@@ -15,24 +15,44 @@
 
 #include "internal.h"
 
+/* The checks every call makes, inlined for the case that passes; the
+ * out-of-line functions (core/check.c) decide and write the message. */
+static inline symm_status symm__thread_ok(const symm__ctx *ctx) {
+    if (__builtin_expect(ctx->thread_level != SYMM_THREAD_FUNNELED, 1)) return SYMM_SUCCESS;
+    return symm__thread_check(ctx);
+}
+
+/* No PE is known lost (symm__check_failed). */
+static inline symm_status symm__failed_ok(symm__ctx *ctx) {
+    if (__builtin_expect(ctx->watched && !atomic_load_explicit(&ctx->failed, memory_order_relaxed),
+                         1))
+        return SYMM_SUCCESS;
+    return symm__check_failed(ctx);
+}
+
+/* pe is a PE of the job and no PE is known lost (symm__check_target). */
+static inline symm_status symm__target_ok(symm__ctx *ctx, int32_t pe) {
+    if (__builtin_expect((uint32_t)pe < (uint32_t)ctx->n_pes && ctx->watched &&
+                             !atomic_load_explicit(&ctx->failed, memory_order_relaxed), 1))
+        return SYMM_SUCCESS;
+    return symm__check_target(ctx, pe);
+}
+
 static inline symm_status symm__enter_ctx(const char *fn, symm_ctx h, symm__ctx **ctx) {
-    symm__err_clear();
     SYMM_TRY_IN(fn, symm__ctx_get(h, ctx));
-    SYMM_TRY_IN(fn, symm__thread_check(*ctx));
+    SYMM_TRY_IN(fn, symm__thread_ok(*ctx));
     return SYMM_SUCCESS;
 }
 
 static inline symm_status symm__enter_buf(const char *fn, symm_buf h, symm__buf **buf) {
-    symm__err_clear();
     SYMM_TRY_IN(fn, symm__buf_get(h, buf));
-    SYMM_TRY_IN(fn, symm__thread_check((*buf)->ctx));
+    SYMM_TRY_IN(fn, symm__thread_ok((*buf)->ctx));
     return SYMM_SUCCESS;
 }
 
 static inline symm_status symm__enter_team(const char *fn, symm_team h, symm__team **team) {
-    symm__err_clear();
     SYMM_TRY_IN(fn, symm__team_get(h, team));
-    SYMM_TRY_IN(fn, symm__thread_check((*team)->ctx));
+    SYMM_TRY_IN(fn, symm__thread_ok((*team)->ctx));
     return SYMM_SUCCESS;
 }
 

@@ -15,7 +15,7 @@ symm_status symm__rma_target(const char *fn, symm_buf h, uint64_t index, uint64_
                              int32_t pe, const void *local, symm__buf **bp, uint64_t *off) {
     symm__buf *b;
     SYMM_TRY(symm__enter_buf(fn, h, &b));
-    SYMM_TRY_IN(fn, symm__check_target(b->ctx, pe));
+    SYMM_TRY_IN(fn, symm__target_ok(b->ctx, pe));
     SYMM_TRY_IN(fn, symm__check_range(b, index, nelems));
     SYMM_CHECK(local || nelems == 0, SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
     *bp = b;
@@ -142,7 +142,7 @@ static symm_status raw(const char *fn, symm_ctx h, void *dst, const void *src, u
                        int32_t pe, bool is_put, symm__mode m) {
     symm__ctx *ctx = NULL;
     SYMM_TRY(symm__enter_ctx(fn, h, &ctx));
-    SYMM_TRY_IN(fn, symm__check_target(ctx, pe));
+    SYMM_TRY_IN(fn, symm__target_ok(ctx, pe));
     uint64_t off;
     SYMM_TRY(symm__sym_offset(fn, ctx, is_put ? dst : src, n, &off));
     const void *local = is_put ? src : dst;
@@ -196,14 +196,14 @@ symm_status symm_ptr(symm_ctx h, const void *sym, int32_t pe, void **ptr) {
 symm_status symm_quiet(symm_ctx h) {
     symm__ctx *ctx = NULL;
     SYMM_TRY(symm__enter_ctx(__func__, h, &ctx));
-    SYMM_TRY_IN(__func__, symm__check_failed(ctx));
+    SYMM_TRY_IN(__func__, symm__failed_ok(ctx));
     return symm__quiet(ctx);
 }
 
 symm_status symm_fence(symm_ctx h) {
     symm__ctx *ctx = NULL;
     SYMM_TRY(symm__enter_ctx(__func__, h, &ctx));
-    SYMM_TRY_IN(__func__, symm__check_failed(ctx));
+    SYMM_TRY_IN(__func__, symm__failed_ok(ctx));
     return symm__fence(ctx);
 }
 

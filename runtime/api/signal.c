@@ -45,7 +45,7 @@ symm_status symm__put_signal_check(const char *fn, symm_buf dst_h, uint64_t dst_
     symm__ctx *ctx = dst->ctx;
     SYMM_CHECK(sig->ctx == ctx, SYMM_ERR_INVALID_ARG,
                "%s: dst and sig belong to different contexts", fn);
-    SYMM_TRY_IN(fn, symm__check_target(ctx, pe));
+    SYMM_TRY_IN(fn, symm__target_ok(ctx, pe));
     SYMM_TRY(symm__signal_amo(fn, sig_op, amo));
     SYMM_TRY(symm__check_signal(fn, sig, sig_index));
     SYMM_TRY_IN(fn, symm__check_range(dst, dst_index, nelems));
@@ -92,7 +92,7 @@ symm_status symm_put_signal_nbi(symm_buf dst, uint64_t dst_index, const void *sr
 static symm_status signal_target(const char *fn, symm_buf sig_h, uint64_t sig_index,
                                  uint32_t sig_op, int32_t pe, symm__buf **sig, uint32_t *amo) {
     SYMM_TRY(symm__enter_buf(fn, sig_h, sig));
-    SYMM_TRY_IN(fn, symm__check_target((*sig)->ctx, pe));
+    SYMM_TRY_IN(fn, symm__target_ok((*sig)->ctx, pe));
     SYMM_TRY(symm__signal_amo(fn, sig_op, amo));
     return symm__check_signal(fn, *sig, sig_index);
 }

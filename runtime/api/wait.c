@@ -273,7 +273,6 @@ typedef struct outs {
 static symm_status run(const char *fn, symm_buf h, uint64_t index, uint64_t nelems,
                        const int32_t *status, uint32_t cmp, const void *values, bool vector,
                        uint32_t mode, bool block, outs o) {
-    symm__err_clear();
     cond c;
     SYMM_TRY(prepare(fn, h, index, nelems, status, cmp, values, vector, mode, &c));
     if (!block) {

@@ -85,9 +85,13 @@ void symm__mark_failed(symm__ctx *ctx) {
 
 static void on_job_lost(void *ctx) { symm__mark_failed(ctx); }
 
+/* Every backend's context of 2 PEs or more has a watcher: besides GPU-side
+ * waits, it spares each one-sided call the bootstrap poll (a clock read and
+ * a call per call: symm__check_failed). */
 void symm__watch_start(symm__ctx *ctx) {
-    if (!ctx->ops || !ctx->ops->peer_failed || ctx->n_pes < 2) return;
+    if (!ctx->ops || ctx->n_pes < 2) return;
     ctx->watch = symm__boot_watch_start(ctx->boot, on_job_lost, ctx);
+    ctx->watched = ctx->watch != NULL;
 }
 
 void symm__watch_stop(symm__ctx *ctx) {
@@ -96,6 +100,11 @@ void symm__watch_stop(symm__ctx *ctx) {
 }
 
 symm_status symm__check_failed(symm__ctx *ctx) {
+    /* A watched context learns of a lost PE from its watcher (ctx->failed),
+     * as soon as the news arrives: nothing to poll here. */
+    if (__builtin_expect(ctx->watched, 1) &&
+        !atomic_load_explicit(&ctx->failed, memory_order_relaxed))
+        return SYMM_SUCCESS;
     if (atomic_load_explicit(&ctx->failed, memory_order_relaxed)) {
         if (ctx->boot && symm__boot_check(ctx->boot) != SYMM_SUCCESS)
             return SYMM_ERR_PEER_FAILED; /* boot_check left the job's reason */

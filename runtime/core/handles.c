@@ -175,7 +175,19 @@ uint64_t symm__handle_set_gen_for_test(uint32_t kind, uint64_t h, uint64_t gen) 
 /* Lifetime: thread slots, parking and grace periods (internal.h)            */
 /* ------------------------------------------------------------------------ */
 
-_Atomic(symm__tmap *) symm__tmap_cur;
+/* The overflow map: thread pointer -> slot, for threads whose direct entry
+ * was taken. Replaced maps stay readable (never freed). */
+typedef struct symm__tmap {
+    size_t mask;
+    struct symm__tmap *older;
+    struct {
+        _Atomic uintptr_t key; /* a thread pointer; 0 empty */
+        symm__tslot *slot;
+    } e[];
+} symm__tmap;
+
+symm__tslot symm__tslot_direct[SYMM__TSLOT_DIRECT];
+static _Atomic(symm__tmap *) symm__tmap_cur;
 atomic_bool symm__lt_fence = true; /* until membarrier is known to work */
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -206,16 +218,39 @@ static void tmap_put(symm__tmap *m, uintptr_t tp, symm__tslot *s) {
     atomic_store_explicit(&m->e[i].key, tp, memory_order_release);
 }
 
+/* The slot of tp if it has one (no registration). */
+static symm__tslot *slot_known(uintptr_t tp) {
+    symm__tslot *d = &symm__tslot_direct[symm__tp_hash(tp) % SYMM__TSLOT_DIRECT];
+    if (atomic_load_explicit(&d->key, memory_order_acquire) == tp) return d;
+    return tmap_find(atomic_load_explicit(&symm__tmap_cur, memory_order_acquire), tp);
+}
+
+symm__tslot *symm__tslot_peek(void) { return slot_known(symm__thread_ptr()); }
+
+static void reg_link(symm__tslot *s) {
+    s->next = atomic_load_explicit(&reg_head, memory_order_relaxed);
+    atomic_store_explicit(&reg_head, s, memory_order_release);
+    reg_count++;
+}
+
 symm__tslot *symm__tslot_find(uintptr_t tp) {
-    symm__tslot *s = tmap_find(atomic_load_explicit(&symm__tmap_cur, memory_order_acquire), tp);
+    symm__tslot *s = slot_known(tp);
     if (s) return s;
     pthread_mutex_lock(&reg_lock);
-    symm__tmap *m = atomic_load_explicit(&symm__tmap_cur, memory_order_relaxed);
-    s = tmap_find(m, tp);
+    s = slot_known(tp);
     if (s) goto out;
     /* A thread's first call: a slot for it, found by its thread pointer from
      * now on (a later thread with the same thread pointer inherits it: two
-     * live threads never share one). The map stays at most half full. */
+     * live threads never share one): its direct entry when free, else one in
+     * the overflow map, which stays at most half full. */
+    symm__tslot *d = &symm__tslot_direct[symm__tp_hash(tp) % SYMM__TSLOT_DIRECT];
+    if (!atomic_load_explicit(&d->key, memory_order_relaxed)) {
+        atomic_store_explicit(&d->key, tp, memory_order_release);
+        reg_link(d);
+        s = d;
+        goto out;
+    }
+    symm__tmap *m = atomic_load_explicit(&symm__tmap_cur, memory_order_relaxed);
     if (!m || 2 * (reg_count + 1) > m->mask + 1) {
         size_t cap = m ? 2 * (m->mask + 1) : 256;
         symm__tmap *nm = calloc(1, sizeof *nm + cap * sizeof nm->e[0]);
@@ -235,9 +270,7 @@ symm__tslot *symm__tslot_find(uintptr_t tp) {
     symm__tslot *ns = aligned_alloc(64, sizeof *ns);
     if (!ns) goto out;
     memset(ns, 0, sizeof *ns);
-    ns->next = atomic_load_explicit(&reg_head, memory_order_relaxed);
-    atomic_store_explicit(&reg_head, ns, memory_order_release);
-    reg_count++;
+    reg_link(ns);
     tmap_put(m, tp, ns);
     s = ns;
 out:
@@ -252,8 +285,10 @@ out:
  * call's holds. */
 
 /* Slow leave: the call parked or declared holds. */
-void symm__call_leave_slow(symm__tslot *s, uint64_t w) {
-    atomic_store_explicit(&s->word, (w & ~(uint64_t)SYMM__CALL_FLAGS) + SYMM__CALL_SEQ,
+void symm__call_leave_slow(symm__tslot *s, uint64_t w, bool failed) {
+    atomic_store_explicit(&s->word,
+                          ((w & ~(uint64_t)SYMM__CALL_STATE) + SYMM__CALL_SEQ) |
+                              (failed ? SYMM__CALL_MSG : 0u),
                           memory_order_release);
     atomic_store_explicit(&s->n_held, 0, memory_order_release);
     atomic_store_explicit(&s->held_ctx, NULL, memory_order_release);
@@ -381,8 +416,7 @@ static void wait_slot(symm__tslot *s, uint64_t w0, const symm__ctx *ctx, const a
 }
 
 void symm__retire(symm__ctx *ctx, const atomic_int *obj) {
-    symm__tslot *self = tmap_find(atomic_load_explicit(&symm__tmap_cur, memory_order_acquire),
-                                  symm__thread_ptr());
+    symm__tslot *self = slot_known(symm__thread_ptr());
     pthread_mutex_lock(&reg_lock);
     symm__tslot *head = atomic_load_explicit(&reg_head, memory_order_relaxed);
     size_t n = reg_count;

@@ -110,29 +110,26 @@ uint64_t symm__handle_set_gen_for_test(uint32_t kind, uint64_t handle, uint64_t 
 #define SYMM__CALL_IN 1u
 #define SYMM__CALL_PARKED 2u
 #define SYMM__CALL_HOLDS 4u  /* parked or held: the leave clears the holds */
-#define SYMM__CALL_FLAGS 7u
-#define SYMM__CALL_SEQ 8u    /* the word counts calls above the flags     */
+#define SYMM__CALL_STATE 7u  /* what a call's leave clears                */
+#define SYMM__CALL_MSG 8u    /* the last call failed: its message counts    */
+#define SYMM__CALL_FLAGS 15u
+#define SYMM__CALL_SEQ 16u   /* the word counts calls above the flags     */
 #define SYMM__HOLD_MAX 6
 
 typedef struct symm__tslot {
     _Alignas(64) _Atomic uint64_t word; /* a line of its own: no false sharing */
+    _Atomic uintptr_t key;                      /* direct slots: the owner's thread pointer */
     _Atomic(struct symm__ctx *) held_ctx;       /* set by symm__park          */
     _Atomic(atomic_int *) held[SYMM__HOLD_MAX]; /* closing flags of held objects */
     _Atomic uint32_t n_held;                    /* > SYMM__HOLD_MAX: all of ctx */
     struct symm__tslot *next;                   /* every slot, newest first   */
 } symm__tslot;
 
-typedef struct symm__tmap {
-    size_t mask;
-    struct symm__tmap *older;
-    struct {
-        _Atomic uintptr_t key; /* a thread pointer; 0 empty */
-        symm__tslot *slot;
-    } e[];
-} symm__tmap;
-
-extern _Atomic(symm__tmap *) symm__tmap_cur;
-extern atomic_bool symm__lt_fence;
+/* Slots live in a static table indexed by a hash of the thread pointer (one
+ * load away: the call path reads the key and the word of one line); a thread
+ * whose entry another thread took first gets a slot in an overflow map. */
+#define SYMM__TSLOT_DIRECT 256u
+extern symm__tslot symm__tslot_direct[SYMM__TSLOT_DIRECT];
 
 static inline uintptr_t symm__thread_ptr(void) {
     uintptr_t tp;
@@ -154,21 +151,25 @@ static inline size_t symm__tp_hash(uintptr_t tp) {
 symm__tslot *symm__tslot_find(uintptr_t tp);
 static inline symm__tslot *symm__tslot_self(void) {
     uintptr_t tp = symm__thread_ptr();
-    symm__tmap *m = atomic_load_explicit(&symm__tmap_cur, memory_order_acquire);
-    if (__builtin_expect(m != NULL, 1)) {
-        size_t i = symm__tp_hash(tp) & m->mask;
-        if (__builtin_expect(atomic_load_explicit(&m->e[i].key, memory_order_acquire) == tp, 1))
-            return m->e[i].slot;
-    }
+    symm__tslot *s = &symm__tslot_direct[symm__tp_hash(tp) % SYMM__TSLOT_DIRECT];
+    /* relaxed: only this thread (or a dead one of the same thread pointer,
+     * whose slot it inherits) stored this key */
+    if (__builtin_expect(atomic_load_explicit(&s->key, memory_order_relaxed) == tp, 1)) return s;
     return symm__tslot_find(tp);
 }
 
+extern atomic_bool symm__lt_fence;
+
 /* Around every public entry (api/dispatch.c). Calls do not nest: the runtime
- * calls its own entries directly, not through the table. */
-static inline symm__tslot *symm__call_enter(void) {
+ * calls its own entries directly, not through the table. A status-returning
+ * entry's call clears MSG when it starts and sets it when it fails, which is
+ * how its message is cleared (symm_last_error reads "" without MSG: no
+ * thread-local access per call); the queries that return a value leave it. */
+static inline symm__tslot *symm__call_enter_as(bool clear_msg) {
     symm__tslot *s = symm__tslot_self();
     if (__builtin_expect(!s, 0)) return NULL;
     uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
+    if (clear_msg) w &= ~(uint64_t)SYMM__CALL_MSG;
     atomic_store_explicit(&s->word, w | SYMM__CALL_IN, memory_order_relaxed);
     if (__builtin_expect(atomic_load_explicit(&symm__lt_fence, memory_order_relaxed), 0))
         atomic_thread_fence(memory_order_seq_cst);
@@ -176,17 +177,23 @@ static inline symm__tslot *symm__call_enter(void) {
         atomic_signal_fence(memory_order_seq_cst); /* membarrier orders the rest */
     return s;
 }
-void symm__call_leave_slow(symm__tslot *s, uint64_t w);
-static inline void symm__call_leave(symm__tslot *s) {
+void symm__call_leave_slow(symm__tslot *s, uint64_t w, bool failed);
+static inline void symm__call_leave_as(symm__tslot *s, bool failed) {
     uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
     if (__builtin_expect(w & (SYMM__CALL_PARKED | SYMM__CALL_HOLDS), 0)) {
-        symm__call_leave_slow(s, w);
+        symm__call_leave_slow(s, w, failed);
         return;
     }
     /* release: the call's reads of the object come before a freer sees it out */
-    atomic_store_explicit(&s->word, (w & ~(uint64_t)SYMM__CALL_FLAGS) + SYMM__CALL_SEQ,
+    atomic_store_explicit(&s->word,
+                          ((w & ~(uint64_t)SYMM__CALL_STATE) + SYMM__CALL_SEQ) |
+                              (failed ? SYMM__CALL_MSG : 0u),
                           memory_order_release);
 }
+static inline symm__tslot *symm__call_enter(void) { return symm__call_enter_as(false); }
+static inline void symm__call_leave(symm__tslot *s) { symm__call_leave_as(s, false); }
+/* This thread's slot if it has one (no registration: symm_last_error). */
+symm__tslot *symm__tslot_peek(void);
 
 /* symm_init: register for membarrier once per process. */
 void symm__lifetime_init(void);
@@ -351,6 +358,7 @@ struct symm__ctx {
     /* the job watcher (bootstrap/watch.c): marks the context failed as
      * soon as news of a dead PE arrives, for waits no host call polls */
     symm__boot_watch *watch;
+    bool watched;         /* it ran from init on: calls need not poll     */
 
     /* asynchronous failures (async.c): the first one since the last clear */
     pthread_mutex_t async_lock;

@@ -9,7 +9,8 @@
  *             near the end)
  *   grace     symm__retire waits for calls inside on other threads, not for
  *             parked calls that hold something else, and for parked calls
- *             that hold the object until they leave
+ *             that hold the object until they leave; 300 live threads (more
+ *             than the direct slot table) each get a slot of their own
  *   stress    rounds of threads resolving, reading and parking on an object
  *             while it is released, retired and freed (sanitizer runs see
  *             any read after the free)
@@ -255,6 +256,121 @@ static void test_stress(int rounds) {
     free(ctx);
 }
 
+/* More live threads than the direct table has entries: every one gets a
+ * slot of its own (the rest in the overflow map), and a free waits for all
+ * of them while they are inside. */
+enum { MANY = 300 };
+static pthread_barrier_t many_bar;
+static symm__tslot *many_slot[MANY];
+static atomic_int many_left;
+
+static void *many_run(void *arg) {
+    long i = (long)arg;
+    symm__tslot *s = symm__call_enter();
+    ASSERT_TRUE(s != NULL);
+    ASSERT_TRUE(symm__tslot_self() == s);
+    many_slot[i] = s;
+    pthread_barrier_wait(&many_bar); /* all inside */
+    pthread_barrier_wait(&many_bar); /* the main thread is retiring */
+    nap_ms(20);
+    atomic_fetch_add(&many_left, 1);
+    symm__call_leave(s);
+    return NULL;
+}
+
+static void test_many_threads(void) {
+    symm__lifetime_init();
+    symm__ctx *ctx = calloc(1, sizeof *ctx);
+    ASSERT_TRUE(ctx != NULL);
+    atomic_int closing = 1;
+    pthread_t th[MANY];
+    ASSERT_EQ(pthread_barrier_init(&many_bar, NULL, MANY + 1), 0);
+    for (long i = 0; i < MANY; i++)
+        ASSERT_EQ(pthread_create(&th[i], NULL, many_run, (void *)i), 0);
+    pthread_barrier_wait(&many_bar);
+    for (int i = 0; i < MANY; i++)
+        for (int k = 0; k < i; k++) ASSERT_TRUE(many_slot[i] != many_slot[k]);
+    pthread_barrier_wait(&many_bar);
+    symm__retire(ctx, &closing);
+    ASSERT_EQ(atomic_load(&many_left), MANY); /* waited for every one */
+    for (int i = 0; i < MANY; i++) pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&many_bar);
+    free(ctx);
+}
+
+
+/* The word's MSG bit: a status call clears it when it starts and sets it when
+ * it fails; a query call leaves it; every call advances the sequence. */
+static void test_msg_bit(void) {
+    symm__tslot *s = symm__call_enter_as(true);
+    ASSERT_TRUE(s != NULL);
+    uint64_t w0 = atomic_load(&s->word);
+    ASSERT_TRUE((w0 & SYMM__CALL_IN) && !(w0 & SYMM__CALL_MSG));
+    symm__call_leave_as(s, true); /* failed */
+    uint64_t w1 = atomic_load(&s->word);
+    ASSERT_TRUE(!(w1 & SYMM__CALL_IN) && (w1 & SYMM__CALL_MSG));
+    ASSERT_TRUE(w1 / SYMM__CALL_SEQ == w0 / SYMM__CALL_SEQ + 1);
+    s = symm__call_enter(); /* a query: the failure's message still counts */
+    ASSERT_TRUE(atomic_load(&s->word) & SYMM__CALL_MSG);
+    symm__call_leave(s);
+    ASSERT_TRUE(atomic_load(&s->word) & SYMM__CALL_MSG);
+    ASSERT_TRUE(symm__tslot_peek() == s);
+    s = symm__call_enter_as(true); /* the next status call clears it */
+    ASSERT_TRUE(!(atomic_load(&s->word) & SYMM__CALL_MSG));
+    symm__call_leave_as(s, false);
+    ASSERT_TRUE(!(atomic_load(&s->word) & (SYMM__CALL_MSG | SYMM__CALL_IN)));
+    /* a parked call's slow leave keeps the same rules */
+    s = symm__call_enter_as(true);
+    symm__park(NULL);
+    symm__call_leave_as(s, true);
+    uint64_t w2 = atomic_load(&s->word);
+    ASSERT_TRUE((w2 & SYMM__CALL_MSG) && !(w2 & (SYMM__CALL_IN | SYMM__CALL_PARKED)));
+}
+
+/* What the hold costs a call (a benchmark, not run by the suite): an empty
+ * function called through a pointer, bare and inside the hold. */
+__attribute__((noinline)) static symm_status empty_call(int x) {
+    __asm__ __volatile__("" ::: "memory");
+    return x ? SYMM_SUCCESS : SYMM_SUCCESS;
+}
+static symm_status (*volatile empty_fn)(int) = empty_call;
+
+static double cost_ns(bool hold, long n) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (long i = 0; i < n; i++) {
+        if (hold) {
+            symm__tslot *s = symm__call_enter_as(true);
+            symm_status r = empty_fn((int)i);
+            symm__call_leave_as(s, r != 0);
+        } else {
+            (void)empty_fn((int)i);
+        }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    return ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)n;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void bench_cost(void) {
+    symm__lifetime_init();
+    enum { R = 21 };
+    double bare[R], held[R];
+    for (int r = 0; r < R; r++) {
+        bare[r] = cost_ns(false, 2000000);
+        held[r] = cost_ns(true, 2000000);
+    }
+    qsort(bare, R, sizeof bare[0], cmp_d);
+    qsort(held, R, sizeof held[0], cmp_d);
+    printf("RESULT hold: empty call %.2f ns, inside the hold %.2f ns (+%.2f ns; medians of %d "
+           "rounds; membarrier %s)\n", bare[R / 2], held[R / 2], held[R / 2] - bare[R / 2], R,
+           atomic_load(&symm__lt_fence) ? "unavailable: calls fence" : "in use");
+}
+
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : NULL;
     if (!only || strcmp(only, "reuse") == 0) test_reuse();
@@ -262,8 +378,11 @@ int main(int argc, char **argv) {
     if (!only || strcmp(only, "grace") == 0) {
         for (int mode = 0; mode < 3; mode++) grace_case(mode);
         test_check_closing();
+        test_many_threads();
+        test_msg_bit();
     }
     if (!only || strcmp(only, "stress") == 0) test_stress(only ? 1000 : 200);
+    if (only && strcmp(only, "cost") == 0) bench_cost();
     printf("handles%s%s: passed\n", only ? " " : "", only ? only : "");
     return 0;
 }

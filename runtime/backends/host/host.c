@@ -112,18 +112,34 @@ static symm_status unreachable(int32_t pe) {
     return symm__err(SYMM_ERR_NOT_SUPPORTED, "host backend: PE %d is not mapped", pe);
 }
 
+/* memmove: a same-PE put may overlap its source (one load/store path). One
+ * element (4 or 8 bytes: p, g, the 8-byte putmem) is a load and a store
+ * inline instead of a call into libc. */
+static inline void host_copy(void *dst, const void *src, uint64_t n) {
+    if (n == 8) {
+        uint64_t v;
+        memcpy(&v, src, 8);
+        memcpy(dst, &v, 8);
+    } else if (n == 4) {
+        uint32_t v;
+        memcpy(&v, src, 4);
+        memcpy(dst, &v, 4);
+    } else {
+        memmove(dst, src, n);
+    }
+}
+
 static symm_status host_put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
                             uint32_t flags) {
     if (!ctx->peer_base[pe]) return unreachable(pe);
-    /* memmove: a same-PE put may overlap its source (one load/store path) */
-    memmove(ctx->peer_base[pe] + off, src, n);
+    host_copy(ctx->peer_base[pe] + off, src, n);
     return SYMM_SUCCESS;
 }
 
 static symm_status host_get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
                             uint32_t flags) {
     if (!ctx->peer_base[pe]) return unreachable(pe);
-    memmove(dst, ctx->peer_base[pe] + off, n);
+    host_copy(dst, ctx->peer_base[pe] + off, n);
     return SYMM_SUCCESS;
 }
 
@@ -132,11 +148,11 @@ static symm_status host_atomic(symm__ctx *ctx, int32_t pe, uint64_t off, uint32_
     if (!ctx->peer_base[pe]) return unreachable(pe);
     uint32_t size = symm__amo_size(dtype);
     uint64_t v = 0, c = 0, old = 0;
-    if (value) memcpy(&v, value, size);
-    if (compare) memcpy(&c, compare, size);
+    if (value) host_copy(&v, value, size);
+    if (compare) host_copy(&c, compare, size);
     if (symm__amo_cpu(ctx->peer_base[pe] + off, dtype, op, v, c, &old) != 0)
         return symm__err(SYMM_ERR_INVALID_ARG, "host backend: atomic op %u on dtype %u", op, dtype);
-    if (fetched) memcpy(fetched, &old, size);
+    if (fetched) host_copy(fetched, &old, size);
     return SYMM_SUCCESS;
 }
 
