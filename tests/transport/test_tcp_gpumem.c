@@ -19,11 +19,13 @@
  *            against a reference
  *   signal   put-with-signal (blocking and nbi, SET and ADD): T checks the
  *            data as soon as it sees the signal, then acknowledges
- * Links the runtime's objects (internal hooks and the counts).
+ * Links the runtime's objects (internal hooks and the counts). --bench times
+ * puts and gets instead (any backend).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/host/host_gpu_test.h"
 #include "transports/amo_cpu.h"
@@ -242,7 +244,69 @@ static void test_signal(int a, int t) {
     CHECK_OK(symm_barrier_all(h));
 }
 
-int main(void) {
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* --bench: PE 0 times blocking puts and gets of several sizes to PE n - 1
+ * (another host) over the transport; medians of REPS. Run with the host
+ * backend (plain, or SYMM_TEST_HOST_GPU_MEM=1: the staging's CPU cost) and
+ * with SYMM_TEST_BACKEND=cuda (the heap in GPU memory: the real staging). */
+static int bench(void) {
+    enum { REPS = 21 };
+    static const uint64_t sizes[] = {8, 4096, 65536, 1u << 20, 4u << 20};
+    h = symm_test_init(SYMM_BACKEND_AUTO);
+    me = symm_my_pe(h);
+    n = symm_n_pes(h);
+    CHECK_OK(symm__ctx_get(h, &ctx));
+    ASSERT_TRUE(ctx->tp != NULL);
+    uint8_t *buf = malloc(4u << 20);
+    ASSERT_TRUE(buf != NULL);
+    memset(buf, 7, 4u << 20);
+    CHECK_OK(symm_buf_alloc(h, SYMM_DTYPE_UINT8, 4u << 20, &data));
+    symm_ctx_info info = {.struct_size = sizeof info};
+    CHECK_OK(symm_ctx_query(h, &info));
+    const char *hook = getenv("SYMM_TEST_HOST_GPU_MEM");
+    if (me == 0)
+        printf("bench: PE 0 -> PE %d over %s, heap: %s\n| bytes | put median us | put MB/s | "
+               "get median us | get MB/s |\n|---|---|---|---|---|\n", n - 1, ctx->tp->name,
+               info.backend == SYMM_BACKEND_CUDA ? "GPU memory (cuda)"
+               : hook && !strcmp(hook, "1") ? "host memory as GPU memory (test hook)"
+                                            : "host memory");
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        uint64_t len = sizes[k], tp[REPS], tg[REPS];
+        CHECK_OK(symm_barrier_all(h));
+        for (int r = 0; me == 0 && r < REPS; r++) {
+            uint64_t t0 = now_ns();
+            CHECK_OK(symm_put(data, 0, buf, len, n - 1));
+            uint64_t t1 = now_ns();
+            CHECK_OK(symm_get(buf, data, 0, len, n - 1));
+            tp[r] = t1 - t0;
+            tg[r] = now_ns() - t1;
+        }
+        if (me == 0) {
+            qsort(tp, REPS, sizeof tp[0], cmp_u64);
+            qsort(tg, REPS, sizeof tg[0], cmp_u64);
+            printf("| %llu | %.1f | %.0f | %.1f | %.0f |\n", (unsigned long long)len,
+                   tp[REPS / 2] / 1e3, len * 1e3 / tp[REPS / 2], tg[REPS / 2] / 1e3,
+                   len * 1e3 / tg[REPS / 2]);
+        }
+    }
+    CHECK_OK(symm_barrier_all(h));
+    CHECK_OK(symm_finalize(&h));
+    free(buf);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--bench") == 0) return bench();
     if (!getenv("SYMM_TEST_HOST_GPU_MEM")) {
         printf("SKIP: run with SYMM_TEST_HOST_GPU_MEM=1 (meson does)\n");
         return 77;
