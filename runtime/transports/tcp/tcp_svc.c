@@ -595,6 +595,49 @@ static void start_request(tcp_svc *s, conn *c) {
     }
 }
 
+/* A PUT's payload: its first bytes came with the header (staged). */
+static void payload_staged(tcp_svc *s, conn *c, size_t staged) {
+    size_t k = staged < c->left ? staged : (size_t)c->left;
+    if (c->dst && c->dst_gpu) {
+        gpu_put_bytes(s, c, c->in + c->in_off, k);
+    } else if (c->dst) {
+        HEAP_BEGIN();
+        memcpy(c->dst, c->in + c->in_off, k);
+        HEAP_END();
+        c->dst += k;
+    }
+    c->in_off += k;
+    c->left -= k;
+}
+
+/* A PUT's payload from the socket: a large one straight into the heap (or
+ * the GPU staging), a small one through the input staging. recv's result. */
+static ssize_t payload_recv(tcp_svc *s, conn *c) {
+    c->in_off = c->in_len = 0;
+    ssize_t k;
+    if (c->dst && c->dst_gpu && c->left >= IN_CAP / 2) {
+        uint64_t room = GPU_STAGE - c->gfill;
+        k = recv(c->fd, c->gbuf + c->gfill, c->left < room ? c->left : room, MSG_DONTWAIT);
+        if (k > 0) {
+            c->gfill += (size_t)k;
+            c->left -= (uint64_t)k;
+            if (c->gfill == GPU_STAGE) gpu_put_flush(s, c);
+        }
+    } else if (c->dst && c->left >= IN_CAP / 2) {
+        HEAP_BEGIN();
+        k = recv(c->fd, c->dst, c->left > (1u << 30) ? (1u << 30) : c->left, MSG_DONTWAIT);
+        HEAP_END();
+        if (k > 0) {
+            c->dst += k;
+            c->left -= (uint64_t)k;
+        }
+    } else {
+        k = recv(c->fd, c->in, IN_CAP, MSG_DONTWAIT);
+        if (k > 0) c->in_len = (size_t)k;
+    }
+    return k;
+}
+
 /* Serve an authenticated connection: at most SERVE_BUDGET steps. */
 static void conn_serve(tcp_svc *s, conn *c) {
     c->more = false;
@@ -607,43 +650,10 @@ static void conn_serve(tcp_svc *s, conn *c) {
         if ((c->out_off < c->out_len || c->big_left) && !conn_flush(s, c)) return;
         size_t staged = c->in_len - c->in_off;
         if (c->busy) {
-            if (staged) { /* the payload's first bytes came with the header */
-                size_t k = staged < c->left ? staged : (size_t)c->left;
-                if (c->dst && c->dst_gpu) {
-                    gpu_put_bytes(s, c, c->in + c->in_off, k);
-                } else if (c->dst) {
-                    HEAP_BEGIN();
-                    memcpy(c->dst, c->in + c->in_off, k);
-                    HEAP_END();
-                    c->dst += k;
-                }
-                c->in_off += k;
-                c->left -= k;
+            if (staged) {
+                payload_staged(s, c, staged);
             } else {
-                c->in_off = c->in_len = 0;
-                ssize_t k;
-                if (c->dst && c->dst_gpu && c->left >= IN_CAP / 2) { /* large: into gbuf */
-                    uint64_t room = GPU_STAGE - c->gfill;
-                    k = recv(c->fd, c->gbuf + c->gfill, c->left < room ? c->left : room,
-                             MSG_DONTWAIT);
-                    if (k > 0) {
-                        c->gfill += (size_t)k;
-                        c->left -= (uint64_t)k;
-                        if (c->gfill == GPU_STAGE) gpu_put_flush(s, c);
-                    }
-                } else if (c->dst && c->left >= IN_CAP / 2) { /* large: straight into the heap */
-                    HEAP_BEGIN();
-                    k = recv(c->fd, c->dst, c->left > (1u << 30) ? (1u << 30) : c->left,
-                             MSG_DONTWAIT);
-                    HEAP_END();
-                    if (k > 0) {
-                        c->dst += k;
-                        c->left -= (uint64_t)k;
-                    }
-                } else {
-                    k = recv(c->fd, c->in, IN_CAP, MSG_DONTWAIT);
-                    if (k > 0) c->in_len = (size_t)k;
-                }
+                ssize_t k = payload_recv(s, c);
                 if (k < 0 && errno == EINTR) continue;
                 if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
                 if (k <= 0) {
