@@ -22,7 +22,7 @@
  * atomics; the CPU cannot make a read-modify-write on GPU memory atomic with
  * those (a copy out, the op, a copy back would lose their updates), while
  * the GPU's own atomic is atomic with all of them and returns the prior
- * value for fetching ops. The cost: a launch and a wait (~10 us), and a
+ * value for fetching ops. The cost: a kernel launch and its wait, and a
  * free SM slot — a grid that holds every SM while it waits for this update
  * keeps it from running (the wait gives up at the job's timeout).
  */

@@ -42,8 +42,8 @@
  * through the core's mem_copy / mem_atomic: a PUT's payload gathers in a
  * connection's staging buffer of this size and goes to the GPU in one copy
  * when it is full or the payload ends; a GET's bytes come out piece by
- * piece through it. Large enough that the copy's fixed cost (a DMA and its
- * wait, ~10-20 us) is small beside the bytes' time on the socket. */
+ * piece through it. Large so that the copy's fixed cost (a DMA and its
+ * wait) is paid seldom (not yet measured on a GPU). */
 #define GPU_STAGE (1u << 20)
 
 /* ---- ThreadSanitizer: the heap is shared with other processes ------------
