@@ -22,6 +22,7 @@
  * Links the runtime's objects (internal hooks and the counts). --bench times
  * puts and gets instead (any backend).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,8 +306,48 @@ static int bench(void) {
     return 0;
 }
 
+/* --fail (SYMM_TEST_HOST_GPU_FAIL_BYTES=777: 777-byte copies fail at the
+ * target, 778-byte ones at the initiator): a copy that fails on either side
+ * fails that operation with SYMM_ERR_CUDA and a message; the
+ * connection stays usable (the next operation succeeds, its data checked);
+ * a put-with-signal whose data could not be copied leaves the signal as it
+ * was. */
+static void test_fail(int a, int t) {
+    const uint64_t bad = 777, bad_local = 778, good = 779; /* host_gpu_test.h */
+    uint8_t *own = NULL;
+    uint64_t *s = NULL;
+    CHECK_OK(symm_buf_ptr(mine, (void **)&own));
+    CHECK_OK(symm_buf_ptr(sig, (void **)&s));
+    fill(ref, good, 3);
+    if (me == a) {
+        CHECK_STATUS(symm_put(data, 0, ref, bad, t), SYMM_ERR_CUDA); /* T's copy in */
+        printf("tcp_gpumem --fail: a put into T's GPU memory: %s\n", symm_last_error());
+        CHECK_OK(symm_put(data, 0, ref, good, t));
+        CHECK_STATUS(symm_get(tmp, data, 0, bad, t), SYMM_ERR_CUDA); /* T's copy out */
+        CHECK_OK(symm_get(tmp, data, 0, good, t));
+        ASSERT_TRUE(memcmp(tmp, ref, good) == 0);
+        memcpy(own, ref, good);
+        CHECK_STATUS(symm_put(data, 0, own, bad_local, t), SYMM_ERR_CUDA); /* A's copy out */
+        CHECK_OK(symm_get(tmp, data, 0, good, t)); /* T's data untouched by it */
+        ASSERT_TRUE(memcmp(tmp, ref, good) == 0);
+        CHECK_STATUS(symm_get(own, data, 0, bad_local, t), SYMM_ERR_CUDA); /* A's copy in */
+        printf("tcp_gpumem --fail: a get into A's GPU memory: %s\n", symm_last_error());
+        memset(own, 0, good);
+        CHECK_OK(symm_get(own, data, 0, good, t));
+        ASSERT_TRUE(memcmp(own, ref, good) == 0);
+        CHECK_STATUS(symm_put_signal(data, 0, ref, bad, sig, 0, 9, SYMM_SIGNAL_SET, t),
+                     SYMM_ERR_CUDA);
+        CHECK_OK(symm_put(data, 0, ref, good, t));
+    }
+    CHECK_OK(symm_barrier_all(h));
+    if (me == t) ASSERT_U64_EQ(s[0], 0); /* the signal of the failed put-with-signal */
+    check_data_at(t, 0, ref, good, "after the failed copies");
+    CHECK_OK(symm_barrier_all(h));
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--bench") == 0) return bench();
+    bool fail_mode = argc > 1 && strcmp(argv[1], "--fail") == 0;
     if (!getenv("SYMM_TEST_HOST_GPU_MEM")) {
         printf("SKIP: run with SYMM_TEST_HOST_GPU_MEM=1 (meson does)\n");
         return 77;
@@ -339,6 +380,10 @@ int main(int argc, char **argv) {
     for (int p = 0; p < n_pairs; p++) {
         int a = pairs[p][0], t = pairs[p][1];
         if (me == a) ASSERT_TRUE(ctx->remote[t]);
+        if (fail_mode) {
+            test_fail(a, t);
+            continue;
+        }
         test_put_get(a, t);
         test_atomics(a, t);
         test_signal(a, t);

@@ -165,6 +165,7 @@ static void host_describe(symm__ctx *ctx, char *buf, size_t cap) {
 static struct {
     uint8_t *heap;
     uint64_t cap;
+    uint64_t fail_bytes; /* SYMM_TEST_HOST_GPU_FAIL_BYTES (host_gpu_test.h) */
     _Atomic uint64_t win_off, win_len;
     _Atomic uint64_t tgt_in, tgt_out, loc_in, loc_out, tgt_amo, loc_amo, calls;
 } gpu_test;
@@ -217,6 +218,9 @@ static symm_status gpu_test_copy(void *st, void *dst, const void *src, uint64_t 
     uint8_t *d = gpu_test_real(dst, &dt);
     const uint8_t *s = gpu_test_real(src, &stg);
     atomic_fetch_add(&gpu_test.calls, 1);
+    if (gpu_test.fail_bytes && n == gpu_test.fail_bytes + !(dt || stg))
+        return symm__err(SYMM_ERR_CUDA, "host backend: a copy of %llu bytes fails (the test hook's "
+                         "SYMM_TEST_HOST_GPU_FAIL_BYTES)", (unsigned long long)n);
     atomic_fetch_add(dt ? &gpu_test.tgt_in : &gpu_test.loc_in, gpu_test_in_window(d, n));
     atomic_fetch_add(stg ? &gpu_test.tgt_out : &gpu_test.loc_out, gpu_test_in_window(s, n));
     memmove(d, s, n);
@@ -243,6 +247,8 @@ static symm_status host_tp_gpu_open(symm__ctx *ctx, symm__tp_gpu *out) {
     if (!v || strcmp(v, "1") != 0) return SYMM_SUCCESS; /* host memory: no service */
     gpu_test.heap = ctx->heap_base;
     gpu_test.cap = ctx->heap_cap;
+    const char *f = getenv("SYMM_TEST_HOST_GPU_FAIL_BYTES");
+    gpu_test.fail_bytes = f ? strtoull(f, NULL, 10) : 0;
     *out = (symm__tp_gpu){.heap_is_gpu = true, .copy = gpu_test_copy, .atomic = gpu_test_atomic,
                           .view = gpu_test_view};
     SYMM_INFO(SYMM_LOG_BACKEND, "host backend: SYMM_TEST_HOST_GPU_MEM=1: transports see the heap "

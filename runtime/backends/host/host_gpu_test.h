@@ -10,6 +10,9 @@
  *    they move in a window of heap offsets the test sets, separately for
  *    the target side (addresses the transport got from mem_add) and the
  *    initiator side (this PE's own heap pointers it passed to a transport).
+ * SYMM_TEST_HOST_GPU_FAIL_BYTES=N makes copies fail with SYMM_ERR_CUDA (the
+ * error paths of a transport's staging): of exactly N bytes on the target
+ * side, of N + 1 bytes on the initiator side.
  * Tests that link the runtime's objects read the counts
  * (tests/transport/test_tcp_gpumem.c).
  */

@@ -242,7 +242,8 @@ static int32_t reply_status(tcp *t, int32_t pe, const char *what, uint64_t off, 
     return fail(t->core, st, "%s of %llu bytes at heap offset %llu of PE %d failed on that PE (%s)",
                 what, (unsigned long long)n, (unsigned long long)off, pe,
                 st == SYMM_ERR_OUT_OF_BOUNDS ? "outside the memory it registered"
-                                             : "the target refused the request");
+                : st == SYMM_ERR_CUDA ? "a copy or atomic on its GPU memory failed there"
+                                      : "the target refused the request");
 }
 
 static int32_t need_conn(tcp *t, int32_t pe) {
