@@ -70,7 +70,7 @@ extern "C" {
 #define SYMM_TP_CAP_ATOMIC_GLOBAL 1u
 /* The transport reaches GPU memory: it registers it (dmabuf) or stages it
  * through the core's GPU-memory service (symm_tp_core.mem_copy). Without it
- * the core refuses a device backend's heap across hosts. */
+ * its mem_add refuses a SYMM_TP_MEM_CUDA range (the core reports the caps). */
 #define SYMM_TP_CAP_GPU_MEM 2u
 /* The transport can also reach PEs of this host (loopback): needed for the
  * "all atomics through the transport" rule above. */
