@@ -23,6 +23,7 @@
 
 typedef struct symm__ctx symm__ctx;
 struct symm__team;
+struct symm__tp_gpu;
 struct symm__coll;
 
 /* Flags for put/get: */
@@ -164,7 +165,36 @@ typedef struct symm__backend_ops {
     /* Synchronous copy of n bytes between any local memories (host or
      * device), for staging device buffers through host memory. */
     symm_status (*local_copy)(symm__ctx *ctx, void *dst, const void *src, uint64_t n);
+    /* The GPU-memory service for transports that stage (symm_tp_core's
+     * mem_kind / mem_copy / mem_atomic, runtime/transports/transport.h):
+     * fill *out, or leave out->copy NULL when the heap and every local
+     * buffer are host memory. Called once per transport, after heap_init
+     * and before the first heap range is registered (no user kernel runs
+     * yet: the service may allocate pinned memory then); out->close is
+     * called before heap_fini. NULL: host memory only. */
+    symm_status (*tp_gpu_open)(symm__ctx *ctx, struct symm__tp_gpu *out);
 } symm__backend_ops;
+
+/* A backend's GPU-memory service for transports (tp_gpu_open). Every entry
+ * may be called from any thread, concurrently; each serialises what it must.
+ * Addresses are local: this PE's heap, a local buffer, or a heap address as
+ * view gave it to the transport. */
+typedef struct symm__tp_gpu {
+    void *state;
+    bool heap_is_gpu; /* the heap is GPU memory (registered SYMM_TP_MEM_CUDA) */
+    /* Is p, a local buffer outside the heap, GPU memory? NULL: never. */
+    bool (*is_gpu)(void *state, const void *p);
+    /* n bytes between any two local memories, complete on return. */
+    symm_status (*copy)(void *state, void *dst, const void *src, uint64_t n);
+    /* SYMM_AMO_* on a 4/8-byte word, atomic with the device's atomics;
+     * prior value (raw bits) in *fetched (NULL allowed). */
+    symm_status (*atomic)(void *state, void *addr, uint32_t dtype, uint32_t op, uint64_t value,
+                          uint64_t compare, uint64_t *fetched);
+    /* The address a transport is given for heap address p (mem_add's base).
+     * NULL: p itself. */
+    void *(*view)(void *state, void *p);
+    void (*close)(void *state); /* NULL allowed */
+} symm__tp_gpu;
 
 /* ---- The registry (registry.c) ---- */
 /* The backend for want (SYMM_BACKEND_*; AUTO: the first usable one, in the

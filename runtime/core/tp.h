@@ -13,6 +13,10 @@ struct symm__tp {
     symm_tp_core core;   /* the services handed to the plugin */
     char name[32];
     pthread_mutex_t lock; /* the contract: one call at a time per instance */
+    /* The backend's GPU-memory service (symm_tp_core.mem_*), opened at the
+     * first mem_add; gpu.copy NULL: host memory only. */
+    symm__tp_gpu gpu;
+    bool gpu_opened;
 };
 
 #endif

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "tp.h"
+#include "transports/amo_cpu.h"
 
 /* ---- services for the plugin ---- */
 
@@ -58,6 +59,75 @@ static int32_t svc_auth_verify(void *c, int32_t pe, const void *msg, size_t len,
     if (pe < 0 || pe >= ctx->n_pes) return SYMM_ERR_BOOTSTRAP;
     return symm__boot_auth_verify(ctx->boot, pe, msg, len, mac) ? SYMM_SUCCESS
                                                                   : SYMM_ERR_BOOTSTRAP;
+}
+
+/* ---- the GPU-memory service (transport.h, interface 3) ----
+ * The backend's service when it has one (tp_gpu_open), else host memory:
+ * memmove and CPU atomics (a device backend without the service: its
+ * local_copy, and no atomics on its memory). */
+static const symm__tp_gpu *gpu_of(void *c) {
+    struct symm__tp *tp = ((symm__ctx *)c)->tp;
+    return tp && tp->gpu.copy ? &tp->gpu : NULL;
+}
+static uint32_t svc_mem_kind(void *c, const void *p) {
+    const symm__ctx *ctx = c;
+    const symm__tp_gpu *g = gpu_of(c);
+    if (!p || (!g && !ctx->ops->has_device)) return SYMM_TP_MEM_HOST;
+    const uint8_t *b = p;
+    if (ctx->heap_base && b >= ctx->heap_base && (uint64_t)(b - ctx->heap_base) < ctx->heap_cap)
+        return !g || g->heap_is_gpu ? SYMM_TP_MEM_CUDA : SYMM_TP_MEM_HOST;
+    if (!g) return ctx->ops->is_device_mem && ctx->ops->is_device_mem((symm__ctx *)ctx, p)
+                       ? SYMM_TP_MEM_CUDA : SYMM_TP_MEM_HOST;
+    return g->is_gpu && g->is_gpu(g->state, p) ? SYMM_TP_MEM_CUDA : SYMM_TP_MEM_HOST;
+}
+static int32_t svc_mem_copy(void *c, void *dst, const void *src, uint64_t n) {
+    symm__ctx *ctx = c;
+    const symm__tp_gpu *g = gpu_of(c);
+    if (!n) return SYMM_SUCCESS;
+    if (g) return g->copy(g->state, dst, src, n);
+    if (ctx->ops->has_device) {
+        if (!ctx->ops->local_copy)
+            return symm__err(SYMM_ERR_NOT_SUPPORTED, "transport: the %s backend offers no copy "
+                             "of GPU memory", ctx->ops->name);
+        return ctx->ops->local_copy(ctx, dst, src, n);
+    }
+    memmove(dst, src, n);
+    return SYMM_SUCCESS;
+}
+static int32_t svc_mem_atomic(void *c, void *addr, uint32_t dtype, uint32_t op, uint64_t value,
+                              uint64_t compare, uint64_t *fetched) {
+    const symm__tp_gpu *g = gpu_of(c);
+    bool is_float = dtype == SYMM_DTYPE_FLOAT32 || dtype == SYMM_DTYPE_FLOAT64;
+    if (!symm__amo_size(dtype) || op > SYMM_AMO_XOR ||
+        (is_float && op != SYMM_AMO_FETCH && op != SYMM_AMO_SET && op != SYMM_AMO_SWAP &&
+         op != SYMM_AMO_COMPARE_SWAP))
+        return symm__err(SYMM_ERR_INVALID_ARG, "transport: atomic op %u on dtype %u", op, dtype);
+    if (g) return g->atomic(g->state, addr, dtype, op, value, compare, fetched);
+    if (((symm__ctx *)c)->ops->has_device)
+        return symm__err(SYMM_ERR_NOT_SUPPORTED, "transport: the %s backend offers no atomics "
+                         "on GPU memory for transports", ((symm__ctx *)c)->ops->name);
+    uint64_t old = 0;
+    if (symm__amo_cpu(addr, dtype, op, value, compare, &old) != 0)
+        return symm__err(SYMM_ERR_INVALID_ARG, "atomic op %u on dtype %u", op, dtype);
+    if (fetched) *fetched = old;
+    return SYMM_SUCCESS;
+}
+
+/* Open the backend's service once, before the first range is registered
+ * (the heap exists then and no user kernel runs yet). */
+static symm_status gpu_open(symm__ctx *ctx, struct symm__tp *tp) {
+    if (tp->gpu_opened) return SYMM_SUCCESS;
+    tp->gpu_opened = true;
+    memset(&tp->gpu, 0, sizeof tp->gpu);
+    if (!ctx->ops->tp_gpu_open) return SYMM_SUCCESS;
+    symm_status st = ctx->ops->tp_gpu_open(ctx, &tp->gpu);
+    if (st) memset(&tp->gpu, 0, sizeof tp->gpu);
+    return st;
+}
+
+static void gpu_close(struct symm__tp *tp) {
+    if (tp->gpu.copy && tp->gpu.close) tp->gpu.close(tp->gpu.state);
+    memset(&tp->gpu, 0, sizeof tp->gpu);
 }
 
 /* ---- lookup ---- */
@@ -258,6 +328,7 @@ symm_status symm__tp_open(symm__ctx *ctx, const char *const *names, size_t n_nam
         .allgather = svc_allgather, .barrier = svc_barrier, .check_failed = svc_check_failed,
         .set_error = svc_set_error, .log = svc_log, .getenv = svc_getenv,
         .auth_mac = svc_auth_mac, .auth_verify = svc_auth_verify,
+        .mem_kind = svc_mem_kind, .mem_copy = svc_mem_copy, .mem_atomic = svc_mem_atomic,
     };
     const char *want = getenv("SYMM_TRANSPORT");
     if (!want || !*want) want = "auto";
@@ -295,10 +366,15 @@ uint32_t symm__tp_job_caps(const symm__ctx *ctx, uint32_t caps) {
 symm_status symm__tp_mem_add(symm__ctx *ctx, void *base, uint64_t off, uint64_t len) {
     struct symm__tp *tp = ctx->tp;
     if (!tp || !tp->state) return SYMM_SUCCESS;
-    uint32_t kind = ctx->ops->has_device ? SYMM_TP_MEM_CUDA : SYMM_TP_MEM_HOST;
+    SYMM_TRY(gpu_open(ctx, tp));
+    bool gpu = ctx->ops->has_device || (tp->gpu.copy && tp->gpu.heap_is_gpu);
+    uint32_t kind = gpu ? SYMM_TP_MEM_CUDA : SYMM_TP_MEM_HOST;
     /* GPU memory: a dma-buf of the range when the backend can export one
      * (cuMemGetHandleForAddressRange); the plugin dups what it keeps. */
     int fd = kind == SYMM_TP_MEM_CUDA && ctx->ops->dmabuf_fd ? ctx->ops->dmabuf_fd(ctx, off, len) : -1;
+    /* A staging transport reaches the range through the service only: it
+     * gets the address the service knows it by. */
+    if (tp->gpu.copy && tp->gpu.view) base = tp->gpu.view(tp->gpu.state, base);
     pthread_mutex_lock(&tp->lock);
     int32_t st = tp->ops->mem_add(tp->state, base, off, len, kind, fd);
     pthread_mutex_unlock(&tp->lock);
@@ -325,6 +401,7 @@ void symm__tp_close(symm__ctx *ctx) {
     struct symm__tp *tp = ctx->tp;
     if (!tp) return;
     if (tp->state && tp->ops->close) tp->ops->close(tp->state);
+    gpu_close(tp); /* after the plugin's threads are gone, before the heap goes */
     ctx->tp = NULL;
     tp_free(tp);
 }

@@ -47,8 +47,10 @@ extern "C" {
 
 /* Interface version (bump when the tables change; append-only).
  *   1  the first tables
- *   2  symm_tp_core gains auth_mac and auth_verify (transport handshakes) */
-#define SYMM_TP_IFACE 2u
+ *   2  symm_tp_core gains auth_mac and auth_verify (transport handshakes)
+ *   3  symm_tp_core gains the GPU-memory service (mem_kind, mem_copy,
+ *      mem_atomic) */
+#define SYMM_TP_IFACE 3u
 /* The symbol every plugin exports. */
 #define SYMM_TP_ENTRY "symm_transport_plugin"
 
@@ -66,7 +68,9 @@ extern "C" {
  * update on the heap through the transport (self and same-host PEs
  * included) once the job has a remote PE, so CPU and NIC never race. */
 #define SYMM_TP_CAP_ATOMIC_GLOBAL 1u
-/* The transport can register GPU memory (dmabuf) or stages it itself. */
+/* The transport reaches GPU memory: it registers it (dmabuf) or stages it
+ * through the core's GPU-memory service (symm_tp_core.mem_copy). Without it
+ * its mem_add refuses a SYMM_TP_MEM_CUDA range (the core reports the caps). */
 #define SYMM_TP_CAP_GPU_MEM 2u
 /* The transport can also reach PEs of this host (loopback): needed for the
  * "all atomics through the transport" rule above. */
@@ -119,7 +123,46 @@ typedef struct symm_tp_core {
     int32_t (*auth_mac)(void *core, const void *msg, size_t len, uint8_t mac[32]);
     int32_t (*auth_verify)(void *core, int32_t pe, const void *msg, size_t len,
                            const uint8_t mac[32]);
+
+    /* ---- from SYMM_TP_IFACE 3 (check size before use) ---- */
+    /* The GPU-memory service, for transports that cannot register GPU
+     * memory with their NIC (tcp; ofi where the provider has no FI_HMEM):
+     * memory the CPU cannot touch is read and written only through it,
+     * never with loads, stores, memcpy or send/recv on its address.
+     *
+     * Which memory: a range given to mem_add with mem_kind SYMM_TP_MEM_CUDA
+     * (its base is an address for these services only), and a local buffer
+     * (put's src, get's dst, a fetched word) for which mem_kind says so.
+     *
+     * mem_kind: SYMM_TP_MEM_HOST or SYMM_TP_MEM_CUDA for a local pointer
+     *   (HOST for every pointer when the job's memory is host memory; cheap
+     *   then, one driver query per call otherwise: ask once per operation).
+     * mem_copy: n bytes between any two of host memory, a local GPU buffer
+     *   and a registered GPU range, complete on return (the data is in GPU
+     *   memory, visible to kernels, before it returns; reading GPU memory
+     *   sees every earlier mem_copy and mem_atomic into it). Blocking, so a
+     *   transport orders "data, then signal" by calling mem_copy first.
+     * mem_atomic: SYMM_AMO_* op on a 4- or 8-byte element of SYMM_DTYPE_* at
+     *   addr (aligned), atomic with the GPU's own atomics on that word
+     *   (kernels', the backend's, other PEs' through load/store) and with
+     *   every other mem_atomic; the prior value in *fetched (raw bits, low
+     *   bytes; may be NULL). Signal updates are SYMM_AMO_SET / SYMM_AMO_ADD
+     *   on SYMM_DTYPE_UINT64. On host memory it is a CPU atomic.
+     * Any thread may call them, concurrently (the services serialise what
+     * must be). They return 0 or a status (with the core's error set). A
+     * core built without them (size too small) or a harness that leaves
+     * them NULL offers host memory only. */
+    uint32_t (*mem_kind)(void *core, const void *p);
+    int32_t (*mem_copy)(void *core, void *dst, const void *src, uint64_t n);
+    int32_t (*mem_atomic)(void *core, void *addr, uint32_t dtype, uint32_t op, uint64_t value,
+                          uint64_t compare, uint64_t *fetched);
 } symm_tp_core;
+
+/* Does core offer the GPU-memory service (interface 3, every entry set)? */
+static inline int symm_tp_core_has_gpu_mem(const symm_tp_core *core) {
+    return core->size >= offsetof(symm_tp_core, mem_atomic) + sizeof core->mem_atomic &&
+           core->iface >= 3 && core->mem_kind && core->mem_copy && core->mem_atomic;
+}
 
 /* What an instance tells the core after open. */
 typedef struct symm_tp_info {
@@ -153,7 +196,9 @@ typedef struct symm_tp_ops {
      * reachable. `base` is this PE's local address of heap_off. Called for
      * each heap chunk as the heap grows and for registered buffers.
      * mem_kind: SYMM_TP_MEM_*; dmabuf_fd: a dma-buf of the range for GPU
-     * memory (-1 when none; the plugin dups what it keeps). */
+     * memory (-1 when none; the plugin dups what it keeps). A plugin that
+     * does not register GPU memory with its NIC reaches a SYMM_TP_MEM_CUDA
+     * range through the core's mem_copy / mem_atomic only (symm_tp_core). */
     int32_t (*mem_add)(void *state, void *base, uint64_t heap_off, uint64_t len,
                        uint32_t mem_kind, int dmabuf_fd);
     /* Local: forget a range given to mem_add (registered buffer freed). */

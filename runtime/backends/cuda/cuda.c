@@ -76,6 +76,7 @@
 #include "cuda_internal.h"
 #include "cuda_coll.h"
 #include "cuda_tuning.h"
+#include "cuda_tpmem.h"
 
 /* ------------------------------------------------------------------------ */
 /* Probe, setup and teardown                                                 */
@@ -587,4 +588,5 @@ const symm__backend_ops symm__cuda_ops = {
     .dmabuf_fd = cuda_dmabuf_fd,
     .is_device_mem = cuda_is_device_mem,
     .local_copy = cuda_local_copy,
+    .tp_gpu_open = symm__cuda_tp_gpu_open, /* cuda_tpmem.c */
 };

@@ -13,6 +13,7 @@
 
 #include "transports/amo_cpu.h"
 #include "internal.h"
+#include "host_gpu_test.h"
 
 typedef struct host_state {
     int *fds;          /* [n_pes]: memfd of each local PE, -1 otherwise */
@@ -170,6 +171,107 @@ static void host_describe(symm__ctx *ctx, char *buf, size_t cap) {
     snprintf(buf, cap, "no device; the heap is host memory (memfd) shared by the PEs of this host");
 }
 
+/* ---- The GPU-memory service for transports: a test hook ----
+ * The heap is host memory, so transports need no service (tp_gpu_open
+ * leaves it empty) unless SYMM_TEST_HOST_GPU_MEM=1 asks for the test hook of
+ * host_gpu_test.h: the heap then passes for GPU memory, reached through
+ * counting copies and atomics only. */
+#define GPU_TEST_TAG (UINT64_C(1) << 62)
+
+static struct {
+    uint8_t *heap;
+    uint64_t cap;
+    uint64_t fail_bytes; /* SYMM_TEST_HOST_GPU_FAIL_BYTES (host_gpu_test.h) */
+    _Atomic uint64_t win_off, win_len;
+    _Atomic uint64_t tgt_in, tgt_out, loc_in, loc_out, tgt_amo, loc_amo, calls;
+} gpu_test;
+
+void symm__host_gpu_test_window(uint64_t off, uint64_t len) {
+    atomic_store(&gpu_test.win_off, off);
+    atomic_store(&gpu_test.win_len, len);
+    atomic_store(&gpu_test.tgt_in, 0);
+    atomic_store(&gpu_test.tgt_out, 0);
+    atomic_store(&gpu_test.loc_in, 0);
+    atomic_store(&gpu_test.loc_out, 0);
+    atomic_store(&gpu_test.tgt_amo, 0);
+    atomic_store(&gpu_test.loc_amo, 0);
+}
+
+void symm__host_gpu_test_stats(symm__host_gpu_stats *out) {
+    out->tgt_in = atomic_load(&gpu_test.tgt_in);
+    out->tgt_out = atomic_load(&gpu_test.tgt_out);
+    out->loc_in = atomic_load(&gpu_test.loc_in);
+    out->loc_out = atomic_load(&gpu_test.loc_out);
+    out->tgt_amo = atomic_load(&gpu_test.tgt_amo);
+    out->loc_amo = atomic_load(&gpu_test.loc_amo);
+    out->calls = atomic_load(&gpu_test.calls);
+}
+
+static void *gpu_test_view(void *st, void *p) {
+    (void)st;
+    return (void *)((uintptr_t)p ^ GPU_TEST_TAG);
+}
+
+/* The real address of p; *tgt: it came through view (the target side). */
+static uint8_t *gpu_test_real(const void *p, bool *tgt) {
+    *tgt = ((uintptr_t)p & GPU_TEST_TAG) != 0;
+    return (uint8_t *)((uintptr_t)p & ~GPU_TEST_TAG);
+}
+
+/* Bytes of [p, p + n) inside the window, 0 outside the heap. */
+static uint64_t gpu_test_in_window(const uint8_t *p, uint64_t n) {
+    if (!gpu_test.heap || p < gpu_test.heap || p >= gpu_test.heap + gpu_test.cap) return 0;
+    uint64_t a = (uint64_t)(p - gpu_test.heap), b = a + n;
+    uint64_t lo = atomic_load(&gpu_test.win_off), hi = lo + atomic_load(&gpu_test.win_len);
+    a = a > lo ? a : lo;
+    b = b < hi ? b : hi;
+    return b > a ? b - a : 0;
+}
+
+static symm_status gpu_test_copy(void *st, void *dst, const void *src, uint64_t n) {
+    (void)st;
+    bool dt, stg;
+    uint8_t *d = gpu_test_real(dst, &dt);
+    const uint8_t *s = gpu_test_real(src, &stg);
+    atomic_fetch_add(&gpu_test.calls, 1);
+    if (gpu_test.fail_bytes && n == gpu_test.fail_bytes + !(dt || stg))
+        return symm__err(SYMM_ERR_CUDA, "host backend: a copy of %llu bytes fails (the test hook's "
+                         "SYMM_TEST_HOST_GPU_FAIL_BYTES)", (unsigned long long)n);
+    atomic_fetch_add(dt ? &gpu_test.tgt_in : &gpu_test.loc_in, gpu_test_in_window(d, n));
+    atomic_fetch_add(stg ? &gpu_test.tgt_out : &gpu_test.loc_out, gpu_test_in_window(s, n));
+    memmove(d, s, n);
+    return SYMM_SUCCESS;
+}
+
+static symm_status gpu_test_atomic(void *st, void *addr, uint32_t dtype, uint32_t op,
+                                   uint64_t value, uint64_t compare, uint64_t *fetched) {
+    (void)st;
+    bool tgt;
+    uint8_t *a = gpu_test_real(addr, &tgt);
+    atomic_fetch_add(&gpu_test.calls, 1);
+    if (gpu_test_in_window(a, symm__amo_size(dtype)))
+        atomic_fetch_add(tgt ? &gpu_test.tgt_amo : &gpu_test.loc_amo, 1);
+    uint64_t old = 0;
+    if (symm__amo_cpu(a, dtype, op, value, compare, &old) != 0)
+        return symm__err(SYMM_ERR_INVALID_ARG, "host backend: atomic op %u on dtype %u", op, dtype);
+    if (fetched) *fetched = old;
+    return SYMM_SUCCESS;
+}
+
+static symm_status host_tp_gpu_open(symm__ctx *ctx, symm__tp_gpu *out) {
+    const char *v = getenv("SYMM_TEST_HOST_GPU_MEM");
+    if (!v || strcmp(v, "1") != 0) return SYMM_SUCCESS; /* host memory: no service */
+    gpu_test.heap = ctx->heap_base;
+    gpu_test.cap = ctx->heap_cap;
+    const char *f = getenv("SYMM_TEST_HOST_GPU_FAIL_BYTES");
+    gpu_test.fail_bytes = f ? strtoull(f, NULL, 10) : 0;
+    *out = (symm__tp_gpu){.heap_is_gpu = true, .copy = gpu_test_copy, .atomic = gpu_test_atomic,
+                          .view = gpu_test_view};
+    SYMM_INFO(SYMM_LOG_BACKEND, "host backend: SYMM_TEST_HOST_GPU_MEM=1: transports see the heap "
+              "as GPU memory (a test hook)");
+    return SYMM_SUCCESS;
+}
+
 const symm__backend_ops symm__host_ops = {
     .name = "host",
     .id = SYMM_BACKEND_HOST,
@@ -186,4 +288,5 @@ const symm__backend_ops symm__host_ops = {
     .fence = host_quiet,
     .memset0 = host_memset0,
     .describe = host_describe,
+    .tp_gpu_open = host_tp_gpu_open,
 };

@@ -10,6 +10,15 @@
  * signal update). Each PE opens one connection to every PE it must reach;
  * the caller's thread sends requests and reads replies on it.
  *
+ * GPU memory (a device backend's heap, a local GPU buffer) is never touched
+ * directly: the core's GPU-memory service (transport.h, mem_copy and
+ * mem_atomic) copies it through host memory and applies atomics with the
+ * GPU's own atomics. The caller stages a GPU source or destination in
+ * TCP_STAGE pieces; the service (tcp_svc.c) stages a GPU target, and
+ * updates a put-with-signal's signal only after the data's copy returned.
+ * docs/DECISIONS.md ("GPU memory over tcp: staged through the backend")
+ * says why staging and what it costs.
+ *
  * Who may connect: a connection proves, in a challenge-response handshake
  * (tcp_proto.h) made with the core's auth_mac / auth_verify, that it comes
  * from the PE it names, of this job; the service proves the same to the
@@ -80,7 +89,14 @@ typedef struct tcp {
     uint8_t *nbi;      /* [n] nbi puts sent since the last quiet               */
     uint32_t stall_ms;  /* SYMM_PEER_STALL_MS: no byte moved for this long: TIMEOUT */
     char addr_text[64];
+    bool gpu;           /* the core offers the GPU-memory service (interface 3)   */
+    uint8_t *stage;     /* [TCP_STAGE]: local GPU buffers go through it (gpu only) */
 } tcp;
+
+/* Local GPU buffers (a put's source, a get's destination) are copied
+ * through host memory in pieces of this size: one copy (a DMA and its
+ * wait) per piece, then the socket. */
+#define TCP_STAGE (1u << 20)
 
 /* ------------------------------------------------------------------------ */
 
@@ -226,18 +242,83 @@ static int32_t reply_status(tcp *t, int32_t pe, const char *what, uint64_t off, 
     return fail(t->core, st, "%s of %llu bytes at heap offset %llu of PE %d failed on that PE (%s)",
                 what, (unsigned long long)n, (unsigned long long)off, pe,
                 st == SYMM_ERR_OUT_OF_BOUNDS ? "outside the memory it registered"
-                                             : "the target refused the request");
+                : st == SYMM_ERR_CUDA ? "a copy or atomic on its GPU memory failed there"
+                                      : "the target refused the request");
 }
 
 static int32_t need_conn(tcp *t, int32_t pe) {
-    if (pe >= 0 && pe < t->n && t->gone[pe])
+    if (pe >= 0 && pe < t->n && t->gone[pe] == SYMM_ERR_TIMEOUT)
         return fail(t->core, t->gone[pe], "PE %d stopped making progress earlier and its "
                     "connection was given up (SYMM_PEER_STALL_MS=%u)", pe, t->stall_ms);
+    if (pe >= 0 && pe < t->n && t->gone[pe])
+        return fail(t->core, t->gone[pe], "the connection to PE %d was given up earlier: a "
+                    "copy out of local GPU memory failed in the middle of a request", pe);
     if (pe < 0 || pe >= t->n || t->out[pe] < 0)
         return fail(t->core, SYMM_ERR_INTERNAL, "no connection to PE %d (not a remote PE and no "
                     "loopback requested)", pe);
     if (atomic_load(&t->failed)) return check_failed(t, pe);
     return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Local GPU memory: through the core's mem_copy (transport.h)               */
+/* ------------------------------------------------------------------------ */
+
+/* Is the local buffer p GPU memory (one query of the core per operation)? */
+static bool local_gpu(const tcp *t, const void *p) {
+    return t->gpu && p && t->core->mem_kind(t->core->core, p) == SYMM_TP_MEM_CUDA;
+}
+
+/* n (<= 8) bytes from/to a local buffer that may be GPU memory. */
+static int32_t load_word(const tcp *t, void *dst, const void *src, uint32_t n) {
+    if (local_gpu(t, src)) return t->core->mem_copy(t->core->core, dst, src, n);
+    memcpy(dst, src, n);
+    return 0;
+}
+static int32_t store_word(const tcp *t, void *dst, const void *src, uint32_t n) {
+    if (local_gpu(t, dst)) return t->core->mem_copy(t->core->core, dst, src, n);
+    memcpy(dst, src, n);
+    return 0;
+}
+
+/* The request q with n bytes of src. From GPU memory the payload goes
+ * through the staging buffer piece by piece; the first piece is copied
+ * before anything is sent, so a GPU that cannot copy fails the operation
+ * and leaves the connection as it was. A later piece that cannot be copied
+ * leaves the stream in the middle of a request: the connection is given up. */
+static int32_t send_req(tcp *t, int32_t pe, const tcp_req *q, const void *src, uint64_t n,
+                        const char *what) {
+    if (!n || !local_gpu(t, src)) return send_all(t, pe, q, sizeof *q, src, n, what);
+    const uint8_t *s8 = src;
+    uint64_t m = n < TCP_STAGE ? n : TCP_STAGE;
+    int32_t st = t->core->mem_copy(t->core->core, t->stage, s8, m);
+    if (!st) st = send_all(t, pe, q, sizeof *q, t->stage, m, what);
+    for (uint64_t done = m; !st && done < n; done += m) {
+        m = n - done < TCP_STAGE ? n - done : TCP_STAGE;
+        if ((st = t->core->mem_copy(t->core->core, t->stage, s8 + done, m))) {
+            close(t->out[pe]);
+            t->out[pe] = -1;
+            t->gone[pe] = st;
+            t->nbi[pe] = 0;
+            return st;
+        }
+        st = send_all(t, pe, NULL, 0, t->stage, m, what);
+    }
+    return st;
+}
+
+/* A GET's n bytes into dst; into GPU memory through the staging buffer
+ * (the stream is read to the end even when a copy fails: first error). */
+static int32_t recv_into(tcp *t, int32_t pe, void *dst, uint64_t n, const char *what) {
+    if (!n || !local_gpu(t, dst)) return recv_all(t, pe, dst, n, what);
+    int32_t first = 0;
+    for (uint64_t done = 0, m; done < n; done += m) {
+        m = n - done < TCP_STAGE ? n - done : TCP_STAGE;
+        int32_t st = recv_all(t, pe, t->stage, m, what);
+        if (st) return st;
+        if (!first) first = t->core->mem_copy(t->core->core, (uint8_t *)dst + done, t->stage, m);
+    }
+    return first;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -461,80 +542,87 @@ static int32_t stall_bound(const symm_tp_core *core, uint32_t *out) {
     return 0;
 }
 
-static int32_t tcp_open(const symm_tp_core *core, uint32_t loopback, void **state,
-                        symm_tp_info *info) {
-    if (!core_has_auth(core) || !core->auth_mac || !core->auth_verify)
-        return fail(core, SYMM_ERR_NOT_SUPPORTED, "the core offers no handshake proofs "
-                    "(auth_mac/auth_verify): nothing could prove the PEs' identities");
+/* The instance with its tables (t->out all -1); NULL when out of memory. */
+static tcp *tcp_new(const symm_tp_core *core) {
     tcp *t = calloc(1, sizeof *t);
-    if (!t) return fail(core, SYMM_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (!t) return NULL;
     t->core = core;
     t->me = core->my_pe;
     t->n = core->n_pes;
     t->wake[0] = t->wake[1] = -1;
+    t->gpu = symm_tp_core_has_gpu_mem(core);
     t->out = malloc((size_t)t->n * sizeof *t->out);
     t->gone = calloc((size_t)t->n, sizeof *t->gone);
     t->nbi = calloc((size_t)t->n, 1);
-    uint8_t *may = calloc((size_t)t->n, 1);
-    addr_rec *all = calloc((size_t)t->n, sizeof *all);
-    int32_t st = stall_bound(core, &t->stall_ms); /* a local failure: still collective below */
-    if (!st && (!t->out || !t->gone || !t->nbi || !may || !all))
-        st = fail(core, SYMM_ERR_OUT_OF_MEMORY, "out of host memory");
     for (int32_t pe = 0; t->out && pe < t->n; pe++) t->out[pe] = -1;
-    for (int32_t pe = 0; may && pe < t->n; pe++) may[pe] = loopback || core->remote[pe];
+    if (!t->out || !t->gone || !t->nbi) {
+        tcp_close(t);
+        return NULL;
+    }
+    return t;
+}
 
-    addr_rec mine;
-    memset(&mine, 0, sizeof mine);
-    socklen_t len = sizeof mine.sa;
-    int lfd = -1;
-    if (st == 0) st = local_addr(t, &mine.sa, &len);
-    if (st == 0) {
-        lfd = socket(mine.sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (lfd < 0 || bind(lfd, (struct sockaddr *)&mine.sa, len) != 0 ||
-            listen(lfd, t->n + 16 < 4096 ? t->n + 16 : 4096) != 0 ||
-            getsockname(lfd, (struct sockaddr *)&mine.sa, &len) != 0 ||
-            pipe2(t->wake, O_CLOEXEC) != 0) {
-            st = fail(core, SYMM_ERR_SYSTEM, "cannot listen for peers: %s", strerror(errno));
-            if (lfd >= 0) close(lfd);
-            lfd = -1;
-        }
-        mine.len = (uint32_t)len;
+/* "tcp HOST port PORT" for the logs and symm_tp_info.device. */
+static void addr_text(tcp *t, const struct sockaddr_storage *sa) {
+    char host[64] = "?";
+    int port = 0;
+    if (sa->ss_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, host, sizeof host);
+        port = ntohs(((const struct sockaddr_in *)sa)->sin_port);
+    } else if (sa->ss_family == AF_INET6) {
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, host, sizeof host);
+        port = ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
     }
-    if (st == 0) {
-        /* A new connection finishes its handshake within a tenth of the
-         * job's timeout, 1 to 5 s (as the rendezvous server's HELLO). */
-        uint32_t job = core->timeout_ms ? core->timeout_ms : 60000u, hs = job / 10;
-        uint32_t lo = job < 1000 ? job : 1000;
-        tcp_svc_cfg sc = {.core = core, .may_connect = may, .listen_fd = lfd,
-                          .handshake_ms = hs < lo ? lo : hs > 5000 ? 5000 : hs};
-        st = tcp_svc_create(&sc, &t->svc);
+    snprintf(t->addr_text, sizeof t->addr_text, "tcp %.46s port %d", host, port);
+}
+
+/* Listen, create the service (may: [n] who may connect) and start its
+ * thread. mine receives the address the others connect to. Local. */
+static int32_t tcp_listen(tcp *t, const uint8_t *may, addr_rec *mine) {
+    const symm_tp_core *core = t->core;
+    socklen_t len = sizeof mine->sa;
+    int32_t st = local_addr(t, &mine->sa, &len);
+    if (st) return st;
+    int lfd = socket(mine->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&mine->sa, len) != 0 ||
+        listen(lfd, t->n + 16 < 4096 ? t->n + 16 : 4096) != 0 ||
+        getsockname(lfd, (struct sockaddr *)&mine->sa, &len) != 0 ||
+        pipe2(t->wake, O_CLOEXEC) != 0) {
+        st = fail(core, SYMM_ERR_SYSTEM, "cannot listen for peers: %s", strerror(errno));
+        if (lfd >= 0) close(lfd);
+        return st;
     }
-    if (st == 0) {
-        char host[64] = "?";
-        int port = 0;
-        if (mine.sa.ss_family == AF_INET) {
-            inet_ntop(AF_INET, &((struct sockaddr_in *)&mine.sa)->sin_addr, host, sizeof host);
-            port = ntohs(((struct sockaddr_in *)&mine.sa)->sin_port);
-        } else if (mine.sa.ss_family == AF_INET6) {
-            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&mine.sa)->sin6_addr, host, sizeof host);
-            port = ntohs(((struct sockaddr_in6 *)&mine.sa)->sin6_port);
-        }
-        snprintf(t->addr_text, sizeof t->addr_text, "tcp %.46s port %d", host, port);
-        /* The service thread takes no signals: they stay with the application. */
-        sigset_t sigs, old;
-        sigfillset(&sigs);
-        pthread_sigmask(SIG_SETMASK, &sigs, &old);
-        if (pthread_create(&t->thread, NULL, service, t) != 0)
-            st = fail(core, SYMM_ERR_SYSTEM, "cannot start the service thread");
-        else
-            t->thread_started = true;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-    }
-    free(may);
-    if (st) mine.len = 0; /* tells the others this PE cannot be reached */
-    /* Collective from here on: everybody takes part even after a local
-     * failure, so no PE waits for one that gave up. */
-    int32_t gst = core->allgather(core->core, &mine, all, sizeof mine);
+    mine->len = (uint32_t)len;
+    /* A new connection finishes its handshake within a tenth of the job's
+     * timeout, 1 to 5 s (as the rendezvous server's HELLO). */
+    uint32_t job = core->timeout_ms ? core->timeout_ms : 60000u, hs = job / 10;
+    uint32_t lo = job < 1000 ? job : 1000;
+    tcp_svc_cfg sc = {.core = core, .may_connect = may, .listen_fd = lfd,
+                      .handshake_ms = hs < lo ? lo : hs > 5000 ? 5000 : hs};
+    if ((st = tcp_svc_create(&sc, &t->svc))) return st;
+    addr_text(t, &mine->sa);
+    /* The service thread takes no signals: they stay with the application. */
+    sigset_t sigs, old;
+    sigfillset(&sigs);
+    pthread_sigmask(SIG_SETMASK, &sigs, &old);
+    if (pthread_create(&t->thread, NULL, service, t) != 0)
+        st = fail(core, SYMM_ERR_SYSTEM, "cannot start the service thread");
+    else
+        t->thread_started = true;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return st;
+}
+
+/* Collective: exchange addresses (mine->len 0: this PE failed st) and
+ * connect to every PE this one reaches; everybody takes part even after a
+ * local failure, so no PE waits for one that gave up. */
+static int32_t tcp_connect_all(tcp *t, uint32_t loopback, addr_rec *mine, int32_t st) {
+    const symm_tp_core *core = t->core;
+    addr_rec *all = calloc((size_t)t->n, sizeof *all);
+    if (!all && !st) st = fail(core, SYMM_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (st) mine->len = 0; /* tells the others this PE cannot be reached */
+    addr_rec dummy[1];
+    int32_t gst = core->allgather(core->core, mine, all ? all : dummy, sizeof *mine);
     if (st == 0 && gst) st = gst;
     for (int32_t pe = 0; st == 0 && pe < t->n; pe++) {
         if (!core->remote[pe] && !loopback) continue;
@@ -546,12 +634,36 @@ static int32_t tcp_open(const symm_tp_core *core, uint32_t loopback, void **stat
     }
     free(all);
     int32_t bst = core->barrier(core->core);
-    if (st == 0 && bst) st = bst;
-    if (st) {
+    return st ? st : bst;
+}
+
+static int32_t tcp_open(const symm_tp_core *core, uint32_t loopback, void **state,
+                        symm_tp_info *info) {
+    if (!core_has_auth(core) || !core->auth_mac || !core->auth_verify)
+        return fail(core, SYMM_ERR_NOT_SUPPORTED, "the core offers no handshake proofs "
+                    "(auth_mac/auth_verify): nothing could prove the PEs' identities");
+    tcp *t = tcp_new(core);
+    uint8_t *may = calloc((size_t)core->n_pes, 1);
+    addr_rec mine;
+    memset(&mine, 0, sizeof mine);
+    /* local failures: still collective below */
+    int32_t st = t && may ? stall_bound(core, &t->stall_ms)
+                          : fail(core, SYMM_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (int32_t pe = 0; may && pe < core->n_pes; pe++) may[pe] = loopback || core->remote[pe];
+    if (st == 0 && t->gpu && !(t->stage = malloc(TCP_STAGE)))
+        st = fail(core, SYMM_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (st == 0) st = tcp_listen(t, may, &mine);
+    free(may);
+    if (!t) { /* take part in the collectives all the same */
+        tcp dummy = {.core = core, .n = core->n_pes};
+        return tcp_connect_all(&dummy, loopback, &mine, st);
+    }
+    if ((st = tcp_connect_all(t, loopback, &mine, st))) {
         tcp_close(t);
         return st;
     }
     uint32_t caps = SYMM_TP_CAP_ATOMIC_GLOBAL | SYMM_TP_CAP_LOOPBACK;
+    if (t->gpu) caps |= SYMM_TP_CAP_GPU_MEM; /* staged through the core's service */
     /* Testing knob: report atomics as NIC-only, so the core routes every
      * atomic update through the transport (the ibverbs rule on one machine). */
     const char *ng = core->getenv(core->core, "SYMM_TCP_NO_GLOBAL_ATOMICS");
@@ -572,11 +684,14 @@ static int32_t tcp_mem_add(void *state, void *base, uint64_t heap_off, uint64_t 
                            uint32_t mem_kind, int dmabuf_fd) {
     tcp *t = state;
     int32_t st = 0;
-    if (mem_kind != SYMM_TP_MEM_HOST)
-        st = fail(t->core, SYMM_ERR_NOT_SUPPORTED, "GPU memory cannot be reached over tcp (host "
-                  "memory only): run the host backend (SYMM_BACKEND=host) or use a transport with "
-                  "GPU memory support");
-    if (!st) st = tcp_svc_mem_add(t->svc, base, heap_off, len);
+    (void)dmabuf_fd; /* GPU memory is staged through the core's service, not mapped */
+    if (mem_kind != SYMM_TP_MEM_HOST && mem_kind != SYMM_TP_MEM_CUDA)
+        st = fail(t->core, SYMM_ERR_INVALID_ARG, "unknown memory kind %u", mem_kind);
+    else if (mem_kind == SYMM_TP_MEM_CUDA && !t->gpu)
+        st = fail(t->core, SYMM_ERR_NOT_SUPPORTED, "GPU memory to register, but the core offers "
+                  "no GPU-memory service (a core of transport interface %u; 3 has it)",
+                  t->core->iface);
+    if (!st) st = tcp_svc_mem_add_kind(t->svc, base, heap_off, len, mem_kind == SYMM_TP_MEM_CUDA);
     /* Collective: nobody targets the range before every PE has added it. */
     int32_t all_st[1] = {st};
     int32_t *all = calloc((size_t)t->n, sizeof *all);
@@ -599,7 +714,7 @@ static int32_t tcp_put(void *state, int32_t pe, uint64_t off, const void *src, u
     int32_t st = need_conn(t, pe);
     if (st) return st;
     tcp_req q = {TCP_MAGIC, REQ_PUT, 0, 0, flags & SYMM_TP_NBI, 0, off, n, 0, 0, 0};
-    if ((st = send_all(t, pe, &q, sizeof q, src, n, "put"))) return st;
+    if ((st = send_req(t, pe, &q, src, n, "put"))) return st;
     if (flags & SYMM_TP_NBI) {
         t->nbi[pe] = 1;
         return 0;
@@ -620,7 +735,7 @@ static int32_t tcp_get(void *state, void *dst, int32_t pe, uint64_t off, uint64_
         (st = recv_all(t, pe, &r, sizeof r, "get")))
         return st;
     if (r.status) return reply_status(t, pe, "get", off, n, r.status);
-    return recv_all(t, pe, dst, n, "get");
+    return recv_into(t, pe, dst, n, "get");
 }
 
 static int32_t tcp_atomic(void *state, int32_t pe, uint64_t off, uint32_t dtype, uint32_t op,
@@ -631,15 +746,14 @@ static int32_t tcp_atomic(void *state, int32_t pe, uint64_t off, uint32_t dtype,
     uint32_t size = symm__amo_size(dtype);
     if (!size) return fail(t->core, SYMM_ERR_INVALID_ARG, "atomics need a 32/64-bit dtype (got %u)", dtype);
     tcp_req q = {TCP_MAGIC, REQ_AMO, dtype, op, 0, 0, off, size, 0, 0, 0};
-    if (value) memcpy(&q.value, value, size);
-    if (compare) memcpy(&q.compare, compare, size);
+    if (value && (st = load_word(t, &q.value, value, size))) return st;
+    if (compare && (st = load_word(t, &q.compare, compare, size))) return st;
     tcp_rep r;
     if ((st = send_all(t, pe, &q, sizeof q, NULL, 0, "atomic")) ||
         (st = recv_all(t, pe, &r, sizeof r, "atomic")))
         return st;
     if (r.status) return reply_status(t, pe, "atomic", off, size, r.status);
-    if (fetched) memcpy(fetched, &r.value, size);
-    return 0;
+    return fetched ? store_word(t, fetched, &r.value, size) : 0;
 }
 
 static int32_t tcp_put_signal(void *state, int32_t pe, uint64_t off, const void *src, uint64_t n,
@@ -650,7 +764,7 @@ static int32_t tcp_put_signal(void *state, int32_t pe, uint64_t off, const void 
     if (st) return st;
     tcp_req q = {TCP_MAGIC, REQ_PUT_SIGNAL, 0, sig_op, flags & SYMM_TP_NBI, 0, off, n, sig_value, 0,
                  sig_off};
-    if ((st = send_all(t, pe, &q, sizeof q, src, n, "put with signal"))) return st;
+    if ((st = send_req(t, pe, &q, src, n, "put with signal"))) return st;
     if (flags & SYMM_TP_NBI) {
         t->nbi[pe] = 1;
         return 0;
@@ -707,6 +821,7 @@ static void tcp_close(void *state) {
     free(t->out);
     free(t->gone);
     free(t->nbi);
+    free(t->stage);
     free(t);
 }
 

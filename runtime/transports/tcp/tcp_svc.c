@@ -38,6 +38,13 @@
  * payloads arrive in one read; a payload larger than half of it is read
  * straight into the heap. */
 #define IN_CAP (64u << 10)
+/* GPU memory (a range registered as SYMM_TP_MEM_CUDA) is reached only
+ * through the core's mem_copy / mem_atomic: a PUT's payload gathers in a
+ * connection's staging buffer of this size and goes to the GPU in one copy
+ * when it is full or the payload ends; a GET's bytes come out piece by
+ * piece through it. Large so that the copy's fixed cost (a DMA and its
+ * wait) is paid seldom (not yet measured on a GPU). */
+#define GPU_STAGE (1u << 20)
 
 /* ---- ThreadSanitizer: the heap is shared with other processes ------------
  * The service reads and writes this PE's heap for other PEs, as a NIC would;
@@ -76,6 +83,7 @@ enum { CS_HELLO, CS_AUTH, CS_READY, CS_CLOSED };
 typedef struct region {
     uint64_t off, len;
     uint8_t *base;
+    bool gpu; /* SYMM_TP_MEM_CUDA: through the core's mem_copy / mem_atomic only */
 } region;
 
 typedef struct conn {
@@ -97,6 +105,14 @@ typedef struct conn {
     tcp_req q;
     uint8_t *dst;        /* where the payload lands; NULL: discarded             */
     uint64_t *sig;       /* PUT_SIGNAL's signal word                              */
+    bool dst_gpu, sig_gpu; /* ... in GPU memory (through the core's services)     */
+    /* GPU staging (GPU_STAGE bytes, made on first use): a PUT's payload
+     * waits here (gfill bytes, for dst) before its copy to the GPU; a GET's
+     * next piece (big points into it) with gleft bytes to come from gsrc. */
+    uint8_t *gbuf;
+    size_t gfill;
+    const uint8_t *gsrc;
+    uint64_t gleft;
     uint64_t left;
     int32_t status;
     int32_t nbi_err;     /* first error of an nbi put since the last QUIET       */
@@ -173,14 +189,17 @@ static void stranger_log(tcp_svc *s, const char *fmt, ...) {
 /* Registered memory                                                         */
 /* ------------------------------------------------------------------------ */
 
-/* Local address of [off, off + n) inside one registered range, or NULL. */
-static uint8_t *lookup(tcp_svc *s, uint64_t off, uint64_t n) {
+/* Local address of [off, off + n) inside one registered range, or NULL;
+ * *gpu: the range is GPU memory. */
+static uint8_t *lookup(tcp_svc *s, uint64_t off, uint64_t n, bool *gpu) {
     uint8_t *p = NULL;
+    *gpu = false;
     pthread_rwlock_rdlock(&s->reg_lock);
     for (size_t i = 0; i < s->n_regs; i++) {
         region *r = &s->regs[i];
         if (off >= r->off && off - r->off <= r->len && n <= r->len - (off - r->off)) {
             p = r->base + (off - r->off);
+            *gpu = r->gpu;
             break;
         }
     }
@@ -189,10 +208,19 @@ static uint8_t *lookup(tcp_svc *s, uint64_t off, uint64_t n) {
 }
 
 int32_t tcp_svc_mem_add(tcp_svc *s, void *base, uint64_t off, uint64_t len) {
+    return tcp_svc_mem_add_kind(s, base, off, len, false);
+}
+
+int32_t tcp_svc_mem_add_kind(tcp_svc *s, void *base, uint64_t off, uint64_t len, bool gpu) {
     int32_t st = 0;
+    if (gpu && !symm_tp_core_has_gpu_mem(s->core))
+        return s->core->set_error(s->core->core, SYMM_ERR_NOT_SUPPORTED,
+                                  "tcp transport: GPU memory to register, but the core offers no "
+                                  "GPU-memory service (transport interface 3)");
     pthread_rwlock_wrlock(&s->reg_lock);
     region *last = s->n_regs ? &s->regs[s->n_regs - 1] : NULL;
-    if (last && last->off + last->len == off && last->base + last->len == (uint8_t *)base) {
+    if (last && last->gpu == gpu && last->off + last->len == off &&
+        last->base + last->len == (uint8_t *)base) {
         last->len += len; /* the heap grows contiguously: one region */
     } else {
         if (s->n_regs == s->cap_regs) {
@@ -205,7 +233,7 @@ int32_t tcp_svc_mem_add(tcp_svc *s, void *base, uint64_t off, uint64_t len) {
                 s->cap_regs = nc;
             }
         }
-        if (!st) s->regs[s->n_regs++] = (region){off, len, base};
+        if (!st) s->regs[s->n_regs++] = (region){off, len, base, gpu};
     }
     pthread_rwlock_unlock(&s->reg_lock);
     return st;
@@ -238,6 +266,9 @@ static void conn_close(tcp_svc *s, conn *c) {
     c->state = CS_CLOSED;
     free(c->in);
     c->in = NULL;
+    free(c->gbuf);
+    c->gbuf = NULL;
+    c->gleft = 0;
 }
 
 /* A stranger's connection ends: counted, logged (rate limited). */
@@ -260,6 +291,57 @@ static void peer_error(tcp_svc *s, conn *c, const char *what) {
     conn_close(s, c);
 }
 
+/* ---- GPU memory: through the core's services ---------------------------- */
+
+static bool gpu_buf(conn *c) {
+    if (!c->gbuf) c->gbuf = malloc(GPU_STAGE);
+    return c->gbuf != NULL;
+}
+
+/* A PUT into GPU memory: the gathered bytes go to the GPU (complete when
+ * mem_copy returns, so a later signal update comes after them). A failed
+ * copy fails the request; the rest of its payload is read and dropped. */
+static void gpu_put_flush(tcp_svc *s, conn *c) {
+    if (c->gfill && c->dst && c->status == 0) {
+        int32_t st = s->core->mem_copy(s->core->core, c->dst, c->gbuf, c->gfill);
+        if (st) {
+            c->status = st;
+            c->dst = NULL;
+        } else {
+            c->dst += c->gfill;
+        }
+    }
+    c->gfill = 0;
+}
+
+static void gpu_put_bytes(tcp_svc *s, conn *c, const uint8_t *p, size_t k) {
+    while (k > 0 && c->dst) {
+        size_t m = GPU_STAGE - c->gfill < k ? GPU_STAGE - c->gfill : k;
+        memcpy(c->gbuf + c->gfill, p, m);
+        c->gfill += m;
+        p += m;
+        k -= m;
+        if (c->gfill == GPU_STAGE) gpu_put_flush(s, c);
+    }
+}
+
+/* A GET from GPU memory: its next piece into the staging buffer. false when
+ * the copy failed: the reply already promised the bytes, so the connection
+ * ends (the caller's operation fails; the first piece is copied before the
+ * reply, so an unusable GPU is an error status, not this). */
+static bool gpu_get_refill(tcp_svc *s, conn *c) {
+    size_t m = c->gleft < GPU_STAGE ? (size_t)c->gleft : GPU_STAGE;
+    if (s->core->mem_copy(s->core->core, c->gbuf, c->gsrc, m) != 0) {
+        peer_error(s, c, "a copy out of GPU memory failed in the middle of a GET reply");
+        return false;
+    }
+    c->gsrc += m;
+    c->gleft -= m;
+    c->big = c->gbuf;
+    c->big_left = m;
+    return true;
+}
+
 /* Write what the socket takes now. true: all written; false: not yet (or
  * the connection ended). */
 static bool conn_flush(tcp_svc *s, conn *c) {
@@ -268,7 +350,8 @@ static bool conn_flush(tcp_svc *s, conn *c) {
                          MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) c->out_off += (size_t)w;
     }
-    while (c->fd >= 0 && (c->out_off < c->out_len || c->big_left)) {
+    while (c->fd >= 0 && (c->out_off < c->out_len || c->big_left || c->gleft)) {
+        if (!c->big_left && c->gleft && !gpu_get_refill(s, c)) return false;
         struct iovec iov[2];
         int k = 0;
         if (c->out_off < c->out_len)
@@ -410,7 +493,12 @@ static void conn_handshake(tcp_svc *s, conn *c) {
 static void finish_put(tcp_svc *s, conn *c) {
     c->busy = false;
     s->st.requests++;
-    if (c->status == 0) {
+    if (c->status == 0 && c->sig && c->sig_gpu) {
+        /* after the data: every gpu_put_flush has returned */
+        uint32_t op = c->q.op == SYMM_SIGNAL_ADD ? SYMM_AMO_ADD : SYMM_AMO_SET;
+        c->status = s->core->mem_atomic(s->core->core, c->sig, SYMM_DTYPE_UINT64, op, c->q.value,
+                                        0, NULL);
+    } else if (c->status == 0) {
         HEAP_BEGIN();
         if (c->sig) {
             if (c->q.op == SYMM_SIGNAL_ADD)
@@ -439,31 +527,49 @@ static void start_request(tcp_svc *s, conn *c) {
     switch (q->type) {
     case REQ_PUT:
     case REQ_PUT_SIGNAL: {
-        c->dst = lookup(s, q->off, q->n);
+        c->dst = lookup(s, q->off, q->n, &c->dst_gpu);
         c->sig = NULL;
-        if (q->type == REQ_PUT_SIGNAL)
-            c->sig = (q->sig_off & 7) ? NULL : (uint64_t *)(void *)lookup(s, q->sig_off, 8);
+        c->sig_gpu = false;
+        if (q->type == REQ_PUT_SIGNAL && !(q->sig_off & 7))
+            c->sig = (uint64_t *)(void *)lookup(s, q->sig_off, 8, &c->sig_gpu);
         c->status = c->dst && (q->type == REQ_PUT || c->sig) ? 0 : SYMM_ERR_OUT_OF_BOUNDS;
+        if (!c->status && c->dst_gpu && q->n && !gpu_buf(c)) c->status = SYMM_ERR_OUT_OF_MEMORY;
         if (c->status) c->dst = NULL, c->sig = NULL; /* the payload is read and dropped */
+        c->gfill = 0;
         c->left = q->n;
         c->busy = true;
         if (c->left == 0) finish_put(s, c);
         return;
     }
     case REQ_GET: {
-        const uint8_t *src = lookup(s, q->off, q->n);
+        bool gpu;
+        const uint8_t *src = lookup(s, q->off, q->n, &gpu);
         s->st.requests++;
+        if (src && gpu && q->n) {
+            /* the first piece before the reply: an unusable GPU is a status */
+            size_t m = q->n < GPU_STAGE ? (size_t)q->n : GPU_STAGE;
+            int32_t st = gpu_buf(c) ? s->core->mem_copy(s->core->core, c->gbuf, src, m)
+                                    : SYMM_ERR_OUT_OF_MEMORY;
+            c->gsrc = src + m;
+            c->gleft = st ? 0 : q->n - m;
+            conn_reply(s, c, st, 0, st ? NULL : c->gbuf, st ? 0 : m);
+            return;
+        }
         conn_reply(s, c, src ? 0 : SYMM_ERR_OUT_OF_BOUNDS, 0, src, src ? q->n : 0);
         return;
     }
     case REQ_AMO: {
         uint32_t size = symm__amo_size(q->dtype);
-        uint8_t *addr = size ? lookup(s, q->off, size) : NULL;
+        bool gpu = false;
+        uint8_t *addr = size ? lookup(s, q->off, size, &gpu) : NULL;
         uint64_t fetched = 0;
         int32_t st;
         s->st.requests++;
         if (!size) st = SYMM_ERR_INVALID_ARG;
         else if (!addr || (q->off & (size - 1))) st = SYMM_ERR_OUT_OF_BOUNDS;
+        else if (gpu)
+            st = s->core->mem_atomic(s->core->core, addr, q->dtype, q->op, q->value, q->compare,
+                                     &fetched);
         else {
             HEAP_BEGIN();
             st = symm__amo_cpu(addr, q->dtype, q->op, q->value, q->compare, &fetched);
@@ -489,6 +595,49 @@ static void start_request(tcp_svc *s, conn *c) {
     }
 }
 
+/* A PUT's payload: its first bytes came with the header (staged). */
+static void payload_staged(tcp_svc *s, conn *c, size_t staged) {
+    size_t k = staged < c->left ? staged : (size_t)c->left;
+    if (c->dst && c->dst_gpu) {
+        gpu_put_bytes(s, c, c->in + c->in_off, k);
+    } else if (c->dst) {
+        HEAP_BEGIN();
+        memcpy(c->dst, c->in + c->in_off, k);
+        HEAP_END();
+        c->dst += k;
+    }
+    c->in_off += k;
+    c->left -= k;
+}
+
+/* A PUT's payload from the socket: a large one straight into the heap (or
+ * the GPU staging), a small one through the input staging. recv's result. */
+static ssize_t payload_recv(tcp_svc *s, conn *c) {
+    c->in_off = c->in_len = 0;
+    ssize_t k;
+    if (c->dst && c->dst_gpu && c->left >= IN_CAP / 2) {
+        uint64_t room = GPU_STAGE - c->gfill;
+        k = recv(c->fd, c->gbuf + c->gfill, c->left < room ? c->left : room, MSG_DONTWAIT);
+        if (k > 0) {
+            c->gfill += (size_t)k;
+            c->left -= (uint64_t)k;
+            if (c->gfill == GPU_STAGE) gpu_put_flush(s, c);
+        }
+    } else if (c->dst && c->left >= IN_CAP / 2) {
+        HEAP_BEGIN();
+        k = recv(c->fd, c->dst, c->left > (1u << 30) ? (1u << 30) : c->left, MSG_DONTWAIT);
+        HEAP_END();
+        if (k > 0) {
+            c->dst += k;
+            c->left -= (uint64_t)k;
+        }
+    } else {
+        k = recv(c->fd, c->in, IN_CAP, MSG_DONTWAIT);
+        if (k > 0) c->in_len = (size_t)k;
+    }
+    return k;
+}
+
 /* Serve an authenticated connection: at most SERVE_BUDGET steps. */
 static void conn_serve(tcp_svc *s, conn *c) {
     c->more = false;
@@ -501,32 +650,10 @@ static void conn_serve(tcp_svc *s, conn *c) {
         if ((c->out_off < c->out_len || c->big_left) && !conn_flush(s, c)) return;
         size_t staged = c->in_len - c->in_off;
         if (c->busy) {
-            if (staged) { /* the payload's first bytes came with the header */
-                size_t k = staged < c->left ? staged : (size_t)c->left;
-                if (c->dst) {
-                    HEAP_BEGIN();
-                    memcpy(c->dst, c->in + c->in_off, k);
-                    HEAP_END();
-                    c->dst += k;
-                }
-                c->in_off += k;
-                c->left -= k;
+            if (staged) {
+                payload_staged(s, c, staged);
             } else {
-                c->in_off = c->in_len = 0;
-                ssize_t k;
-                if (c->dst && c->left >= IN_CAP / 2) { /* large: straight into the heap */
-                    HEAP_BEGIN();
-                    k = recv(c->fd, c->dst, c->left > (1u << 30) ? (1u << 30) : c->left,
-                             MSG_DONTWAIT);
-                    HEAP_END();
-                    if (k > 0) {
-                        c->dst += k;
-                        c->left -= (uint64_t)k;
-                    }
-                } else {
-                    k = recv(c->fd, c->in, IN_CAP, MSG_DONTWAIT);
-                    if (k > 0) c->in_len = (size_t)k;
-                }
+                ssize_t k = payload_recv(s, c);
                 if (k < 0 && errno == EINTR) continue;
                 if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
                 if (k <= 0) {
@@ -534,7 +661,10 @@ static void conn_serve(tcp_svc *s, conn *c) {
                     return;
                 }
             }
-            if (c->left == 0) finish_put(s, c);
+            if (c->left == 0) {
+                if (c->dst_gpu) gpu_put_flush(s, c);
+                finish_put(s, c);
+            }
             continue;
         }
         if (staged >= sizeof c->q) {

@@ -23,6 +23,13 @@
  * are rate limited. They can never make a request: the first byte that is
  * not the expected handshake frame closes the connection.
  *
+ * GPU memory (ranges registered as SYMM_TP_MEM_CUDA) is read and written
+ * only through the core's mem_copy / mem_atomic (transport.h): a PUT's
+ * payload is gathered in a staging buffer per connection and copied to the
+ * GPU, then the signal of a PUT_SIGNAL is updated with mem_atomic (so a PE
+ * that sees the signal sees the data); a GET's bytes are copied out piece
+ * by piece; an AMO is mem_atomic (atomic with the GPU's own atomics).
+ *
  * Memory rule: a request may only touch a range registered with mem_add
  * (heap chunks and registered buffers), and only an authenticated PE of the
  * job can make one. The runtime's system area (barrier flags, team scratch)
@@ -33,6 +40,7 @@
 #ifndef SYMM_TCP_SVC_H
 #define SYMM_TCP_SVC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,6 +73,9 @@ int32_t tcp_svc_create(const tcp_svc_cfg *cfg, tcp_svc **out);
 void tcp_svc_destroy(tcp_svc *s);
 /* Make [off, off + len) at base reachable; forget it. Any thread. */
 int32_t tcp_svc_mem_add(tcp_svc *s, void *base, uint64_t off, uint64_t len);
+/* The same for GPU memory when gpu (SYMM_TP_MEM_CUDA): base is then only
+ * passed to the core's mem_copy / mem_atomic (transport.h), never touched. */
+int32_t tcp_svc_mem_add_kind(tcp_svc *s, void *base, uint64_t off, uint64_t len, bool gpu);
 void tcp_svc_mem_remove(tcp_svc *s, uint64_t off, uint64_t len);
 /* One turn: wait at most timeout_ms for the service's sockets or wake_fd
  * (-1: none), then serve what is ready. Returns 1 when wake_fd is readable. */
