@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "tp_path.h"
 #include "runtime_beside.h"
 #include "symm_info_usage.h" /* generated from man/symm-info.txt, as is symm-info.1 */
 #include "transports/registry.h"
@@ -334,8 +335,8 @@ static int32_t svc_allgather(void *c, const void *mine, void *all, size_t len) {
 }
 
 /* What the runtime would find for transport `name`: the plugin file (the
- * runtime's search: SYMM_TRANSPORT_PATH, the runtime's folder, its
- * transports/<name>/), whether it loads, and its probe's verdict. */
+ * runtime's search, core/tp_path.h), whether it loads, and its probe's
+ * verdict. */
 typedef struct tp_report {
     char path[PATH_MAX + 64];
     bool found, loads, usable;
@@ -344,18 +345,13 @@ typedef struct tp_report {
 
 static void tp_examine(const char *name, const char *runtime_path, tp_report *t) {
     memset(t, 0, sizeof *t);
-    char dirs[4096] = "", rtdir[PATH_MAX] = "";
+    char dirs[4096], rtdir[PATH_MAX] = "";
     const char *env = getenv("SYMM_TRANSPORT_PATH");
-    if (env && *env) snprintf(dirs, sizeof dirs, "%s", env);
     if (runtime_path) {
         const char *slash = strrchr(runtime_path, '/');
         if (slash) snprintf(rtdir, sizeof rtdir, "%.*s", (int)(slash - runtime_path), runtime_path);
     }
-    if (rtdir[0]) {
-        size_t len = strlen(dirs);
-        snprintf(dirs + len, sizeof dirs - len, "%s%s:%s/transports/%s", len ? ":" : "", rtdir,
-                 rtdir, name);
-    }
+    symm__tp_plugin_dirs(rtdir, name, dirs, sizeof dirs);
     char *save = NULL;
     for (char *d = strtok_r(dirs, ":", &save); d && !t->found; d = strtok_r(NULL, ":", &save)) {
         snprintf(t->path, sizeof t->path, "%s/libsymm_transport_%s.so", d, name);
@@ -363,8 +359,8 @@ static void tp_examine(const char *name, const char *runtime_path, tp_report *t)
     }
     if (!t->found) {
         t->path[0] = '\0';
-        snprintf(t->why, sizeof t->why, "no libsymm_transport_%s.so beside the runtime%s", name,
-                 env && *env ? " or in SYMM_TRANSPORT_PATH" : "");
+        snprintf(t->why, sizeof t->why, "no libsymm_transport_%s.so in the runtime's folders%s",
+                 name, env && *env ? " or in SYMM_TRANSPORT_PATH" : "");
         return;
     }
     void *dl = dlopen(t->path, RTLD_NOW | RTLD_LOCAL);
