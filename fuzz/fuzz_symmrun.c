@@ -56,7 +56,7 @@ static int run(const uint8_t *data, size_t size) {
         valid = 1;
     } else if (r == SYMMRUN_ARGS_USAGE) {
         if (!memchr(err, '\0', sizeof err) || !err[0]) __builtin_trap();
-    } else if (r != SYMMRUN_ARGS_HELP) {
+    } else if (r != SYMMRUN_ARGS_HELP && r != SYMMRUN_ARGS_VERSION) {
         __builtin_trap();
     }
     free(buf);

@@ -11,6 +11,8 @@
 #   4. cargo doc and (when installed) cargo clippy without warnings
 #   5. the ring example on 4 PEs under symmrun, and with SYMM_RUNTIME=/nonexistent
 #   6. README.md's example as a package of its own, the same two ways
+#   7. cargo package --workspace --offline: both crates, each verified by a build
+#      from the packaged sources alone (symm-sys carries the loader in csrc/)
 # Cargo's output goes to BUILD_DIR/bindings/rust/target. Exit 0 only if all pass.
 set -u
 if [ $# -ne 1 ] || [ ! -d "$1" ]; then
@@ -156,6 +158,31 @@ PY
   grep -q '^symm is not available here: symm: no usable runtime' <<<"$o"
 }
 
+# cargo package of both crates, offline, each verified by building the
+# packaged sources alone: symm-sys from its csrc/ copy (sync_csrc.sh; no
+# SYMM_SOURCE_DIR, and no checkout above target/package/), symm against that
+# packaged symm-sys (cargo's local registry for workspace members). Both
+# carry LICENSE; symm-sys carries the loader's sources.
+cargo_package() {
+  local pkg=$CARGO_TARGET_DIR/package f list
+  bash symm-sys/sync_csrc.sh || return 1
+  rm -f "$pkg"/symm-*.crate
+  env -u SYMM_SOURCE_DIR "$cargo" package --workspace --offline --allow-dirty || return 1
+  list=$(tar tzf "$pkg/symm-sys-$version.crate") || return 1
+  for f in LICENSE build.rs csrc/loader/symm_loader.c csrc/abi/symm_dispatch.h \
+           csrc/include/symm/symm.h src/bindings.rs; do
+    grep -qx "symm-sys-$version/$f" <<<"$list" || { echo "symm-sys crate lacks $f"; return 1; }
+  done
+  list=$(tar tzf "$pkg/symm-$version.crate") || return 1
+  for f in LICENSE README.md src/lib.rs; do
+    grep -qx "symm-$version/$f" <<<"$list" || { echo "symm crate lacks $f"; return 1; }
+  done
+  for f in symm/LICENSE symm-sys/LICENSE; do
+    cmp -s "$f" "$src/LICENSE" || { echo "$f differs from the repository's LICENSE"; return 1; }
+  done
+}
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
+
 echo "rust: $("$cargo" --version), $(rustc --version 2>/dev/null)"
 step "bindings.rs up to date" python3 symm-sys/gen_sys.py --check
 if "$cargo" fmt --version >/dev/null 2>&1; then
@@ -175,6 +202,7 @@ if [ ${#failed[@]} -eq 0 ]; then
   step "example ring on 4 PEs" ring_4pes
   step "example ring without a runtime" ring_missing_runtime
   step "README example (own package) on 4 PEs and without a runtime" readme_example
+  step "cargo package (both crates, offline, built from the packages alone)" cargo_package
 fi
 
 if [ ${#failed[@]} -ne 0 ]; then

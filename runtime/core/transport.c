@@ -19,6 +19,7 @@
 
 #include "tp.h"
 #include "transports/amo_cpu.h"
+#include "tp_path.h"
 
 /* ---- services for the plugin ---- */
 
@@ -153,13 +154,12 @@ static void runtime_dir(char *out, size_t cap) {
     }
 }
 
-/* Find name's plugin file: 0 and *path, or -1 with the folders searched in why. */
+/* Find name's plugin file (the search order of tp_path.h): 0 and *path, or -1
+ * with the folders searched in why. */
 static int find_plugin(const char *name, char *path, size_t cap, char *why, size_t why_cap) {
-    char dirs[4096] = "", rt[PATH_MAX];
-    const char *env = getenv("SYMM_TRANSPORT_PATH");
-    if (env && *env) snprintf(dirs, sizeof dirs, "%s", env);
+    char dirs[4096], rt[PATH_MAX];
     runtime_dir(rt, sizeof rt);
-    if (rt[0]) appendf(dirs, sizeof dirs, "%s%s:%s/transports/%s", dirs[0] ? ":" : "", rt, rt, name);
+    symm__tp_plugin_dirs(rt, name, dirs, sizeof dirs);
     char *save = NULL;
     for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
         snprintf(path, cap, "%s/libsymm_transport_%s.so", d, name);

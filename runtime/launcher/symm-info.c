@@ -1,7 +1,7 @@
 /*
  * symm-info: what symm finds on this machine, without starting a job.
  *
- *   symm-info [--json] [--help]
+ *   symm-info [--json] [--help] [--version]   (man/symm-info.txt: options, --help, man page)
  *
  * Reports the loader and the runtime it opens (paths, versions, ABI), the
  * backends and transports (compiled in, usable here: GPUs with compute
@@ -19,6 +19,7 @@
  * usage error.
  */
 #include <dlfcn.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,7 +29,9 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "tp_path.h"
 #include "runtime_beside.h"
+#include "symm_info_usage.h" /* generated from man/symm-info.txt, as is symm-info.1 */
 #include "transports/registry.h"
 #include "transports/transport.h"
 #ifdef SYMM_INFO_HAVE_CUDA
@@ -332,8 +335,8 @@ static int32_t svc_allgather(void *c, const void *mine, void *all, size_t len) {
 }
 
 /* What the runtime would find for transport `name`: the plugin file (the
- * runtime's search: SYMM_TRANSPORT_PATH, the runtime's folder, its
- * transports/<name>/), whether it loads, and its probe's verdict. */
+ * runtime's search, core/tp_path.h), whether it loads, and its probe's
+ * verdict. */
 typedef struct tp_report {
     char path[PATH_MAX + 64];
     bool found, loads, usable;
@@ -342,18 +345,13 @@ typedef struct tp_report {
 
 static void tp_examine(const char *name, const char *runtime_path, tp_report *t) {
     memset(t, 0, sizeof *t);
-    char dirs[4096] = "", rtdir[PATH_MAX] = "";
+    char dirs[4096], rtdir[PATH_MAX] = "";
     const char *env = getenv("SYMM_TRANSPORT_PATH");
-    if (env && *env) snprintf(dirs, sizeof dirs, "%s", env);
     if (runtime_path) {
         const char *slash = strrchr(runtime_path, '/');
         if (slash) snprintf(rtdir, sizeof rtdir, "%.*s", (int)(slash - runtime_path), runtime_path);
     }
-    if (rtdir[0]) {
-        size_t len = strlen(dirs);
-        snprintf(dirs + len, sizeof dirs - len, "%s%s:%s/transports/%s", len ? ":" : "", rtdir,
-                 rtdir, name);
-    }
+    symm__tp_plugin_dirs(rtdir, name, dirs, sizeof dirs);
     char *save = NULL;
     for (char *d = strtok_r(dirs, ":", &save); d && !t->found; d = strtok_r(NULL, ":", &save)) {
         snprintf(t->path, sizeof t->path, "%s/libsymm_transport_%s.so", d, name);
@@ -361,8 +359,8 @@ static void tp_examine(const char *name, const char *runtime_path, tp_report *t)
     }
     if (!t->found) {
         t->path[0] = '\0';
-        snprintf(t->why, sizeof t->why, "no libsymm_transport_%s.so beside the runtime%s", name,
-                 env && *env ? " or in SYMM_TRANSPORT_PATH" : "");
+        snprintf(t->why, sizeof t->why, "no libsymm_transport_%s.so in the runtime's folders%s",
+                 name, env && *env ? " or in SYMM_TRANSPORT_PATH" : "");
         return;
     }
     void *dl = dlopen(t->path, RTLD_NOW | RTLD_LOCAL);
@@ -749,22 +747,45 @@ static void runtime_beside(void) {
         symm_loader_set_runtime(path);
 }
 
-int main(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
+/* getopt_long, silent (opterr = 0): every error is our message, naming the option. */
+static int parse_args(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},    {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+jhV", opts, NULL)) != -1) {
+        const char *arg = argv[optind - 1];
+        if (c == 'j') {
             json = true;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: symm-info [--json]\n"
-                   "Prints the symm loader and runtime found, the backends and transports usable "
-                   "here (GPUs, peer access, RDMA devices) and the effective configuration, "
-                   "without starting a job.\nExit status: 0 usable, 1 not usable (the report "
-                   "says why), 2 usage error.\n");
+        } else if (c == 'h') {
+            fputs(symm_info_usage_text, stdout);
             return 0;
+        } else if (c == 'V') {
+            printf("symm-info (symm) %d.%d.%d\nABI %d.%d\n", SYMM_VERSION_MAJOR,
+                   SYMM_VERSION_MINOR, SYMM_VERSION_PATCH, SYMM_ABI_MAJOR, SYMM_ABI_MINOR);
+            return 0;
+        } else if (strncmp(arg, "--", 2) == 0) {
+            int len = (int)strcspn(arg, "=");
+            fprintf(stderr, "symm-info: %s %.*s (try --help)\n",
+                    optopt ? "no value is taken by" : "unknown or ambiguous option", len, arg);
+            return 2;
         } else {
-            fprintf(stderr, "symm-info: unknown argument '%s' (try --help)\n", argv[i]);
+            fprintf(stderr, "symm-info: unknown option -%c (try --help)\n", optopt);
             return 2;
         }
     }
+    if (optind < argc) {
+        fprintf(stderr, "symm-info: unexpected argument '%s' (try --help)\n", argv[optind]);
+        return 2;
+    }
+    return -1;
+}
+
+int main(int argc, char **argv) {
+    int done = parse_args(argc, argv);
+    if (done >= 0) return done;
     report r = {false, false};
     runtime_beside();
     if (json) {

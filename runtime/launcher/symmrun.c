@@ -2,6 +2,7 @@
  * symmrun: run N processing elements of one symm job on this host.
  *
  *   symmrun -n N [--hosts H] [--timeout SEC] [--grace SEC|inf] [--no-kill] [--] program [args...]
+ *   (options, --help text and man page: man/symmrun.txt)
  *
  * symmrun makes a random job secret, serves the job's rendezvous on an
  * abstract Unix socket from its own event loop (rendezvous.c), and starts N
@@ -59,6 +60,8 @@
 #include "base/log.h"
 #include "runtime_beside.h"
 #include "symmrun_args.h"
+#include "symmrun_usage.h" /* generated from man/symmrun.txt, as is symmrun.1 */
+#include "symm_dispatch.h"  /* SYMM_ABI_MAJOR/MINOR */
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/rendezvous.h"
 #include "bootstrap/wire.h"
@@ -68,39 +71,6 @@
 #define EXIT_USAGE 2
 #define EXIT_TIMEOUT 124
 #define EXIT_INTERNAL 1
-
-static const char usage_text[] =
-    "usage: symmrun -n N [--hosts H] [--timeout SEC] [--grace SEC|inf] [--no-kill] [--]\n"
-    "               program [args...]\n"
-    "\n"
-    "Run N processing elements (PEs) of a symm job on this host.\n"
-    "\n"
-    "  -n, --np N          number of PEs (1.." "4096" ")\n"
-    "  -H, --hosts H       simulate H hosts (1..N): PE r runs on host r * H / N\n"
-    "                      (contiguous groups; SYMM_HOST_ID is set per host), so\n"
-    "                      PEs of other groups are remote (through SYMM_TRANSPORT)\n"
-    "  -t, --timeout SEC   stop the job after SEC seconds (exit status 124)\n"
-    "  -g, --grace SEC     when a PE fails, the others get SEC seconds to finish\n"
-    "                      before they are stopped (default 3; env SYMMRUN_GRACE);\n"
-    "                      inf: never stop them\n"
-    "      --no-kill       the same as --grace inf\n"
-    "  -h, --help          show this help\n"
-    "\n"
-    "Each PE gets SYMM_RANK, SYMM_N_PES, SYMM_LOCAL_RANK, SYMM_LOCAL_N_PES,\n"
-    "SYMM_BOOTSTRAP_ADDR, SYMM_JOB_SECRET and SYMM_LAUNCHER=symmrun; symm_init\n"
-    "joins the job through symmrun. When one PE exits non-zero or dies, symmrun\n"
-    "names it and its status; the others' symm calls return SYMM_ERR_PEER_FAILED\n"
-    "and they have the grace period to finish, then they are stopped (SIGTERM,\n"
-    "then SIGKILL after 2 s). symmrun exits with the first failing PE's status\n"
-    "(exit code, or 128 + signal number).\n"
-    "\n"
-    "The first Ctrl-C (SIGINT), SIGTERM or SIGHUP stops the job: the PEs get the\n"
-    "signal, their symm calls that wait for peers fail at once, those still\n"
-    "running 1 s later get SIGTERM, then SIGKILL 2 s later; a second signal sends\n"
-    "SIGKILL at once. symmrun exits 128 + the signal number (130 for Ctrl-C).\n"
-    "\n"
-    "When SYMM_RUNTIME is unset and libsymm_runtime.so.1 sits next to symmrun (a\n"
-    "build tree), the PEs get SYMM_RUNTIME pointing at it.\n";
 
 static int usage_error(const char *fmt, const char *arg) {
     fprintf(stderr, "symmrun: ");
@@ -415,7 +385,11 @@ int main(int argc, char **argv) {
     char err[512];
     switch (symmrun_parse_args(argc, argv, getenv("SYMMRUN_GRACE"), &opt, err, sizeof err)) {
     case SYMMRUN_ARGS_HELP:
-        fputs(usage_text, stdout);
+        fputs(symmrun_usage_text, stdout);
+        return 0;
+    case SYMMRUN_ARGS_VERSION:
+        printf("symmrun (symm) %d.%d.%d\nABI %d.%d\n", SYMM_VERSION_MAJOR, SYMM_VERSION_MINOR,
+               SYMM_VERSION_PATCH, SYMM_ABI_MAJOR, SYMM_ABI_MINOR);
         return 0;
     case SYMMRUN_ARGS_USAGE:
         return usage_error("%s", err);

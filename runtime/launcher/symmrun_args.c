@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -43,6 +44,68 @@ unsigned symmrun_parse_timeout_ms(const char *text, unsigned dflt) {
     return (unsigned)v;
 }
 
+/* One option's value into *o (opt: the option's short name). */
+static int take_value(int opt, const char *val, symmrun_opts *o, char *err, size_t cap) {
+    char *end = NULL;
+    errno = 0;
+    switch (opt) {
+    case 'n': /* digits only: strtol would take " 4" and "+4" */
+        o->n = isdigit((unsigned char)val[0]) ? strtol(val, &end, 10) : 0;
+        if (errno || end == val || !end || *end || o->n < 1 || o->n > SYMMRUN_MAX_PES)
+            return usage(err, cap, "-n wants a PE count in 1..%d, not \"%s\"", SYMMRUN_MAX_PES,
+                         val);
+        return SYMMRUN_ARGS_RUN;
+    case 'H':
+        o->hosts = isdigit((unsigned char)val[0]) ? strtol(val, &end, 10) : 0;
+        if (errno || end == val || !end || *end || o->hosts < 1 || o->hosts > SYMMRUN_MAX_PES)
+            return usage(err, cap, "--hosts wants a host count in 1..%d, not \"%s\"",
+                         SYMMRUN_MAX_PES, val);
+        return SYMMRUN_ARGS_RUN;
+    case 't':
+        o->timeout_s = strtod(val, &end);
+        if (errno || end == val || *end || !(o->timeout_s > 0) || !isfinite(o->timeout_s) ||
+            o->timeout_s > 1e9)
+            return usage(err, cap, "--timeout wants a positive number of seconds, not \"%s\"",
+                         val);
+        return SYMMRUN_ARGS_RUN;
+    case 'g':
+        if (!symmrun_parse_grace(val, &o->grace_s))
+            return usage(err, cap, "--grace wants seconds (>= 0) or inf, not \"%s\"", val);
+        return SYMMRUN_ARGS_RUN;
+    }
+    return usage(err, cap, "internal: option %c has no value parser", opt);
+}
+
+/* getopt_long's '?' (unknown, ambiguous, or a value given to a flag) or ':'
+ * (a value missing), as a message naming the option as the user wrote it.
+ * optopt: the short option, or the long option's own letter; 0 when unknown. */
+static int bad_option(int c, const char *arg, char *err, size_t cap) {
+    char name[64];
+    bool is_long = strncmp(arg, "--", 2) == 0;
+    if (is_long) {
+        size_t len = strcspn(arg, "=");
+        snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), arg);
+    } else {
+        snprintf(name, sizeof name, "-%c", optopt ? optopt : '?');
+    }
+    if (c == ':') return usage(err, cap, "%s needs a value", name);
+    if (is_long && optopt) return usage(err, cap, "%s takes no value", name);
+    if (is_long) return usage(err, cap, "unknown or ambiguous option %s", name);
+    return usage(err, cap, "unknown option %s", name);
+}
+
+/* getopt_long with "+" (stop at the program, never permute argv) and ":" (a
+ * missing value returns ':'); opterr = 0 keeps getopt silent, so every error
+ * is a message in err. optind = 0 makes glibc start afresh on each call (the
+ * fuzz harness calls this in-process). "-np N" (mpirun's spelling) is taken
+ * before getopt would read it as -n with the value "p". */
+static const struct option long_opts[] = {
+    {"np", required_argument, NULL, 'n'},      {"hosts", required_argument, NULL, 'H'},
+    {"timeout", required_argument, NULL, 't'}, {"grace", required_argument, NULL, 'g'},
+    {"no-kill", no_argument, NULL, 'K'},       {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0},
+};
+
 int symmrun_parse_args(int argc, char *const *argv, const char *grace_env, symmrun_opts *o,
                        char *err, size_t err_cap) {
     memset(o, 0, sizeof *o);
@@ -51,82 +114,36 @@ int symmrun_parse_args(int argc, char *const *argv, const char *grace_env, symmr
     if (grace_env && *grace_env && !symmrun_parse_grace(grace_env, &o->grace_s))
         return usage(err, err_cap, "SYMMRUN_GRACE wants seconds (>= 0) or inf, not \"%s\"",
                      grace_env);
-    int i = 1;
-    while (i < argc) {
-        const char *a = argv[i];
-        if (!a) return usage(err, err_cap, "argument %d is NULL", i);
-        const char *val = NULL;
-        bool is_n = false, is_t = false, is_g = false, is_h = false;
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) return SYMMRUN_ARGS_HELP;
-        if (strcmp(a, "-n") == 0 || strcmp(a, "--np") == 0 || strcmp(a, "-np") == 0) {
-            is_n = true;
-        } else if (strncmp(a, "--np=", 5) == 0) {
-            is_n = true;
-            val = a + 5;
-        } else if (strncmp(a, "-n", 2) == 0 && a[2] >= '0' && a[2] <= '9') {
-            is_n = true;
-            val = a + 2;
-        } else if (strcmp(a, "-H") == 0 || strcmp(a, "--hosts") == 0) {
-            is_h = true;
-        } else if (strncmp(a, "--hosts=", 8) == 0) {
-            is_h = true;
-            val = a + 8;
-        } else if (strcmp(a, "-t") == 0 || strcmp(a, "--timeout") == 0) {
-            is_t = true;
-        } else if (strncmp(a, "--timeout=", 10) == 0) {
-            is_t = true;
-            val = a + 10;
-        } else if (strcmp(a, "-g") == 0 || strcmp(a, "--grace") == 0) {
-            is_g = true;
-        } else if (strncmp(a, "--grace=", 8) == 0) {
-            is_g = true;
-            val = a + 8;
-        } else if (strcmp(a, "--no-kill") == 0) {
-            o->grace_s = INFINITY;
-            i++;
+    for (int i = 0; i < argc; i++)
+        if (!argv[i]) return usage(err, err_cap, "argument %d is NULL", i);
+    if (argc < 1) return usage(err, err_cap, "missing -n N (the number of PEs)");
+    optind = 0;
+    opterr = 0;
+    for (;;) {
+        int at = optind ? optind : 1, c, r;
+        if (at < argc && strcmp(argv[at], "-np") == 0) {
+            if (at + 1 >= argc) return usage(err, err_cap, "-np needs a value");
+            if ((r = take_value('n', argv[at + 1], o, err, err_cap))) return r;
+            optind = at + 2;
             continue;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            return usage(err, err_cap, "unknown option %s", a);
-        } else {
-            break; /* the program */
         }
-        if (!val) {
-            if (i + 1 >= argc || !argv[i + 1]) return usage(err, err_cap, "%s needs a value", a);
-            val = argv[++i];
-        }
-        i++;
-        char *end = NULL;
-        errno = 0;
-        if (is_n) {
-            /* digits only: strtol would take " 4" and "+4" */
-            o->n = isdigit((unsigned char)val[0]) ? strtol(val, &end, 10) : 0;
-            if (errno || end == val || !end || *end || o->n < 1 || o->n > SYMMRUN_MAX_PES)
-                return usage(err, err_cap, "-n wants a PE count in 1..%d, not \"%s\"",
-                             SYMMRUN_MAX_PES, val);
-        } else if (is_h) {
-            o->hosts = isdigit((unsigned char)val[0]) ? strtol(val, &end, 10) : 0;
-            if (errno || end == val || !end || *end || o->hosts < 1 || o->hosts > SYMMRUN_MAX_PES)
-                return usage(err, err_cap, "--hosts wants a host count in 1..%d, not \"%s\"",
-                             SYMMRUN_MAX_PES, val);
-        } else if (is_t) {
-            o->timeout_s = strtod(val, &end);
-            if (errno || end == val || *end || !(o->timeout_s > 0) || !isfinite(o->timeout_s) ||
-                o->timeout_s > 1e9)
-                return usage(err, err_cap,
-                             "--timeout wants a positive number of seconds, not \"%s\"", val);
-        } else if (is_g) {
-            if (!symmrun_parse_grace(val, &o->grace_s))
-                return usage(err, err_cap, "--grace wants seconds (>= 0) or inf, not \"%s\"", val);
+        c = getopt_long(argc, argv, "+:n:H:t:g:hV", long_opts, NULL);
+        if (c == -1) break;
+        const char *arg = argv[optind - 1 < argc ? optind - 1 : argc - 1];
+        if (c == 'h') return SYMMRUN_ARGS_HELP;
+        if (c == 'V') return SYMMRUN_ARGS_VERSION;
+        if (c == 'K') {
+            o->grace_s = INFINITY;
+        } else if (c == '?' || c == ':') {
+            return bad_option(c, arg, err, err_cap);
+        } else if ((r = take_value(c, optarg, o, err, err_cap))) {
+            return r;
         }
     }
     if (o->n == 0) return usage(err, err_cap, "missing -n N (the number of PEs)");
-    if (i >= argc || !argv[i]) return usage(err, err_cap, "missing the program to run");
+    if (optind >= argc) return usage(err, err_cap, "missing the program to run");
     if (o->hosts > o->n)
         return usage(err, err_cap, "--hosts %ld is more than the %ld PEs (-n)", o->hosts, o->n);
-    o->prog = i;
+    o->prog = optind;
     return SYMMRUN_ARGS_RUN;
 }

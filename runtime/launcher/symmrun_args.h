@@ -19,10 +19,18 @@ typedef struct symmrun_opts {
     int prog;         /* argv index of the program (< argc)                 */
 } symmrun_opts;
 
-enum { SYMMRUN_ARGS_RUN = 0, SYMMRUN_ARGS_HELP = 1, SYMMRUN_ARGS_USAGE = 2 };
+enum {
+    SYMMRUN_ARGS_RUN = 0,
+    SYMMRUN_ARGS_HELP = 1,
+    SYMMRUN_ARGS_USAGE = 2,
+    SYMMRUN_ARGS_VERSION = 3,
+};
 
 /* Parse argv[1..argc) (grace_env: SYMMRUN_GRACE or NULL). RUN fills *o;
- * HELP: -h/--help was given; USAGE: err (err_cap bytes) says what is wrong. */
+ * HELP: -h/--help was given; VERSION: --version/-V; USAGE: err (err_cap bytes)
+ * says what is wrong. Options follow getopt_long (long ones as --opt=value or
+ * --opt value, unambiguous prefixes, -n4, -- ends them); the first argument
+ * that is not an option is the program. Not thread-safe (getopt's state). */
 int symmrun_parse_args(int argc, char *const *argv, const char *grace_env, symmrun_opts *o,
                        char *err, size_t err_cap);
 

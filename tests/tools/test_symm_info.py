@@ -203,7 +203,7 @@ check(rc == 1 and 'Runtime  NOT USABLE: SYMM_ERR_LIBRARY_NOT_FOUND' in out and '
 
 # ---- usage ---------------------------------------------------------------------
 rc, out, err = run(['--bogus'])
-check(rc == 2 and 'unknown argument' in err, 'bad argument: exit %d, %r' % (rc, err))
+check(rc == 2 and 'unknown or ambiguous option --bogus' in err, 'bad argument: exit %d, %r' % (rc, err))
 rc, out, err = run(['--help'])
 check(rc == 0 and 'usage: symm-info' in out, '--help: exit %d' % rc)
 

@@ -2,8 +2,11 @@
 //! the system C compiler (`$CC`, else `cc`) and `ar` (`$AR`, else `ar`), and
 //! links it with `-ldl -lpthread`. std only: the `cc` crate is not needed.
 //!
-//! Sources: `$SYMM_SOURCE_DIR` (a symm checkout) when set, else the checkout
-//! this crate lives in (`bindings/rust/symm-sys/../../..`).
+//! Sources, the first that has `loader/symm_loader.c`: `$SYMM_SOURCE_DIR` (a
+//! symm checkout) when set; the checkout this crate lives in
+//! (`bindings/rust/symm-sys/../../..`); the crate's own `csrc/` (the copy
+//! `sync_csrc.sh` makes and `cargo package` ships, so a packaged crate builds
+//! from itself alone).
 use std::env;
 use std::path::PathBuf;
 use std::process::Command;
@@ -21,7 +24,17 @@ fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let src = match env::var_os("SYMM_SOURCE_DIR") {
         Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => manifest.join("../../.."),
+        _ => [manifest.join("../../.."), manifest.join("csrc")]
+            .into_iter()
+            .find(|d| d.join("loader/symm_loader.c").is_file())
+            .unwrap_or_else(|| {
+                panic!(
+                    "symm-sys: loader/symm_loader.c is neither in the symm checkout above {} nor \
+                     in its csrc/ (run symm-sys/sync_csrc.sh); or set SYMM_SOURCE_DIR to a \
+                     symm checkout",
+                    manifest.display()
+                )
+            }),
     };
     let loader = src.join("loader/symm_loader.c");
     let include = src.join("include");

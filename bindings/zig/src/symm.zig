@@ -1228,11 +1228,12 @@ pub fn Buffer(comptime T: type) type {
 
         // -- atomics (32/64-bit integers; fetch/set/swap also f32/f64) --
 
-        /// Any atomic operation on `pe`'s element `index`: `value` is the
+        /// Any atomic operation on `pe`'s element `index` (C's order:
+        /// index, op, value, compare, pe): `value` is the
         /// operand (ignored by fetch/inc/fetch_inc), `compare` the expected
         /// value of compare_swap. Returns the prior value for fetching
         /// operations (`AmoOp.fetches`), else undefined. Exact across PEs.
-        pub fn atomic(self: Self, op: AmoOp, index: u64, value: T, compare: T, pe: i32) Error!T {
+        pub fn atomic(self: Self, index: u64, op: AmoOp, value: T, compare: T, pe: i32) Error!T {
             var fetched: T = std.mem.zeroes(T);
             try call(c.symm_atomic(self.handle, index, @intFromEnum(op), &value, &compare, pe, &fetched));
             return fetched;
@@ -1242,71 +1243,71 @@ pub fn Buffer(comptime T: type) type {
         /// fetching operations, else may be null) may be written until the
         /// next `Context.quiet`; keep it alive until then. `value` and
         /// `compare` are read at call time.
-        pub fn atomicNbi(self: Self, op: AmoOp, index: u64, value: T, compare: T, pe: i32, fetched: ?*T) Error!void {
+        pub fn atomicNbi(self: Self, index: u64, op: AmoOp, value: T, compare: T, pe: i32, fetched: ?*T) Error!void {
             return call(c.symm_atomic_nbi(self.handle, index, @intFromEnum(op), &value, &compare, pe, fetched));
         }
 
         /// Atomically read `pe`'s element.
         pub fn atomicFetch(self: Self, index: u64, pe: i32) Error!T {
-            return self.atomic(.fetch, index, zero(), zero(), pe);
+            return self.atomic(index, .fetch, zero(), zero(), pe);
         }
 
         /// Atomically write `pe`'s element.
         pub fn atomicSet(self: Self, index: u64, value: T, pe: i32) Error!void {
-            _ = try self.atomic(.set, index, value, zero(), pe);
+            _ = try self.atomic(index, .set, value, zero(), pe);
         }
 
         /// Atomically write `pe`'s element; returns the prior value.
         pub fn atomicSwap(self: Self, index: u64, value: T, pe: i32) Error!T {
-            return self.atomic(.swap, index, value, zero(), pe);
+            return self.atomic(index, .swap, value, zero(), pe);
         }
 
         /// Write `value` if the element equals `expected`; returns the prior value.
         pub fn compareSwap(self: Self, index: u64, expected: T, value: T, pe: i32) Error!T {
             comptime requireInteger(T, "compareSwap");
-            return self.atomic(.compare_swap, index, value, expected, pe);
+            return self.atomic(index, .compare_swap, value, expected, pe);
         }
 
         /// Add 1; returns the prior value.
         pub fn fetchInc(self: Self, index: u64, pe: i32) Error!T {
             comptime requireInteger(T, "fetchInc");
-            return self.atomic(.fetch_inc, index, zero(), zero(), pe);
+            return self.atomic(index, .fetch_inc, zero(), zero(), pe);
         }
 
         /// Add 1.
         pub fn inc(self: Self, index: u64, pe: i32) Error!void {
             comptime requireInteger(T, "inc");
-            _ = try self.atomic(.inc, index, zero(), zero(), pe);
+            _ = try self.atomic(index, .inc, zero(), zero(), pe);
         }
 
         /// Add `value` (wrapping); returns the prior value.
         pub fn fetchAdd(self: Self, index: u64, value: T, pe: i32) Error!T {
             comptime requireInteger(T, "fetchAdd");
-            return self.atomic(.fetch_add, index, value, zero(), pe);
+            return self.atomic(index, .fetch_add, value, zero(), pe);
         }
 
         /// Add `value` (wrapping).
         pub fn add(self: Self, index: u64, value: T, pe: i32) Error!void {
             comptime requireInteger(T, "add");
-            _ = try self.atomic(.add, index, value, zero(), pe);
+            _ = try self.atomic(index, .add, value, zero(), pe);
         }
 
         /// Bitwise and; returns the prior value.
         pub fn fetchAnd(self: Self, index: u64, value: T, pe: i32) Error!T {
             comptime requireInteger(T, "fetchAnd");
-            return self.atomic(.fetch_and, index, value, zero(), pe);
+            return self.atomic(index, .fetch_and, value, zero(), pe);
         }
 
         /// Bitwise or; returns the prior value.
         pub fn fetchOr(self: Self, index: u64, value: T, pe: i32) Error!T {
             comptime requireInteger(T, "fetchOr");
-            return self.atomic(.fetch_or, index, value, zero(), pe);
+            return self.atomic(index, .fetch_or, value, zero(), pe);
         }
 
         /// Bitwise xor; returns the prior value.
         pub fn fetchXor(self: Self, index: u64, value: T, pe: i32) Error!T {
             comptime requireInteger(T, "fetchXor");
-            return self.atomic(.fetch_xor, index, value, zero(), pe);
+            return self.atomic(index, .fetch_xor, value, zero(), pe);
         }
 
         fn zero() T {

@@ -190,9 +190,9 @@ test "atomics" {
     try testing.expectEqual(@as(u32, 0xF0), try a.fetchAnd(0, 0x3C, 0));
     try testing.expectEqual(@as(u32, 0x30), try a.fetchOr(0, 0x01, 0));
     try testing.expectEqual(@as(u32, 0x31), try a.fetchXor(0, 0x11, 0));
-    try testing.expectEqual(@as(u32, 0x20), try a.atomic(.fetch, 0, 0, 0, 0));
+    try testing.expectEqual(@as(u32, 0x20), try a.atomic(0, .fetch, 0, 0, 0));
     var fetched: u32 = 0;
-    try a.atomicNbi(.fetch_add, 1, 9, 0, 0, &fetched);
+    try a.atomicNbi(1, .fetch_add, 9, 0, 0, &fetched);
     try cx.quiet();
     try testing.expectEqual(@as(u32, 0), fetched);
     try testing.expectEqual(@as(u32, 9), try a.g(1, 0));
@@ -202,7 +202,7 @@ test "atomics" {
     try f.atomicSet(0, 2.5, 0);
     try testing.expectEqual(@as(f32, 2.5), try f.atomicSwap(0, 1.0, 0));
     try testing.expectEqual(@as(f32, 1.0), try f.atomicFetch(0, 0));
-    try testing.expectError(error.InvalidArg, f.atomic(.fetch_add, 0, 1.0, 0, 0));
+    try testing.expectError(error.InvalidArg, f.atomic(0, .fetch_add, 1.0, 0, 0));
 }
 
 test "collectives on one PE" {
