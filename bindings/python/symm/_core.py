@@ -8,7 +8,7 @@ import threading
 import time
 import weakref
 
-from . import errors
+from . import _ffi, errors
 from ._ffi import (LIB, InitAttr, CtxInfo, TeamConfig, UniqueId, DeviceCtx, DeviceTeam,
                    UNIQUE_ID_BYTES)
 
@@ -236,10 +236,14 @@ def probe():
     call("symm_loader_probe")
 
 
+_set_runtime = [None]  # the path given to set_runtime(), for runtime_path() before a load
+
+
 def set_runtime(path):
     """Use the runtime at ``path`` (before anything loaded it). SYMM_RUNTIME
     in the environment still wins. InvalidState once the runtime was looked for."""
     call("symm_loader_set_runtime", None if path is None else str(path).encode())
+    _set_runtime[0] = None if path is None else str(path)
 
 
 def loader_version():
@@ -257,15 +261,65 @@ def runtime_version():
 
 
 def runtime_path():
-    """Path of the runtime the loader opened ("" before any load)."""
+    """Path of the runtime: the one the loader opened, or before anything
+    loaded it, the one it will try first (SYMM_RUNTIME, set_runtime(), the
+    runtime beside the loader: the wheel's symm/_lib/). "" when there is no
+    loader, or when the loader will search the system's library path."""
     lib = LIB.get()
-    return "" if lib is None else (lib.symm_loader_runtime_path() or b"").decode()
+    if lib is None:
+        return ""
+    got = (lib.symm_loader_runtime_path() or b"").decode()
+    if got:
+        return got
+    # Not loaded yet: the loader's order (loader/symm_loader.c, symm__load_once).
+    first = os.environ.get("SYMM_RUNTIME") or _set_runtime[0]
+    if first:
+        return first
+    if LIB.path and os.sep in LIB.path:
+        beside = os.path.join(os.path.dirname(os.path.realpath(LIB.path)), _ffi.RUNTIME_SONAME)
+        if os.path.exists(beside):
+            return beside
+    return ""
 
 
 def loader_path():
     """Path of the loader this package uses, or None."""
     LIB.get()
     return LIB.path
+
+
+def get_include():
+    """The folder to pass to the C compiler (-I) for ``#include <symm/symm.h>``:
+    the wheel's symm/include (or a source checkout's include/). Like
+    numpy.get_include(); no loader or runtime needed. LibraryNotFound when
+    this copy of the package has no header."""
+    h = _ffi.package_file("include", "symm", "symm.h")
+    if h is None:  # the package imported from a source checkout (PYTHONPATH)
+        tree = os.path.join(os.path.dirname(os.path.dirname(_ffi.HERE)), os.pardir, "include")
+        h = os.path.join(os.path.normpath(tree), "symm", "symm.h")
+    if not os.path.exists(h):
+        raise errors.LibraryNotFound(5, "SYMM_ERR_LIBRARY_NOT_FOUND",
+                                     "symm.get_include: this symm package has no symm/symm.h "
+                                     "(looked in %s)" % os.path.dirname(os.path.dirname(h)))
+    return os.path.dirname(os.path.dirname(h))
+
+
+def get_library_dir():
+    """The folder holding the loader libsymm.so.1 this package uses (the
+    wheel's symm/_lib, with the runtime, symmrun, symm-info, the transport
+    plugins in symm/ and pkgconfig/symm.pc): link C programs with
+    ``-L DIR -l:libsymm.so.1 -Wl,-rpath,DIR``. LibraryNotFound when the
+    package found no loader, or only a bare name on the system's search path."""
+    lib = _ffi.package_file("_lib", _ffi.LOADER_SONAME)
+    if lib is None:
+        LIB.get()
+        lib = LIB.path if LIB.cdll is not None and LIB.path and os.sep in LIB.path else None
+    if lib is None:
+        raise errors.LibraryNotFound(5, "SYMM_ERR_LIBRARY_NOT_FOUND",
+                                     "symm.get_library_dir: no loader file (%s) found%s"
+                                     % (_ffi.LOADER_SONAME, "" if LIB.why is None
+                                        else "\n" + LIB.why))
+    return os.path.dirname(os.path.realpath(lib))
 
 
 def unique_id():
