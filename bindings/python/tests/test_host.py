@@ -46,7 +46,7 @@ def ring_put_get():
 @case
 def p_g_and_nbi():
     b = ctx.alloc("float64", 4)
-    b.p(1.5 + me, nxt, index=2)
+    b.p(2, 1.5 + me, nxt)
     ctx.barrier_all()
     check(b.numpy()[2] == 1.5 + prv, b.numpy())
     check(b.g(nxt, 2) == 1.5 + me, "g")
@@ -76,7 +76,7 @@ def every_dtype_roundtrip():
         ctx.barrier_all()
         b.free()
     bf = ctx.alloc("bfloat16", 2)
-    bf.p(2.5, nxt, 1)
+    bf.p(1, 2.5, nxt)
     ctx.barrier_all()
     check(bf.g(me, 1) == 2.5, "bfloat16 scalar")
     ctx.barrier_all()
@@ -133,7 +133,7 @@ def waits_and_tests():
     check(not flags.test(0, "eq", 1), "test before")
     check(flags.test_any(0, 4, "eq", 1) is None, "test_any before")
     ctx.barrier_all()  # nobody sets my flag before I tested it
-    flags.p(1, nxt, index=2)
+    flags.p(2, 1, nxt)
     found = flags.wait_until_any(0, 4, "eq", 1)
     check(found == 2, found)
     check(flags.wait_until_some(0, 4, "eq", 1) == [2], "some")
@@ -156,10 +156,10 @@ def main_thread_waits_keep_the_c_semantics():
 
     def flip(vals):
         time.sleep(0.2)
-        f.p(vals[0], me, 0)
+        f.p(0, vals[0], me)
         time.sleep(0.3)
-        f.p(0, me, 0)
-        f.p(vals[1], me, 1)
+        f.p(0, 0, me)
+        f.p(1, vals[1], me)
 
     for vector in (False, True):
         want = [7, 9] if vector else [1, 1]
@@ -168,9 +168,9 @@ def main_thread_waits_keep_the_c_semantics():
         got = f.wait_until_all(0, 2, "eq", want if vector else 1, vector=vector)
         t.join()
         check(got is True and list(f.get(me, count=2)) == [0, want[1]], (vector, f.get(me)))
-        f.p(0, me, 1)
+        f.p(1, 0, me)
     # excluded elements are skipped; any/some report indices relative to index
-    t = threading.Thread(target=lambda: (time.sleep(0.2), f.p(4, me, 2), f.p(4, me, 0)))
+    t = threading.Thread(target=lambda: (time.sleep(0.2), f.p(2, 4, me), f.p(0, 4, me)))
     t.start()
     check(f.wait_until_any(1, 2, "eq", 4) == 1, "any")
     t.join()
@@ -370,7 +370,7 @@ def stream_forms_run_in_order_on_the_host():
         ctx.barrier_all()
         b.put(src, nxt, stream=stream, on_stream=True)
         b.put(src, nxt, index=8, nbi=True, stream=stream, on_stream=True)
-        b.p(7.5, nxt, index=16, stream=stream, on_stream=True)
+        b.p(16, 7.5, nxt, stream=stream, on_stream=True)
         ctx.quiet(stream=stream, on_stream=True)
         ctx.barrier_all(stream=stream, on_stream=True)
         got = np.zeros(8, dtype=np.float32)
@@ -417,9 +417,9 @@ def stream_forms_run_in_order_on_the_host():
 def ordering_atomics_and_addresses():
     b = ctx.alloc("int64", 4)
     ctx.barrier_all()
-    b.p(1, nxt, index=0)
+    b.p(0, 1, nxt)
     ctx.fence()  # the first put reaches nxt before the second
-    b.p(2, nxt, index=1)
+    b.p(1, 2, nxt)
     ctx.quiet()
     ctx.sync_all()
     check(list(b.numpy()[:2]) == [1, 2], b.numpy())
@@ -459,7 +459,7 @@ def a_second_context_by_unique_id():
     with symm.init(unique_id=uid, rank=me, n_pes=n, heap_cap=1 << 26) as c2:
         check(c2.my_pe == me and c2.n_pes == n, (c2.my_pe, c2.n_pes))
         x = c2.alloc("int32", 1)
-        x.p(me + 1, nxt)
+        x.p(0, me + 1, nxt)
         c2.barrier_all()
         check(x.numpy()[0] == prv + 1, x.numpy())
         x.free()
@@ -637,7 +637,7 @@ def threads():
     def work(t):
         try:
             for pe in range(n):
-                b.p(me * 1000 + t, pe, index=me * T + t)
+                b.p(me * T + t, me * 1000 + t, pe)
         except Exception as e:  # collected, reported below
             errs.append(e)
 
@@ -655,7 +655,7 @@ def threads():
 
     def fail_one(t):
         try:
-            b.p(0, n + t, index=0)
+            b.p(0, 0, n + t)
         except symm.InvalidArgument as e:
             msgs[t] = e.message
 

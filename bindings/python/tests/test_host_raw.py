@@ -145,7 +145,7 @@ def atomic_nbi():
     check("quiet" in e.message, e.message)
     ctx.quiet()
     check(r.ready and 0 <= r.value < n, repr(r))
-    got.p(r.value, 0, index=me)
+    got.p(me, r.value, 0)
     ctx.barrier_all()
     if me == 0:
         check(c.numpy().tolist() == [n, n * (n + 1) // 2], c.numpy())
@@ -279,10 +279,10 @@ def integer_rows(b, s8, sig, w):
         ("get pe", lambda v: b.get(v), "pe", I32),
         ("get index", lambda v: b.get(nxt, index=v), "index", U64),
         ("get count", lambda v: b.get(nxt, count=v), "count", U64),
-        ("p pe", lambda v: b.p(1, v), "pe", I32),
-        ("p index", lambda v: b.p(1, nxt, index=v), "index", U64),
-        ("p value", lambda v: b.p(v, nxt), "value", [2 ** 63, -2 ** 63 - 1, 2 ** 64]),
-        ("p int8 value", lambda v: s8.p(v, nxt), "value", [128, -129, 256]),
+        ("p pe", lambda v: b.p(0, 1, v), "pe", I32),
+        ("p index", lambda v: b.p(v, 1, nxt), "index", U64),
+        ("p value", lambda v: b.p(0, v, nxt), "value", [2 ** 63, -2 ** 63 - 1, 2 ** 64]),
+        ("p int8 value", lambda v: s8.p(0, v, nxt), "value", [128, -129, 256]),
         ("g pe", lambda v: b.g(v), "pe", I32),
         ("g index", lambda v: b.g(nxt, v), "index", U64),
         ("peer_ptr pe", lambda v: b.peer_ptr(v), "pe", I32),
@@ -409,7 +409,7 @@ def every_integer_argument_is_range_checked():
                 tried += 1
     check(tried > 300, tried)
     # a value of the wrong kind for the buffer: a float for an int64 element
-    for call in (lambda: b.p(1.5, nxt), lambda: b.atomic("add", nxt, 0, 2.5),
+    for call in (lambda: b.p(0, 1.5, nxt), lambda: b.atomic("add", nxt, 0, 2.5),
                  lambda: b.wait_until(0, "ge", 0.5)):
         e = expect_raises(symm.ArgumentTypeError, call)
         check("value" in e.message and "int64" in e.message, e.message)
@@ -423,7 +423,7 @@ def every_integer_argument_is_range_checked():
     ctx.barrier_all()
     # NumPy integers and other __index__ objects are integers
     b.put(np.array([5], dtype=np.int64), np.int32(nxt), index=np.uint64(3))
-    b.p(np.int16(6), np.int64(nxt), np.uint8(2))
+    b.p(np.uint8(2), np.int16(6), np.int64(nxt))
     ctx.barrier_all()
     check(list(b.numpy()) == [7, 7, 6, 5], b.numpy())
     ctx.barrier_all()
