@@ -183,15 +183,15 @@ def call(name, *args):
 
 
 class _Bound:
-    """The loader's functions by short name (_C.put is symm_put), bound once:
+    """The loader's functions (_C.symm_put), bound once:
     the first access looks the function up, later ones are a plain attribute
     read (the fast paths of put, p, g, barrier_all and quiet use these)."""
 
     def __getattr__(self, name):
         lib = _lib()
-        fn = getattr(lib, "symm_" + name, None)
+        fn = getattr(lib, name, None) if name.startswith("symm_") else None
         if fn is None:
-            raise errors.NotSupported(7, "SYMM_ERR_NOT_SUPPORTED", "symm_%s: the loader %s does "
+            raise errors.NotSupported(7, "SYMM_ERR_NOT_SUPPORTED", "%s: the loader %s does "
                                       "not export it" % (name, LIB.path))
         setattr(self, name, fn)
         return fn
@@ -910,7 +910,7 @@ class Context:
             h = self._h
             if h is None:
                 self.handle
-            st = _C.quiet(h)
+            st = _C.symm_quiet(h)
             if st:
                 _raise(st)
             with self._lock:
@@ -931,7 +931,7 @@ class Context:
         h = self._h
         if h is None:
             self.handle  # raises InvalidHandle
-        st = _C.barrier_all(h)
+        st = _C.symm_barrier_all(h)
         if st:
             _raise(st)
         with self._lock:
@@ -1607,7 +1607,7 @@ class Buffer:
             call("symm_put_nbi", h, index, addr, n, pe)
             self.ctx._keep_until_quiet(data)
         else:
-            st = _C.put(h, index, addr, n, pe)
+            st = _C.symm_put(h, index, addr, n, pe)
             if st:
                 _raise(st)
         return data
@@ -1695,7 +1695,7 @@ class Buffer:
         if on_stream or stream is not None:
             call("symm_p_on_stream", h, index, v, pe, _stream_handle(stream))
         else:
-            st = _C.p(h, index, v, pe)
+            st = _C.symm_p(h, index, v, pe)
             if st:
                 _raise(st)
 
