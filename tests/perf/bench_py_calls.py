@@ -17,8 +17,9 @@ Both see the same machine state, so the difference is the binding's own cost:
 
 The C side has no one-element symm_put row; symm_p moves the same 8 bytes
 through the same checks and store, so it stands for the C cost of the put.
-Printed: one line per op (median over rounds of each round's median), and
---json FILE writes the rows.
+Printed: one line per op (median over rounds of each round's median);
+--json FILE writes the rows; --plot FILE.png|.svg draws them with matplotlib
+(pip install matplotlib; without it the script says so and still prints).
 """
 import json
 import os
@@ -131,6 +132,33 @@ def main():
     if jpath:
         with open(jpath, "w") as f:
             json.dump(out, f, indent=1)
+    if "--plot" in args:
+        plot(out, args[args.index("--plot") + 1])
+
+
+def plot(out, path):
+    """Bars: C and Python ns per call for each op (matplotlib)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("bench_py_calls: no figure: matplotlib is not installed "
+              "(python3 -m pip install matplotlib)", file=sys.stderr)
+        return
+    ops = [r["op"] for r in out]
+    x = range(len(ops))
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.bar([i - 0.2 for i in x], [r["c_ns"] for r in out], 0.4, label="C (bench_small)")
+    ax.bar([i + 0.2 for i in x], [r["py_ns"] for r in out], 0.4, label="Python (symm)")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(ops)
+    ax.set_ylabel("ns per call (median)")
+    ax.set_title("Host time per small call, 2 PEs, host backend")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Date": None} if path.endswith(".svg") else None)
+    print("bench_py_calls: wrote %s" % path)
 
 
 if __name__ == "__main__":
