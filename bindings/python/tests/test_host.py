@@ -680,6 +680,40 @@ def threads():
     b.free()
 
 
+@case
+def argument_order_and_the_deprecated_one():
+    # C's order (index, data, pe), keywords, and the pre-1.3 order with a
+    # DeprecationWarning pointing at the caller's line
+    import warnings
+    b = ctx.alloc("int64", 8)
+    ctx.barrier_all()
+    b.put(2, np.array([10 + me, 20 + me], dtype=np.int64), nxt)
+    b.put(index=4, data=np.array([30 + me], dtype=np.int64), pe=nxt)
+    b.p(5, 40 + me, nxt)
+    b.p(index=6, value=50 + me, pe=nxt)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        b.put(np.array([60 + me], dtype=np.int64), nxt, index=7)  # old put(data, pe, index=)
+        b.p(70 + me, nxt)                                          # old p(value, pe): element 0
+        ctx.barrier_all()
+        old_get = b.get(nxt, 2, count=2)                           # old get(pe, index, count=)
+        old_g = b.g(nxt, 5)                                        # g(pe, index): old meaning
+    check(len(w) == 4 and all(x.category is DeprecationWarning for x in w),
+          [str(x.message) for x in w])
+    check(all(x.filename == __file__ for x in w), [(x.filename, x.lineno) for x in w])
+    check(list(b.numpy()) == [70 + prv, 0, 10 + prv, 20 + prv, 30 + prv, 40 + prv, 50 + prv,
+                              60 + prv], b.numpy())
+    check(list(old_get) == [10 + me, 20 + me] and old_g == 40 + me, (old_get, old_g))
+    check(list(b.get(2, 2, nxt)) == [10 + me, 20 + me], "get(index, count, pe)")
+    out = np.zeros(3, dtype=np.int64)
+    check(b.get(4, out, nxt) is out and list(out) == [30 + me, 40 + me, 50 + me], out)
+    check(b.g(index=6, pe=nxt) == 50 + me, "g by keyword")
+    expect_raises(TypeError, b.put, 0, np.zeros(1, dtype=np.int64))  # no pe
+    expect_raises(symm.ArgumentOverflow, b.put, 0, b"\0" * 8, 2 ** 31)
+    expect_raises(symm.ArgumentTypeError, b.p, 1.5, 1, nxt)  # three positionals: C's order
+    ctx.barrier_all()
+    b.free()
+
 rc = run("PE %d: " % me)
 try:
     ctx.finalize()
