@@ -10,7 +10,6 @@ barrier_all, and the bare ctypes call of symm_put with prepared arguments
 (the floor a ctypes binding can reach). Each figure: the median over reps of
 the mean ns per call of a batch of 2000 calls, the copies taking turns.
 """
-import ctypes
 import statistics
 import sys
 import time
