@@ -252,6 +252,23 @@ def _ordered(method, a, b, c, kw, dname, old_form):
     return a, b, c
 
 
+def _named(method, names, args, kw, required):
+    """{name: value} of a call's positionals (in names' order) and keywords."""
+    if len(args) > len(names):
+        raise TypeError("Buffer.%s() takes at most %d arguments (%d given)"
+                        % (method, len(names), len(args)))
+    a = dict(zip(names, args))
+    for k, v in kw.items():
+        if k not in names or k in a:
+            raise TypeError("Buffer.%s(): %s argument %r"
+                            % (method, "unexpected" if k not in names else "repeated", k))
+        a[k] = v
+    for k in required:
+        if k not in a:
+            raise TypeError("Buffer.%s() missing argument %r" % (method, k))
+    return a
+
+
 # ---- waiting on the main thread --------------------------------------------------
 #
 # A C wait cannot be left before its condition holds, and Python runs signal
@@ -1821,14 +1838,29 @@ class Buffer:
         return v.value
 
     # atomics
-    def atomic(self, op, pe, index=0, value=0, compare=None, nbi=False):
-        """An atomic op on pe's element index; returns the prior value for
-        fetching ops (fetch*, swap, compare_swap), else None.
+    def atomic(self, *args, **kw):
+        """atomic(index, op, value=0, compare=None, pe=..., nbi=False)
+
+        An atomic op on pe's element index (C's order: index, op, value,
+        compare, pe; keywords work too, and pe is needed); returns the prior
+        value for fetching ops (fetch*, swap, compare_swap), else None.
 
         nbi=True (symm_atomic_nbi): returns at once; a fetching op returns a
         FetchResult whose .value is readable after the context's next
         quiet() or barrier_all() (InvalidState before); its storage is kept
-        referenced until then."""
+        referenced until then. The pre-1.3 order atomic(op, pe, index=0,
+        value=0, compare=None) (the op first) still works and warns."""
+        names = ["index", "op", "value", "compare", "pe", "nbi"]
+        # old: the op (a name) first, then the PE; new: the index, then the op
+        if args and isinstance(args[0], str) and not (len(args) > 1 and isinstance(args[1], str)):
+            _deprecated("atomic", "(op, pe, index=0, value=0, compare=None)",
+                        "(index, op, value, compare, pe)", 3)
+            names = ["op", "pe", "index", "value", "compare", "nbi"]
+        a = _named("atomic", names, args, kw, ("op", "pe"))
+        return self._atomic(a["op"], a["pe"], a.get("index", 0), a.get("value", 0),
+                            a.get("compare"), a.get("nbi", False))
+
+    def _atomic(self, op, pe, index, value, compare, nbi):
         code = _code(AMOS, op, "atomic op")
         v = _scalar(self.dtype, value)
         c = _scalar(self.dtype, compare, "compare") if compare is not None else None
@@ -1846,13 +1878,30 @@ class Buffer:
             return _unscalar(self.dtype, fetched)
         return None
 
-    def fetch_add(self, value, pe, index=0):
-        """Add value to pe's element index atomically; returns the value before."""
-        return self.atomic("fetch_add", pe, index, value)
+    def fetch_add(self, *args, **kw):
+        """fetch_add(index, value, pe): add value to pe's element index
+        atomically; returns the value before. The pre-1.3 fetch_add(value,
+        pe, index=0) (two positionals) still works and warns."""
+        names = ["index", "value", "pe"]
+        if len(args) == 2 and "pe" not in kw:
+            _deprecated("fetch_add", "(value, pe, index=0)", "(index, value, pe)", 3)
+            names = ["value", "pe", "index"]
+        a = _named("fetch_add", names, args, kw, ("value", "pe"))
+        return self._atomic("fetch_add", a["pe"], a.get("index", 0), a["value"], None, False)
 
-    def compare_swap(self, compare, value, pe, index=0):
-        """Write value to pe's element index if it equals compare; returns the value before."""
-        return self.atomic("compare_swap", pe, index, value, compare)
+    def compare_swap(self, *args, **kw):
+        """compare_swap(index, compare, value, pe): write value to pe's
+        element index if it equals compare; returns the value before. The
+        pre-1.3 compare_swap(compare, value, pe, index=0) with three
+        positionals still works and warns (four are read in C's order)."""
+        names = ["index", "compare", "value", "pe"]
+        if len(args) == 3 and "pe" not in kw:
+            _deprecated("compare_swap", "(compare, value, pe, index=0)",
+                        "(index, compare, value, pe)", 3)
+            names = ["compare", "value", "pe", "index"]
+        a = _named("compare_swap", names, args, kw, ("compare", "value", "pe"))
+        return self._atomic("compare_swap", a["pe"], a.get("index", 0), a["value"],
+                            a["compare"], False)
 
     # waits and tests on this PE's elements
     def wait_until(self, index, cmp, value):

@@ -49,7 +49,7 @@ def p_g_and_nbi():
     b.p(2, 1.5 + me, nxt)
     ctx.barrier_all()
     check(b.numpy()[2] == 1.5 + prv, b.numpy())
-    check(b.g(nxt, 2) == 1.5 + me, "g")
+    check(b.g(index=2, pe=nxt) == 1.5 + me, "g")
     ctx.barrier_all()
     src = np.full(4, float(me), dtype=np.float64)
     b.put(src, nxt, nbi=True)
@@ -78,7 +78,7 @@ def every_dtype_roundtrip():
     bf = ctx.alloc("bfloat16", 2)
     bf.p(1, 2.5, nxt)
     ctx.barrier_all()
-    check(bf.g(me, 1) == 2.5, "bfloat16 scalar")
+    check(bf.g(index=1, pe=me) == 2.5, "bfloat16 scalar")
     ctx.barrier_all()
     bf.free()
 
@@ -104,8 +104,8 @@ def atomics():
     c = ctx.alloc("int64", 2)
     ctx.barrier_all()
     for _ in range(10):
-        c.fetch_add(1, 0, index=0)
-    c.atomic("add", 0, index=1, value=me + 1)
+        c.fetch_add(0, 1, 0)
+    c.atomic(1, "add", me + 1, pe=0)
     ctx.barrier_all()
     if me == 0:
         check(c.numpy()[0] == 10 * n, c.numpy())
@@ -113,7 +113,7 @@ def atomics():
     ctx.barrier_all()
     w = ctx.alloc("int32", 1)
     ctx.barrier_all()
-    old = w.compare_swap(0, me + 1, 0)
+    old = w.compare_swap(0, 0, me + 1, 0)
     wins = ctx.alloc("int32", n)
     src = np.array([1 if old == 0 else 0], dtype=np.int32)
     wins.put(src, 0, index=me)
@@ -425,17 +425,17 @@ def ordering_atomics_and_addresses():
     check(list(b.numpy()[:2]) == [1, 2], b.numpy())
     ctx.barrier_all()
     # the atomic ops beyond fetch_add / compare_swap, on my own element 2
-    check(b.atomic("set", me, 2, 5) is None, "set returns nothing")
-    check(b.atomic("fetch", me, 2) == 5, "fetch")
-    check(b.atomic("swap", me, 2, 6) == 5, "swap returns the old value")
-    check(b.atomic("fetch_inc", me, 2) == 6 and b.g(me, 2) == 7, "fetch_inc")
-    b.atomic("inc", me, 2)
-    check(b.atomic("fetch_and", me, 2, 0b1100) == 8 and b.g(me, 2) == 8, "fetch_and")
-    b.atomic("or", me, 2, 1)
-    check(b.atomic("fetch_xor", me, 2, 3) == 9 and b.g(me, 2) == 10, "fetch_xor")
-    b.atomic("and", me, 2, 2)
-    b.atomic("xor", me, 2, 1)
-    check(b.g(me, 2) == 3, b.g(me, 2))
+    check(b.atomic(2, "set", 5, pe=me) is None, "set returns nothing")
+    check(b.atomic(2, "fetch", pe=me) == 5, "fetch")
+    check(b.atomic(2, "swap", 6, pe=me) == 5, "swap returns the old value")
+    check(b.atomic(2, "fetch_inc", pe=me) == 6 and b.g(index=2, pe=me) == 7, "fetch_inc")
+    b.atomic(2, "inc", pe=me)
+    check(b.atomic(2, "fetch_and", 0b1100, pe=me) == 8 and b.g(index=2, pe=me) == 8, "fetch_and")
+    b.atomic(2, "or", 1, pe=me)
+    check(b.atomic(2, "fetch_xor", 3, pe=me) == 9 and b.g(index=2, pe=me) == 10, "fetch_xor")
+    b.atomic(2, "and", 2, pe=me)
+    b.atomic(2, "xor", 1, pe=me)
+    check(b.g(index=2, pe=me) == 3, b.g(index=2, pe=me))
     # raw symmetric addresses
     check(ctx.ptr(b.ptr, me) == b.ptr and ctx.ptr(b.ptr, nxt) == b.peer_ptr(nxt), "ptr")
     ctx.team("node").sync()
@@ -551,7 +551,7 @@ def data_of_another_dtype_is_refused():
     # bfloat16 buffers take uint16 (NumPy's spelling of their bits), not float16
     bf = ctx.alloc("bfloat16", 2)
     bf.put(np.array([0x3F80, 0x4000], np.uint16), me)
-    check(list(bf.get(me)) == [0x3F80, 0x4000] and bf.g(me, 1) == 2.0, bf.get(me))
+    check(list(bf.get(me)) == [0x3F80, 0x4000] and bf.g(index=1, pe=me) == 2.0, bf.get(me))
     e = expect_raises(symm.ArgumentTypeError, bf.put, np.ones(2, np.float16), me)
     check("float16" in e.message and "bfloat16" in e.message and "uint16" in e.message, e.message)
     ctx.barrier_all()
@@ -711,7 +711,20 @@ def argument_order_and_the_deprecated_one():
     expect_raises(TypeError, b.put, 0, np.zeros(1, dtype=np.int64))  # no pe
     expect_raises(symm.ArgumentOverflow, b.put, 0, b"\0" * 8, 2 ** 31)
     expect_raises(symm.ArgumentTypeError, b.p, 1.5, 1, nxt)  # three positionals: C's order
+    c = ctx.alloc("int64", 2)  # atomics on this PE's own copy
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        check(c.atomic("fetch_add", me, 1, 5) == 0, "old atomic(op, pe, index, value)")
+        check(c.fetch_add(2, me, index=1) == 5, "old fetch_add(value, pe, index=)")
+        check(c.compare_swap(7, 9, me) == 0, "old compare_swap(compare, value, pe): element 0")
+    check(len(w) == 3 and all(x.category is DeprecationWarning for x in w),
+          [str(x.message) for x in w])
+    check(c.atomic(1, "fetch", pe=me) == 7, "atomic(index, op, pe=)")
+    check(c.fetch_add(1, 1, me) == 7, "fetch_add(index, value, pe)")
+    check(c.compare_swap(1, 8, 0, me) == 8 and c.g(index=1, pe=me) == 0,
+          "compare_swap(index, compare, value, pe)")
     ctx.barrier_all()
+    c.free()
     b.free()
 
 rc = run("PE %d: " % me)
