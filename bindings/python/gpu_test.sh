@@ -25,15 +25,18 @@ NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 NP=$(( NGPU > 2 ? NGPU : 2 ))
 echo "python: $($PY --version 2>&1), torch $($PY -c 'import torch; print(torch.__version__)' 2>&1 | tail -1), cupy $($PY -c 'import cupy; print(cupy.__version__)' 2>&1 | tail -1); $NGPU GPU(s), $NP ranks"
 
-# 1. pip install from this checkout, offline (--no-index: meson and ninja come
-#    from the machine), first exactly as a user types it (pip's build
-#    isolation on), then, only if that fails, with --no-build-isolation.
+# 1. pip install from this checkout (meson-python, pyproject.toml at the
+#    root), offline (--no-index: meson, ninja and meson-python come from the
+#    machine), first exactly as a user types it (pip's build isolation on,
+#    which needs meson-python in pip's find-links), then, only if that fails,
+#    with --no-build-isolation (meson-python installed for $PY).
 SITE=$(mktemp -d /tmp/symm-pysite.XXXXXX)
 pip_install() {  # extra pip arguments
   rm -rf "$SITE" && mkdir -p "$SITE"
-  SYMM_WHEEL_BUILDDIR="$ROOT/build-wheel-gpu" SYMM_WHEEL_MESON_ARGS="-Dcuda=enabled -Dgpu_archs=$ARCHS" \
-    timeout 300 $PY -m pip install -q --no-index --no-deps --disable-pip-version-check "$@" \
-    --target "$SITE" ./bindings/python >> "$LOG" 2>&1 && [ -f "$SITE/symm/_lib/libsymm_runtime.so.1" ]
+  timeout 300 $PY -m pip install -q --no-index --no-deps --disable-pip-version-check "$@" \
+    -Cbuild-dir="$ROOT/build-wheel-gpu" -Csetup-args=-Dcuda=enabled \
+    -Csetup-args=-Dgpu_archs="$ARCHS" --target "$SITE" "$ROOT" >> "$LOG" 2>&1 &&
+    [ -f "$SITE/symm/_lib/libsymm_runtime.so.1" ]
 }
 t0=$SECONDS
 how=""
@@ -43,7 +46,7 @@ elif echo "===== retry with --no-build-isolation" >> "$LOG" && pip_install --no-
   how="only with --no-build-isolation: the plain install FAILED (python.log)"
 fi
 if [ -n "$how" ]; then
-  echo "python: pip install --no-index ./bindings/python: ok ($how; $((SECONDS - t0)) s, $PY)"
+  echo "python: pip install --no-index . (CUDA on): ok ($how; $((SECONDS - t0)) s, $PY)"
   RUNENV=(env -u SYMM_LOADER -u SYMM_RUNTIME PYTHONPATH="$SITE")
   if "${RUNENV[@]}" "$SITE/symm/_lib/symm-info" > "$OUT/symm-info-wheel.txt" 2>&1; then
     echo "python: the wheel's symm-info: runtime $(sed -n 's/^Runtime  //p' "$OUT/symm-info-wheel.txt"), $(grep -c 'GPU [0-9]*:' "$OUT/symm-info-wheel.txt") GPU(s), $(tail -1 "$OUT/symm-info-wheel.txt")"
@@ -51,7 +54,7 @@ if [ -n "$how" ]; then
     echo "python: the wheel's symm-info: FAILED (symm-info-wheel.txt)"
   fi
 else
-  echo "python: pip install ./bindings/python: FAILED (see python.log); testing the source tree with $BUILD"
+  echo "python: pip install . (CUDA on): FAILED (see python.log); testing the source tree with $BUILD"
   tail -5 "$LOG"
   RUNENV=(env PYTHONPATH="$ROOT/bindings/python" SYMM_LOADER="$BUILD/loader/libsymm.so.1"
           SYMM_RUNTIME="$BUILD/runtime/libsymm_runtime.so.1")

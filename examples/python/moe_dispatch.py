@@ -144,7 +144,7 @@ def moe(ctx, ops):
             if sc[j]:
                 part = xs[off:off + sc[j]]
                 keep.append(part)
-                recv.put_signal(part, j, sig, 0, 1, sig_op="add", index=me * T * D,
+                recv.put_signal(me * T * D, part, j, sig, 0, 1, sig_op="add",
                                 stream=s, on_stream=True)
             else:
                 sig.signal_op(0, 1, j, op="add", stream=s, on_stream=True)
@@ -158,7 +158,7 @@ def moe(ctx, ops):
         for i in range(n):
             if rc[i]:
                 keep.append(ys[i])
-                back.put_signal(ys[i], i, sig, 1, 1, sig_op="add", index=me * T * D,
+                back.put_signal(me * T * D, ys[i], i, sig, 1, 1, sig_op="add",
                                 stream=s, on_stream=True)
             else:
                 sig.signal_op(1, 1, i, op="add", stream=s, on_stream=True)

@@ -22,7 +22,7 @@ def ring(ctx):
     sig = ctx.alloc("uint64", 1)
     total = ctx.alloc("int64", 1)
     mine = np.arange(N, dtype=np.int64) + me * N
-    data.put_signal(mine, (me + 1) % n, sig, 0, 1, sig_op="add")
+    data.put_signal(0, mine, (me + 1) % n, sig, 0, 1, sig_op="add")
     sig.signal_wait_until(0, "ge", 1)     # the previous PE's block has landed
     got = data.numpy()                    # zero-copy view of this PE's copy
     prev = (me - 1) % n

@@ -20,6 +20,7 @@ from .errors import (Error, InvalidArgument, InvalidHandle, OutOfBounds, OutOfMe
                      ArgumentTypeError)
 from ._core import (Context, Team, Buffer, FetchResult, init, available, probe, set_runtime,
                     loader_version, runtime_version, runtime_path, loader_path, unique_id,
+                    get_include, get_library_dir,
                     dtype_code, dtype_size, team_config, DTYPES, OPS, AMOS, CMPS, TEAMS, INDEX_NONE)
 
 __version__ = "1.2.0"
@@ -31,5 +32,6 @@ __all__ = [
     "ThreadLevelError", "InternalError", "InvalidState", "ArgumentOverflow", "ArgumentTypeError",
     "Context", "Team", "Buffer", "FetchResult", "init", "available", "probe", "set_runtime",
     "loader_version", "runtime_version", "runtime_path", "loader_path", "unique_id",
+    "get_include", "get_library_dir",
     "dtype_code", "dtype_size", "team_config", "DTYPES", "OPS", "AMOS", "CMPS", "TEAMS", "INDEX_NONE",
 ]

@@ -1,14 +1,17 @@
 """Contexts, teams and typed symmetric buffers over the C ABI (ctypes)."""
+import array
 import ctypes
 import gc
+import numbers
 import operator
 import os
 import struct
 import threading
 import time
+import warnings
 import weakref
 
-from . import errors
+from . import _ffi, errors
 from ._ffi import (LIB, InitAttr, CtxInfo, TeamConfig, UniqueId, DeviceCtx, DeviceTeam,
                    UNIQUE_ID_BYTES)
 
@@ -179,6 +182,93 @@ def call(name, *args):
         raise _fail(lib, st)
 
 
+class _Bound:
+    """The loader's functions (_C.symm_put), bound once:
+    the first access looks the function up, later ones are a plain attribute
+    read (the fast paths of put, p, g, barrier_all and quiet use these)."""
+
+    def __getattr__(self, name):
+        lib = _lib()
+        fn = getattr(lib, name, None) if name.startswith("symm_") else None
+        if fn is None:
+            raise errors.NotSupported(7, "SYMM_ERR_NOT_SUPPORTED", "%s: the loader %s does "
+                                      "not export it" % (name, LIB.path))
+        setattr(self, name, fn)
+        return fn
+
+
+_C = _Bound()
+
+
+def _raise(st):
+    raise _fail(_lib(), st)
+
+
+# ---- argument order ----------------------------------------------------------------
+#
+# A buffer method takes its arguments in C's order: (index, data, pe) after the
+# buffer (put(index, data, pe), get(index, count_or_out, pe), p(index, value, pe),
+# g(index, pe), put_signal(index, data, pe, sig, ...)), or by keyword (index=,
+# data=/value=, pe=). Releases before 1.3 took (data, pe, index=0); those calls
+# still work for now and warn (DeprecationWarning).
+
+_NO = _NOT_GIVEN = type("_NotGiven", (), {"__repr__": lambda self: "<not given>",
+                                            "__slots__": ()})()
+
+
+def _is_index(v):
+    """Is v an index (an int, a NumPy integer), as opposed to data?"""
+    return v.__class__ is int or isinstance(v, numbers.Integral)
+
+
+def _deprecated(method, old, new, depth=4):
+    warnings.warn("symm.Buffer.%s%s is deprecated: buffer methods take C's order, %s%s (or "
+                  "keywords); the old order goes in a later release" % (method, old, method, new),
+                  DeprecationWarning, stacklevel=depth)
+
+
+def _ordered(method, a, b, c, kw, dname, old_form):
+    """(index, data, pe) of a call given as positionals a, b, c (_NO when
+    absent) and keywords kw (popped); old_form: the call is in the pre-1.3
+    order (data, pe, index=0), which warns. index defaults to 0."""
+    if old_form:
+        _deprecated(method, "(%s, pe, index=0)" % dname, "(index, %s, pe)" % dname)
+        a, b, c = (c if c is not _NO else kw.pop("index", 0)), a, b
+        if c is _NO:
+            c = kw.pop("pe", _NO)
+    else:
+        if a is _NO:
+            a = kw.pop("index", 0)
+        if b is _NO:
+            b = kw.pop(dname, _NO)
+        if c is _NO:
+            c = kw.pop("pe", _NO)
+    if kw:
+        raise TypeError("Buffer.%s() got unexpected keyword argument(s) %s"
+                        % (method, ", ".join(sorted(kw))))
+    if b is _NO or c is _NO:
+        raise TypeError("Buffer.%s() missing argument %r: %s(index, %s, pe)"
+                        % (method, dname if b is _NO else "pe", method, dname))
+    return a, b, c
+
+
+def _named(method, names, args, kw, required):
+    """{name: value} of a call's positionals (in names' order) and keywords."""
+    if len(args) > len(names):
+        raise TypeError("Buffer.%s() takes at most %d arguments (%d given)"
+                        % (method, len(names), len(args)))
+    a = dict(zip(names, args))
+    for k, v in kw.items():
+        if k not in names or k in a:
+            raise TypeError("Buffer.%s(): %s argument %r"
+                            % (method, "unexpected" if k not in names else "repeated", k))
+        a[k] = v
+    for k in required:
+        if k not in a:
+            raise TypeError("Buffer.%s() missing argument %r" % (method, k))
+    return a
+
+
 # ---- waiting on the main thread --------------------------------------------------
 #
 # A C wait cannot be left before its condition holds, and Python runs signal
@@ -236,10 +326,14 @@ def probe():
     call("symm_loader_probe")
 
 
+_set_runtime = [None]  # the path given to set_runtime(), for runtime_path() before a load
+
+
 def set_runtime(path):
     """Use the runtime at ``path`` (before anything loaded it). SYMM_RUNTIME
     in the environment still wins. InvalidState once the runtime was looked for."""
     call("symm_loader_set_runtime", None if path is None else str(path).encode())
+    _set_runtime[0] = None if path is None else str(path)
 
 
 def loader_version():
@@ -257,15 +351,65 @@ def runtime_version():
 
 
 def runtime_path():
-    """Path of the runtime the loader opened ("" before any load)."""
+    """Path of the runtime: the one the loader opened, or before anything
+    loaded it, the one it will try first (SYMM_RUNTIME, set_runtime(), the
+    runtime beside the loader: the wheel's symm/_lib/). "" when there is no
+    loader, or when the loader will search the system's library path."""
     lib = LIB.get()
-    return "" if lib is None else (lib.symm_loader_runtime_path() or b"").decode()
+    if lib is None:
+        return ""
+    got = (lib.symm_loader_runtime_path() or b"").decode()
+    if got:
+        return got
+    # Not loaded yet: the loader's order (loader/symm_loader.c, symm__load_once).
+    first = os.environ.get("SYMM_RUNTIME") or _set_runtime[0]
+    if first:
+        return first if os.path.exists(first) else ""
+    if LIB.path and os.sep in LIB.path:
+        beside = os.path.join(os.path.dirname(os.path.realpath(LIB.path)), _ffi.RUNTIME_SONAME)
+        if os.path.exists(beside):
+            return beside
+    return ""
 
 
 def loader_path():
     """Path of the loader this package uses, or None."""
     LIB.get()
     return LIB.path
+
+
+def get_include():
+    """The folder to pass to the C compiler (-I) for ``#include <symm/symm.h>``:
+    the wheel's symm/include (or a source checkout's include/). Like
+    numpy.get_include(); no loader or runtime needed. LibraryNotFound when
+    this copy of the package has no header."""
+    h = _ffi.package_file("include", "symm", "symm.h")
+    if h is None:  # the package imported from a source checkout (PYTHONPATH)
+        tree = os.path.join(os.path.dirname(os.path.dirname(_ffi.HERE)), os.pardir, "include")
+        h = os.path.join(os.path.normpath(tree), "symm", "symm.h")
+    if not os.path.exists(h):
+        raise errors.LibraryNotFound(5, "SYMM_ERR_LIBRARY_NOT_FOUND",
+                                     "symm.get_include: this symm package has no symm/symm.h "
+                                     "(looked in %s)" % os.path.dirname(os.path.dirname(h)))
+    return os.path.dirname(os.path.dirname(h))
+
+
+def get_library_dir():
+    """The folder holding the loader libsymm.so.1 this package uses (the
+    wheel's symm/_lib, with the runtime, symmrun, symm-info, the transport
+    plugins in symm/ and pkgconfig/symm.pc): link C programs with
+    ``-L DIR -l:libsymm.so.1 -Wl,-rpath,DIR``. LibraryNotFound when the
+    package found no loader, or only a bare name on the system's search path."""
+    lib = _ffi.package_file("_lib", _ffi.LOADER_SONAME)
+    if lib is None:
+        LIB.get()
+        lib = LIB.path if LIB.cdll is not None and LIB.path and os.sep in LIB.path else None
+    if lib is None:
+        raise errors.LibraryNotFound(5, "SYMM_ERR_LIBRARY_NOT_FOUND",
+                                     "symm.get_library_dir: no loader file (%s) found%s"
+                                     % (_ffi.LOADER_SONAME, "" if LIB.why is None
+                                        else "\n" + LIB.why))
+    return os.path.dirname(os.path.realpath(lib))
 
 
 def unique_id():
@@ -780,9 +924,15 @@ class Context:
         if on_stream or stream is not None:
             call("symm_quiet_on_stream", self.handle, _stream_handle(stream))
         else:
-            call("symm_quiet", self.handle)
+            h = self._h
+            if h is None:
+                self.handle
+            st = _C.symm_quiet(h)
+            if st:
+                _raise(st)
             with self._lock:
-                self._pending.clear()
+                if self._pending:
+                    self._pending.clear()
                 self._quiets += 1
 
     def fence(self):
@@ -794,11 +944,17 @@ class Context:
         ordered on that stream."""
         if on_stream or stream is not None:
             call("symm_barrier_all_on_stream", self.handle, _stream_handle(stream))
-        else:
-            call("symm_barrier_all", self.handle)
-            with self.ctx_lock():
+            return
+        h = self._h
+        if h is None:
+            self.handle  # raises InvalidHandle
+        st = _C.symm_barrier_all(h)
+        if st:
+            _raise(st)
+        with self._lock:
+            if self._pending:
                 self._pending.clear()
-                self._quiets += 1
+            self._quiets += 1
 
     def ctx_lock(self):
         """The lock guarding this context's Python-side tables (buffers, kept nbi objects)."""
@@ -1237,6 +1393,9 @@ class Buffer:
         self._ch = h  # the C handle, also while the buffer is held (see Context._release)
         self.shape = tuple(shape) if shape else (count,)
         self.itemsize = DTYPE_SIZES[dtype]
+        self._src = None  # (array, address, dtype, nbytes) of put's last NumPy source
+        # one element as bytes for p() (bfloat16: _scalar rounds)
+        self._pack = struct.Struct("<" + _FMT[dtype]).pack if dtype in _FMT else None
         self.nbytes = count * self.itemsize
         p = ctypes.c_void_p()
         call("symm_buf_ptr", h, ctypes.byref(p))
@@ -1398,45 +1557,111 @@ class Buffer:
         return p.value
 
     # RMA
-    def put(self, data, pe, index=0, nbi=False, stream=None, on_stream=False):
-        """Write data (any contiguous buffer, array or tensor of this dtype) to
-        pe's copy starting at element index. nbi / stream forms keep the source
-        until quiet / until the stream passes (the object is referenced until then
-        only by you: keep it alive).
+    def _source(self, data, what):
+        """(address for ctypes, nbytes, what to keep alive) of caller data of
+        this buffer's dtype (ArgumentTypeError otherwise). The last NumPy
+        array seen is remembered with its address (_src): reading
+        __array_interface__ costs more than the C call. The reference held
+        also keeps NumPy from resizing that array in place (ndarray.resize
+        refuses while another reference exists), so the address stays true."""
+        cls = data.__class__
+        if cls is bytes:  # ctypes passes a bytes object's own storage: no copy
+            return data, len(data), data
+        if cls.__module__ == "numpy" and cls.__name__ == "ndarray":
+            ai = data.__array_interface__
+            if ai["strides"] is None and data.dtype.isnative:
+                if _DATA_CODES.get(data.dtype) != self.dtype:
+                    self._check_type(data, what)
+                addr = ai["data"][0]
+                self._src = (data, addr, data.dtype, data.nbytes)
+                return addr, data.nbytes, data
+        elif cls is array.array:
+            self._check_type(data, what)
+            addr, n = data.buffer_info()
+            return addr, n * data.itemsize, data
+        loc = _Local(data, False)
+        self._check_type(data, what)
+        return loc.addr, loc.nbytes, loc.keep
+
+    def put(self, index=_NO, data=_NO, pe=_NO, /, nbi=False, stream=None, on_stream=False,
+            **kw):
+        """put(index, data, pe, nbi=False, stream=None, on_stream=False)
+
+        Write data (any contiguous buffer, array or tensor of this dtype) to
+        pe's copy starting at element index (C's order; keywords index=,
+        data=, pe= work too). nbi / stream forms keep the source until quiet /
+        until the stream passes (the object is referenced until then only by
+        you: keep it alive).
 
         data of another dtype raises ArgumentTypeError naming both (nothing is
         converted: ``data.astype(buf.dtype_name)`` first); untyped bytes
-        (bytes, bytearray, a memoryview of bytes) are taken byte for byte."""
-        loc = _Local(data, False)
-        try:  # the common case inline: an array of a dtype seen before
-            same = _DATA_CODES[data.dtype] == self.dtype
-        except Exception:
-            same = False
-        if not same:
-            self._check_type(data, "put: data")
-        n, rem = divmod(loc.nbytes, self.itemsize)
-        if rem:
-            raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
-                                         "data is %d bytes, not a whole number of %s elements"
-                                         % (loc.nbytes, self.dtype_name))
+        (bytes, bytearray, a memoryview of bytes) are taken byte for byte.
+        The pre-1.3 order put(data, pe, index=0) still works and warns."""
+        if kw or pe is _NO or index.__class__ is not int:
+            index, data, pe = _ordered("put", index, data, pe, kw, "data",
+                                       index is not _NO and not _is_index(index))
         if index.__class__ is not int or not 0 <= index <= _U64_MAX:
             index = _u64(index, "index")
         if pe.__class__ is not int or not _I32_MIN <= pe <= _I32_MAX:
             pe = _i32(pe, "pe")
-        args = (self.handle, index, ctypes.c_void_p(loc.addr), n, pe)
-        if on_stream or stream is not None:
-            call("symm_put_nbi_on_stream" if nbi else "symm_put_on_stream", *args,
-                 _stream_handle(stream))
+        h = self._h
+        if h is None:
+            self.handle  # raises InvalidHandle
+        src = self._src
+        if src is not None and src[0] is data and data.dtype is src[2] and data.nbytes == src[3]:
+            addr, nbytes = src[1], src[3]  # the array of the last call, as it was
         else:
-            call("symm_put_nbi" if nbi else "symm_put", *args)
-        if nbi:
-            self.ctx._keep_until_quiet(loc.keep)
-        return loc.keep
+            addr, nbytes, data = self._source(data, "put: data")
+        n = nbytes // self.itemsize
+        if n * self.itemsize != nbytes:
+            raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
+                                         "data is %d bytes, not a whole number of %s elements"
+                                         % (nbytes, self.dtype_name))
+        if on_stream or stream is not None:
+            call("symm_put_nbi_on_stream" if nbi else "symm_put_on_stream", h, index, addr, n, pe,
+                 _stream_handle(stream))
+        elif nbi:
+            call("symm_put_nbi", h, index, addr, n, pe)
+            self.ctx._keep_until_quiet(data)
+        else:
+            st = _C.symm_put(h, index, addr, n, pe)
+            if st:
+                _raise(st)
+        return data
 
-    def get(self, pe, index=0, count=None, out=None, nbi=False, stream=None, on_stream=False):
-        """Read count elements of pe's copy from index into out (or a new
-        NumPy array / bytearray). out's dtype must be this buffer's, as in
-        put() (ArgumentTypeError otherwise)."""
+    def get(self, index=_NO, data=_NO, pe=_NO, /, count=None, out=None, nbi=False, stream=None,
+            on_stream=False, **kw):
+        """get(index, count_or_out, pe, out=None, nbi=False, stream=None, on_stream=False)
+
+        Read pe's copy from element index (C's order; keywords index=, pe=,
+        count=, out= work too): the second argument is a count (None: to the
+        end of the buffer, or as many as out holds) or the destination out.
+        Returns out, or a new NumPy array (a bytearray without NumPy). out's
+        dtype must be this buffer's, as in put() (ArgumentTypeError
+        otherwise). The pre-1.3 order get(pe, index=0, count=None, out=None)
+        (no pe given: one or two positionals) still works and warns."""
+        if pe is _NO and "pe" not in kw:  # pre-1.3: get(pe, index=0, ...)
+            if index is _NO:
+                raise TypeError("Buffer.get() missing argument 'pe': get(index, count, pe)")
+            _deprecated("get", "(pe, index=0, count=None, out=None)",
+                        "(index, count_or_out, pe)", 3)
+            pe, index = index, (data if data is not _NO else kw.pop("index", 0))
+            data = _NO
+        else:
+            if index is _NO:
+                index = kw.pop("index", 0)
+            if pe is _NO:
+                pe = kw.pop("pe")
+            if data is _NO:
+                data = kw.pop("data", None)
+        if kw:
+            raise TypeError("Buffer.get() got unexpected keyword argument(s) %s"
+                            % ", ".join(sorted(kw)))
+        if data is not _NO and data is not None:
+            if _is_index(data):
+                count = data
+            else:
+                out = data
         index = _u64(index, "index")
         pe = _i32(pe, "pe")
         if count is not None:
@@ -1464,26 +1689,93 @@ class Buffer:
             self.ctx._keep_until_quiet(loc.keep)
         return out
 
-    def p(self, value, pe, index=0, stream=None, on_stream=False):
-        """Write one element."""
-        v = _scalar(self.dtype, value)
-        index, pe = _u64(index, "index"), _i32(pe, "pe")
-        if on_stream or stream is not None:
-            call("symm_p_on_stream", self.handle, index, v, pe, _stream_handle(stream))
-        else:
-            call("symm_p", self.handle, index, v, pe)
+    def p(self, index=_NO, value=_NO, pe=_NO, /, stream=None, on_stream=False, **kw):
+        """p(index, value, pe, stream=None, on_stream=False)
 
-    def g(self, pe, index=0):
-        """Read one element."""
+        Write one element (C's order; keywords index=, value=, pe= work too).
+        The pre-1.3 p(value, pe, index=0) (two positionals) still works and warns."""
+        if kw or pe is _NO or index.__class__ is not int:
+            index, value, pe = _ordered("p", index, value, pe, kw, "value",
+                                        pe is _NO and value is not _NO and "pe" not in kw)
+        if index.__class__ is not int or not 0 <= index <= _U64_MAX:
+            index = _u64(index, "index")
+        if pe.__class__ is not int or not _I32_MIN <= pe <= _I32_MAX:
+            pe = _i32(pe, "pe")
+        h = self._h
+        if h is None:
+            self.handle
+        pack = self._pack
+        try:
+            v = pack(value) if pack is not None else _scalar(self.dtype, value)
+        except (struct.error, OverflowError, TypeError, ValueError):
+            v = _scalar(self.dtype, value)  # raises, naming the value and the dtype
+        if on_stream or stream is not None:
+            call("symm_p_on_stream", h, index, v, pe, _stream_handle(stream))
+        else:
+            st = _C.symm_p(h, index, v, pe)
+            if st:
+                _raise(st)
+
+    def g(self, index=_NO, pe=_NO, /, **kw):
+        """g(index=..., pe=...): read one element.
+
+        Give index and pe by keyword in this release: g with two positionals
+        still means the pre-1.3 g(pe, index) (warns; a later release reads
+        them in C's order, (index, pe)), and g(pe) reads element 0."""
+        if kw:
+            if index is not _NO or pe is not _NO:
+                _deprecated("g", "(pe, index=0)", "(index=..., pe=...)", 3)
+                index, pe = kw.pop("index", pe if pe is not _NO else 0), index
+            else:
+                index, pe = kw.pop("index", 0), kw.pop("pe", _NO)
+            if kw:
+                raise TypeError("Buffer.g() got unexpected keyword argument(s) %s"
+                                % ", ".join(sorted(kw)))
+            if pe is _NO:
+                raise TypeError("Buffer.g() missing argument 'pe'")
+        else:
+            if index is _NO:
+                raise TypeError("Buffer.g() missing argument 'pe'")
+            _deprecated("g", "(pe, index=0)", "(index=..., pe=...)", 3)
+            index, pe = (pe if pe is not _NO else 0), index
         v = (ctypes.c_char * self.itemsize)()
         call("symm_g", self.handle, _u64(index, "index"), _i32(pe, "pe"), v)
         return _unscalar(self.dtype, v)
 
     # signals (this buffer is the data; sig a UINT64 buffer)
-    def put_signal(self, data, pe, sig, sig_index, signal, sig_op="set", index=0, nbi=False,
-                   stream=None, on_stream=False):
-        """Put data, then update pe's sig[sig_index] (set/add) after the data
-        is visible. data's dtype must be this buffer's, as in put()."""
+    def put_signal(self, *args, **kw):
+        """put_signal(index, data, pe, sig, sig_index, signal, sig_op="set", nbi=False,
+        stream=None, on_stream=False)
+
+        Put data at element index of pe's copy, then update pe's
+        sig[sig_index] (sig: a uint64 Buffer; sig_op "set" or "add") after
+        the data is visible. data's dtype must be this buffer's, as in put().
+        The pre-1.3 order put_signal(data, pe, sig, sig_index, signal,
+        sig_op="set", index=0, ...) still works and warns."""
+        names = ["index", "data", "pe", "sig", "sig_index", "signal", "sig_op", "nbi", "stream",
+                 "on_stream"]
+        if args and not _is_index(args[0]):
+            _deprecated("put_signal", "(data, pe, sig, sig_index, signal, sig_op, index)",
+                        "(index, data, pe, sig, sig_index, signal, sig_op)", 3)
+            names = ["data", "pe", "sig", "sig_index", "signal", "sig_op", "index", "nbi",
+                     "stream", "on_stream"]
+        if len(args) > len(names):
+            raise TypeError("Buffer.put_signal() takes at most %d arguments" % len(names))
+        a = dict(zip(names, args))
+        for k, v in kw.items():
+            if k not in names or k in a:
+                raise TypeError("Buffer.put_signal(): %s argument %r"
+                                % ("unexpected" if k not in names else "repeated", k))
+            a[k] = v
+        for k in ("data", "pe", "sig", "sig_index", "signal"):
+            if k not in a:
+                raise TypeError("Buffer.put_signal() missing argument %r" % k)
+        return self._put_signal(a["data"], a["pe"], a["sig"], a["sig_index"], a["signal"],
+                                a.get("sig_op", "set"), a.get("index", 0), a.get("nbi", False),
+                                a.get("stream"), a.get("on_stream", False))
+
+    def _put_signal(self, data, pe, sig, sig_index, signal, sig_op, index, nbi, stream,
+                    on_stream):
         loc = _Local(data, False)
         self._check_type(data, "put_signal: data")
         n = loc.nbytes // self.itemsize
@@ -1546,14 +1838,29 @@ class Buffer:
         return v.value
 
     # atomics
-    def atomic(self, op, pe, index=0, value=0, compare=None, nbi=False):
-        """An atomic op on pe's element index; returns the prior value for
-        fetching ops (fetch*, swap, compare_swap), else None.
+    def atomic(self, *args, **kw):
+        """atomic(index, op, value=0, compare=None, pe=..., nbi=False)
+
+        An atomic op on pe's element index (C's order: index, op, value,
+        compare, pe; keywords work too, and pe is needed); returns the prior
+        value for fetching ops (fetch*, swap, compare_swap), else None.
 
         nbi=True (symm_atomic_nbi): returns at once; a fetching op returns a
         FetchResult whose .value is readable after the context's next
         quiet() or barrier_all() (InvalidState before); its storage is kept
-        referenced until then."""
+        referenced until then. The pre-1.3 order atomic(op, pe, index=0,
+        value=0, compare=None) (the op first) still works and warns."""
+        names = ["index", "op", "value", "compare", "pe", "nbi"]
+        # old: the op (a name) first, then the PE; new: the index, then the op
+        if args and isinstance(args[0], str) and not (len(args) > 1 and isinstance(args[1], str)):
+            _deprecated("atomic", "(op, pe, index=0, value=0, compare=None)",
+                        "(index, op, value, compare, pe)", 3)
+            names = ["op", "pe", "index", "value", "compare", "nbi"]
+        a = _named("atomic", names, args, kw, ("op", "pe"))
+        return self._atomic(a["op"], a["pe"], a.get("index", 0), a.get("value", 0),
+                            a.get("compare"), a.get("nbi", False))
+
+    def _atomic(self, op, pe, index, value, compare, nbi):
         code = _code(AMOS, op, "atomic op")
         v = _scalar(self.dtype, value)
         c = _scalar(self.dtype, compare, "compare") if compare is not None else None
@@ -1571,13 +1878,30 @@ class Buffer:
             return _unscalar(self.dtype, fetched)
         return None
 
-    def fetch_add(self, value, pe, index=0):
-        """Add value to pe's element index atomically; returns the value before."""
-        return self.atomic("fetch_add", pe, index, value)
+    def fetch_add(self, *args, **kw):
+        """fetch_add(index, value, pe): add value to pe's element index
+        atomically; returns the value before. The pre-1.3 fetch_add(value,
+        pe, index=0) (two positionals) still works and warns."""
+        names = ["index", "value", "pe"]
+        if len(args) == 2 and "pe" not in kw:
+            _deprecated("fetch_add", "(value, pe, index=0)", "(index, value, pe)", 3)
+            names = ["value", "pe", "index"]
+        a = _named("fetch_add", names, args, kw, ("value", "pe"))
+        return self._atomic("fetch_add", a["pe"], a.get("index", 0), a["value"], None, False)
 
-    def compare_swap(self, compare, value, pe, index=0):
-        """Write value to pe's element index if it equals compare; returns the value before."""
-        return self.atomic("compare_swap", pe, index, value, compare)
+    def compare_swap(self, *args, **kw):
+        """compare_swap(index, compare, value, pe): write value to pe's
+        element index if it equals compare; returns the value before. The
+        pre-1.3 compare_swap(compare, value, pe, index=0) with three
+        positionals still works and warns (four are read in C's order)."""
+        names = ["index", "compare", "value", "pe"]
+        if len(args) == 3 and "pe" not in kw:
+            _deprecated("compare_swap", "(compare, value, pe, index=0)",
+                        "(index, compare, value, pe)", 3)
+            names = ["compare", "value", "pe", "index"]
+        a = _named("compare_swap", names, args, kw, ("compare", "value", "pe"))
+        return self._atomic("compare_swap", a["pe"], a.get("index", 0), a["value"],
+                            a["compare"], False)
 
     # waits and tests on this PE's elements
     def wait_until(self, index, cmp, value):

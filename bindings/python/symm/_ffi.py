@@ -178,6 +178,25 @@ LOADER_SONAME = "libsymm.so.1"
 RUNTIME_SONAME = "libsymm_runtime.so.1"
 
 
+def package_file(*parts):
+    """Path of a file the wheel installs under symm/ (symm/_lib/libsymm.so.1,
+    symm/include/symm/symm.h, ...), or None. An installed wheel has it beside
+    this module; an editable install (meson-python) keeps the Python files in
+    the source tree and the built ones in its build directory, and maps them
+    through the package's resource tree."""
+    p = os.path.join(HERE, *parts)
+    if os.path.exists(p):
+        return p
+    try:
+        from importlib import resources
+        t = resources.files(__package__).joinpath(*parts)
+    except Exception:  # Python 3.8 (no files()), or no resource reader
+        return None
+    if isinstance(t, os.PathLike) and os.path.exists(t):
+        return os.fspath(t)
+    return None
+
+
 class _Lib:
     """The loaded loader (or why there is none), made once, thread-safely."""
 
@@ -202,8 +221,8 @@ class _Lib:
         if env:
             return [env]
         out = []
-        bundled = os.path.join(BUNDLED_LIB_DIR, LOADER_SONAME)
-        if os.path.exists(bundled):
+        bundled = package_file("_lib", LOADER_SONAME)
+        if bundled:
             out.append(bundled)
         out.append(LOADER_SONAME)  # the dynamic linker's search path
         found = ctypes.util.find_library("symm")

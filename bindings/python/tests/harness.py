@@ -1,7 +1,17 @@
-"""A tiny test harness (no pytest needed): @case functions, PASS/FAIL lines, a
-closing 'N passed, N failed' line, exit status 1 on any failure."""
+"""The Python tests run on pytest: @case functions, run by pytest in the
+process that defined them, then a closing 'N passed, N failed' line (the
+line CI reads); exit status 1 on any failure.
+
+A test file is a script (symmrun starts one per PE; a PE's cases run in
+order, in step with its peers, between the file's own setup and teardown),
+so pytest is handed the running __main__ module rather than importing the
+file a second time (which would join the job again): the plugin below
+makes pytest's module collector use it and collect exactly the @case
+functions, in the order they were defined. pytest's options apply
+(PYTEST_ADDOPTS="-k ring -x", for example).
+"""
+import os
 import sys
-import traceback
 
 _CASES = []
 
@@ -24,16 +34,65 @@ def expect_raises(exc, fn, *args, **kwargs):
     raise AssertionError("%s did not raise %s" % (getattr(fn, "__name__", fn), exc.__name__))
 
 
+class _Plugin:
+    """Collect the running script's @case functions; count the outcomes."""
+
+    def __init__(self, pytest, module):
+        self.module = module
+        self.passed = self.failed = self.deselected = 0
+        cases = {id(f) for f in _CASES}
+
+        class Running(pytest.Module):
+            def _getobj(self):
+                return module
+
+            def _register_setup_module_fixture(self):
+                pass  # the script did its own setup before run()
+
+        self.Running = Running
+        self.cases = cases
+        self.pytest = pytest
+
+    def pytest_pycollect_makemodule(self, module_path, parent):
+        return self.Running.from_parent(parent, path=module_path)
+
+    def pytest_pycollect_makeitem(self, collector, name, obj):
+        if id(obj) in self.cases and callable(obj):
+            return [self.pytest.Function.from_parent(collector, name=name, callobj=obj)]
+        return []  # nothing else in the script is a test (helpers, imported names)
+
+    def pytest_deselected(self, items):
+        self.deselected += len(items)  # -k / -m in PYTEST_ADDOPTS: not run, not failed
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "call" or report.outcome == "failed":
+            if report.outcome == "passed":
+                self.passed += 1
+            elif report.outcome == "failed":
+                self.failed += 1
+
+
 def run(prefix=""):
-    passed = failed = 0
-    for fn in _CASES:
-        try:
-            fn()
-        except Exception:  # report every failure, go on with the next case
-            failed += 1
-            print("%sFAIL %s\n%s" % (prefix, fn.__name__, traceback.format_exc()), flush=True)
-        else:
-            passed += 1
-            print("%sPASS %s" % (prefix, fn.__name__), flush=True)
-    print("%s%d passed, %d failed" % (prefix, passed, failed), flush=True)
-    return 1 if failed else 0
+    """Run the cases of the running script (__main__) on pytest; print
+    'N passed, N failed' (prefixed: 'PE 0: ') last; 0 when all passed."""
+    try:
+        import pytest
+    except ImportError:
+        print("%sFAIL pytest is not installed for %s (python3 -m pip install pytest)"
+              % (prefix, sys.executable), flush=True)
+        print("%s0 passed, 1 failed" % prefix, flush=True)
+        return 1
+    module = sys.modules["__main__"]
+    path = os.path.abspath(module.__file__)
+    plugin = _Plugin(pytest, module)
+    args = [path, "-v", "-p", "no:cacheprovider", "--rootdir", os.path.dirname(path),
+            "-c", os.devnull, "-W", "default", "--tb=short", "--no-header"]
+    if prefix:
+        args += ["-o", "console_output_style=classic"]
+    pytest.main(args, plugins=[plugin])
+    missing = len(_CASES) - plugin.passed - plugin.failed - plugin.deselected
+    if missing:  # a case pytest did not run (and was not asked to leave out) is a failure
+        print("%sFAIL %d of %d cases did not run" % (prefix, missing, len(_CASES)), flush=True)
+        plugin.failed += missing
+    print("%s%d passed, %d failed" % (prefix, plugin.passed, plugin.failed), flush=True)
+    return 1 if plugin.failed else 0

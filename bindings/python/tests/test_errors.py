@@ -93,7 +93,7 @@ except symm.InvalidHandle:
     print("FINALIZED", flush=True)
 ctx2 = symm.init(bootstrap="single")  # the process goes on with symm
 c = ctx2.alloc("float64", 4)
-c.p(1.0, 0, 3)
+c.p(3, 1.0, 0)
 print("NEXT", c.g(0, 3), flush=True)
 del v, m
 c.free()

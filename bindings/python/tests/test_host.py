@@ -46,10 +46,10 @@ def ring_put_get():
 @case
 def p_g_and_nbi():
     b = ctx.alloc("float64", 4)
-    b.p(1.5 + me, nxt, index=2)
+    b.p(2, 1.5 + me, nxt)
     ctx.barrier_all()
     check(b.numpy()[2] == 1.5 + prv, b.numpy())
-    check(b.g(nxt, 2) == 1.5 + me, "g")
+    check(b.g(index=2, pe=nxt) == 1.5 + me, "g")
     ctx.barrier_all()
     src = np.full(4, float(me), dtype=np.float64)
     b.put(src, nxt, nbi=True)
@@ -76,9 +76,9 @@ def every_dtype_roundtrip():
         ctx.barrier_all()
         b.free()
     bf = ctx.alloc("bfloat16", 2)
-    bf.p(2.5, nxt, 1)
+    bf.p(1, 2.5, nxt)
     ctx.barrier_all()
-    check(bf.g(me, 1) == 2.5, "bfloat16 scalar")
+    check(bf.g(index=1, pe=me) == 2.5, "bfloat16 scalar")
     ctx.barrier_all()
     bf.free()
 
@@ -104,8 +104,8 @@ def atomics():
     c = ctx.alloc("int64", 2)
     ctx.barrier_all()
     for _ in range(10):
-        c.fetch_add(1, 0, index=0)
-    c.atomic("add", 0, index=1, value=me + 1)
+        c.fetch_add(0, 1, 0)
+    c.atomic(1, "add", me + 1, pe=0)
     ctx.barrier_all()
     if me == 0:
         check(c.numpy()[0] == 10 * n, c.numpy())
@@ -113,7 +113,7 @@ def atomics():
     ctx.barrier_all()
     w = ctx.alloc("int32", 1)
     ctx.barrier_all()
-    old = w.compare_swap(0, me + 1, 0)
+    old = w.compare_swap(0, 0, me + 1, 0)
     wins = ctx.alloc("int32", n)
     src = np.array([1 if old == 0 else 0], dtype=np.int32)
     wins.put(src, 0, index=me)
@@ -133,7 +133,7 @@ def waits_and_tests():
     check(not flags.test(0, "eq", 1), "test before")
     check(flags.test_any(0, 4, "eq", 1) is None, "test_any before")
     ctx.barrier_all()  # nobody sets my flag before I tested it
-    flags.p(1, nxt, index=2)
+    flags.p(2, 1, nxt)
     found = flags.wait_until_any(0, 4, "eq", 1)
     check(found == 2, found)
     check(flags.wait_until_some(0, 4, "eq", 1) == [2], "some")
@@ -156,10 +156,10 @@ def main_thread_waits_keep_the_c_semantics():
 
     def flip(vals):
         time.sleep(0.2)
-        f.p(vals[0], me, 0)
+        f.p(0, vals[0], me)
         time.sleep(0.3)
-        f.p(0, me, 0)
-        f.p(vals[1], me, 1)
+        f.p(0, 0, me)
+        f.p(1, vals[1], me)
 
     for vector in (False, True):
         want = [7, 9] if vector else [1, 1]
@@ -168,9 +168,9 @@ def main_thread_waits_keep_the_c_semantics():
         got = f.wait_until_all(0, 2, "eq", want if vector else 1, vector=vector)
         t.join()
         check(got is True and list(f.get(me, count=2)) == [0, want[1]], (vector, f.get(me)))
-        f.p(0, me, 1)
+        f.p(1, 0, me)
     # excluded elements are skipped; any/some report indices relative to index
-    t = threading.Thread(target=lambda: (time.sleep(0.2), f.p(4, me, 2), f.p(4, me, 0)))
+    t = threading.Thread(target=lambda: (time.sleep(0.2), f.p(2, 4, me), f.p(0, 4, me)))
     t.start()
     check(f.wait_until_any(1, 2, "eq", 4) == 1, "any")
     t.join()
@@ -370,7 +370,7 @@ def stream_forms_run_in_order_on_the_host():
         ctx.barrier_all()
         b.put(src, nxt, stream=stream, on_stream=True)
         b.put(src, nxt, index=8, nbi=True, stream=stream, on_stream=True)
-        b.p(7.5, nxt, index=16, stream=stream, on_stream=True)
+        b.p(16, 7.5, nxt, stream=stream, on_stream=True)
         ctx.quiet(stream=stream, on_stream=True)
         ctx.barrier_all(stream=stream, on_stream=True)
         got = np.zeros(8, dtype=np.float32)
@@ -417,25 +417,25 @@ def stream_forms_run_in_order_on_the_host():
 def ordering_atomics_and_addresses():
     b = ctx.alloc("int64", 4)
     ctx.barrier_all()
-    b.p(1, nxt, index=0)
+    b.p(0, 1, nxt)
     ctx.fence()  # the first put reaches nxt before the second
-    b.p(2, nxt, index=1)
+    b.p(1, 2, nxt)
     ctx.quiet()
     ctx.sync_all()
     check(list(b.numpy()[:2]) == [1, 2], b.numpy())
     ctx.barrier_all()
     # the atomic ops beyond fetch_add / compare_swap, on my own element 2
-    check(b.atomic("set", me, 2, 5) is None, "set returns nothing")
-    check(b.atomic("fetch", me, 2) == 5, "fetch")
-    check(b.atomic("swap", me, 2, 6) == 5, "swap returns the old value")
-    check(b.atomic("fetch_inc", me, 2) == 6 and b.g(me, 2) == 7, "fetch_inc")
-    b.atomic("inc", me, 2)
-    check(b.atomic("fetch_and", me, 2, 0b1100) == 8 and b.g(me, 2) == 8, "fetch_and")
-    b.atomic("or", me, 2, 1)
-    check(b.atomic("fetch_xor", me, 2, 3) == 9 and b.g(me, 2) == 10, "fetch_xor")
-    b.atomic("and", me, 2, 2)
-    b.atomic("xor", me, 2, 1)
-    check(b.g(me, 2) == 3, b.g(me, 2))
+    check(b.atomic(2, "set", 5, pe=me) is None, "set returns nothing")
+    check(b.atomic(2, "fetch", pe=me) == 5, "fetch")
+    check(b.atomic(2, "swap", 6, pe=me) == 5, "swap returns the old value")
+    check(b.atomic(2, "fetch_inc", pe=me) == 6 and b.g(index=2, pe=me) == 7, "fetch_inc")
+    b.atomic(2, "inc", pe=me)
+    check(b.atomic(2, "fetch_and", 0b1100, pe=me) == 8 and b.g(index=2, pe=me) == 8, "fetch_and")
+    b.atomic(2, "or", 1, pe=me)
+    check(b.atomic(2, "fetch_xor", 3, pe=me) == 9 and b.g(index=2, pe=me) == 10, "fetch_xor")
+    b.atomic(2, "and", 2, pe=me)
+    b.atomic(2, "xor", 1, pe=me)
+    check(b.g(index=2, pe=me) == 3, b.g(index=2, pe=me))
     # raw symmetric addresses
     check(ctx.ptr(b.ptr, me) == b.ptr and ctx.ptr(b.ptr, nxt) == b.peer_ptr(nxt), "ptr")
     ctx.team("node").sync()
@@ -459,7 +459,7 @@ def a_second_context_by_unique_id():
     with symm.init(unique_id=uid, rank=me, n_pes=n, heap_cap=1 << 26) as c2:
         check(c2.my_pe == me and c2.n_pes == n, (c2.my_pe, c2.n_pes))
         x = c2.alloc("int32", 1)
-        x.p(me + 1, nxt)
+        x.p(0, me + 1, nxt)
         c2.barrier_all()
         check(x.numpy()[0] == prv + 1, x.numpy())
         x.free()
@@ -551,7 +551,7 @@ def data_of_another_dtype_is_refused():
     # bfloat16 buffers take uint16 (NumPy's spelling of their bits), not float16
     bf = ctx.alloc("bfloat16", 2)
     bf.put(np.array([0x3F80, 0x4000], np.uint16), me)
-    check(list(bf.get(me)) == [0x3F80, 0x4000] and bf.g(me, 1) == 2.0, bf.get(me))
+    check(list(bf.get(me)) == [0x3F80, 0x4000] and bf.g(index=1, pe=me) == 2.0, bf.get(me))
     e = expect_raises(symm.ArgumentTypeError, bf.put, np.ones(2, np.float16), me)
     check("float16" in e.message and "bfloat16" in e.message and "uint16" in e.message, e.message)
     ctx.barrier_all()
@@ -637,7 +637,7 @@ def threads():
     def work(t):
         try:
             for pe in range(n):
-                b.p(me * 1000 + t, pe, index=me * T + t)
+                b.p(me * T + t, me * 1000 + t, pe)
         except Exception as e:  # collected, reported below
             errs.append(e)
 
@@ -655,7 +655,7 @@ def threads():
 
     def fail_one(t):
         try:
-            b.p(0, n + t, index=0)
+            b.p(0, 0, n + t)
         except symm.InvalidArgument as e:
             msgs[t] = e.message
 
@@ -679,6 +679,53 @@ def threads():
     sig.free()
     b.free()
 
+
+@case
+def argument_order_and_the_deprecated_one():
+    # C's order (index, data, pe), keywords, and the pre-1.3 order with a
+    # DeprecationWarning pointing at the caller's line
+    import warnings
+    b = ctx.alloc("int64", 8)
+    ctx.barrier_all()
+    b.put(2, np.array([10 + me, 20 + me], dtype=np.int64), nxt)
+    b.put(index=4, data=np.array([30 + me], dtype=np.int64), pe=nxt)
+    b.p(5, 40 + me, nxt)
+    b.p(index=6, value=50 + me, pe=nxt)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        b.put(np.array([60 + me], dtype=np.int64), nxt, index=7)  # old put(data, pe, index=)
+        b.p(70 + me, nxt)                                          # old p(value, pe): element 0
+        ctx.barrier_all()
+        old_get = b.get(nxt, 2, count=2)                           # old get(pe, index, count=)
+        old_g = b.g(nxt, 5)                                        # g(pe, index): old meaning
+    check(len(w) == 4 and all(x.category is DeprecationWarning for x in w),
+          [str(x.message) for x in w])
+    check(all(x.filename == __file__ for x in w), [(x.filename, x.lineno) for x in w])
+    check(list(b.numpy()) == [70 + prv, 0, 10 + prv, 20 + prv, 30 + prv, 40 + prv, 50 + prv,
+                              60 + prv], b.numpy())
+    check(list(old_get) == [10 + me, 20 + me] and old_g == 40 + me, (old_get, old_g))
+    check(list(b.get(2, 2, nxt)) == [10 + me, 20 + me], "get(index, count, pe)")
+    out = np.zeros(3, dtype=np.int64)
+    check(b.get(4, out, nxt) is out and list(out) == [30 + me, 40 + me, 50 + me], out)
+    check(b.g(index=6, pe=nxt) == 50 + me, "g by keyword")
+    expect_raises(TypeError, b.put, 0, np.zeros(1, dtype=np.int64))  # no pe
+    expect_raises(symm.ArgumentOverflow, b.put, 0, b"\0" * 8, 2 ** 31)
+    expect_raises(symm.ArgumentTypeError, b.p, 1.5, 1, nxt)  # three positionals: C's order
+    c = ctx.alloc("int64", 2)  # atomics on this PE's own copy
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        check(c.atomic("fetch_add", me, 1, 5) == 0, "old atomic(op, pe, index, value)")
+        check(c.fetch_add(2, me, index=1) == 5, "old fetch_add(value, pe, index=)")
+        check(c.compare_swap(7, 9, me) == 0, "old compare_swap(compare, value, pe): element 0")
+    check(len(w) == 3 and all(x.category is DeprecationWarning for x in w),
+          [str(x.message) for x in w])
+    check(c.atomic(1, "fetch", pe=me) == 7, "atomic(index, op, pe=)")
+    check(c.fetch_add(1, 1, me) == 7, "fetch_add(index, value, pe)")
+    check(c.compare_swap(1, 8, 0, me) == 8 and c.g(index=1, pe=me) == 0,
+          "compare_swap(index, compare, value, pe)")
+    ctx.barrier_all()
+    c.free()
+    b.free()
 
 rc = run("PE %d: " % me)
 try:

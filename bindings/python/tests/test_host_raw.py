@@ -136,30 +136,30 @@ def atomic_nbi():
     c = ctx.alloc("int64", 2)
     got = ctx.alloc("int64", n)
     ctx.barrier_all()
-    r = c.atomic("fetch_add", 0, index=0, value=1, nbi=True)
+    r = c.atomic(0, "fetch_add", 1, pe=0, nbi=True)
     check(isinstance(r, symm.FetchResult), r)
-    check(c.atomic("add", 0, index=1, value=me + 1, nbi=True) is None, "non-fetching: None")
+    check(c.atomic(1, "add", me + 1, pe=0, nbi=True) is None, "non-fetching: None")
     # symm_atomic_nbi may complete early, but the value is only defined after quiet
     check(not r.ready and "pending" in repr(r), repr(r))
     e = expect_raises(symm.InvalidState, lambda: r.value)
     check("quiet" in e.message, e.message)
     ctx.quiet()
     check(r.ready and 0 <= r.value < n, repr(r))
-    got.p(r.value, 0, index=me)
+    got.p(me, r.value, 0)
     ctx.barrier_all()
     if me == 0:
         check(c.numpy().tolist() == [n, n * (n + 1) // 2], c.numpy())
         check(sorted(got.numpy().tolist()) == list(range(n)), got.numpy())
     ctx.barrier_all()
     # compare_swap and swap, nbi, on my own element; barrier_all also completes them
-    r1 = c.atomic("swap", me, index=1, value=7, nbi=True)
+    r1 = c.atomic(1, "swap", 7, pe=me, nbi=True)
     ctx.barrier_all()
     check(r1.value == (n * (n + 1) // 2 if me == 0 else 0), r1.value)
-    r2 = c.atomic("compare_swap", me, index=1, value=9, compare=7, nbi=True)
+    r2 = c.atomic(1, "compare_swap", 9, compare=7, pe=me, nbi=True)
     ctx.quiet()
-    check(r2.value == 7 and c.g(me, 1) == 9, (r2.value, c.g(me, 1)))
+    check(r2.value == 7 and c.g(index=1, pe=me) == 9, (r2.value, c.g(index=1, pe=me)))
     f = ctx.alloc("float32", 1)
-    r3 = f.atomic("swap", me, value=1.5, nbi=True)
+    r3 = f.atomic(0, "swap", 1.5, pe=me, nbi=True)
     ctx.quiet()
     check(r3.value == 0.0 and f.numpy()[0] == 1.5, (r3.value, f.numpy()))
     # bad input: arithmetic and bitwise ops on a floating dtype (wrong dtype),
@@ -279,12 +279,12 @@ def integer_rows(b, s8, sig, w):
         ("get pe", lambda v: b.get(v), "pe", I32),
         ("get index", lambda v: b.get(nxt, index=v), "index", U64),
         ("get count", lambda v: b.get(nxt, count=v), "count", U64),
-        ("p pe", lambda v: b.p(1, v), "pe", I32),
-        ("p index", lambda v: b.p(1, nxt, index=v), "index", U64),
-        ("p value", lambda v: b.p(v, nxt), "value", [2 ** 63, -2 ** 63 - 1, 2 ** 64]),
-        ("p int8 value", lambda v: s8.p(v, nxt), "value", [128, -129, 256]),
-        ("g pe", lambda v: b.g(v), "pe", I32),
-        ("g index", lambda v: b.g(nxt, v), "index", U64),
+        ("p pe", lambda v: b.p(0, 1, v), "pe", I32),
+        ("p index", lambda v: b.p(v, 1, nxt), "index", U64),
+        ("p value", lambda v: b.p(0, v, nxt), "value", [2 ** 63, -2 ** 63 - 1, 2 ** 64]),
+        ("p int8 value", lambda v: s8.p(0, v, nxt), "value", [128, -129, 256]),
+        ("g pe", lambda v: b.g(pe=v), "pe", I32),
+        ("g index", lambda v: b.g(index=v, pe=nxt), "index", U64),
         ("peer_ptr pe", lambda v: b.peer_ptr(v), "pe", I32),
         ("addr index", lambda v: b.addr(v), "index", U64),
         # signals
@@ -302,14 +302,14 @@ def integer_rows(b, s8, sig, w):
         ("signal_wait_until value", lambda v: sig.signal_wait_until(0, "ge", v), "value", U64),
         ("signal_wait_until cmp", lambda v: sig.signal_wait_until(0, v, 0), "comparison", U32),
         # atomics
-        ("atomic pe", lambda v: b.atomic("add", v, 0, 1), "pe", I32),
-        ("atomic index", lambda v: b.atomic("add", nxt, v, 1), "index", U64),
-        ("atomic value", lambda v: b.atomic("add", nxt, 0, v), "value", [2 ** 63, 2 ** 64]),
-        ("atomic compare", lambda v: b.atomic("compare_swap", nxt, 0, 1, v), "compare",
+        ("atomic pe", lambda v: b.atomic(0, "add", 1, pe=v), "pe", I32),
+        ("atomic index", lambda v: b.atomic(v, "add", 1, pe=nxt), "index", U64),
+        ("atomic value", lambda v: b.atomic(0, "add", v, pe=nxt), "value", [2 ** 63, 2 ** 64]),
+        ("atomic compare", lambda v: b.atomic(0, "compare_swap", 1, compare=v, pe=nxt), "compare",
          [2 ** 63, -2 ** 63 - 1]),
-        ("atomic op", lambda v: b.atomic(v, nxt, 0, 1), "atomic op", U32),
-        ("fetch_add pe", lambda v: b.fetch_add(1, v), "pe", I32),
-        ("compare_swap index", lambda v: b.compare_swap(0, 1, nxt, v), "index", U64),
+        ("atomic op", lambda v: b.atomic(0, v, 1, pe=nxt), "atomic op", U32),
+        ("fetch_add pe", lambda v: b.fetch_add(0, 1, v), "pe", I32),
+        ("compare_swap index", lambda v: b.compare_swap(v, 0, 1, nxt), "index", U64),
         # waits and tests
         ("wait_until index", lambda v: b.wait_until(v, "ge", 0), "index", U64),
         ("wait_until value", lambda v: b.wait_until(0, "ge", v), "value", [2 ** 63]),
@@ -409,7 +409,7 @@ def every_integer_argument_is_range_checked():
                 tried += 1
     check(tried > 300, tried)
     # a value of the wrong kind for the buffer: a float for an int64 element
-    for call in (lambda: b.p(1.5, nxt), lambda: b.atomic("add", nxt, 0, 2.5),
+    for call in (lambda: b.p(0, 1.5, nxt), lambda: b.atomic(0, "add", 2.5, pe=nxt),
                  lambda: b.wait_until(0, "ge", 0.5)):
         e = expect_raises(symm.ArgumentTypeError, call)
         check("value" in e.message and "int64" in e.message, e.message)
@@ -423,7 +423,7 @@ def every_integer_argument_is_range_checked():
     ctx.barrier_all()
     # NumPy integers and other __index__ objects are integers
     b.put(np.array([5], dtype=np.int64), np.int32(nxt), index=np.uint64(3))
-    b.p(np.int16(6), np.int64(nxt), np.uint8(2))
+    b.p(np.uint8(2), np.int16(6), np.int64(nxt))
     ctx.barrier_all()
     check(list(b.numpy()) == [7, 7, 6, 5], b.numpy())
     ctx.barrier_all()

@@ -181,7 +181,7 @@ def stream_forms(stream_obj, mk, label):
     ctx.barrier_all(stream=stream)
     b.get(prv, out=g, stream=stream)  # what prv holds: what prv-1 put there
     b.put(src, nxt, index=8, nbi=True, stream=stream)
-    b.p(7.5, nxt, index=16, stream=stream)
+    b.p(16, 7.5, nxt, stream=stream)
     ctx.quiet(stream=stream)
     ctx.world.barrier(stream=stream)
     b.put_signal(src, nxt, sig, 0, 1, sig_op="add", index=24, stream=stream)
