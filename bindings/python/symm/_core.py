@@ -628,6 +628,69 @@ def _status_array(status, n):
     return arr
 
 
+# ---- Ctrl-C inside a blocking C call -----------------------------------------------
+#
+# A barrier or collective runs in C with the GIL released; Python's SIGINT
+# handler only sets a flag that is read when the call returns, which for a PE
+# waiting on peers may be never. The runtime watches a descriptor for this
+# (SYMM_INTERRUPT_FD, docs/BAD-INPUT.md "Ctrl-C"): once it is readable, the PE
+# gives up the job, its waiting call returns and the pending KeyboardInterrupt
+# is raised. Python's wakeup fd receives a byte per signal with a Python
+# handler; a daemon thread passes on SIGINT's only (another handled signal,
+# SIGCHLD say, must not end the job). The variable is set only around
+# symm_init, so child processes never inherit a descriptor number they lack.
+
+_intr = {"fd": None}
+
+
+def _interrupt_fd():
+    """The descriptor to give the runtime, or None (not the main thread,
+    another wakeup fd in use, or the user named one in SYMM_INTERRUPT_FD)."""
+    if _intr["fd"] is not None:  # a later context: an earlier Ctrl-C must not end this one
+        try:
+            while os.read(_intr["fd"], 64):
+                pass
+        except BlockingIOError:
+            pass
+        return _intr["fd"]
+    if "SYMM_INTERRUPT_FD" in os.environ:
+        return None
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    import signal
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    try:
+        old = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        os.close(wake_r), os.close(wake_w)
+        return None
+    if old != -1:  # someone else's (asyncio): leave it in place
+        signal.set_wakeup_fd(old)
+        os.close(wake_r), os.close(wake_w)
+        return None
+    intr_r, intr_w = os.pipe()
+    os.set_blocking(intr_r, False)
+
+    def relay():
+        while True:
+            try:
+                got = os.read(wake_r, 64)
+            except OSError:
+                return
+            if not got:
+                return
+            if signal.SIGINT in got:
+                try:
+                    os.write(intr_w, b"\x03")
+                except OSError:
+                    pass
+
+    threading.Thread(target=relay, name="symm-sigint", daemon=True).start()
+    _intr["fd"] = intr_r
+    return intr_r
+
+
 # ---- context ----------------------------------------------------------------------
 
 class Context:
@@ -658,7 +721,15 @@ class Context:
         else:
             attr.bootstrap = _code(BOOTSTRAPS, bootstrap, "bootstrap")
         h = ctypes.c_void_p()
-        call("symm_init", ctypes.byref(attr), ctypes.byref(h))
+        fd = _interrupt_fd()
+        if fd is None:
+            call("symm_init", ctypes.byref(attr), ctypes.byref(h))
+        else:
+            os.environ["SYMM_INTERRUPT_FD"] = str(fd)
+            try:
+                call("symm_init", ctypes.byref(attr), ctypes.byref(h))
+            finally:
+                del os.environ["SYMM_INTERRUPT_FD"]
         self._h = h
         self._lock = threading.Lock()
         self._bufs = {}  # handle value -> Buffer (live)

@@ -315,4 +315,60 @@ def sigint_to_symmrun_ends_a_collective():
     ctrl_c_at_a_terminal("reduce", terminal=False)
 
 
+# SIGINT to one PE's process only (as another launcher, or a user's `kill -INT`
+# of one process, delivers it): symmrun sees nothing, so no job teardown comes.
+# PE 0 is in barrier_all in C, which PE 1 (asleep) never joins; it must raise
+# KeyboardInterrupt within LATE (the package hands the runtime
+# SYMM_INTERRUPT_FD), and PE 1's next blocking call learns the job is over.
+ONE_PE_SIGINT = r"""
+import os, sys, time
+import symm
+ctx = symm.init()
+say = lambda text: os.write(1, (text + "\n").encode())
+if ctx.my_pe == 0:
+    say("PE 0 ready %d" % os.getpid())
+    try:
+        ctx.barrier_all()
+        say("PE 0 RETURNED")
+    except KeyboardInterrupt:
+        say("PE 0 INTERRUPTED %.6f" % time.monotonic())
+        sys.exit(130)
+else:
+    time.sleep(1.5)
+    try:
+        ctx.barrier_all()
+        say("PE 1 RETURNED")
+    except symm.PeerFailed as e:
+        say("PE 1 PEER_FAILED %s" % str(e).replace("\n", " "))
+        sys.exit(3)
+"""
+
+
+@case
+def sigint_to_one_pe_ends_its_barrier():
+    p = subprocess.Popen([SYMMRUN, "-n", "2", "--timeout", "60", sys.executable, "-c",
+                          ONE_PE_SIGINT], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        line = p.stdout.readline().decode()
+        check(line.startswith("PE 0 ready"), "PE 0 did not start: %r %s"
+              % (line, p.stderr.read().decode(errors="replace") if not line else ""))
+        pid = int(line.split()[3])
+        time.sleep(0.4)  # PE 0 is in barrier_all
+        t0 = time.monotonic()
+        os.kill(pid, signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    out, err = out.decode(errors="replace"), err.decode(errors="replace")
+    got = [w for w in (ln.split() for ln in out.splitlines()) if w[:3] == ["PE", "0", "INTERRUPTED"]]
+    check(got, "PE 0's barrier_all ignored SIGINT:\n%s%s" % (out, err))
+    lat = float(got[0][3]) - t0
+    print("  SIGINT to PE 0 alone: KeyboardInterrupt after %.1f ms" % (lat * 1e3))
+    check(lat < LATE, "KeyboardInterrupt %.3f s after SIGINT" % lat)
+    check("PE 1 PEER_FAILED" in out and "interrupted" in out,
+          "PE 1 learns that PE 0 gave up:\n%s%s" % (out, err))
+
+
 sys.exit(run())
