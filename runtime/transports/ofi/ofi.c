@@ -71,8 +71,11 @@
  *   libfabric's handlers use __atomic builtins). Anything else (efa, cxi,
  *   psm2/3, opx, a NIC's own atomics) is not claimed, so the core sends every
  *   atomic update through this transport (loopback included).
- * - Authentication: ofi_authenticate_peers() below is the one place where the
- *   job secret's challenge-response is to run; it is not wired yet.
+ * - Authentication (docs/OFI.md): in open, before any heap range is
+ *   registered, each PE proves to every PE it reaches, over the fabric, that
+ *   it holds the job secret (core->auth_mac over the verifier's fresh
+ *   challenge, read back from the prover's address); atomic messages carry
+ *   the receiver's random key, which travels only through the bootstrap.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -119,6 +122,14 @@ static const char *const AUTO_ORDER[] = {"efa", "cxi", "verbs;ofi_rxm", "tcp;ofi
 #define SPINS_BEFORE_YIELD 64u
 #define ADDR_MAX       200u
 #define HOT_MS         250u         /* short naps this long after the last activity */
+/* The registered page of each PE: its check word, then one slot per PE for
+ * the authentication (that PE's challenge, then this PE's proof over it). */
+#define AUTH_HEAD      64u
+#define AUTH_NONCE     32u
+#define AUTH_MAC       32u
+#define AUTH_SLOT      (AUTH_NONCE + AUTH_MAC)
+#define AUTH_LABEL     "symm ofi v1 proof"
+#define AUTH_MSG_MAX   (sizeof AUTH_LABEL + 8u + AUTH_NONCE)
 
 enum { AMO_NATIVE = 1, AMO_CAS, AMO_AM }; /* st->amo: how atomics run */
 enum { HOW_NONE = 0, HOW_NATIVE, HOW_CAS };
@@ -142,6 +153,7 @@ typedef struct ofi_peer {
     fi_addr_t addr;
     uint8_t reach;
     uint64_t hello_addr, hello_key; /* its check word (open; the flush's read) */
+    uint64_t am_key;    /* what atomic messages to it carry (its st->am_key) */
     uint8_t wrote;      /* writes since the last flush (no delivery completion) */
     uint32_t inflight;  /* posted, not completed (an atomic message: until its answer) */
     uint32_t reads;     /* ... of which reads and fetching atomics */
@@ -169,6 +181,7 @@ typedef struct am_msg {
     uint32_t dtype, op;
     int32_t src, status;
     uint64_t off, value, compare, token; /* token: the requester's record (gen << 32 | index) */
+    uint64_t key; /* the receiver's am_key: a message without it is dropped */
 } am_msg;
 
 /* Receive slot i and answer slot i go together: a request received in slot
@@ -226,7 +239,11 @@ typedef struct ofi_tp {
     size_t bounce_used;
     uint32_t bounce_refs;
 
-    uint64_t *hello;      /* one registered word: this PE's number (open's check) */
+    uint64_t *hello;      /* registered page: this PE's number (open's check), then the
+                             authentication slots (AUTH_HEAD + n * AUTH_SLOT bytes) */
+    size_t hello_bytes;
+    uint8_t *auth_chal;   /* [n * AUTH_NONCE] the challenges this PE sent */
+    uint64_t am_key;      /* atomic messages to this PE must carry it */
     struct fid_mr *hello_mr;
 
     am_slot *am_rx, *am_tx; /* [AM_SLOTS] each; registered with am_mr */
@@ -553,7 +570,10 @@ static void am_send_answer(ofi_tp *st, am_slot *a) {
 /* A message arrived in receive slot rx: serve a request, or take an answer. */
 static void am_received(ofi_tp *st, am_slot *rx) {
     am_msg m = rx->msg;
-    if (m.magic != AM_MAGIC || m.src < 0 || m.src >= st->n || !st->peers[m.src].reach) {
+    /* The key, like a registration's, travels only through the bootstrap: a
+     * process outside the job can send to the endpoint, not apply atomics */
+    if (m.magic != AM_MAGIC || m.key != st->am_key || m.src < 0 || m.src >= st->n ||
+        !st->peers[m.src].reach) {
         am_repost(st, rx);
         return;
     }
@@ -584,7 +604,8 @@ static void am_received(ofi_tp *st, am_slot *rx) {
     }
     am_slot *a = &st->am_tx[rx - st->am_rx];
     a->msg = (am_msg){.magic = AM_MAGIC, .answer = 1, .dtype = m.dtype, .op = m.op, .src = st->me,
-                      .status = status, .value = old, .token = m.token};
+                      .status = status, .value = old, .token = m.token,
+                      .key = st->peers[m.src].am_key};
     a->dest = m.src;
     am_send_answer(st, a);
 }
@@ -1181,7 +1202,7 @@ static int32_t am_atomic(ofi_tp *st, int32_t pe, uint64_t off, uint32_t dtype, u
     if (rc) return rc;
     am_msg *m = (am_msg *)(void *)b;
     *m = (am_msg){.magic = AM_MAGIC, .dtype = dtype, .op = op, .src = st->me, .off = off,
-                  .value = v, .compare = cmp};
+                  .value = v, .compare = cmp, .key = st->peers[pe].am_key};
     ofi_op o = {.kind = OP_SEND, .buf = m, .len = sizeof *m, .desc = st->bounce_desc};
     rc = post(st, pe, &o, 1, 1, fetched, NULL, symm__amo_size(dtype), 0);
     if (rc || !wait) return rc;
@@ -1544,6 +1565,7 @@ static void ofi_close(void *state) {
     if (st->wake[1] >= 0) close(st->wake[1]);
     free(st->bounce);
     free(st->hello);
+    free(st->auth_chal);
     free(st->am_block);
     free(st->regs);
     free(st->recs);
@@ -1670,22 +1692,28 @@ static int32_t open_local(ofi_tp *st, char *why, size_t why_len) {
     st->n_recs = (int32_t)st->depth;
     st->recs = calloc((size_t)st->n_recs, sizeof *st->recs);
     st->bounce = aligned_alloc(4096, BOUNCE_BYTES);
-    st->hello = aligned_alloc(4096, 4096);
+    st->hello_bytes = (AUTH_HEAD + (size_t)st->n * AUTH_SLOT + 4095) & ~(size_t)4095;
+    st->hello = aligned_alloc(4096, st->hello_bytes);
+    st->auth_chal = calloc((size_t)st->n, AUTH_NONCE);
     st->am_block = calloc(2 * AM_SLOTS, sizeof *st->am_block);
-    if (!st->recs || !st->bounce || !st->hello || !st->am_block) {
+    if (!st->recs || !st->bounce || !st->hello || !st->auth_chal || !st->am_block) {
         snprintf(why, why_len, "out of host memory");
         return SYMM_ERR_OUT_OF_MEMORY;
     }
     for (int32_t i = 0; i < st->n_recs; i++) st->recs[i].next_free = i + 1 < st->n_recs ? i + 1 : -1;
     st->rec_free = 0;
-    memset(st->hello, 0, 4096);
+    if (getrandom(&st->am_key, sizeof st->am_key, 0) != (ssize_t)sizeof st->am_key) {
+        snprintf(why, why_len, "getrandom failed: %s", strerror(errno));
+        return SYMM_ERR_SYSTEM;
+    }
+    memset(st->hello, 0, st->hello_bytes);
     st->hello[0] = 0x5359000000000000ull | (uint64_t)st->me;
     st->am_rx = st->am_block;
     st->am_tx = st->am_block + AM_SLOTS;
     for (uint32_t i = 0; i < AM_SLOTS; i++) st->am_tx[i].dest = -1;
     rc = reg(st, st->bounce, BOUNCE_BYTES, FI_READ | FI_WRITE | FI_SEND | FI_RECV, SYMM_TP_MEM_HOST,
              &st->bounce_mr, why, why_len);
-    if (!rc) rc = reg(st, st->hello, 4096, ACCESS, SYMM_TP_MEM_HOST, &st->hello_mr, why, why_len);
+    if (!rc) rc = reg(st, st->hello, st->hello_bytes, ACCESS, SYMM_TP_MEM_HOST, &st->hello_mr, why, why_len);
     if (!rc && st->amo == AMO_AM)
         rc = reg(st, st->am_block, 2 * AM_SLOTS * sizeof *st->am_block, FI_SEND | FI_RECV,
                  SYMM_TP_MEM_HOST, &st->am_mr, why, why_len);
@@ -1717,28 +1745,127 @@ static int32_t open_local(ofi_tp *st, char *why, size_t why_len) {
 typedef struct addr_msg {
     uint32_t status, amo;   /* status: 0, or why this PE could not open */
     uint32_t len, pad;      /* of the endpoint name */
-    uint64_t hello_addr, hello_key;
+    uint64_t hello_addr, hello_key, am_key;
     char prov[32];
     uint8_t name[ADDR_MAX];
 } addr_msg;
 
-/* ========================================================================
- * CONNECTION AUTHENTICATION: NOT WIRED YET.
- *
- * The one place where every PE is to prove to each PE it reaches that it
- * holds the job secret, before open returns and before any heap range is
- * registered. The core's challenge-response service (the one the tcp
- * transport uses) is to be called from here: for each reached PE, a
- * challenge of this PE's, the peer's MAC over it (carried by an RMA write
- * into the peer's hello page or by a message), checked here, both ways.
- * Until then the protection is the heap keys: random 64-bit keys (or the
- * provider's), which travel only through the authenticated bootstrap, so a
- * host outside the job can reach the endpoint but not name heap memory.
- * Returns 0, or a status with the error set.
- * ======================================================================== */
-static int32_t ofi_authenticate_peers(ofi_tp *st) {
-    (void)st;
+/* ---- authentication ------------------------------------------------------ */
+
+/* What a proof covers: label (with its NUL), the proving PE, the PE it
+ * proves itself to, and that PE's fresh challenge. */
+static size_t auth_msg(uint8_t *out, int32_t from, int32_t to, const uint8_t *chal) {
+    size_t n = sizeof AUTH_LABEL;
+    memcpy(out, AUTH_LABEL, n);
+    for (int i = 0; i < 4; i++) {
+        out[n + i] = (uint8_t)((uint32_t)from >> (8 * i));
+        out[n + 4 + i] = (uint8_t)((uint32_t)to >> (8 * i));
+    }
+    memcpy(out + n + 8, chal, AUTH_NONCE);
+    return n + 8 + AUTH_NONCE;
+}
+
+/* Collective: every PE says whether it is still fine; nonzero when any is
+ * not (the caller's final exchange then names it). */
+static int32_t auth_sync(ofi_tp *st, int32_t status) {
+    uint32_t *all = calloc((size_t)st->n, sizeof *all), mine = (uint32_t)status;
+    int32_t rc = all ? st->core->allgather(st->core->core, &mine, all, sizeof mine)
+                     : SYMM_ERR_OUT_OF_MEMORY;
+    for (int32_t i = 0; all && !rc && i < st->n; i++)
+        if (all[i]) rc = (int32_t)all[i];
+    free(all);
+    return rc;
+}
+
+/* Round 1: write a fresh challenge into slot `me` of each reached PE's page
+ * (at the address the AV holds for it: what answers there is what is
+ * proven), and wait for its delivery. */
+static int32_t auth_challenge(ofi_tp *st, char *why, size_t why_len) {
+    for (int32_t pe = 0; pe < st->n; pe++) {
+        if (!st->peers[pe].reach) continue;
+        uint8_t *c = st->auth_chal + (size_t)pe * AUTH_NONCE;
+        if (getrandom(c, AUTH_NONCE, 0) != (ssize_t)AUTH_NONCE) {
+            snprintf(why, why_len, "getrandom failed: %s", strerror(errno));
+            return SYMM_ERR_SYSTEM;
+        }
+        char *b;
+        int32_t rc = bounce_get(st, AUTH_NONCE, &b);
+        if (rc) return rc;
+        memcpy(b, c, AUTH_NONCE);
+        ofi_op o = {.kind = OP_WRITE, .buf = b, .len = AUTH_NONCE, .desc = st->bounce_desc,
+                .raddr = st->peers[pe].hello_addr + AUTH_HEAD + (uint64_t)st->me * AUTH_SLOT,
+                .rkey = st->peers[pe].hello_key};
+        rc = post(st, pe, &o, 0, 1, NULL, NULL, 0, 0);
+        if (!rc) rc = flush(st, pe);
+        if (rc) return rc;
+    }
     return 0;
+}
+
+/* Round 2: answer each reached PE's challenge in its slot of this PE's page
+ * (it reads the proof back from this endpoint). */
+static void auth_answer(ofi_tp *st) {
+    uint8_t msg[AUTH_MSG_MAX];
+    for (int32_t pe = 0; pe < st->n; pe++) {
+        if (!st->peers[pe].reach) continue;
+        uint8_t *slot = (uint8_t *)st->hello + AUTH_HEAD + (size_t)pe * AUTH_SLOT;
+        size_t len = auth_msg(msg, st->me, pe, slot);
+        st->core->auth_mac(st->core->core, msg, len, slot + AUTH_NONCE);
+    }
+}
+
+/* Round 3: read each reached PE's proof over this PE's challenge and check
+ * it with the core; the first that fails is named. */
+static int32_t auth_check(ofi_tp *st, char *why, size_t why_len) {
+    uint8_t *got = calloc((size_t)st->n, AUTH_MAC);
+    if (!got) return SYMM_ERR_OUT_OF_MEMORY;
+    int32_t rc = 0;
+    for (int32_t pe = 0; pe < st->n && !rc; pe++) {
+        if (!st->peers[pe].reach) continue;
+        char *b;
+        rc = bounce_get(st, AUTH_MAC, &b);
+        if (rc) break;
+        ofi_op o = {.kind = OP_READ, .buf = b, .len = AUTH_MAC, .desc = st->bounce_desc,
+                .raddr = st->peers[pe].hello_addr + AUTH_HEAD + (uint64_t)st->me * AUTH_SLOT +
+                         AUTH_NONCE,
+                .rkey = st->peers[pe].hello_key};
+        rc = post(st, pe, &o, 1, 1, got + (size_t)pe * AUTH_MAC, b, AUTH_MAC, 0);
+    }
+    if (!rc) rc = wait_for(st, -1, 0);
+    uint8_t msg[AUTH_MSG_MAX];
+    for (int32_t pe = 0; pe < st->n && !rc; pe++) {
+        if (!st->peers[pe].reach) continue;
+        size_t len = auth_msg(msg, pe, st->me, st->auth_chal + (size_t)pe * AUTH_NONCE);
+        if (st->core->auth_verify(st->core->core, pe, msg, len, got + (size_t)pe * AUTH_MAC)) {
+            snprintf(why, why_len, "PE %d did not prove that it holds the job secret (its proof "
+                     "over this PE's challenge is wrong): the two PEs were given different "
+                     "SYMM_JOB_SECRETs, or another process answers at PE %d's fabric address", pe,
+                     pe);
+            rc = SYMM_ERR_BOOTSTRAP;
+        }
+    }
+    free(got);
+    return rc;
+}
+
+/* Collective, after the connections are up and before any heap range is
+ * registered: each PE proves to every PE it reaches, over the fabric, that
+ * it holds the job secret as the PE it claims to be (docs/OFI.md,
+ * Authentication). Three rounds, each closed by an exchange of statuses so
+ * every PE runs them in step even when one has failed: a fresh challenge
+ * written into the peer's page, the peer's proof (core->auth_mac over
+ * label | prover | verifier | challenge) written into its own page, the
+ * proof read back from the peer's address and checked (core->auth_verify).
+ * status: this PE's status so far (nonzero: it only keeps in step).
+ * Returns this PE's status (why set); a failure of another PE is left to
+ * the caller's final exchange. */
+static int32_t ofi_authenticate_peers(ofi_tp *st, int32_t status, char *why, size_t why_len) {
+    if (!status) status = auth_challenge(st, why, why_len);
+    if (auth_sync(st, status)) return status;
+    auth_answer(st);
+    if (auth_sync(st, status)) return status;
+    if (!status) status = auth_check(st, why, why_len);
+    return status;
 }
 
 /* Read each reached PE's hello word: connects connection-oriented providers
@@ -1854,6 +1981,7 @@ static int32_t ofi_open(const symm_tp_core *core, uint32_t loopback, void **stat
         mine->amo = (uint32_t)st->amo;
         mine->hello_addr = (st->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)st->hello : 0;
         mine->hello_key = fi_mr_key(st->hello_mr);
+        mine->am_key = st->am_key;
         snprintf(mine->prov, sizeof mine->prov, "%.31s", st->prov);
     }
     mine->status = (uint32_t)status;
@@ -1881,6 +2009,7 @@ static int32_t ofi_open(const symm_tp_core *core, uint32_t loopback, void **stat
     }
     for (int32_t i = 0; i < n && !status; i++) {
         if (!st->peers[i].reach) continue;
+        st->peers[i].am_key = all[i].am_key;
         int k = fi_av_insert(st->av, all[i].name, 1, &st->peers[i].addr, 0, NULL);
         if (k != 1) {
             status = SYMM_ERR_SYSTEM;
@@ -1890,10 +2019,7 @@ static int32_t ofi_open(const symm_tp_core *core, uint32_t loopback, void **stat
     }
     if (!status) status = warm_up(st, all, msg_len, why, sizeof why);
     t_connect = now_ms();
-    if (!status) {
-        status = ofi_authenticate_peers(st);
-        if (status) snprintf(why, sizeof why, "authentication: %s", "see the error above");
-    }
+    status = ofi_authenticate_peers(st, status, why, sizeof why);
     /* Second exchange: did every PE reach its peers? (also a barrier) */
     uint32_t ok = (uint32_t)status, *oks = calloc((size_t)n, sizeof *oks);
     rc = core->allgather(core->core, &ok, oks ? (void *)oks : (void *)all, sizeof ok);
@@ -1902,8 +2028,8 @@ static int32_t ofi_open(const symm_tp_core *core, uint32_t loopback, void **stat
     } else if (!rc) {
         for (int32_t i = 0; i < n && oks; i++)
             if (oks[i]) {
-                rc = fail(core, (int32_t)oks[i], "PE %d could not reach its peers (status %u; its "
-                          "error says why)", i, oks[i]);
+                rc = fail(core, (int32_t)oks[i], "PE %d could not reach or authenticate its "
+                          "peers (status %u; its error says why)", i, oks[i]);
                 break;
             }
     }
