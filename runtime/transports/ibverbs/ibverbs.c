@@ -158,7 +158,7 @@ static int32_t ibv_mem_add(void *state, void *base, uint64_t heap_off, uint64_t 
     ibv_region *regs = realloc(st->regs, sizeof *regs * (size_t)(st->n_regs + 1));
     if (regs) st->regs = regs;
     uint64_t *raddr = calloc((size_t)st->n, sizeof *raddr);
-    uint32_t *rkey = calloc((size_t)st->n, sizeof *rkey);
+    uint64_t *rkey = calloc((size_t)st->n, sizeof *rkey);
     if (!all || !regs || !raddr || !rkey) {
         if (!status) {
             status = SYMM_ERR_OUT_OF_MEMORY;
@@ -201,24 +201,14 @@ static int32_t ibv_mem_add(void *state, void *base, uint64_t heap_off, uint64_t 
     return 0;
 }
 
-static void region_free(ibv_region *r) {
-    if (r->mr) F->dereg_mr(r->mr);
-    free(r->raddr);
-    free(r->rkey);
+static void release_mr(ibv_region *r) {
+    F->dereg_mr(r->mr);
 }
 
 static void ibv_mem_remove(void *state, uint64_t heap_off, uint64_t len) {
     ibv_tp *st = state;
     pthread_mutex_lock(&st->mu);
-    for (int i = 0; i < st->n_regs; i++) {
-        /* by start: a range is added once per offset (len is only checked
-         * not to be shorter, so a caller's rounding cannot leak the MR) */
-        if (st->regs[i].off == heap_off && len >= st->regs[i].len) {
-            region_free(&st->regs[i]);
-            st->regs[i] = st->regs[--st->n_regs];
-            break;
-        }
-    }
+    symm__tp_region_remove(st->regs, &st->n_regs, heap_off, len, release_mr);
     pthread_mutex_unlock(&st->mu);
 }
 
@@ -295,7 +285,7 @@ static void ibv_close(void *state) {
     if (!st) return;
     for (int32_t i = 0; st->peers && i < st->n; i++)
         if (st->peers[i].qp) F->destroy_qp(st->peers[i].qp);
-    for (int i = 0; i < st->n_regs; i++) region_free(&st->regs[i]);
+    for (int i = 0; i < st->n_regs; i++) symm__tp_region_free(&st->regs[i], release_mr);
     if (st->bounce_mr) F->dereg_mr(st->bounce_mr);
     if (st->cq) F->destroy_cq(st->cq);
     if (st->pd) F->dealloc_pd(st->pd);
