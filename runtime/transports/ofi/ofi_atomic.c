@@ -1,6 +1,6 @@
 /*
- * The ofi transport (ofi_internal.h): The atomics paths: the provider's own, CSWAP loops, messages the target
- * applies.
+ * The ofi transport (ofi_internal.h): the atomics paths: the provider's own, CSWAP loops,
+ * messages the target applies.
  */
 #include "ofi_internal.h"
 
@@ -77,7 +77,8 @@ static int32_t native(ofi_tp *st, int32_t pe, uint64_t off, uint32_t width, int 
             .buf = slot, .len = width, .desc = st->bounce_desc, .raddr = raddr, .rkey = rkey,
             .dt = width == 8 ? FI_UINT64 : FI_UINT32, .aop = aop, .compare = slot + 8,
             .result = slot + 16};
-    rc = ofi__post(st, pe, &o, kind != K_WRITE, 1, kind != K_WRITE ? old : NULL, slot + 16, width, 0);
+    rc = ofi__post(st, pe, &o, kind != K_WRITE, 1, kind != K_WRITE ? old : NULL, slot + 16,
+                   width, 0);
     if (rc || !wait) return rc;
     return kind == K_WRITE ? ofi__flush(st, pe) : ofi__wait_for(st, pe, 0);
 }
@@ -140,8 +141,8 @@ int32_t ofi__atomic_locked(ofi_tp *st, int32_t pe, uint64_t off, uint32_t dtype,
     if (rc) return rc;
     uint32_t width = dtype_width(dtype);
     if (!width || op > SYMM_AMO_XOR)
-        return fail(st->core, SYMM_ERR_INVALID_ARG, "atomic op %u on dtype %u: expected a SYMM_AMO_* "
-                    "op on a 32- or 64-bit dtype", op, dtype);
+        return fail(st->core, SYMM_ERR_INVALID_ARG, "atomic op %u on dtype %u: expected a "
+                    "SYMM_AMO_* op on a 32- or 64-bit dtype", op, dtype);
     if (off % width)
         return fail(st->core, SYMM_ERR_INVALID_ARG, "atomic offset %llu is not %u-aligned",
                     (unsigned long long)off, width);

@@ -1,6 +1,6 @@
 /*
- * The ofi transport (ofi_internal.h): Authentication at open: every PE proves the job secret to the PEs it
- * reaches (docs/OFI.md, Authentication).
+ * The ofi transport (ofi_internal.h): authentication at open: every PE proves the job secret to
+ * the PEs it reaches (docs/OFI.md, Authentication).
  */
 #include "ofi_internal.h"
 

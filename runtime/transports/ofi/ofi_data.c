@@ -1,6 +1,6 @@
 /*
- * The ofi transport (ofi_internal.h): Posting (records, the bounce buffer, -FI_EAGAIN), RMA, and the ordering
- * calls (put_signal, fence, quiet).
+ * The ofi transport (ofi_internal.h): posting (records, the bounce buffer, -FI_EAGAIN), RMA, and
+ * the ordering calls (put_signal, fence, quiet).
  */
 #include "ofi_internal.h"
 
@@ -77,22 +77,14 @@ static void unpost(ofi_tp *st, ofi_rec *r) {
     pthread_mutex_unlock(&st->cq_mu);
 }
 
-/* Post one operation to pe, retrying -FI_EAGAIN after progress. On success
- * the record owns the bounce reference taken by bounce_get (bounce = 1) and,
- * when it completes, runs memcpy(copy_to, copy_from, copy_len). A message
- * (OP_SEND) carries its record's index as the token its answer names.
- * limit_ms: how long -FI_EAGAIN may last (0: stall_limit). */
-int32_t ofi__post(ofi_tp *st, int32_t pe, ofi_op *o, int read, int bounce, void *copy_to,
-                    const void *copy_from, size_t copy_len, uint64_t limit_ms) {
+/* A free record for one operation to pe, counted in flight (waiting for
+ * one when all are in use): its index, or -1 - status. */
+static int32_t rec_take(ofi_tp *st, int32_t pe, const ofi_op *o, int read, int bounce,
+                        void *copy_to, const void *copy_from, size_t copy_len) {
     ofi_peer *p = &st->peers[pe];
-    if (p->failed) {
-        if (bounce) bounce_put(st);
-        return ofi__peer_error(st, pe);
-    }
-    int32_t idx = -1;
-    while (idx < 0) {
+    for (;;) {
         pthread_mutex_lock(&st->cq_mu);
-        idx = st->rec_free;
+        int32_t idx = st->rec_free;
         if (idx >= 0) {
             ofi_rec *r = &st->recs[idx];
             st->rec_free = r->next_free;
@@ -107,16 +99,29 @@ int32_t ofi__post(ofi_tp *st, int32_t pe, ofi_op *o, int read, int bounce, void 
             p->reads += (uint32_t)read;
             p->bytes += r->bytes;
             st->bytes += r->bytes;
+            pthread_mutex_unlock(&st->cq_mu);
+            return idx;
         }
         uint32_t busy = st->inflight;
         pthread_mutex_unlock(&st->cq_mu);
-        if (idx < 0) {
-            int32_t rc = ofi__wait_for(st, -1, busy ? busy - 1 : 0);
-            if (rc) {
-                if (bounce) bounce_put(st);
-                return rc;
-            }
-        }
+        int32_t rc = ofi__wait_for(st, -1, busy ? busy - 1 : 0);
+        if (rc) return -1 - rc;
+    }
+}
+
+/* Post one operation to pe, retrying -FI_EAGAIN after progress. On success
+ * the record owns the bounce reference taken by bounce_get (bounce = 1) and,
+ * when it completes, runs memcpy(copy_to, copy_from, copy_len). A message
+ * (OP_SEND) carries its record's index as the token its answer names.
+ * limit_ms: how long -FI_EAGAIN may last (0: stall_limit). */
+int32_t ofi__post(ofi_tp *st, int32_t pe, ofi_op *o, int read, int bounce, void *copy_to,
+                    const void *copy_from, size_t copy_len, uint64_t limit_ms) {
+    ofi_peer *p = &st->peers[pe];
+    int32_t idx = p->failed ? -1 - ofi__peer_error(st, pe)
+                            : rec_take(st, pe, o, read, bounce, copy_to, copy_from, copy_len);
+    if (idx < 0) {
+        if (bounce) bounce_put(st);
+        return -1 - idx;
     }
     ofi_rec *r = &st->recs[idx];
     if (o->kind == OP_SEND) ((am_msg *)o->buf)->token = (uint64_t)r->gen << 32 | (uint64_t)idx;
@@ -142,7 +147,8 @@ int32_t ofi__post(ofi_tp *st, int32_t pe, ofi_op *o, int read, int bounce, void 
         if (got < 0) rc = SYMM_ERR_SYSTEM;
         else if (p->failed) rc = ofi__peer_error(st, pe);
         else if ((spins & 15) == 15 && ofi__news(st))
-            rc = fail(st->core, SYMM_ERR_PEER_FAILED, "the job lost a PE while posting to PE %d", pe);
+            rc = fail(st->core, SYMM_ERR_PEER_FAILED, "the job lost a PE while posting to PE %d",
+                      pe);
         else if ((spins & 255) == 255) {
             uint64_t now = now_ms();
             if (!first) {
@@ -307,7 +313,8 @@ int32_t ofi__put_signal(void *state, int32_t pe, uint64_t off, const void *src, 
     if (!rc && n) rc = ofi__flush(st, pe);
     if (!rc) {
         uint32_t op = sig_op == SYMM_SIGNAL_ADD ? SYMM_AMO_ADD : SYMM_AMO_SET;
-        rc = ofi__atomic_locked(st, pe, sig_off, SYMM_DTYPE_UINT64, op, &sig_value, NULL, NULL, flags);
+        rc = ofi__atomic_locked(st, pe, sig_off, SYMM_DTYPE_UINT64, op, &sig_value, NULL, NULL,
+                                flags);
     }
     pthread_mutex_unlock(&st->mu);
     return rc;
@@ -321,7 +328,8 @@ int32_t ofi__fence(void *state) {
     int32_t rc = 0;
     pthread_mutex_lock(&st->mu);
     for (int32_t i = 0; i < st->n && !rc; i++)
-        if (st->peers[i].reach && (st->peers[i].inflight || st->peers[i].wrote)) rc = ofi__flush(st, i);
+        if (st->peers[i].reach && (st->peers[i].inflight || st->peers[i].wrote))
+            rc = ofi__flush(st, i);
     if (!rc && ofi__news(st))
         rc = fail(st->core, SYMM_ERR_PEER_FAILED, "the job lost a PE: the order cannot be kept");
     pthread_mutex_unlock(&st->mu);

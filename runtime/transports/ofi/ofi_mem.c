@@ -1,5 +1,5 @@
 /*
- * The ofi transport (ofi_internal.h): Memory registration: mem_add / mem_remove of heap ranges.
+ * The ofi transport (ofi_internal.h): memory registration: mem_add / mem_remove of heap ranges.
  */
 #include "ofi_internal.h"
 
@@ -8,7 +8,8 @@
 
 uint64_t ofi__random_key(ofi_tp *st) {
     uint64_t k = 0;
-    if (getrandom(&k, sizeof k, 0) != (ssize_t)sizeof k) k = (uint64_t)now_ms() * 0x9e3779b97f4a7c15ull;
+    if (getrandom(&k, sizeof k, 0) != (ssize_t)sizeof k)
+        k = (uint64_t)now_ms() * 0x9e3779b97f4a7c15ull;
     if (st->key_bytes < 8) k &= (1ull << (8 * st->key_bytes)) - 1;
     return k ? k : 1;
 }
@@ -99,7 +100,8 @@ int32_t ofi__mem_add(void *state, void *base, uint64_t heap_off, uint64_t len,
         mine.status = (uint32_t)status;
     }
     /* Collective: nobody targets the range before every PE has added it. */
-    int32_t rc = all ? core->allgather(core->core, &mine, all, sizeof mine) : SYMM_ERR_OUT_OF_MEMORY;
+    int32_t rc = all ? core->allgather(core->core, &mine, all, sizeof mine)
+                     : SYMM_ERR_OUT_OF_MEMORY;
     int32_t bad = -1;
     for (int32_t i = 0; all && i < st->n; i++)
         if (all[i].status && bad < 0) bad = i;

@@ -1,5 +1,6 @@
 /*
- * The ofi transport (ofi_internal.h): Set-up and tear-down of an instance, and the plugin's ops table.
+ * The ofi transport (ofi_internal.h): set-up and tear-down of an instance, and the plugin's ops
+ * table.
  */
 #include "ofi_internal.h"
 
@@ -75,19 +76,13 @@ static void shm_name(ofi_tp *st, char *name, size_t cap) {
         }
     }
     if (d) closedir(d);
-    snprintf(name, cap, "%s%ld-%016llx", ns, (long)getpid(), (unsigned long long)ofi__random_key(st));
+    snprintf(name, cap, "%s%ld-%016llx", ns, (long)getpid(),
+             (unsigned long long)ofi__random_key(st));
 }
 
-/* The local objects: fabric, domain, CQ, AV, endpoint, buffers. */
-static int32_t open_local(ofi_tp *st, char *why, size_t why_len) {
+/* The domain's limits and modes, and the testing knobs over them. */
+static int32_t open_limits(ofi_tp *st, char *why, size_t why_len) {
     struct fi_info *fi = st->info;
-    int rc = ofi__F->fabric(fi->fabric_attr, &st->fabric, NULL);
-    if (!rc) rc = fi_domain(st->fabric, fi, &st->domain, NULL);
-    if (rc) {
-        snprintf(why, why_len, "%s failed for %s (%s)", st->fabric ? "fi_domain" : "fi_fabric",
-                 st->prov, ferr(rc));
-        return SYMM_ERR_SYSTEM;
-    }
     st->mr_mode = (uint64_t)fi->domain_attr->mr_mode;
     st->key_bytes = fi->domain_attr->mr_key_size ? fi->domain_attr->mr_key_size : 8;
     if (st->key_bytes > 8) st->key_bytes = 8;
@@ -108,14 +103,19 @@ static int32_t open_local(ofi_tp *st, char *why, size_t why_len) {
         }
         if (v < st->max_rma) st->max_rma = v;
     }
+    return 0;
+}
 
+/* CQ (with a wait fd where the provider has one), AV, endpoint. */
+static int32_t open_endpoint(ofi_tp *st, char *why, size_t why_len) {
+    struct fi_info *fi = st->info;
     struct fi_cq_attr ca;
     memset(&ca, 0, sizeof ca);
     ca.format = FI_CQ_FORMAT_CONTEXT;
     ca.size = st->depth + 2 * AM_SLOTS;
     ca.wait_obj = FI_WAIT_FD;
     st->wait_fd = -1;
-    rc = fi_cq_open(st->domain, &ca, &st->cq, NULL);
+    int rc = fi_cq_open(st->domain, &ca, &st->cq, NULL);
     if (!rc && fi_control(&st->cq->fid, FI_GETWAIT, &st->wait_fd) != 0) st->wait_fd = -1;
     if (rc) { /* no file-descriptor wait object: the progress thread naps */
         ca.wait_obj = FI_WAIT_NONE;
@@ -161,6 +161,12 @@ static int32_t open_local(ofi_tp *st, char *why, size_t why_len) {
         snprintf(why, why_len, "setting up the endpoint failed: %s: %s", step, ferr(rc));
         return SYMM_ERR_SYSTEM;
     }
+    return 0;
+}
+
+/* Records, the bounce buffer, the check-and-authentication page and the
+ * atomic-message slots, registered; the message receives posted. */
+static int32_t open_buffers(ofi_tp *st, char *why, size_t why_len) {
     st->n_recs = (int32_t)st->depth;
     st->recs = calloc((size_t)st->n_recs, sizeof *st->recs);
     st->bounce = aligned_alloc(4096, BOUNCE_BYTES);
@@ -172,7 +178,8 @@ static int32_t open_local(ofi_tp *st, char *why, size_t why_len) {
         snprintf(why, why_len, "out of host memory");
         return SYMM_ERR_OUT_OF_MEMORY;
     }
-    for (int32_t i = 0; i < st->n_recs; i++) st->recs[i].next_free = i + 1 < st->n_recs ? i + 1 : -1;
+    for (int32_t i = 0; i < st->n_recs; i++)
+        st->recs[i].next_free = i + 1 < st->n_recs ? i + 1 : -1;
     st->rec_free = 0;
     if (getrandom(&st->am_key, sizeof st->am_key, 0) != (ssize_t)sizeof st->am_key) {
         snprintf(why, why_len, "getrandom failed: %s", strerror(errno));
@@ -183,9 +190,11 @@ static int32_t open_local(ofi_tp *st, char *why, size_t why_len) {
     st->am_rx = st->am_block;
     st->am_tx = st->am_block + AM_SLOTS;
     for (uint32_t i = 0; i < AM_SLOTS; i++) st->am_tx[i].dest = -1;
-    rc = ofi__reg(st, st->bounce, BOUNCE_BYTES, FI_READ | FI_WRITE | FI_SEND | FI_RECV, SYMM_TP_MEM_HOST,
-             &st->bounce_mr, why, why_len);
-    if (!rc) rc = ofi__reg(st, st->hello, st->hello_bytes, ACCESS, SYMM_TP_MEM_HOST, &st->hello_mr, why, why_len);
+    int rc = ofi__reg(st, st->bounce, BOUNCE_BYTES, FI_READ | FI_WRITE | FI_SEND | FI_RECV,
+                      SYMM_TP_MEM_HOST, &st->bounce_mr, why, why_len);
+    if (!rc)
+        rc = ofi__reg(st, st->hello, st->hello_bytes, ACCESS, SYMM_TP_MEM_HOST, &st->hello_mr, why,
+                      why_len);
     if (!rc && st->amo == AMO_AM)
         rc = ofi__reg(st, st->am_block, 2 * AM_SLOTS * sizeof *st->am_block, FI_SEND | FI_RECV,
                  SYMM_TP_MEM_HOST, &st->am_mr, why, why_len);
@@ -194,14 +203,31 @@ static int32_t open_local(ofi_tp *st, char *why, size_t why_len) {
     st->am_desc = st->am_mr ? fi_mr_desc(st->am_mr) : NULL;
     if (st->amo == AMO_AM) {
         for (uint32_t i = 0; i < AM_SLOTS; i++) {
-            rc = (int)fi_recv(st->ep, &st->am_rx[i].msg, sizeof(am_msg), st->am_desc, FI_ADDR_UNSPEC,
-                              &st->am_rx[i].ctx);
+            rc = (int)fi_recv(st->ep, &st->am_rx[i].msg, sizeof(am_msg), st->am_desc,
+                              FI_ADDR_UNSPEC, &st->am_rx[i].ctx);
             if (rc) {
                 snprintf(why, why_len, "fi_recv for atomic messages failed (%s)", ferr(rc));
                 return SYMM_ERR_SYSTEM;
             }
         }
     }
+    return 0;
+}
+
+/* The local objects: fabric, domain, CQ, AV, endpoint, buffers, thread. */
+static int32_t open_local(ofi_tp *st, char *why, size_t why_len) {
+    struct fi_info *fi = st->info;
+    int rc = ofi__F->fabric(fi->fabric_attr, &st->fabric, NULL);
+    if (!rc) rc = fi_domain(st->fabric, fi, &st->domain, NULL);
+    if (rc) {
+        snprintf(why, why_len, "%s failed for %s (%s)", st->fabric ? "fi_domain" : "fi_fabric",
+                 st->prov, ferr(rc));
+        return SYMM_ERR_SYSTEM;
+    }
+    int32_t status = open_limits(st, why, why_len);
+    if (!status) status = open_endpoint(st, why, why_len);
+    if (!status) status = open_buffers(st, why, why_len);
+    if (status) return status;
     if (pipe(st->wake) != 0) {
         snprintf(why, why_len, "pipe: %s", strerror(errno));
         return SYMM_ERR_SYSTEM;
@@ -227,7 +253,8 @@ static int32_t warm_up(ofi_tp *st, const addr_msg *all, size_t msg_len, char *wh
     int32_t rc = 0;
     for (int32_t pe = 0; pe < st->n && !rc; pe++) {
         if (!st->peers[pe].reach) continue;
-        const addr_msg *pm = (const addr_msg *)(const void *)((const char *)all + (size_t)pe * msg_len);
+        const addr_msg *pm =
+            (const addr_msg *)(const void *)((const char *)all + (size_t)pe * msg_len);
         st->peers[pe].hello_addr = pm->hello_addr;
         st->peers[pe].hello_key = pm->hello_key;
         char *b;
@@ -251,77 +278,74 @@ static int32_t warm_up(ofi_tp *st, const addr_msg *all, size_t msg_len, char *wh
         }
     }
     for (int32_t pe = 0; rc && !why[0] && pe < st->n; pe++)
-        if (st->peers[pe].failed) snprintf(why, why_len, "reaching PE %d: %s", pe, st->peers[pe].why);
+        if (st->peers[pe].failed)
+            snprintf(why, why_len, "reaching PE %d: %s", pe, st->peers[pe].why);
     if (rc && !why[0]) snprintf(why, why_len, "could not reach every PE (the job lost a PE, or "
                                 "the provider failed: see the warnings above)");
     free(got);
     return rc;
 }
 
-static int32_t ofi_open(const symm_tp_core *core, uint32_t loopback, void **state,
-                        symm_tp_info *info) {
-    int32_t n = core->n_pes, me = core->my_pe;
+/* A new instance, before any libfabric object (NULL: out of memory). */
+static ofi_tp *open_new(const symm_tp_core *core, uint32_t loopback) {
     ofi_tp *st = calloc(1, sizeof *st);
-    size_t msg_len = sizeof(addr_msg);
-    addr_msg *all = calloc((size_t)n, msg_len);
-    if (!st || !all) {
-        free(st);
-        free(all);
-        return fail(core, SYMM_ERR_OUT_OF_MEMORY, "out of host memory");
-    }
+    if (!st) return NULL;
     pthread_mutex_init(&st->mu, NULL);
     pthread_mutex_init(&st->cq_mu, NULL);
     st->core = core;
-    st->n = n;
-    st->me = me;
+    st->n = core->n_pes;
+    st->me = core->my_pe;
     st->wait_fd = st->wake[0] = st->wake[1] = -1;
     /* A dead process is the core's news (check_failed) within the peer
      * timeout; this bound is for a peer that went silent. It is generous: on
      * a loaded machine (2 cores, load 30, measured) a live peer went 2.4 s
      * without being scheduled. */
     st->stall_ms = 8000u + 2u * core->peer_timeout_ms;
-    st->peers = calloc((size_t)n, sizeof *st->peers);
-    char why[600] = {0};
-    int32_t status = 0, rc = 0;
-    const char *force = env(core, "SYMM_OFI_ATOMICS");
-    uint64_t t0 = now_ms(), t_choose = 0, t_local = 0, t_names = 0, t_connect = 0;
+    st->peers = calloc((size_t)st->n, sizeof *st->peers);
     if (!st->peers) {
-        status = SYMM_ERR_OUT_OF_MEMORY;
-        snprintf(why, sizeof why, "out of host memory");
-    } else {
-        for (int32_t i = 0; i < n; i++)
-            st->peers[i].reach = core->remote[i] || (loopback && core->host_id[i] == core->host_id[me]);
-        choice c;
-        char reason[700] = "";
-        status = ofi__choose(core, &c, why, sizeof why, reason, sizeof reason);
-        t_choose = now_ms();
-        if (!status) {
-            st->info = c.info;
-            st->amo = c.amo;
-            st->delivery = c.delivery;
-            st->rma_event = c.rma_event;
-            snprintf(st->prov, sizeof st->prov, "%s", c.info->fabric_attr->prov_name);
-            snprintf(st->dom, sizeof st->dom, "%s",
-                     c.info->domain_attr->name ? c.info->domain_attr->name : "?");
-            snprintf(st->choice, sizeof st->choice, "%s", reason);
-            status = open_local(st, why, sizeof why);
-        }
-        t_local = now_ms();
-        if (!status) ofi__plan_atomics(st, force);
-    }
-    /* Exchange: everyone learns who could not open, and every address. */
-    addr_msg *mine = calloc(1, msg_len);
-    if (!mine) {
-        free(all);
         ofi_close(st);
-        return fail(core, SYMM_ERR_OUT_OF_MEMORY, "out of host memory");
+        return NULL;
     }
-    if (!status) {
+    for (int32_t i = 0; i < st->n; i++)
+        st->peers[i].reach = core->remote[i] ||
+                             (loopback && core->host_id[i] == core->host_id[st->me]);
+    return st;
+}
+
+/* Milestones of open, for the info log. */
+typedef struct open_times {
+    uint64_t t0, choose, local, names, connect;
+} open_times;
+
+/* The provider, the local objects and the atomics plan: 0 or a status (why). */
+static int32_t open_here(ofi_tp *st, open_times *t, char *why, size_t why_len) {
+    choice c;
+    char reason[700] = "";
+    int32_t status = ofi__choose(st->core, &c, why, why_len, reason, sizeof reason);
+    t->choose = now_ms();
+    if (status) return status;
+    st->info = c.info;
+    st->amo = c.amo;
+    st->delivery = c.delivery;
+    st->rma_event = c.rma_event;
+    snprintf(st->prov, sizeof st->prov, "%s", c.info->fabric_attr->prov_name);
+    snprintf(st->dom, sizeof st->dom, "%s",
+             c.info->domain_attr->name ? c.info->domain_attr->name : "?");
+    snprintf(st->choice, sizeof st->choice, "%s", reason);
+    status = open_local(st, why, why_len);
+    t->local = now_ms();
+    if (!status) ofi__plan_atomics(st, env(st->core, "SYMM_OFI_ATOMICS"));
+    return status;
+}
+
+/* This PE's part of the address exchange (status: why it could not open). */
+static void my_name(ofi_tp *st, addr_msg *mine, int32_t *status, char *why, size_t why_len) {
+    if (!*status) {
         size_t len = ADDR_MAX;
         int e = fi_getname(&st->ep->fid, mine->name, &len);
         if (e) {
-            status = SYMM_ERR_SYSTEM;
-            snprintf(why, sizeof why, "fi_getname failed (%s%s)", ferr(e),
+            *status = SYMM_ERR_SYSTEM;
+            snprintf(why, why_len, "fi_getname failed (%s%s)", ferr(e),
                      e == -FI_ETOOSMALL ? ": the endpoint name is longer than 200 bytes" : "");
         }
         mine->len = (uint32_t)len;
@@ -331,49 +355,57 @@ static int32_t ofi_open(const symm_tp_core *core, uint32_t loopback, void **stat
         mine->am_key = st->am_key;
         snprintf(mine->prov, sizeof mine->prov, "%.31s", st->prov);
     }
-    mine->status = (uint32_t)status;
-    rc = core->allgather(core->core, mine, all, msg_len);
-    t_names = now_ms();
-    free(mine);
-    if (status) {
-        rc = fail(core, status, "PE %d: %s", me, why);
-        goto out;
-    }
-    if (rc) goto out;
-    for (int32_t i = 0; i < n && !status; i++) {
+    mine->status = (uint32_t)*status;
+}
+
+/* Collective: everyone learns who could not open, and every address, which
+ * goes into the AV. Returns a failure already reported (error set), else 0
+ * with *status set when this PE cannot go on (why). */
+static int32_t exchange_names(ofi_tp *st, addr_msg *all, int32_t *status, char *why,
+                              size_t why_len) {
+    const symm_tp_core *core = st->core;
+    addr_msg mine;
+    memset(&mine, 0, sizeof mine);
+    my_name(st, &mine, status, why, why_len);
+    int32_t rc = core->allgather(core->core, &mine, all, sizeof mine);
+    if (*status) return fail(core, *status, "PE %d: %s", st->me, why);
+    if (rc) return rc;
+    for (int32_t i = 0; i < st->n && !*status; i++) {
         const addr_msg *pm = &all[i];
-        if (pm->status) {
-            rc = fail(core, (int32_t)pm->status, "PE %d could not open its libfabric endpoint "
-                      "(status %u; its error says why)", i, pm->status);
-            goto out;
-        }
+        if (pm->status)
+            return fail(core, (int32_t)pm->status, "PE %d could not open its libfabric endpoint "
+                        "(status %u; its error says why)", i, pm->status);
         if (strncmp(pm->prov, st->prov, sizeof pm->prov) || pm->amo != (uint32_t)st->amo) {
-            status = SYMM_ERR_MISMATCH;
-            snprintf(why, sizeof why, "PE %d uses provider %.31s (atomics path %u), this PE %s "
+            *status = SYMM_ERR_MISMATCH;
+            snprintf(why, why_len, "PE %d uses provider %.31s (atomics path %u), this PE %s "
                      "(%d): set SYMM_OFI_PROVIDER alike on every host", i, pm->prov, pm->amo,
                      st->prov, st->amo);
         }
     }
-    for (int32_t i = 0; i < n && !status; i++) {
+    for (int32_t i = 0; i < st->n && !*status; i++) {
         if (!st->peers[i].reach) continue;
         st->peers[i].am_key = all[i].am_key;
         int k = fi_av_insert(st->av, all[i].name, 1, &st->peers[i].addr, 0, NULL);
         if (k != 1) {
-            status = SYMM_ERR_SYSTEM;
-            snprintf(why, sizeof why, "fi_av_insert of PE %d's address failed (%s)", i,
+            *status = SYMM_ERR_SYSTEM;
+            snprintf(why, why_len, "fi_av_insert of PE %d's address failed (%s)", i,
                      k < 0 ? ferr(k) : "not inserted");
         }
     }
-    if (!status) status = warm_up(st, all, msg_len, why, sizeof why);
-    t_connect = now_ms();
-    status = ofi__authenticate_peers(st, status, why, sizeof why);
-    /* Second exchange: did every PE reach its peers? (also a barrier) */
-    uint32_t ok = (uint32_t)status, *oks = calloc((size_t)n, sizeof *oks);
-    rc = core->allgather(core->core, &ok, oks ? (void *)oks : (void *)all, sizeof ok);
+    return 0;
+}
+
+/* Collective: did every PE reach and authenticate its peers? */
+static int32_t final_exchange(ofi_tp *st, int32_t status, const char *why) {
+    const symm_tp_core *core = st->core;
+    uint32_t ok = (uint32_t)status, *oks = calloc((size_t)st->n, sizeof *oks);
+    uint32_t spare[1];
+    int32_t rc = core->allgather(core->core, &ok, oks ? (void *)oks : (void *)spare, sizeof ok);
     if (status) {
-        rc = fail(core, status, "PE %d: %s", me, why);
+        rc = fail(core, status, "PE %d: %s", st->me, why);
     } else if (!rc) {
-        for (int32_t i = 0; i < n && oks; i++)
+        if (!oks) rc = fail(core, SYMM_ERR_OUT_OF_MEMORY, "out of host memory");
+        for (int32_t i = 0; i < st->n && oks; i++)
             if (oks[i]) {
                 rc = fail(core, (int32_t)oks[i], "PE %d could not reach or authenticate its "
                           "peers (status %u; its error says why)", i, oks[i]);
@@ -381,12 +413,12 @@ static int32_t ofi_open(const symm_tp_core *core, uint32_t loopback, void **stat
             }
     }
     free(oks);
-out:
-    free(all);
-    if (rc) {
-        ofi_close(st);
-        return rc;
-    }
+    return rc;
+}
+
+/* What open settled: the caps for the core, the choice for the info log. */
+static void open_report(ofi_tp *st, symm_tp_info *info, const open_times *t) {
+    const symm_tp_core *core = st->core;
     st->global = st->amo == AMO_AM || ofi__software_atomics(st->prov);
     const char *amo_txt = st->amo == AMO_AM ? "messages applied by the target's CPU"
                           : st->amo == AMO_CAS ? "provider atomics, missing ops as CSWAP loops"
@@ -398,8 +430,8 @@ out:
         snprintf(info->device, sizeof info->device, "%.24s on %.32s", st->prov, st->dom);
     }
     logf_(core, 1, "provider %s, domain %s (libfabric %u.%u, API %u.%u), chosen by %s", st->prov,
-          st->dom, FI_MAJOR(ofi__F->version()), FI_MINOR(ofi__F->version()), FI_MAJOR(ofi__api_version()),
-          FI_MINOR(ofi__api_version()), st->choice);
+          st->dom, FI_MAJOR(ofi__F->version()), FI_MINOR(ofi__F->version()),
+          FI_MAJOR(ofi__api_version()), FI_MINOR(ofi__api_version()), st->choice);
     logf_(core, 1, "mr_mode %#llx, %s, %s; atomics: %s%s; %s; progress %s; "
           "queue depth %u", (unsigned long long)st->mr_mode,
           st->delivery ? "delivery completion"
@@ -411,10 +443,40 @@ out:
           : st->rx_cntr    ? "thread napping, short naps while peers write (FI_RMA_EVENT)"
                            : "thread napping", st->depth);
     logf_(core, 1, "open took %llu ms: provider choice %llu, endpoint %llu, address exchange %llu, "
-          "connecting %llu, the rest %llu", (unsigned long long)(now_ms() - t0),
-          (unsigned long long)(t_choose - t0), (unsigned long long)(t_local - t_choose),
-          (unsigned long long)(t_names - t_local), (unsigned long long)(t_connect - t_names),
-          (unsigned long long)(now_ms() - t_connect));
+          "connecting %llu, the rest %llu", (unsigned long long)(now_ms() - t->t0),
+          (unsigned long long)(t->choose - t->t0), (unsigned long long)(t->local - t->choose),
+          (unsigned long long)(t->names - t->local), (unsigned long long)(t->connect - t->names),
+          (unsigned long long)(now_ms() - t->connect));
+}
+
+static int32_t ofi_open(const symm_tp_core *core, uint32_t loopback, void **state,
+                        symm_tp_info *info) {
+    open_times t = {.t0 = now_ms()};
+    ofi_tp *st = open_new(core, loopback);
+    addr_msg *all = calloc((size_t)core->n_pes, sizeof *all);
+    if (!st || !all) {
+        free(all);
+        if (st) ofi_close(st);
+        return fail(core, SYMM_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    char why[600] = {0};
+    int32_t status = open_here(st, &t, why, sizeof why);
+    t.choose = t.choose ? t.choose : now_ms();
+    t.local = t.local ? t.local : t.choose;
+    int32_t rc = exchange_names(st, all, &status, why, sizeof why);
+    t.names = now_ms();
+    if (!rc) {
+        if (!status) status = warm_up(st, all, sizeof *all, why, sizeof why);
+        t.connect = now_ms();
+        status = ofi__authenticate_peers(st, status, why, sizeof why);
+        rc = final_exchange(st, status, why);
+    }
+    free(all);
+    if (rc) {
+        ofi_close(st);
+        return rc;
+    }
+    open_report(st, info, &t);
     *state = st;
     return 0;
 }

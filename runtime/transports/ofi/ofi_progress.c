@@ -1,6 +1,6 @@
 /*
- * The ofi transport (ofi_internal.h): Completions: the CQ read, failures, the atomic messages a target serves,
- * waits, and the progress thread that keeps a passive target moving.
+ * The ofi transport (ofi_internal.h): completions: the CQ read, failures, the atomic messages a
+ * target serves, waits, and the progress thread that keeps a passive target moving.
  */
 #include "ofi_internal.h"
 

@@ -1,6 +1,6 @@
 /*
- * The ofi transport (ofi_internal.h): Which libfabric provider, domain and attributes: SYMM_OFI_PROVIDER or the
- * auto order, what each lacks, and the probe.
+ * The ofi transport (ofi_internal.h): which libfabric provider, domain and attributes:
+ * SYMM_OFI_PROVIDER or the auto order, what each lacks, and the probe.
  */
 #include "ofi_internal.h"
 
