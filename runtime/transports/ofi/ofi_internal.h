@@ -132,6 +132,11 @@ static const char *const AUTO_ORDER[] = {"efa", "cxi", "verbs;ofi_rxm", "tcp;ofi
 #define SPINS_BEFORE_YIELD 64u
 #define ADDR_MAX       200u
 #define HOT_MS         250u         /* short naps this long after the last activity */
+/* Without a CQ wait fd (shm), the progress thread keeps reading the CQ this
+ * long after the last event (a completion, a peer served) before it naps: a
+ * 10 us nap cost a small operation 12 us more (docs/OFI.md, Benchmark);
+ * idle, nothing spins. */
+#define SPIN_US        1000u
 /* The registered page of each PE: its check word, then one slot per PE for
  * the authentication (that PE's challenge, then this PE's proof over it). */
 #define AUTH_HEAD      64u
@@ -316,6 +321,12 @@ static inline uint64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static inline uint64_t now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 static inline const char *env(const symm_tp_core *core, const char *name) {
