@@ -1,16 +1,19 @@
 /*
  * What the RDMA-style transports (ibverbs, ofi) share, header-only and free
  * of the core's types like amo_cpu.h: the table of ranges given to mem_add
- * (each with every PE's target address and key) and its lookups, and the
- * arithmetic of an atomic op built on compare-and-swap.
+ * (each with every PE's target address and key), its exchange and lookups,
+ * and the arithmetic of an atomic op built on compare-and-swap.
  */
 #ifndef SYMM_TP_COMMON_H
 #define SYMM_TP_COMMON_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <symm/symm.h>
+
+#include "runtime/transports/transport.h"
 
 /* One mem_add range: where it is here, and how each PE's copy is named. */
 typedef struct symm__tp_region {
@@ -74,6 +77,77 @@ static inline int symm__tp_region_remove(symm__tp_region *regs, int *n, uint64_t
         }
     }
     return 0;
+}
+
+/* Collective part of mem_add: every PE tells its status, address and key
+ * for [heap_off, +len). status/why: this PE's own failure (it still takes
+ * part, so no PE waits for it). who prefixes messages ("ibverbs: "). Returns
+ * 0 with *raddr and *rkey ([n_pes], the caller's to free) or a status with
+ * the core's error set. */
+static inline int32_t symm__tp_mem_exchange(const symm_tp_core *core, const char *who,
+                                            int32_t status, const char *why, uint64_t addr,
+                                            uint64_t key, uint64_t heap_off, uint64_t len,
+                                            uint64_t **raddr, uint64_t **rkey) {
+    typedef struct mem_msg {
+        uint32_t status, pad;
+        uint64_t addr, key;
+    } mem_msg;
+    size_t n = (size_t)core->n_pes;
+    mem_msg mine = {.status = (uint32_t)status, .addr = addr, .key = key};
+    mem_msg *all = calloc(n, sizeof *all);
+    *raddr = calloc(n, sizeof **raddr);
+    *rkey = calloc(n, sizeof **rkey);
+    if ((!*raddr || !*rkey) && !status) {
+        status = SYMM_ERR_OUT_OF_MEMORY;
+        why = "out of host memory";
+        mine.status = (uint32_t)status;
+    }
+    /* Without room for the answers this PE cannot take part (a few bytes per
+     * PE: not worth a fallback); every other case reports through it. */
+    int32_t rc = all ? core->allgather(core->core, &mine, all, sizeof mine)
+                     : SYMM_ERR_OUT_OF_MEMORY;
+    int32_t bad = -1;
+    for (size_t i = 0; all && !rc && i < n && bad < 0; i++)
+        if (all[i].status) bad = (int32_t)i;
+    char msg[600];
+    if (status) {
+        snprintf(msg, sizeof msg, "%sregistering heap [%llu, +%llu): %s", who,
+                 (unsigned long long)heap_off, (unsigned long long)len, why);
+        rc = core->set_error(core->core, status, msg);
+    } else if (!all && rc) {
+        rc = core->set_error(core->core, rc, "out of host memory");
+    } else if (!rc && bad >= 0) {
+        snprintf(msg, sizeof msg, "%sPE %d could not register heap [%llu, +%llu) (status %u; its "
+                 "error says why)", who, bad, (unsigned long long)heap_off,
+                 (unsigned long long)len, all[bad].status);
+        rc = core->set_error(core->core, (int32_t)all[bad].status, msg);
+    } /* else an allgather failure: the core's error stands */
+    for (size_t i = 0; !rc && i < n; i++) {
+        (*raddr)[i] = all[i].addr;
+        (*rkey)[i] = all[i].key;
+    }
+    free(all);
+    if (rc) {
+        free(*raddr);
+        free(*rkey);
+        *raddr = *rkey = NULL;
+    }
+    return rc;
+}
+
+/* put_signal's signal: an aligned 64-bit word, SET or ADD. 0, or
+ * SYMM_ERR_INVALID_ARG with the core's error set (who prefixes it). */
+static inline int32_t symm__tp_check_signal(const symm_tp_core *core, const char *who,
+                                            uint64_t sig_off, uint32_t sig_op) {
+    char msg[160];
+    if (sig_off % 8)
+        snprintf(msg, sizeof msg, "%ssignal offset %llu is not 8-aligned", who,
+                 (unsigned long long)sig_off);
+    else if (sig_op != SYMM_SIGNAL_SET && sig_op != SYMM_SIGNAL_ADD)
+        snprintf(msg, sizeof msg, "%sunknown signal op %u", who, sig_op);
+    else
+        return 0;
+    return core->set_error(core->core, SYMM_ERR_INVALID_ARG, msg);
 }
 
 /* The element's new value for op (SYMM_AMO_*; INC takes v = 1 from the

@@ -434,11 +434,7 @@ int32_t ibv__put_signal(void *state, int32_t pe, uint64_t off, const void *src, 
     ibv_tp *st = state;
     pthread_mutex_lock(&st->mu);
     int32_t rc = check_pe(st, pe);
-    if (!rc && sig_off % 8)
-        rc = ibv__fail(st->core, SYMM_ERR_INVALID_ARG, "ibverbs: signal offset %llu is not 8-aligned",
-                  (unsigned long long)sig_off);
-    if (!rc && sig_op != SYMM_SIGNAL_SET && sig_op != SYMM_SIGNAL_ADD)
-        rc = ibv__fail(st->core, SYMM_ERR_INVALID_ARG, "ibverbs: unknown signal op %u", sig_op);
+    if (!rc) rc = symm__tp_check_signal(st->core, "ibverbs: ", sig_off, sig_op);
     if (!rc) rc = put_bytes(st, pe, off, src, n);
     if (!rc) {
         if (sig_op == SYMM_SIGNAL_ADD) {

@@ -117,11 +117,6 @@ static int32_t ibv_probe(const symm_tp_core *core, char *why, size_t why_len) {
 #define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
                 IBV_ACCESS_REMOTE_ATOMIC)
 
-typedef struct mem_msg {
-    uint32_t status, rkey; /* status: 0, or why this PE could not register */
-    uint64_t addr;
-} mem_msg;
-
 static int32_t ibv_mem_add(void *state, void *base, uint64_t heap_off, uint64_t len,
                            uint32_t mem_kind, int dmabuf_fd) {
     ibv_tp *st = state;
@@ -153,48 +148,20 @@ static int32_t ibv_mem_add(void *state, void *base, uint64_t heap_off, uint64_t 
             }
         }
     }
-    mem_msg mine = {.status = (uint32_t)status, .rkey = mr ? mr->rkey : 0, .addr = (uintptr_t)base};
-    mem_msg *all = calloc((size_t)st->n, sizeof *all);
     ibv_region *regs = realloc(st->regs, sizeof *regs * (size_t)(st->n_regs + 1));
     if (regs) st->regs = regs;
-    uint64_t *raddr = calloc((size_t)st->n, sizeof *raddr);
-    uint64_t *rkey = calloc((size_t)st->n, sizeof *rkey);
-    if (!all || !regs || !raddr || !rkey) {
-        if (!status) {
-            status = SYMM_ERR_OUT_OF_MEMORY;
-            snprintf(why, sizeof why, "out of host memory");
-        }
-        mine.status = (uint32_t)status;
+    if (!regs && !status) {
+        status = SYMM_ERR_OUT_OF_MEMORY;
+        snprintf(why, sizeof why, "out of host memory");
     }
-    /* Without room for the answers this PE cannot take part (a few bytes per
-     * PE: not worth a fallback); every other case reports through the exchange. */
-    int32_t rc = all ? core->allgather(core->core, &mine, all, sizeof mine) : SYMM_ERR_OUT_OF_MEMORY;
-    int32_t bad = -1;
-    for (int32_t i = 0; all && i < st->n; i++)
-        if (all[i].status && bad < 0) bad = i;
-    if (status) {
-        rc = ibv__fail(core, status, "ibverbs: registering heap [%llu, +%llu): %s",
-                  (unsigned long long)heap_off, (unsigned long long)len, why);
-    } else if (rc) {
-        /* the core's error stands */
-    } else if (bad >= 0) {
-        rc = ibv__fail(core, (int32_t)all[bad].status,
-                  "ibverbs: PE %d could not register heap [%llu, +%llu) (status %u; its error says why)",
-                  bad, (unsigned long long)heap_off, (unsigned long long)len, all[bad].status);
-    }
+    uint64_t *raddr, *rkey;
+    int32_t rc = symm__tp_mem_exchange(core, "ibverbs: ", status, why, (uintptr_t)base,
+                                       mr ? mr->rkey : 0, heap_off, len, &raddr, &rkey);
     if (rc) {
         if (mr) F->dereg_mr(mr);
-        free(all);
-        free(raddr);
-        free(rkey);
         pthread_mutex_unlock(&st->mu);
         return rc;
     }
-    for (int32_t i = 0; i < st->n; i++) {
-        raddr[i] = all[i].addr;
-        rkey[i] = all[i].rkey;
-    }
-    free(all);
     st->regs[st->n_regs++] = (ibv_region){
         .off = heap_off, .len = len, .base = base, .mr = mr, .raddr = raddr, .rkey = rkey};
     pthread_mutex_unlock(&st->mu);

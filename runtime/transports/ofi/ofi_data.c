@@ -304,11 +304,7 @@ int32_t ofi__put_signal(void *state, int32_t pe, uint64_t off, const void *src, 
     ofi_tp *st = state;
     pthread_mutex_lock(&st->mu);
     int32_t rc = ofi__check_pe(st, pe);
-    if (!rc && sig_off % 8)
-        rc = fail(st->core, SYMM_ERR_INVALID_ARG, "signal offset %llu is not 8-aligned",
-                  (unsigned long long)sig_off);
-    if (!rc && sig_op != SYMM_SIGNAL_SET && sig_op != SYMM_SIGNAL_ADD)
-        rc = fail(st->core, SYMM_ERR_INVALID_ARG, "unknown signal op %u", sig_op);
+    if (!rc) rc = symm__tp_check_signal(st->core, "ofi transport: ", sig_off, sig_op);
     if (!rc && n) rc = rma(st, 1, pe, off, (char *)(uintptr_t)src, n);
     if (!rc && n) rc = ofi__flush(st, pe);
     if (!rc) {

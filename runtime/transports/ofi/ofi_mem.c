@@ -53,11 +53,6 @@ int ofi__reg(ofi_tp *st, void *base, size_t len, uint64_t access, uint32_t mem_k
     return rc;
 }
 
-typedef struct mem_msg {
-    uint32_t status, pad;
-    uint64_t addr, key;
-} mem_msg;
-
 void ofi__release_mr(ofi_region *r) {
     fi_close(&((struct fid_mr *)r->mr)->fid);
 }
@@ -82,52 +77,25 @@ int32_t ofi__mem_add(void *state, void *base, uint64_t heap_off, uint64_t len,
         if (rc) status = rc == -FI_ENOMEM ? SYMM_ERR_OUT_OF_MEMORY
                          : mem_kind == SYMM_TP_MEM_CUDA ? SYMM_ERR_NOT_SUPPORTED : SYMM_ERR_SYSTEM;
     }
-    mem_msg mine = {.status = (uint32_t)status,
-                    .addr = (st->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)base : 0,
-                    .key = mr ? fi_mr_key(mr) : 0};
-    mem_msg *all = calloc((size_t)st->n, sizeof *all);
     pthread_mutex_lock(&st->cq_mu); /* the progress thread reads regs (atomic messages) */
     ofi_region *regs = realloc(st->regs, sizeof *regs * (size_t)(st->n_regs + 1));
     if (regs) st->regs = regs;
     pthread_mutex_unlock(&st->cq_mu);
-    uint64_t *raddr = calloc((size_t)st->n, sizeof *raddr);
-    uint64_t *rkey = calloc((size_t)st->n, sizeof *rkey);
-    if (!all || !regs || !raddr || !rkey) {
-        if (!status) {
-            status = SYMM_ERR_OUT_OF_MEMORY;
-            snprintf(why, sizeof why, "out of host memory");
-        }
-        mine.status = (uint32_t)status;
+    if (!regs && !status) {
+        status = SYMM_ERR_OUT_OF_MEMORY;
+        snprintf(why, sizeof why, "out of host memory");
     }
     /* Collective: nobody targets the range before every PE has added it. */
-    int32_t rc = all ? core->allgather(core->core, &mine, all, sizeof mine)
-                     : SYMM_ERR_OUT_OF_MEMORY;
-    int32_t bad = -1;
-    for (int32_t i = 0; all && i < st->n; i++)
-        if (all[i].status && bad < 0) bad = i;
-    if (status) {
-        rc = fail(core, status, "registering heap [%llu, +%llu): %s", (unsigned long long)heap_off,
-                  (unsigned long long)len, why);
-    } else if (rc) {
-        /* the core's error stands */
-    } else if (bad >= 0) {
-        rc = fail(core, (int32_t)all[bad].status, "PE %d could not register heap [%llu, +%llu) "
-                  "(status %u; its error says why)", bad, (unsigned long long)heap_off,
-                  (unsigned long long)len, all[bad].status);
-    }
+    uint64_t *raddr, *rkey;
+    int32_t rc = symm__tp_mem_exchange(
+        core, "ofi transport: ", status, why,
+        (st->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)base : 0, mr ? fi_mr_key(mr) : 0,
+        heap_off, len, &raddr, &rkey);
     if (rc) {
         if (mr) fi_close(&mr->fid);
-        free(all);
-        free(raddr);
-        free(rkey);
         pthread_mutex_unlock(&st->mu);
         return rc;
     }
-    for (int32_t i = 0; i < st->n; i++) {
-        raddr[i] = all[i].addr;
-        rkey[i] = all[i].key;
-    }
-    free(all);
     pthread_mutex_lock(&st->cq_mu);
     st->regs[st->n_regs++] = (ofi_region){.off = heap_off, .len = len, .base = base, .mr = mr,
                                           .desc = fi_mr_desc(mr), .raddr = raddr, .rkey = rkey};
