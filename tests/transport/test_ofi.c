@@ -29,6 +29,11 @@
  *           another key): open must fail on every PE with SYMM_ERR_BOOTSTRAP;
  *           the PEs that reach PE 1, and PE 1 itself, name the job secret,
  *           the others name the PE that failed. No heap range is ever added.
+ * amkey     (2 PEs, SYMM_OFI_ATOMICS=am) PE 0 sends its atomic messages with a
+ *           wrong key (SYMM_OFI_TEST_WRONG_AM_KEY=0): PE 1 must drop them
+ *           unread, so its word stays 0 and PE 0's blocking fetch-add ends
+ *           with SYMM_ERR_PEER_FAILED after the stall bound; PE 1's own
+ *           fetch-add on PE 0 still applies.
  * config    (one process, no PEs) probe with an unknown SYMM_OFI_PROVIDER
  *           fails naming it; SYMM_OFI_ATOMICS=bogus is SYMM_ERR_INVALID_ARG.
  * Exit: 0 pass, 1 fail, 77 skip.
@@ -369,6 +374,43 @@ static int run_auth(tp_world *w) {
     return 0;
 }
 
+/* ---- amkey ----------------------------------------------------------------- */
+
+static int run_amkey(tp_world *w) {
+    const char *k = getenv("SYMM_OFI_TEST_WRONG_AM_KEY");
+    if (!k || strcmp(k, "0") || !getenv("SYMM_OFI_ATOMICS") ||
+        strcmp(getenv("SYMM_OFI_ATOMICS"), "am"))
+        FAILF("amkey needs SYMM_OFI_ATOMICS=am and SYMM_OFI_TEST_WRONG_AM_KEY=0");
+    if (w->n != 2 || !tp_reaches(w, 1 - w->me)) FAILF("amkey runs on 2 PEs of 2 hosts");
+    if (setup(w)) return 1;
+    uint64_t off = WORDS + 8u * (uint64_t)w->me, v = 5, got = 0;
+    OK(tp_barrier(w));
+    if (w->me == 0) { /* the liar: its message to PE 1 must be dropped unanswered */
+        uint64_t t0 = tp_now_ms();
+        int32_t rc = w->ops->atomic(w->state, 1, off, SYMM_DTYPE_UINT64, SYMM_AMO_FETCH_ADD, &v,
+                                    NULL, &got, 0);
+        fprintf(stderr, "[pe 0] fetch-add with a wrong key: %d after %llu ms: %s\n", rc,
+                (unsigned long long)(tp_now_ms() - t0), tp_last_error());
+        if (rc != SYMM_ERR_PEER_FAILED) FAILF("a message with a wrong key returned %d", rc);
+    } else { /* an honest message still applies (PE 0's wait serves it) */
+        OK(w->ops->atomic(w->state, 0, off, SYMM_DTYPE_UINT64, SYMM_AMO_FETCH_ADD, &v, NULL, &got,
+                          0));
+        if (got != 0) FAILF("fetch-add on PE 0 fetched %llu, not 0", (unsigned long long)got);
+    }
+    OK(tp_barrier(w));
+    uint64_t word;
+    memcpy(&word, heap + WORDS + 8u * (uint64_t)(1 - w->me), 8);
+    if (w->me == 1 && word != 0)
+        FAILF("PE 0's message with a wrong key was applied here: word %llu",
+              (unsigned long long)word);
+    if (w->me == 0 && word != 5)
+        FAILF("PE 1's fetch-add left %llu here, not 5", (unsigned long long)word);
+    OK(tp_barrier(w));
+    if (w->me == 0) fprintf(stderr, "[pe 0] amkey: messages with a wrong key were dropped\n");
+    teardown(w);
+    return 0;
+}
+
 /* ---- midstream ------------------------------------------------------------- */
 
 
@@ -520,7 +562,7 @@ int main(int argc, char **argv) {
         else if (a[0] != '-' && !o.plugin) o.plugin = a;
         else if (a[0] != '-' && !test) test = a;
         else {
-            fprintf(stderr, "usage: test_ofi PLUGIN dtypes|coherent|errors|midstream|idle|auth|"
+            fprintf(stderr, "usage: test_ofi PLUGIN dtypes|coherent|errors|midstream|idle|auth|amkey|"
                             "config "
                             "[-n N] [--hosts H] [--loopback] [--silent] [--iters K]\n");
             return 2;
@@ -538,6 +580,7 @@ int main(int argc, char **argv) {
                             : !strcmp(test, "midstream") ? run_midstream
                             : !strcmp(test, "idle")      ? run_idle
                             : !strcmp(test, "auth")      ? run_auth
+                            : !strcmp(test, "amkey")     ? run_amkey
                                                          : NULL;
     if (!fn) {
         fprintf(stderr, "test_ofi: unknown test %s\n", test);

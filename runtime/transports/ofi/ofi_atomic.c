@@ -119,7 +119,7 @@ static int32_t am_atomic(ofi_tp *st, int32_t pe, uint64_t off, uint32_t dtype, u
     if (rc) return rc;
     am_msg *m = (am_msg *)(void *)b;
     *m = (am_msg){.magic = AM_MAGIC, .dtype = dtype, .op = op, .src = st->me, .off = off,
-                  .value = v, .compare = cmp, .key = st->peers[pe].am_key};
+                  .value = v, .compare = cmp, .key = st->peers[pe].am_key ^ st->am_key_flip};
     ofi_op o = {.kind = OP_SEND, .buf = m, .len = sizeof *m, .desc = st->bounce_desc};
     rc = ofi__post(st, pe, &o, 1, 1, fetched, NULL, symm__amo_size(dtype), 0);
     if (rc || !wait) return rc;

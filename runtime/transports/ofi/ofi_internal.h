@@ -254,6 +254,7 @@ typedef struct ofi_tp {
     size_t hello_bytes;
     uint8_t *auth_chal;   /* [n * AUTH_NONCE] the challenges this PE sent */
     uint64_t am_key;      /* atomic messages to this PE must carry it */
+    uint64_t am_key_flip; /* testing knob: XORed into the keys this PE sends */
     struct fid_mr *hello_mr;
 
     am_slot *am_rx, *am_tx; /* [AM_SLOTS] each; registered with am_mr */

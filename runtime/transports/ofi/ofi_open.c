@@ -92,7 +92,9 @@ static int32_t open_limits(ofi_tp *st, char *why, size_t why_len) {
                                                                    : DEPTH_MAX;
     if (st->depth < 16) st->depth = 16;
     st->hmem = (fi->caps & FI_HMEM) != 0;
-    const char *knob = env(st->core, "SYMM_OFI_FORCE_MR_LOCAL");
+    const char *knob = env(st->core, "SYMM_OFI_TEST_WRONG_AM_KEY"); /* a PE number */
+    if (knob && strtol(knob, NULL, 10) == st->me) st->am_key_flip = 1;
+    knob = env(st->core, "SYMM_OFI_FORCE_MR_LOCAL");
     if (knob && !strcmp(knob, "1")) st->mr_mode |= FI_MR_LOCAL;
     if ((knob = env(st->core, "SYMM_OFI_MAX_RMA"))) {
         char *end;
