@@ -132,11 +132,13 @@ static const char *const AUTO_ORDER[] = {"efa", "cxi", "verbs;ofi_rxm", "tcp;ofi
 #define SPINS_BEFORE_YIELD 64u
 #define ADDR_MAX       200u
 #define HOT_MS         250u         /* short naps this long after the last activity */
-/* Without a CQ wait fd (shm), the progress thread keeps reading the CQ this
- * long after the last event (a completion, a peer served) before it naps: a
- * 10 us nap cost a small operation 12 us more (docs/OFI.md, Benchmark);
- * idle, nothing spins. */
-#define SPIN_US        1000u
+/* SYMM_OFI_SPIN_US: without a CQ wait fd (shm), the progress thread keeps
+ * reading the CQ this long after the last event (a completion, a peer
+ * served) before it naps. Off by default: it brings an 8-byte put to a
+ * passive shm target from 16 to 3.4 us, but a shm PE SIGKILLed while its
+ * thread spins then likely dies holding its region's lock, and a peer's next
+ * fi_write to it spins in libfabric for good (docs/OFI.md, Latency). */
+#define SPIN_US_MAX    100000u
 /* The registered page of each PE: its check word, then one slot per PE for
  * the authentication (that PE's challenge, then this PE's proof over it). */
 #define AUTH_HEAD      64u
@@ -255,6 +257,7 @@ typedef struct ofi_tp {
     uint8_t *auth_chal;   /* [n * AUTH_NONCE] the challenges this PE sent */
     uint64_t am_key;      /* atomic messages to this PE must carry it */
     uint64_t am_key_flip; /* testing knob: XORed into the keys this PE sends */
+    uint32_t spin_us;     /* SYMM_OFI_SPIN_US (no wait fd only) */
     struct fid_mr *hello_mr;
 
     am_slot *am_rx, *am_tx; /* [AM_SLOTS] each; registered with am_mr */

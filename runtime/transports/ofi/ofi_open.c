@@ -92,7 +92,18 @@ static int32_t open_limits(ofi_tp *st, char *why, size_t why_len) {
                                                                    : DEPTH_MAX;
     if (st->depth < 16) st->depth = 16;
     st->hmem = (fi->caps & FI_HMEM) != 0;
-    const char *knob = env(st->core, "SYMM_OFI_TEST_WRONG_AM_KEY"); /* a PE number */
+    const char *knob = env(st->core, "SYMM_OFI_SPIN_US");
+    if (knob) {
+        char *end;
+        unsigned long v = strtoul(knob, &end, 10);
+        if (*end || v > SPIN_US_MAX) {
+            snprintf(why, why_len, "SYMM_OFI_SPIN_US=\"%s\": expected microseconds in [0, %u]",
+                     knob, SPIN_US_MAX);
+            return SYMM_ERR_INVALID_ARG;
+        }
+        st->spin_us = (uint32_t)v;
+    }
+    knob = env(st->core, "SYMM_OFI_TEST_WRONG_AM_KEY"); /* a PE number */
     if (knob && strtol(knob, NULL, 10) == st->me) st->am_key_flip = 1;
     knob = env(st->core, "SYMM_OFI_FORCE_MR_LOCAL");
     if (knob && !strcmp(knob, "1")) st->mr_mode |= FI_MR_LOCAL;

@@ -275,12 +275,12 @@ void ofi__peer_failed(void *state) {
 /* Reads the CQ while nobody else does, so data and atomics addressed to this
  * PE move (and are answered) even when the application is busy elsewhere.
  * With a wait object it sleeps in poll() until the provider has work. Without
- * one (shm) it spins for SPIN_US after the last event (yielding every 16
- * polls), then naps, 10 us growing to 1 ms while nothing happens. Spinning
- * was measured only to hurt where a wait fd exists (tcp;ofi_rxm: a 2-core
- * machine at load 30 took 35-49 us an 8-byte put instead of 12-19 us; see
- * docs/OFI.md). While a caller waits (it polls itself) the thread stays out
- * of the way. */
+ * one (shm) it naps, 10 us growing to 1 ms while nothing happens; with
+ * SYMM_OFI_SPIN_US it first spins that long after the last event (yielding
+ * every 16 polls). Spinning was measured only to hurt where a wait fd exists
+ * (tcp;ofi_rxm: a 2-core machine at load 30 took 35-49 us an 8-byte put
+ * instead of 12-19 us; docs/OFI.md). While a caller waits (it polls itself)
+ * the thread stays out of the way. */
 void *ofi__progress_main(void *arg) {
     ofi_tp *st = arg;
     long nap = 10;
@@ -316,7 +316,7 @@ void *ofi__progress_main(void *arg) {
             if (poll(pf, 2, 100) > 0 && (pf[0].revents & POLLIN)) event = now_us();
             continue;
         }
-        if (now - event < SPIN_US) { /* hot: the next request is likely microseconds away */
+        if (now - event < st->spin_us) { /* hot: the next request is likely microseconds away */
             if ((spins & 15) == 15) sched_yield();
             continue;
         }
