@@ -14,8 +14,9 @@ trap 'rm -rf "$work"' EXIT
 trap 'echo "softroce-base: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 
 # Packages of the guest: verbs tools and what symm's binaries load at run time
-# (libc, libibverbs + the rxe provider); no python, no compiler.
-GUEST_PKGS=rdma-core,ibverbs-providers,ibverbs-utils,perftest,iproute2,kmod,procps
+# (libc, libibverbs + the rxe provider, libfabric1 for the ofi transport's
+# verbs;ofi_rxm); no python, no compiler.
+GUEST_PKGS=rdma-core,ibverbs-providers,ibverbs-utils,perftest,iproute2,kmod,procps,libfabric1
 
 step() { printf 'softroce-base: %s (%ds)\n' "$*" "$SECONDS"; }
 

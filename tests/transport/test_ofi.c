@@ -25,6 +25,15 @@
  *           quiet must fail too, close must not hang.
  * idle      after open, 1 s with nothing to do may cost the process at most
  *           100 ms of CPU (the progress thread must not spin).
+ * auth      PE 1 holds another job secret (its core's auth_mac/auth_verify use
+ *           another key): open must fail on every PE with SYMM_ERR_BOOTSTRAP;
+ *           the PEs that reach PE 1, and PE 1 itself, name the job secret,
+ *           the others name the PE that failed. No heap range is ever added.
+ * amkey     (2 PEs, SYMM_OFI_ATOMICS=am) PE 0 sends its atomic messages with a
+ *           wrong key (SYMM_OFI_TEST_WRONG_AM_KEY=0): PE 1 must drop them
+ *           unread, so its word stays 0 and PE 0's blocking fetch-add ends
+ *           with SYMM_ERR_PEER_FAILED after the stall bound; PE 1's own
+ *           fetch-add on PE 0 still applies.
  * config    (one process, no PEs) probe with an unknown SYMM_OFI_PROVIDER
  *           fails naming it; SYMM_OFI_ATOMICS=bogus is SYMM_ERR_INVALID_ARG.
  * Exit: 0 pass, 1 fail, 77 skip.
@@ -42,6 +51,7 @@
 
 #include <symm/symm.h>
 
+#include "runtime/bootstrap/crypto.h"
 #include "tp_world.h"
 
 #define HEAP (8u << 20)
@@ -315,6 +325,92 @@ static int run_errors(tp_world *w) {
     return 0;
 }
 
+/* ---- auth ------------------------------------------------------------------ */
+
+/* What a core with another job key gives: HMAC-SHA-256 of (pe | msg) under
+ * a key the others do not hold. */
+static const char WRONG_KEY[] = "the key of another job, not this one";
+static void wrong_mac(int32_t pe, const void *msg, size_t len, uint8_t mac[32]) {
+    uint8_t who[4] = {(uint8_t)pe, (uint8_t)((uint32_t)pe >> 8), (uint8_t)((uint32_t)pe >> 16),
+                      (uint8_t)((uint32_t)pe >> 24)};
+    symm__hmac m;
+    symm__hmac_init(&m, WRONG_KEY, sizeof WRONG_KEY);
+    symm__hmac_update(&m, who, sizeof who);
+    symm__hmac_update(&m, msg, len);
+    symm__hmac_final(&m, mac);
+}
+static int32_t wrong_auth_mac(void *c, const void *msg, size_t len, uint8_t mac[32]) {
+    wrong_mac(((tp_world *)c)->me, msg, len, mac);
+    return 0;
+}
+static int32_t wrong_auth_verify(void *c, int32_t pe, const void *msg, size_t len,
+                                 const uint8_t mac[32]) {
+    (void)c;
+    uint8_t want[32];
+    wrong_mac(pe, msg, len, want);
+    return symm__ct_equal(want, mac, 32) ? 0 : SYMM_ERR_BOOTSTRAP;
+}
+
+static int run_auth(tp_world *w) {
+    const int32_t bad = 1;
+    if (w->me == bad) {
+        w->core.auth_mac = wrong_auth_mac;
+        w->core.auth_verify = wrong_auth_verify;
+    }
+    int32_t rc = w->ops->open(&w->core, w->loopback, &w->state, &w->info);
+    const char *e = tp_last_error();
+    fprintf(stderr, "[pe %d] open with PE %d holding another secret: %d: %s\n", w->me, bad, rc, e);
+    if (rc == 0) {
+        w->ops->close(w->state);
+        FAILF("open succeeded although PE %d cannot prove the job secret", bad);
+    }
+    if (rc != SYMM_ERR_BOOTSTRAP) FAILF("open returned %d, not SYMM_ERR_BOOTSTRAP", rc);
+    if (w->me == bad || tp_reaches(w, bad)) {
+        if (!strstr(e, "job secret")) FAILF("the message does not name the job secret");
+    } else if (!strstr(e, "PE ")) {
+        FAILF("the message does not name the PE that failed");
+    }
+    if (w->me == 0) fprintf(stderr, "[pe 0] auth: every PE refused the job\n");
+    return 0;
+}
+
+/* ---- amkey ----------------------------------------------------------------- */
+
+static int run_amkey(tp_world *w) {
+    const char *k = getenv("SYMM_OFI_TEST_WRONG_AM_KEY");
+    if (!k || strcmp(k, "0") || !getenv("SYMM_OFI_ATOMICS") ||
+        strcmp(getenv("SYMM_OFI_ATOMICS"), "am"))
+        FAILF("amkey needs SYMM_OFI_ATOMICS=am and SYMM_OFI_TEST_WRONG_AM_KEY=0");
+    if (w->n != 2 || !tp_reaches(w, 1 - w->me)) FAILF("amkey runs on 2 PEs of 2 hosts");
+    if (setup(w)) return 1;
+    uint64_t off = WORDS + 8u * (uint64_t)w->me, v = 5, got = 0;
+    OK(tp_barrier(w));
+    if (w->me == 0) { /* the liar: its message to PE 1 must be dropped unanswered */
+        uint64_t t0 = tp_now_ms();
+        int32_t rc = w->ops->atomic(w->state, 1, off, SYMM_DTYPE_UINT64, SYMM_AMO_FETCH_ADD, &v,
+                                    NULL, &got, 0);
+        fprintf(stderr, "[pe 0] fetch-add with a wrong key: %d after %llu ms: %s\n", rc,
+                (unsigned long long)(tp_now_ms() - t0), tp_last_error());
+        if (rc != SYMM_ERR_PEER_FAILED) FAILF("a message with a wrong key returned %d", rc);
+    } else { /* an honest message still applies (PE 0's wait serves it) */
+        OK(w->ops->atomic(w->state, 0, off, SYMM_DTYPE_UINT64, SYMM_AMO_FETCH_ADD, &v, NULL, &got,
+                          0));
+        if (got != 0) FAILF("fetch-add on PE 0 fetched %llu, not 0", (unsigned long long)got);
+    }
+    OK(tp_barrier(w));
+    uint64_t word;
+    memcpy(&word, heap + WORDS + 8u * (uint64_t)(1 - w->me), 8);
+    if (w->me == 1 && word != 0)
+        FAILF("PE 0's message with a wrong key was applied here: word %llu",
+              (unsigned long long)word);
+    if (w->me == 0 && word != 5)
+        FAILF("PE 1's fetch-add left %llu here, not 5", (unsigned long long)word);
+    OK(tp_barrier(w));
+    if (w->me == 0) fprintf(stderr, "[pe 0] amkey: messages with a wrong key were dropped\n");
+    teardown(w);
+    return 0;
+}
+
 /* ---- midstream ------------------------------------------------------------- */
 
 
@@ -466,7 +562,8 @@ int main(int argc, char **argv) {
         else if (a[0] != '-' && !o.plugin) o.plugin = a;
         else if (a[0] != '-' && !test) test = a;
         else {
-            fprintf(stderr, "usage: test_ofi PLUGIN dtypes|coherent|errors|midstream|idle|config "
+            fprintf(stderr, "usage: test_ofi PLUGIN dtypes|coherent|errors|midstream|idle|auth|amkey|"
+                            "config "
                             "[-n N] [--hosts H] [--loopback] [--silent] [--iters K]\n");
             return 2;
         }
@@ -482,6 +579,8 @@ int main(int argc, char **argv) {
                             : !strcmp(test, "errors")    ? run_errors
                             : !strcmp(test, "midstream") ? run_midstream
                             : !strcmp(test, "idle")      ? run_idle
+                            : !strcmp(test, "auth")      ? run_auth
+                            : !strcmp(test, "amkey")     ? run_amkey
                                                          : NULL;
     if (!fn) {
         fprintf(stderr, "test_ofi: unknown test %s\n", test);

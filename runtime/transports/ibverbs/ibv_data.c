@@ -172,33 +172,19 @@ static int32_t post(ibv_tp *st, int32_t pe, struct ibv_send_wr *wr, int bounce, 
 
 /* ---- regions ------------------------------------------------------------ */
 
-static ibv_region *region_of_off(ibv_tp *st, uint64_t off) {
-    for (int i = 0; i < st->n_regs; i++)
-        if (off >= st->regs[i].off && off - st->regs[i].off < st->regs[i].len) return &st->regs[i];
-    return NULL;
-}
-
-/* The registered region holding local [p, p+1), or NULL. */
 static ibv_region *region_of_ptr(ibv_tp *st, const void *p) {
-    const char *c = p;
-    for (int i = 0; i < st->n_regs; i++)
-        if (c >= st->regs[i].base && (uint64_t)(c - st->regs[i].base) < st->regs[i].len)
-            return &st->regs[i];
-    return NULL;
+    return symm__tp_region_of_ptr(st->regs, st->n_regs, p);
 }
 
 /* Remote address, rkey and how many bytes from off stay in one region. */
 static int32_t remote_at(ibv_tp *st, int32_t pe, uint64_t off, uint64_t n, uint64_t *raddr,
                          uint32_t *rkey, uint64_t *room) {
-    ibv_region *r = region_of_off(st, off);
-    if (!r)
+    uint64_t key;
+    if (!symm__tp_remote_at(st->regs, st->n_regs, pe, off, n, raddr, &key, room))
         return ibv__fail(st->core, SYMM_ERR_OUT_OF_BOUNDS,
                     "ibverbs: heap offset %llu of PE %d is not registered (no mem_add covers it)",
                     (unsigned long long)off, pe);
-    *raddr = r->raddr[pe] + (off - r->off);
-    *rkey = r->rkey[pe];
-    *room = r->off + r->len - off;
-    if (*room > n) *room = n;
+    *rkey = (uint32_t)key;
     return 0;
 }
 
@@ -235,7 +221,7 @@ static int32_t rma(ibv_tp *st, int is_put, int32_t pe, uint64_t off, char *local
             uint64_t lroom = lr->len - (uint64_t)(local - lr->base);
             if (chunk > lroom) chunk = lroom;
             sge.addr = (uintptr_t)local;
-            sge.lkey = lr->mr->lkey;
+            sge.lkey = ((struct ibv_mr *)lr->mr)->lkey;
         } else if (is_put && chunk <= st->max_inline) {
             sge.addr = (uintptr_t)local;
             sge.lkey = 0;
@@ -321,22 +307,6 @@ static int32_t native(ibv_tp *st, int32_t pe, uint64_t off, int cmp_swp, uint64_
     return wait_for(st, pe, 0);
 }
 
-/* The element's new value for op, or 0 when op writes nothing. */
-static int apply(uint32_t op, uint64_t old, uint64_t v, uint64_t cmp, uint64_t *out) {
-    switch (op) {
-    case SYMM_AMO_FETCH: return 0;
-    case SYMM_AMO_SET: case SYMM_AMO_SWAP: *out = v; break;
-    case SYMM_AMO_COMPARE_SWAP: if (old != cmp) return 0; *out = v; break;
-    case SYMM_AMO_FETCH_INC: case SYMM_AMO_INC:
-    case SYMM_AMO_FETCH_ADD: case SYMM_AMO_ADD: *out = old + v; break;
-    case SYMM_AMO_FETCH_AND: case SYMM_AMO_AND: *out = old & v; break;
-    case SYMM_AMO_FETCH_OR: case SYMM_AMO_OR: *out = old | v; break;
-    case SYMM_AMO_FETCH_XOR: case SYMM_AMO_XOR: *out = old ^ v; break;
-    default: return 0;
-    }
-    return 1;
-}
-
 /* Any op, 4 or 8 bytes, as a CMP_SWP loop on the aligned 64-bit word. */
 static int32_t emulate(ibv_tp *st, int32_t pe, uint64_t off, uint32_t width, uint32_t op,
                        uint64_t v, uint64_t cmp, uint64_t *fetched) {
@@ -348,7 +318,7 @@ static int32_t emulate(ibv_tp *st, int32_t pe, uint64_t off, uint32_t width, uin
     for (;;) {
         if (rc) return rc;
         uint64_t old = (cur >> shift) & mask, nv;
-        if (!apply(op, old, v & mask, cmp & mask, &nv) || (nv & mask) == old) {
+        if (!symm__tp_amo_next(op, old, v & mask, cmp & mask, &nv) || (nv & mask) == old) {
             *fetched = old;
             return 0;
         }
@@ -464,11 +434,7 @@ int32_t ibv__put_signal(void *state, int32_t pe, uint64_t off, const void *src, 
     ibv_tp *st = state;
     pthread_mutex_lock(&st->mu);
     int32_t rc = check_pe(st, pe);
-    if (!rc && sig_off % 8)
-        rc = ibv__fail(st->core, SYMM_ERR_INVALID_ARG, "ibverbs: signal offset %llu is not 8-aligned",
-                  (unsigned long long)sig_off);
-    if (!rc && sig_op != SYMM_SIGNAL_SET && sig_op != SYMM_SIGNAL_ADD)
-        rc = ibv__fail(st->core, SYMM_ERR_INVALID_ARG, "ibverbs: unknown signal op %u", sig_op);
+    if (!rc) rc = symm__tp_check_signal(st->core, "ibverbs: ", sig_off, sig_op);
     if (!rc) rc = put_bytes(st, pe, off, src, n);
     if (!rc) {
         if (sig_op == SYMM_SIGNAL_ADD) {

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "ibv_fns.h"
+#include "runtime/transports/tp_common.h"
 #include <symm/symm.h>
 
 #ifndef SQ_DEPTH_MAX
@@ -34,13 +35,8 @@ typedef struct ibv_peer {
     int failed;          /* a completion error or a stall: 1 + wc status  */
 } ibv_peer;
 
-typedef struct ibv_region {
-    uint64_t off, len;
-    char *base;
-    struct ibv_mr *mr;
-    uint64_t *raddr; /* [n_pes] */
-    uint32_t *rkey;  /* [n_pes] */
-} ibv_region;
+/* mr: struct ibv_mr *; rkey: the 32-bit rkeys (tp_common.h) */
+typedef symm__tp_region ibv_region;
 
 typedef struct ibv_rec { /* one outstanding work request */
     int32_t pe;

@@ -117,11 +117,6 @@ static int32_t ibv_probe(const symm_tp_core *core, char *why, size_t why_len) {
 #define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
                 IBV_ACCESS_REMOTE_ATOMIC)
 
-typedef struct mem_msg {
-    uint32_t status, rkey; /* status: 0, or why this PE could not register */
-    uint64_t addr;
-} mem_msg;
-
 static int32_t ibv_mem_add(void *state, void *base, uint64_t heap_off, uint64_t len,
                            uint32_t mem_kind, int dmabuf_fd) {
     ibv_tp *st = state;
@@ -153,72 +148,34 @@ static int32_t ibv_mem_add(void *state, void *base, uint64_t heap_off, uint64_t 
             }
         }
     }
-    mem_msg mine = {.status = (uint32_t)status, .rkey = mr ? mr->rkey : 0, .addr = (uintptr_t)base};
-    mem_msg *all = calloc((size_t)st->n, sizeof *all);
     ibv_region *regs = realloc(st->regs, sizeof *regs * (size_t)(st->n_regs + 1));
     if (regs) st->regs = regs;
-    uint64_t *raddr = calloc((size_t)st->n, sizeof *raddr);
-    uint32_t *rkey = calloc((size_t)st->n, sizeof *rkey);
-    if (!all || !regs || !raddr || !rkey) {
-        if (!status) {
-            status = SYMM_ERR_OUT_OF_MEMORY;
-            snprintf(why, sizeof why, "out of host memory");
-        }
-        mine.status = (uint32_t)status;
+    if (!regs && !status) {
+        status = SYMM_ERR_OUT_OF_MEMORY;
+        snprintf(why, sizeof why, "out of host memory");
     }
-    /* Without room for the answers this PE cannot take part (a few bytes per
-     * PE: not worth a fallback); every other case reports through the exchange. */
-    int32_t rc = all ? core->allgather(core->core, &mine, all, sizeof mine) : SYMM_ERR_OUT_OF_MEMORY;
-    int32_t bad = -1;
-    for (int32_t i = 0; all && i < st->n; i++)
-        if (all[i].status && bad < 0) bad = i;
-    if (status) {
-        rc = ibv__fail(core, status, "ibverbs: registering heap [%llu, +%llu): %s",
-                  (unsigned long long)heap_off, (unsigned long long)len, why);
-    } else if (rc) {
-        /* the core's error stands */
-    } else if (bad >= 0) {
-        rc = ibv__fail(core, (int32_t)all[bad].status,
-                  "ibverbs: PE %d could not register heap [%llu, +%llu) (status %u; its error says why)",
-                  bad, (unsigned long long)heap_off, (unsigned long long)len, all[bad].status);
-    }
+    uint64_t *raddr, *rkey;
+    int32_t rc = symm__tp_mem_exchange(core, "ibverbs: ", status, why, (uintptr_t)base,
+                                       mr ? mr->rkey : 0, heap_off, len, &raddr, &rkey);
     if (rc) {
         if (mr) F->dereg_mr(mr);
-        free(all);
-        free(raddr);
-        free(rkey);
         pthread_mutex_unlock(&st->mu);
         return rc;
     }
-    for (int32_t i = 0; i < st->n; i++) {
-        raddr[i] = all[i].addr;
-        rkey[i] = all[i].rkey;
-    }
-    free(all);
     st->regs[st->n_regs++] = (ibv_region){
         .off = heap_off, .len = len, .base = base, .mr = mr, .raddr = raddr, .rkey = rkey};
     pthread_mutex_unlock(&st->mu);
     return 0;
 }
 
-static void region_free(ibv_region *r) {
-    if (r->mr) F->dereg_mr(r->mr);
-    free(r->raddr);
-    free(r->rkey);
+static void release_mr(ibv_region *r) {
+    F->dereg_mr(r->mr);
 }
 
 static void ibv_mem_remove(void *state, uint64_t heap_off, uint64_t len) {
     ibv_tp *st = state;
     pthread_mutex_lock(&st->mu);
-    for (int i = 0; i < st->n_regs; i++) {
-        /* by start: a range is added once per offset (len is only checked
-         * not to be shorter, so a caller's rounding cannot leak the MR) */
-        if (st->regs[i].off == heap_off && len >= st->regs[i].len) {
-            region_free(&st->regs[i]);
-            st->regs[i] = st->regs[--st->n_regs];
-            break;
-        }
-    }
+    symm__tp_region_remove(st->regs, &st->n_regs, heap_off, len, release_mr);
     pthread_mutex_unlock(&st->mu);
 }
 
@@ -295,7 +252,7 @@ static void ibv_close(void *state) {
     if (!st) return;
     for (int32_t i = 0; st->peers && i < st->n; i++)
         if (st->peers[i].qp) F->destroy_qp(st->peers[i].qp);
-    for (int i = 0; i < st->n_regs; i++) region_free(&st->regs[i]);
+    for (int i = 0; i < st->n_regs; i++) symm__tp_region_free(&st->regs[i], release_mr);
     if (st->bounce_mr) F->dereg_mr(st->bounce_mr);
     if (st->cq) F->destroy_cq(st->cq);
     if (st->pd) F->dealloc_pd(st->pd);
