@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "entry.h"
+#include "proxy/proxy.h"
 
 /* Buffer element range on pe: fills *bp and the heap byte offset *off. */
 symm_status symm__rma_target(const char *fn, symm_buf h, uint64_t index, uint64_t nelems,
@@ -197,6 +198,7 @@ symm_status symm_quiet(symm_ctx h) {
     symm__ctx *ctx = NULL;
     SYMM_TRY(symm__enter_ctx(__func__, h, &ctx));
     SYMM_TRY_IN(__func__, symm__check_failed(ctx));
+    if (__builtin_expect(ctx->proxy != NULL, 0)) SYMM_TRY_IN(__func__, symm__proxy_quiet(ctx));
     return symm__quiet(ctx);
 }
 

@@ -359,6 +359,12 @@ struct symm__ctx {
     char async_msg[512];
 
     char backend_why[512]; /* AUTO: what the registry skipped and why (log) */
+
+    /* The GPU proxy (runtime/proxy, docs/PROXY.md): NULL unless the job has
+     * PEs of other hosts and a device backend (or SYMM_PROXY_FORCE=1). Set by
+     * symm_init, stopped and freed by ctx_destroy before the transport and
+     * the heap go. */
+    struct symm__proxy *proxy;
 };
 
 /* Record a failure that happened after its call returned (async.c). Keeps the
