@@ -63,7 +63,8 @@ static int32_t svc_auth_verify(void *c, int32_t pe, const void *msg, size_t len,
 
 /* ---- the GPU-memory service (transport.h, interface 3) ----
  * The backend's service when it has one (tp_gpu_open), else host memory:
- * memmove and CPU atomics. */
+ * memmove and CPU atomics (a device backend without the service: its
+ * local_copy, and no atomics on its memory). */
 static const symm__tp_gpu *gpu_of(void *c) {
     struct symm__tp *tp = ((symm__ctx *)c)->tp;
     return tp && tp->gpu.copy ? &tp->gpu : NULL;
@@ -71,16 +72,25 @@ static const symm__tp_gpu *gpu_of(void *c) {
 static uint32_t svc_mem_kind(void *c, const void *p) {
     const symm__ctx *ctx = c;
     const symm__tp_gpu *g = gpu_of(c);
-    if (!g || !p) return SYMM_TP_MEM_HOST;
+    if (!p || (!g && !ctx->ops->has_device)) return SYMM_TP_MEM_HOST;
     const uint8_t *b = p;
     if (ctx->heap_base && b >= ctx->heap_base && (uint64_t)(b - ctx->heap_base) < ctx->heap_cap)
-        return g->heap_is_gpu ? SYMM_TP_MEM_CUDA : SYMM_TP_MEM_HOST;
+        return !g || g->heap_is_gpu ? SYMM_TP_MEM_CUDA : SYMM_TP_MEM_HOST;
+    if (!g) return ctx->ops->is_device_mem && ctx->ops->is_device_mem((symm__ctx *)ctx, p)
+                       ? SYMM_TP_MEM_CUDA : SYMM_TP_MEM_HOST;
     return g->is_gpu && g->is_gpu(g->state, p) ? SYMM_TP_MEM_CUDA : SYMM_TP_MEM_HOST;
 }
 static int32_t svc_mem_copy(void *c, void *dst, const void *src, uint64_t n) {
+    symm__ctx *ctx = c;
     const symm__tp_gpu *g = gpu_of(c);
     if (!n) return SYMM_SUCCESS;
     if (g) return g->copy(g->state, dst, src, n);
+    if (ctx->ops->has_device) {
+        if (!ctx->ops->local_copy)
+            return symm__err(SYMM_ERR_NOT_SUPPORTED, "transport: the %s backend offers no copy "
+                             "of GPU memory", ctx->ops->name);
+        return ctx->ops->local_copy(ctx, dst, src, n);
+    }
     memmove(dst, src, n);
     return SYMM_SUCCESS;
 }
@@ -93,6 +103,9 @@ static int32_t svc_mem_atomic(void *c, void *addr, uint32_t dtype, uint32_t op, 
          op != SYMM_AMO_COMPARE_SWAP))
         return symm__err(SYMM_ERR_INVALID_ARG, "transport: atomic op %u on dtype %u", op, dtype);
     if (g) return g->atomic(g->state, addr, dtype, op, value, compare, fetched);
+    if (((symm__ctx *)c)->ops->has_device)
+        return symm__err(SYMM_ERR_NOT_SUPPORTED, "transport: the %s backend offers no atomics "
+                         "on GPU memory for transports", ((symm__ctx *)c)->ops->name);
     uint64_t old = 0;
     if (symm__amo_cpu(addr, dtype, op, value, compare, &old) != 0)
         return symm__err(SYMM_ERR_INVALID_ARG, "atomic op %u on dtype %u", op, dtype);

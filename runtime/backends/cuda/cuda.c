@@ -76,6 +76,7 @@
 #include "cuda_internal.h"
 #include "cuda_coll.h"
 #include "cuda_tuning.h"
+#include "cuda_tpmem.h"
 
 /* ------------------------------------------------------------------------ */
 /* Probe, setup and teardown                                                 */
@@ -642,4 +643,5 @@ const symm__backend_ops symm__cuda_ops = {
     .device_alloc = cuda_device_alloc,
     .device_free = cuda_device_free,
     .ring_stream = symm__cuda_ring_stream,
+    .tp_gpu_open = symm__cuda_tp_gpu_open, /* cuda_tpmem.c */
 };
