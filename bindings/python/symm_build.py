@@ -23,7 +23,7 @@ import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-NAME, VERSION = "symm", "1.2.0"
+NAME, VERSION = "symm", "1.3.0"
 
 
 def _platform_tag():

@@ -14,6 +14,9 @@
  *                     the proxy path and its stream waits on a proxied get:
  *                     both end, symm_dev_quiet(c) and symm_ctx_async_error say
  *                     PEER_FAILED within the bound.
+ *   gpu_proxy bench   figures: device put through the proxy vs the host put
+ *                     over the same transport (latency, bandwidth), and the
+ *                     all-reduce on a stream vs the blocking form.
  * Without a GPU: SKIP (77).
  */
 #include <symm/symm.h>
@@ -365,11 +368,100 @@ static int dead_pe(int rank, const symm_unique_id *id, int ready_fd) {
     return 0;
 }
 
+/* ---- figures: put latency/bandwidth through the proxy vs the host put over
+ * the same transport, all-reduce on a stream vs blocking (2 simulated hosts) */
+
+__global__ void k_puts(symm_device_ctx c, uint8_t *dst, const uint8_t *src, uint64_t n, int iters,
+                       int peer, int *st) {
+    for (int i = 0; i < iters; i++) symm_dev_putmem(c, dst, src, n, peer);
+    *st = symm_dev_quiet(c);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int bench(void) {
+    symm_ctx ctx = gpu_test_init();
+    const int me = gpu_me, peer = 1 - gpu_me;
+    symm_device_ctx c;
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    CHECK_OK(symm_device_ctx_get(ctx, &c));
+    symm_buf A, B, D, R;
+    const uint64_t max = 4u << 20;
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT8, max, &A));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT8, max, &B));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_FLOAT32, 1u << 20, &D));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_FLOAT32, 1u << 20, &R));
+    uint8_t *a = (uint8_t *)gpu_ptr(A), *b = (uint8_t *)gpu_ptr(B);
+    int *dst;
+    CUDA_OK(cudaMalloc(&dst, sizeof(int)));
+    CHECK_OK(symm_barrier_all(ctx));
+    if (me == 0) printf("%-10s %14s %14s %8s %14s %14s\n", "bytes", "dev put us", "host put us",
+                        "ratio", "dev GB/s", "host GB/s");
+    const uint64_t sizes[] = {8, 64, 1024, 16384, 65536, 262144, 1048576, 4194304};
+    for (uint64_t n : sizes) {
+        const int iters = n <= 65536 ? 200 : (n <= 1048576 ? 40 : 10);
+        double dev = 0, host = 0;
+        if (me == 0) {
+            /* source in the heap: both go to the transport with no staging */
+            k_puts<<<1, 1>>>(c, a, b, n, 5, peer, dst); /* warm-up */
+            CUDA_OK(cudaDeviceSynchronize());
+            double t0 = now_s();
+            k_puts<<<1, 1>>>(c, a, b, n, iters, peer, dst);
+            CUDA_OK(cudaDeviceSynchronize());
+            dev = (now_s() - t0) / iters;
+            int h = -1;
+            CUDA_OK(cudaMemcpy(&h, dst, sizeof h, cudaMemcpyDeviceToHost));
+            ASSERT_EQ(h, SYMM_SUCCESS);
+            for (int i = 0; i < 5; i++) CHECK_OK(symm_putmem(ctx, a, b, n, peer));
+            t0 = now_s();
+            for (int i = 0; i < iters; i++) CHECK_OK(symm_putmem(ctx, a, b, n, peer));
+            CHECK_OK(symm_quiet(ctx));
+            host = (now_s() - t0) / iters;
+            printf("%-10llu %14.2f %14.2f %8.2f %14.3f %14.3f\n", (unsigned long long)n,
+                   dev * 1e6, host * 1e6, dev / host, n / dev * 1e-9, n / host * 1e-9);
+        }
+        CHECK_OK(symm_barrier_all(ctx));
+    }
+    symm_team world;
+    CHECK_OK(symm_team_get(ctx, SYMM_TEAM_WORLD, &world));
+    cudaStream_t s;
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (me == 0) printf("%-10s %16s %16s\n", "allreduce", "on stream us", "blocking us");
+    for (uint64_t ne : {(uint64_t)256, (uint64_t)16384, (uint64_t)262144, (uint64_t)1048576}) {
+        const int iters = ne <= 16384 ? 50 : 10;
+        CHECK_OK(symm_reduce_on_stream(world, R, 0, D, 0, ne, SYMM_OP_SUM, (symm_stream_t)s));
+        CUDA_OK(cudaStreamSynchronize(s));
+        CHECK_OK(symm_barrier_all(ctx));
+        double t0 = now_s();
+        for (int i = 0; i < iters; i++)
+            CHECK_OK(symm_reduce_on_stream(world, R, 0, D, 0, ne, SYMM_OP_SUM, (symm_stream_t)s));
+        CUDA_OK(cudaStreamSynchronize(s));
+        const double st_us = (now_s() - t0) / iters * 1e6;
+        CHECK_OK(symm_barrier_all(ctx));
+        t0 = now_s();
+        for (int i = 0; i < iters; i++) CHECK_OK(symm_reduce(world, R, 0, D, 0, ne, SYMM_OP_SUM));
+        const double bl_us = (now_s() - t0) / iters * 1e6;
+        if (me == 0) printf("%-10llu %16.1f %16.1f   (float32 elements)\n", (unsigned long long)ne,
+                            st_us, bl_us);
+        CHECK_OK(symm_barrier_all(ctx));
+    }
+    CUDA_OK(cudaStreamDestroy(s));
+    CUDA_OK(cudaFree(dst));
+    gpu_test_fini(&ctx);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "ops";
     if (strcmp(mode, "ops") == 0) return ops();
+    if (strcmp(mode, "bench") == 0) return bench();
     if (strcmp(mode, "dead") == 0) /* the parent touches no CUDA before it forks */
         return symm_kill_run(2, 1, 200.0, GIVE_UP_S, dead_setup, dead_pe);
-    fprintf(stderr, "usage: gpu_proxy [ops|dead]\n");
+    fprintf(stderr, "usage: gpu_proxy [ops|dead|bench]\n");
     return 2;
 }

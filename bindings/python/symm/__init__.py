@@ -22,7 +22,7 @@ from ._core import (Context, Team, Buffer, FetchResult, init, available, probe, 
                     loader_version, runtime_version, runtime_path, loader_path, unique_id,
                     dtype_code, dtype_size, team_config, DTYPES, OPS, AMOS, CMPS, TEAMS, INDEX_NONE)
 
-__version__ = "1.2.0"
+__version__ = "1.3.0"
 
 __all__ = [
     "Error", "InvalidArgument", "InvalidHandle", "OutOfBounds", "OutOfMemory",
