@@ -30,7 +30,7 @@ SKIP = 77
 
 HEADERS = {
     "libsymm": [os.path.join(ROOT, "include", "symm")],
-    "libsymm_runtime": [os.path.join(ROOT, "include", "symm"), os.path.join(ROOT, "loader")],
+    "libsymm_runtime": [os.path.join(ROOT, "include", "symm"), os.path.join(ROOT, "abi")],
 }
 # Keep the baseline free of build paths, architecture and private types.
 # Locations stay (file name and line only): abidiff needs them to tell types

@@ -26,7 +26,7 @@
 #include <symm/symm.h>
 
 #define SYMM_ABI_MAJOR 1
-#define SYMM_ABI_MINOR 2
+#define SYMM_ABI_MINOR 3
 
 /* clang-format off */
 #define SYMM_DISPATCH_ENTRIES(X) \

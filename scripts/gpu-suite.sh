@@ -7,7 +7,7 @@
 # Knobs (environment): GPU_ARCHS (default: this machine's compute capability),
 # SUITE_BUDGET_S (default 560, for a 600 s command: later phases are skipped
 # when it runs out, and the summary says which), PHASES (default all, in this
-# order: "tests info python bench nvshmem coll cstream probe mp"; a subset runs only
+# order: "tests remote info python bench nvshmem coll cstream probe mp"; a subset runs only
 # those, e.g. two commands on one warm machine, the build kept:
 # PHASES="tests info python" then PHASES="bench nvshmem coll probe mp"),
 # SKIP_MP=1 (skip the tests/mp programs on CUDA), SKIP_NVSHMEM=1, SKIP_PROBE=1,
@@ -46,7 +46,7 @@ cd "$ROOT"
 OUT="${OUT:-$ROOT/gpu-suite-out}"
 mkdir -p "$OUT"
 BUDGET=${SUITE_BUDGET_S:-560}
-PHASES=" ${PHASES:-tests info python bench nvshmem coll cstream probe mp} "
+PHASES=" ${PHASES:-tests remote info python bench nvshmem coll cstream probe mp} "
 phase() { case "$PHASES" in *" $1 "*) return 0 ;; esac; return 1; }
 SKIPPED=""
 over() { SKIPPED="$SKIPPED $1"; log "skipped $1: $(left) s of the budget left"; }
@@ -92,7 +92,7 @@ BUILD_OK=0
     $MESON setup "$BUILD" -Dwerror=false -Dgpu_archs="$ARCHS" -Dcuda=enabled
   fi
   targets=$(ninja -C "$BUILD" -t targets all | cut -d: -f1 |
-    grep -E '^(runtime/libsymm_runtime\.so\.[0-9.]+|loader/libsymm\.so\.[0-9.]+|runtime/symmrun|runtime/symm-info|runtime/transports/[a-z]+/libsymm_transport_[a-z]+\.so|tests/gpu/[a-z_]+|tests/mp/fault/fault_(transport_init|dead_ops)|tests/perf/(bench_symm|bench_coll_stream|probe_cuda))$')
+    grep -E '^(runtime/libsymm_runtime\.so\.[0-9.]+|loader/libsymm\.so\.[0-9.]+|runtime/symmrun|runtime/symm-info|runtime/transports/[a-z]+/libsymm_transport_[a-z]+\.so|tests/gpu/[a-z_]+|tests/proxy/bench_proxy_ring_gpu|tests/mp/fault/fault_(transport_init|dead_ops)|tests/perf/(bench_symm|bench_coll_stream|probe_cuda))$')
   echo "targets: $targets"
   ninja -C "$BUILD" $targets
 } > "$OUT/build.log" 2>&1 && BUILD_OK=1
@@ -300,6 +300,18 @@ if [ $BUILD_OK = 1 ] && [ -x "$BUILD/tests/perf/probe_cuda" ] && [ "${SKIP_PROBE
 fi
 
 # ---- the tests/mp programs on CUDA (last: they may be slow) --------------------
+# Every peer remote: the GPU suite's programs with symmrun --hosts 2 (suite
+# gpu-remote; each PE its own simulated host on one GPU, so device and stream
+# forms go through the GPU proxy and tcp), the proxy's own tests (gpu_proxy_*)
+# and the tests/mp programs across hosts (cuda_remote_*, in suite gpu-mp).
+REMOTE_RES="not run"
+if [ $BUILD_OK = 1 ] && phase remote && [ "$(left)" -gt 40 ]; then
+  log "meson test --suite gpu-remote and the proxy's GPU tests"
+  timeout -k 5 "$(cap 300)" $MESON test -C "$BUILD" --no-rebuild --suite gpu-remote \
+    gpu_proxy_ops_h2 gpu_proxy_dead proxy_gpu_ring --print-errorlogs > "$OUT/remote.log" 2>&1
+  REMOTE_RES=$(summ_tests "$OUT/remote.log")
+  log "remote: $REMOTE_RES"
+fi
 if [ $BUILD_OK = 1 ] && [ "${SKIP_MP:-0}" != 1 ] && phase mp && [ "$(left)" -le 40 ]; then over mp; fi
 if [ $BUILD_OK = 1 ] && [ "${SKIP_MP:-0}" != 1 ] && phase mp && [ "$(left)" -gt 40 ]; then
   log "meson test --suite gpu-mp"
@@ -321,6 +333,7 @@ fi
   echo "- build: $([ $BUILD_OK = 1 ] && echo ok || echo FAILED); phases:$PHASES(budget ${BUDGET} s)"
   echo "- skipped for lack of budget:${SKIPPED:- nothing}"
   echo "- tests, suite gpu (own): $GPU_RES"
+  echo "- every peer remote (suite gpu-remote, gpu_proxy_*, proxy_gpu_ring): $REMOTE_RES"
   echo "- tests, suite gpu-mp (tests/mp programs with SYMM_TEST_BACKEND=cuda): ${MP_RES:-timed out}"
   echo "- symm-info --json (tests/tools/test_symm_info.py --expect-gpus $NGPU): $INFO_RES"
   echo

@@ -98,6 +98,7 @@ func cConstants() map[string]uint64 {
 		"SYMM_OP_OR":                 C.SYMM_OP_OR,
 		"SYMM_OP_XOR":                C.SYMM_OP_XOR,
 		"SYMM_DEVICE_FAST_PES":       C.SYMM_DEVICE_FAST_PES,
+		"SYMM_DEVICE_ABI_VERSION":    C.SYMM_DEVICE_ABI_VERSION,
 	}
 }
 
@@ -164,6 +165,9 @@ func cStructLayouts() []structLayout {
 			{"peer_table", unsafe.Offsetof(device_ctx.peer_table), unsafe.Sizeof(device_ctx.peer_table)},
 			{"peer_base", unsafe.Offsetof(device_ctx.peer_base), unsafe.Sizeof(device_ctx.peer_base)},
 			{"fail_word", unsafe.Offsetof(device_ctx.fail_word), unsafe.Sizeof(device_ctx.fail_word)},
+			{"device_abi", unsafe.Offsetof(device_ctx.device_abi), unsafe.Sizeof(device_ctx.device_abi)},
+			{"n_rings", unsafe.Offsetof(device_ctx.n_rings), unsafe.Sizeof(device_ctx.n_rings)},
+			{"rings", unsafe.Offsetof(device_ctx.rings), unsafe.Sizeof(device_ctx.rings)},
 		}},
 		{"symm_device_team", unsafe.Sizeof(device_team), unsafe.Alignof(device_team), []fieldLayout{
 			{"struct_size", unsafe.Offsetof(device_team.struct_size), unsafe.Sizeof(device_team.struct_size)},

@@ -169,8 +169,9 @@ var goConstants = map[string]int64{
 	"SYMM_AMO_FETCH_XOR": int64(AmoFetchXor), "SYMM_AMO_XOR": int64(AmoXor),
 	"SYMM_OP_SUM": int64(OpSum), "SYMM_OP_PROD": int64(OpProd), "SYMM_OP_MIN": int64(OpMin),
 	"SYMM_OP_MAX": int64(OpMax), "SYMM_OP_AND": int64(OpAnd), "SYMM_OP_OR": int64(OpOr),
-	"SYMM_OP_XOR":          int64(OpXor),
-	"SYMM_DEVICE_FAST_PES": DeviceFastPEs,
+	"SYMM_OP_XOR":             int64(OpXor),
+	"SYMM_DEVICE_FAST_PES":    DeviceFastPEs,
+	"SYMM_DEVICE_ABI_VERSION": DeviceABIVersion,
 }
 
 // notExposed: C constants without a Go constant, with the reason.

@@ -411,6 +411,8 @@ type DeviceContext struct {
 	PeerTable             uintptr
 	PeerBase              [DeviceFastPEs]uintptr
 	FailWord              uintptr // ABI 1.1: 0 from a 1.0 runtime
+	DeviceABI, NRings     uint32  // ABI 1.3: the GPU proxy's rings (0 from an older runtime)
+	Rings                 uintptr // ABI 1.3: device array of NRings ring handles
 	Raw                   []byte
 }
 
@@ -429,7 +431,9 @@ func (c *Context) DeviceContext() (DeviceContext, error) {
 		HeapCap: uint64(d.heap_cap), HeapBase: uintptr(d.heap_base), SlotBytes: uint64(d.slot_bytes),
 		PeerTable: uintptr(unsafe.Pointer(d.peer_table)),
 		FailWord:  uintptr(unsafe.Pointer(d.fail_word)),
-		Raw:       C.GoBytes(unsafe.Pointer(&d), C.int(C.sizeof_symm_device_ctx)),
+		DeviceABI: uint32(d.device_abi), NRings: uint32(d.n_rings),
+		Rings: uintptr(d.rings),
+		Raw:   C.GoBytes(unsafe.Pointer(&d), C.int(C.sizeof_symm_device_ctx)),
 	}
 	for i := range out.PeerBase {
 		out.PeerBase[i] = uintptr(d.peer_base[i])

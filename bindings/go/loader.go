@@ -12,9 +12,9 @@ import (
 // (SYMM_VERSION_MAJOR, _MINOR, _PATCH and SYMM_VERSION).
 const (
 	VersionMajor   = 1
-	VersionMinor   = 2
+	VersionMinor   = 3
 	VersionPatch   = 0
-	VersionEncoded = 1002000 // VersionMajor*1000000 + VersionMinor*1000 + VersionPatch
+	VersionEncoded = 1003000 // VersionMajor*1000000 + VersionMinor*1000 + VersionPatch
 )
 
 // Version is a symm version.

@@ -292,3 +292,7 @@ const UniqueIDBytes = 128
 // DeviceFastPEs is the number of PEs whose heap base a DeviceContext holds in
 // the struct itself (SYMM_DEVICE_FAST_PES).
 const DeviceFastPEs = 64
+
+// DeviceABIVersion is the value a 1.3 runtime fills into DeviceContext.DeviceABI
+// (SYMM_DEVICE_ABI_VERSION): GPU code built against another refuses the proxy.
+const DeviceABIVersion = 2

@@ -67,7 +67,7 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 #define SYMM_VERSION_MAJOR 1
-#define SYMM_VERSION_MINOR 2
+#define SYMM_VERSION_MINOR 3
 #define SYMM_VERSION_PATCH 0
 /* One integer that orders versions: major * 1000000 + minor * 1000 + patch. */
 #define SYMM_VERSION_ENCODE(major, minor, patch) \
@@ -75,7 +75,7 @@ extern "C" {
 /* SYMM_VERSION_ENCODE(SYMM_VERSION_MAJOR, SYMM_VERSION_MINOR, SYMM_VERSION_PATCH),
  * spelled as a literal so binding generators (bindgen, cgo, translate-c) keep
  * it; tests/abi checks that the two agree. */
-#define SYMM_VERSION 1002000u
+#define SYMM_VERSION 1003000u
 
 /* Exported entry points. The runtime builds with SYMM_API defined empty: it
  * implements these functions hidden and exports only its negotiation entry. */
@@ -1004,7 +1004,20 @@ typedef struct symm_device_ctx {
                                  stays 2); the device waits that take the
                                  context give up then (symm_device.cuh).
                                  Filled when struct_size covers it.         */
+    /* Since 1.3 (filled when struct_size covers them): the GPU proxy, through
+     * which device code reaches PEs that are not load/store reachable (PEs of
+     * other hosts; docs/PROXY.md). */
+    uint32_t device_abi;    /* SYMM_DEVICE_ABI_VERSION of the runtime (2 at 1.3;
+                               a 1.3 header refuses another value)           */
+    uint32_t n_rings;       /* proxy rings for kernels (0: no proxy: every PE
+                               the context reaches is load/store reachable)  */
+    const void *rings;      /* device memory: n_rings symm_ring handles
+                               (symm_device_ring.h), valid until finalize   */
 } symm_device_ctx;
+
+/* The device-side ABI version a runtime fills into symm_device_ctx.device_abi:
+ * 2 since 1.3 (the proxy rings). symm_device.cuh compares it with its own. */
+#define SYMM_DEVICE_ABI_VERSION 2u
 
 /* A team as seen by GPU code. */
 typedef struct symm_device_team {

@@ -4,19 +4,38 @@
  * Kernels receive a symm_device_ctx (from symm_device_ctx_get(), copied into a
  * kernel parameter or device memory) and address symmetric memory by the
  * local symmetric address: the address of this PE's copy, as returned by
- * symm_buf_ptr(). Every function works on peers that are load/store reachable
- * (symm_dev_peer_base(c, pe) != NULL, e.g. GPUs joined by NVLink or PCIe
- * P2P on one host); calling one for another PE is undefined behaviour.
+ * symm_buf_ptr(). Every function works on every PE of the job: a peer that is
+ * load/store reachable (symm_dev_peer_base(c, pe) != NULL, e.g. GPUs joined
+ * by NVLink or PCIe P2P on one host) is accessed directly; any other PE (a PE
+ * of another host) through the runtime's proxy: the call writes a request
+ * into a ring in host-pinned memory (symm_device_ring.h, the ring of the
+ * calling block: c.rings[block % c.n_rings]) and a runtime thread runs it
+ * over the transport (docs/PROXY.md).
+ *
+ * Proxied operations: put, get, p, g, put_signal and fetching atomics return
+ * once the request completed remotely (the source may be reused, the value is
+ * there); non-fetching atomics and signal_op return once posted and complete
+ * at the next symm_dev_quiet(c) or barrier. A failed proxied request (a dead
+ * PE, a bad range) does nothing; the ring keeps the failure and the next
+ * symm_dev_quiet(c) returns it (the host reads it from symm_ctx_async_error).
+ * Device ABI: a context filled by a runtime older than 1.3 (no rings, see
+ * symm_device_ctx.struct_size) or of another SYMM_DEVICE_ABI_VERSION has no
+ * proxy for this header: operations to a PE that is not load/store reachable
+ * then do nothing and symm_dev_quiet(c) returns SYMM_ERR_ABI_MISMATCH (never
+ * a misread ring).
  *
  * Scopes: plain functions are called by one thread and act for it; _warp
  * functions must be called by all 32 lanes of a warp with the same arguments;
  * _block functions by every thread of the block with the same arguments (they
  * contain __syncthreads()).
  *
- * Ordering: stores to peers are weakly ordered. symm_dev_fence() orders the
+ * Ordering: stores to peers are weakly ordered. symm_dev_fence(c) orders the
  * calling thread's earlier puts/AMOs before its later ones (to every PE);
- * symm_dev_quiet() makes them complete (visible to every PE and the host).
- * put_signal makes the data visible before the signal. Barriers imply quiet.
+ * symm_dev_quiet(c) makes them complete (visible to every PE and the host).
+ * The forms without the context (symm_dev_fence(), symm_dev_quiet()) cover
+ * load/store peers only. put_signal makes the data visible before the
+ * signal. Barriers imply quiet. docs/ABI.md "Proxied operations" has the
+ * rules for PEs reached through the proxy.
  *
  * Barrier compatibility: symm_dev_barrier_all / symm_dev_team_barrier use the
  * same flags and epoch counter as the runtime's stream barriers
@@ -46,6 +65,7 @@
 #include <type_traits>
 
 #include <symm/symm.h>
+#include <symm/symm_device_ring.h>
 
 /* Layout shared with the runtime (runtime/core/internal.h). Slot s's sync area
  * starts at heap_base + s * symm_device_ctx.slot_bytes (1024 for jobs of up
@@ -169,14 +189,123 @@ __device__ __forceinline__ To symm__bitcast(From f) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* The proxy (internal): PEs that are not load/store reachable               */
+/* ------------------------------------------------------------------------ */
+
+/* Does the context carry rings this header can use? (1.3 fields filled, the
+ * same device ABI.) */
+SYMM_DEV_FN bool symm__dev_has_ring_fields(const symm_device_ctx &c) {
+    return c.struct_size >= offsetof(symm_device_ctx, rings) + sizeof c.rings &&
+           c.device_abi == SYMM_DEVICE_ABI_VERSION;
+}
+/* The calling block's ring, NULL when the context has none for this header. */
+SYMM_DEV_FN const symm_ring *symm__dev_ring(const symm_device_ctx &c) {
+    if (!symm__dev_has_ring_fields(c) || c.n_rings == 0 || !c.rings) return (const symm_ring *)0;
+    const unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    return (const symm_ring *)c.rings + (b % c.n_rings);
+}
+SYMM_DEV_FN uint64_t symm__dev_off(const symm_device_ctx &c, const void *sym) {
+    return (uint64_t)((const char *)sym - (const char *)c.heap_base);
+}
+/* Post q and wait for it (put, get, put_signal: the caller's memory is
+ * used until then). */
+SYMM_DEV_FN symm_status symm__px_post_wait(const symm_device_ctx &c, const symm_ring_req &q) {
+    const symm_ring *r = symm__dev_ring(c);
+    if (!r) return SYMM_ERR_ABI_MISMATCH;
+    uint64_t t = 0;
+    symm_status st = symm_ring_post(r, &q, &t);
+    return st != SYMM_SUCCESS ? st : symm_ring_wait(r, t);
+}
+SYMM_DEV_FN symm_status symm__px_post(const symm_device_ctx &c, const symm_ring_req &q) {
+    const symm_ring *r = symm__dev_ring(c);
+    if (!r) return SYMM_ERR_ABI_MISMATCH;
+    return symm_ring_post(r, &q, (uint64_t *)0);
+}
+/* A request whose local memory is the ticket's scratch cell: *cell holds
+ * `in` (first n_in bytes) before the request is written; returns the cell's
+ * content once the request finished (g, fetching atomics). */
+SYMM_DEV_FN symm_status symm__px_cell(const symm_device_ctx &c, symm_ring_req q, uint64_t in,
+                                      uint64_t *out) {
+    const symm_ring *r = symm__dev_ring(c);
+    if (!r || !r->scratch) return SYMM_ERR_ABI_MISMATCH;
+    uint64_t t = 0;
+    symm_status st = symm_ring_claim(r, &t);
+    if (st != SYMM_SUCCESS) return st;
+    uint64_t *cell = symm_ring_cell(r, t);
+    *(volatile uint64_t *)cell = in;
+    q.local = (uint64_t)(uintptr_t)cell;
+    __threadfence_system(); /* the cell before the request (the proxy copies it) */
+    symm_ring_write(r, &q, t);
+    st = symm_ring_wait(r, t + 1);
+    if (out) *out = *(volatile uint64_t *)cell;
+    return st;
+}
+SYMM_DEV_FN void symm__px_rma(const symm_device_ctx &c, uint32_t op, int pe, const void *sym,
+                              const void *local, size_t n) {
+    if (n == 0) return;
+    symm_ring_req q;
+    symm__ring_req_init(&q, op, pe);
+    q.off = symm__dev_off(c, sym);
+    q.local = (uint64_t)(uintptr_t)local;
+    q.n = n;
+    (void)symm__px_post_wait(c, q);
+}
+/* SYMM_DTYPE_* of an atomic's element type. */
+template <typename T>
+__device__ __forceinline__ uint32_t symm__dtype_of() {
+    if (std::is_floating_point<T>::value) return sizeof(T) == 4 ? SYMM_DTYPE_FLOAT32 : SYMM_DTYPE_FLOAT64;
+    if (std::is_signed<T>::value) return sizeof(T) == 4 ? SYMM_DTYPE_INT32 : SYMM_DTYPE_INT64;
+    return sizeof(T) == 4 ? SYMM_DTYPE_UINT32 : SYMM_DTYPE_UINT64;
+}
+/* An atomic through the proxy: the fetched bits when fetch, else posted only. */
+template <typename T>
+__device__ __forceinline__ uint64_t symm__px_amo(const symm_device_ctx &c, const void *sym,
+                                                 uint32_t op, uint64_t value, uint64_t cmp,
+                                                 int pe, bool fetch) {
+    symm_ring_req q;
+    symm__ring_req_init(&q, SYMM_RING_OP_AMO, pe);
+    q.sub = op;
+    q.dtype = symm__dtype_of<T>();
+    q.off = symm__dev_off(c, sym);
+    q.value = value;
+    q.compare = cmp;
+    if (!fetch) {
+        (void)symm__px_post(c, q);
+        return 0;
+    }
+    uint64_t v = 0;
+    (void)symm__px_cell(c, q, 0, &v);
+    return v;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Ordering                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* Order this thread's earlier puts/AMOs before later ones. */
+/* Order this thread's earlier puts/AMOs to load/store peers before later ones. */
 SYMM_DEV_FN void symm_dev_fence(void) { __threadfence_system(); }
-/* Complete this thread's earlier puts/AMOs (stores to peers are posted: a
- * system-scope fence makes them visible everywhere). */
+/* Complete this thread's earlier puts/AMOs to load/store peers (stores to
+ * peers are posted: a system-scope fence makes them visible everywhere). */
 SYMM_DEV_FN void symm_dev_quiet(void) { __threadfence_system(); }
+/* The same for every PE: also orders the requests of the calling block's
+ * proxy ring (a FENCE request: earlier ones reach each PE before later ones). */
+SYMM_DEV_FN void symm_dev_fence(const symm_device_ctx &c) {
+    __threadfence_system();
+    const symm_ring *r = symm__dev_ring(c);
+    if (r) (void)symm_ring_fence(r, (uint64_t *)0);
+}
+/* Complete every earlier put/AMO of the calling thread to every PE: the
+ * load/store ones by a fence, the proxied ones (the calling block's ring) by a
+ * QUIET request. SYMM_SUCCESS; the first failure of the ring's requests;
+ * PEER_FAILED once the job lost a PE; ABI_MISMATCH when the context has no
+ * proxy this header can use (see the top of this file). */
+SYMM_DEV_FN symm_status symm_dev_quiet(const symm_device_ctx &c) {
+    __threadfence_system();
+    const symm_ring *r = symm__dev_ring(c);
+    if (r) return symm_ring_quiet(r);
+    if (!symm__dev_has_ring_fields(c)) return SYMM_ERR_ABI_MISMATCH;
+    return SYMM_SUCCESS;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Contiguous copies (internal): threads tid of nthr share the copy           */
@@ -222,33 +351,47 @@ SYMM_DEV_FN void symm__copy(void *dst, const void *src, size_t n, size_t tid, si
 /* Copy nbytes from local src to pe's copy of dst_sym. */
 SYMM_DEV_FN void symm_dev_putmem(const symm_device_ctx &c, void *dst_sym, const void *src,
                                  size_t nbytes, int pe) {
-    symm__copy(symm_dev_ptr(c, dst_sym, pe), src, nbytes, 0, 1);
+    void *d = symm_dev_ptr(c, dst_sym, pe);
+    if (d) symm__copy(d, src, nbytes, 0, 1);
+    else symm__px_rma(c, SYMM_RING_OP_PUT, pe, dst_sym, src, nbytes);
 }
 SYMM_DEV_FN void symm_dev_putmem_warp(const symm_device_ctx &c, void *dst_sym, const void *src,
                                       size_t nbytes, int pe) {
-    symm__copy(symm_dev_ptr(c, dst_sym, pe), src, nbytes, symm__block_tid() & 31u, 32);
+    void *d = symm_dev_ptr(c, dst_sym, pe);
+    if (d) symm__copy(d, src, nbytes, symm__block_tid() & 31u, 32);
+    else if ((symm__block_tid() & 31u) == 0) symm__px_rma(c, SYMM_RING_OP_PUT, pe, dst_sym, src, nbytes);
     __syncwarp();
 }
 SYMM_DEV_FN void symm_dev_putmem_block(const symm_device_ctx &c, void *dst_sym, const void *src,
                                        size_t nbytes, int pe) {
-    symm__copy(symm_dev_ptr(c, dst_sym, pe), src, nbytes, symm__block_tid(),
-               symm__block_nthreads());
+    void *d = symm_dev_ptr(c, dst_sym, pe);
+    if (d) {
+        symm__copy(d, src, nbytes, symm__block_tid(), symm__block_nthreads());
+    } else {
+        __syncthreads(); /* the block's writes of src come before the post */
+        if (symm__block_tid() == 0) symm__px_rma(c, SYMM_RING_OP_PUT, pe, dst_sym, src, nbytes);
+    }
     __syncthreads();
 }
 /* Copy nbytes from pe's copy of src_sym to local dst. */
 SYMM_DEV_FN void symm_dev_getmem(const symm_device_ctx &c, void *dst, const void *src_sym,
                                  size_t nbytes, int pe) {
-    symm__copy(dst, symm_dev_ptr(c, src_sym, pe), nbytes, 0, 1);
+    const void *s = symm_dev_ptr(c, src_sym, pe);
+    if (s) symm__copy(dst, s, nbytes, 0, 1);
+    else symm__px_rma(c, SYMM_RING_OP_GET, pe, src_sym, dst, nbytes);
 }
 SYMM_DEV_FN void symm_dev_getmem_warp(const symm_device_ctx &c, void *dst, const void *src_sym,
                                       size_t nbytes, int pe) {
-    symm__copy(dst, symm_dev_ptr(c, src_sym, pe), nbytes, symm__block_tid() & 31u, 32);
+    const void *s = symm_dev_ptr(c, src_sym, pe);
+    if (s) symm__copy(dst, s, nbytes, symm__block_tid() & 31u, 32);
+    else if ((symm__block_tid() & 31u) == 0) symm__px_rma(c, SYMM_RING_OP_GET, pe, src_sym, dst, nbytes);
     __syncwarp();
 }
 SYMM_DEV_FN void symm_dev_getmem_block(const symm_device_ctx &c, void *dst, const void *src_sym,
                                        size_t nbytes, int pe) {
-    symm__copy(dst, symm_dev_ptr(c, src_sym, pe), nbytes, symm__block_tid(),
-               symm__block_nthreads());
+    const void *s = symm_dev_ptr(c, src_sym, pe);
+    if (s) symm__copy(dst, s, nbytes, symm__block_tid(), symm__block_nthreads());
+    else if (symm__block_tid() == 0) symm__px_rma(c, SYMM_RING_OP_GET, pe, src_sym, dst, nbytes);
     __syncthreads();
 }
 
@@ -287,12 +430,29 @@ __device__ __forceinline__ void symm_dev_get_block(const symm_device_ctx &c, T *
 template <typename T>
 __device__ __forceinline__ void symm_dev_p(const symm_device_ctx &c, T *dst_sym, T value, int pe) {
     typedef typename symm__uint<sizeof(T)>::type U;
-    *(volatile U *)symm_dev_ptr(c, dst_sym, pe) = symm__bitcast<U>(value);
+    U *d = (U *)symm_dev_ptr(c, dst_sym, pe);
+    if (d) {
+        *(volatile U *)d = symm__bitcast<U>(value);
+        return;
+    }
+    symm_ring_req q; /* the value travels in the ticket's scratch cell */
+    symm__ring_req_init(&q, SYMM_RING_OP_PUT, pe);
+    q.off = symm__dev_off(c, dst_sym);
+    q.n = sizeof(T);
+    (void)symm__px_cell(c, q, (uint64_t)symm__bitcast<U>(value), (uint64_t *)0);
 }
 template <typename T>
 __device__ __forceinline__ T symm_dev_g(const symm_device_ctx &c, const T *src_sym, int pe) {
     typedef typename symm__uint<sizeof(T)>::type U;
-    return symm__bitcast<T>(*(const volatile U *)symm_dev_ptr(c, src_sym, pe));
+    const U *s = (const U *)symm_dev_ptr(c, src_sym, pe);
+    if (s) return symm__bitcast<T>(*(const volatile U *)s);
+    symm_ring_req q;
+    symm__ring_req_init(&q, SYMM_RING_OP_GET, pe);
+    q.off = symm__dev_off(c, src_sym);
+    q.n = sizeof(T);
+    uint64_t v = 0;
+    (void)symm__px_cell(c, q, 0, &v);
+    return symm__bitcast<T>((U)v);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -308,11 +468,24 @@ __device__ __forceinline__ T symm_dev_g(const symm_device_ctx &c, const T *src_s
 #define SYMM__AMO_ANY(T) \
     static_assert(sizeof(T) == 4 || sizeof(T) == 8, "atomics take 4- or 8-byte elements")
 
+/* Bits of an atomic operand for the ring (low bytes). */
+template <typename T>
+__device__ __forceinline__ uint64_t symm__amo_bits(T v) {
+    typedef typename symm__uint<sizeof(T)>::type U;
+    return (uint64_t)symm__bitcast<U>(v);
+}
+template <typename T>
+__device__ __forceinline__ T symm__amo_val(uint64_t bits) {
+    typedef typename symm__uint<sizeof(T)>::type U;
+    return symm__bitcast<T>((U)bits);
+}
+
 template <typename T>
 __device__ __forceinline__ T symm_dev_atomic_fetch(const symm_device_ctx &c, const T *src, int pe) {
     SYMM__AMO_ANY(T);
     typedef typename symm__uint<sizeof(T)>::type U;
     const U *p = SYMM__AMO_PTR(T, const U, c, src, pe);
+    if (!p) return symm__amo_val<T>(symm__px_amo<T>(c, src, SYMM_AMO_FETCH, 0, 0, pe, true));
     U v;
     if constexpr (sizeof(T) == 8)
         asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
@@ -325,12 +498,20 @@ __device__ __forceinline__ T symm_dev_atomic_swap(const symm_device_ctx &c, T *d
                                                   int pe) {
     SYMM__AMO_ANY(T);
     typedef typename symm__uint<sizeof(T)>::type U;
-    return symm__bitcast<T>(atomicExch_system(SYMM__AMO_PTR(T, U, c, dst, pe),
-                                              symm__bitcast<U>(value)));
+    U *p = SYMM__AMO_PTR(T, U, c, dst, pe);
+    if (!p)
+        return symm__amo_val<T>(
+            symm__px_amo<T>(c, dst, SYMM_AMO_SWAP, symm__amo_bits(value), 0, pe, true));
+    return symm__bitcast<T>(atomicExch_system(p, symm__bitcast<U>(value)));
 }
 template <typename T>
 __device__ __forceinline__ void symm_dev_atomic_set(const symm_device_ctx &c, T *dst, T value,
                                                     int pe) {
+    SYMM__AMO_ANY(T);
+    if (!symm_dev_ptr(c, (const void *)dst, pe)) {
+        (void)symm__px_amo<T>(c, dst, SYMM_AMO_SET, symm__amo_bits(value), 0, pe, false);
+        return;
+    }
     (void)symm_dev_atomic_swap(c, dst, value, pe);
 }
 template <typename T>
@@ -338,27 +519,40 @@ __device__ __forceinline__ T symm_dev_atomic_compare_swap(const symm_device_ctx 
                                                           T cond, T value, int pe) {
     SYMM__AMO_ANY(T);
     typedef typename symm__uint<sizeof(T)>::type U;
-    return symm__bitcast<T>(atomicCAS_system(SYMM__AMO_PTR(T, U, c, dst, pe),
-                                             symm__bitcast<U>(cond), symm__bitcast<U>(value)));
+    U *p = SYMM__AMO_PTR(T, U, c, dst, pe);
+    if (!p)
+        return symm__amo_val<T>(symm__px_amo<T>(c, dst, SYMM_AMO_COMPARE_SWAP,
+                                                symm__amo_bits(value), symm__amo_bits(cond), pe,
+                                                true));
+    return symm__bitcast<T>(atomicCAS_system(p, symm__bitcast<U>(cond), symm__bitcast<U>(value)));
 }
 
-#define SYMM__AMO_FETCH_OP(name, fn)                                                        \
+#define SYMM__AMO_FETCH_OP(name, fn, OP, FOP)                                               \
     template <typename T>                                                                   \
     __device__ __forceinline__ T symm_dev_atomic_fetch_##name(const symm_device_ctx &c,     \
                                                               T *dst, T value, int pe) {    \
         SYMM__AMO_INT(T);                                                                   \
         typedef typename symm__uint<sizeof(T)>::type U;                                     \
-        return (T)fn(SYMM__AMO_PTR(T, U, c, dst, pe), (U)value);                            \
+        U *p = SYMM__AMO_PTR(T, U, c, dst, pe);                                             \
+        if (!p)                                                                             \
+            return symm__amo_val<T>(                                                        \
+                symm__px_amo<T>(c, dst, FOP, symm__amo_bits(value), 0, pe, true));          \
+        return (T)fn(p, (U)value);                                                          \
     }                                                                                       \
     template <typename T>                                                                   \
     __device__ __forceinline__ void symm_dev_atomic_##name(const symm_device_ctx &c, T *dst, \
                                                            T value, int pe) {               \
+        SYMM__AMO_INT(T);                                                                   \
+        if (!symm_dev_ptr(c, (const void *)dst, pe)) {                                      \
+            (void)symm__px_amo<T>(c, dst, OP, symm__amo_bits(value), 0, pe, false);         \
+            return;                                                                         \
+        }                                                                                   \
         (void)symm_dev_atomic_fetch_##name(c, dst, value, pe);                              \
     }
-SYMM__AMO_FETCH_OP(add, atomicAdd_system)
-SYMM__AMO_FETCH_OP(and, atomicAnd_system)
-SYMM__AMO_FETCH_OP(or, atomicOr_system)
-SYMM__AMO_FETCH_OP(xor, atomicXor_system)
+SYMM__AMO_FETCH_OP(add, atomicAdd_system, SYMM_AMO_ADD, SYMM_AMO_FETCH_ADD)
+SYMM__AMO_FETCH_OP(and, atomicAnd_system, SYMM_AMO_AND, SYMM_AMO_FETCH_AND)
+SYMM__AMO_FETCH_OP(or, atomicOr_system, SYMM_AMO_OR, SYMM_AMO_FETCH_OR)
+SYMM__AMO_FETCH_OP(xor, atomicXor_system, SYMM_AMO_XOR, SYMM_AMO_FETCH_XOR)
 #undef SYMM__AMO_FETCH_OP
 
 template <typename T>
@@ -367,7 +561,7 @@ __device__ __forceinline__ T symm_dev_atomic_fetch_inc(const symm_device_ctx &c,
 }
 template <typename T>
 __device__ __forceinline__ void symm_dev_atomic_inc(const symm_device_ctx &c, T *dst, int pe) {
-    (void)symm_dev_atomic_fetch_add(c, dst, (T)1, pe);
+    symm_dev_atomic_add(c, dst, (T)1, pe);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -450,6 +644,12 @@ __device__ __forceinline__ bool symm_dev_test(const T *ivar, int cmp, T v) {
 SYMM_DEV_FN void symm_dev_signal_op(const symm_device_ctx &c, uint64_t *sig_sym, uint64_t value,
                                     int sig_op, int pe) {
     unsigned long long *p = (unsigned long long *)symm_dev_ptr(c, sig_sym, pe);
+    if (!p) {
+        (void)symm__px_amo<uint64_t>(c, sig_sym,
+                                     sig_op == SYMM_SIGNAL_ADD ? SYMM_AMO_ADD : SYMM_AMO_SET,
+                                     value, 0, pe, false);
+        return;
+    }
     if (sig_op == SYMM_SIGNAL_ADD)
         atomicAdd_system(p, (unsigned long long)value);
     else
@@ -484,9 +684,26 @@ SYMM_DEV_FN symm_status symm_dev_signal_wait_until(const symm_device_ctx &c,
 }
 
 /* Put nbytes, then update pe's signal once the data is visible there. */
+SYMM_DEV_FN void symm__px_put_signal(const symm_device_ctx &c, void *dst_sym, const void *src,
+                                     size_t nbytes, uint64_t *sig_sym, uint64_t value,
+                                     int sig_op, int pe) {
+    symm_ring_req q;
+    symm__ring_req_init(&q, SYMM_RING_OP_PUT_SIGNAL, pe);
+    q.sub = (uint32_t)sig_op;
+    q.off = symm__dev_off(c, dst_sym);
+    q.local = (uint64_t)(uintptr_t)src;
+    q.n = nbytes;
+    q.sig_off = symm__dev_off(c, sig_sym);
+    q.value = value;
+    (void)symm__px_post_wait(c, q);
+}
 SYMM_DEV_FN void symm_dev_putmem_signal(const symm_device_ctx &c, void *dst_sym, const void *src,
                                         size_t nbytes, uint64_t *sig_sym, uint64_t value,
                                         int sig_op, int pe) {
+    if (!symm_dev_peer_base(c, pe)) {
+        symm__px_put_signal(c, dst_sym, src, nbytes, sig_sym, value, sig_op, pe);
+        return;
+    }
     symm_dev_putmem(c, dst_sym, src, nbytes, pe);
     __threadfence_system();
     symm_dev_signal_op(c, sig_sym, value, sig_op, pe);
@@ -494,6 +711,13 @@ SYMM_DEV_FN void symm_dev_putmem_signal(const symm_device_ctx &c, void *dst_sym,
 SYMM_DEV_FN void symm_dev_putmem_signal_warp(const symm_device_ctx &c, void *dst_sym,
                                              const void *src, size_t nbytes, uint64_t *sig_sym,
                                              uint64_t value, int sig_op, int pe) {
+    if (!symm_dev_peer_base(c, pe)) {
+        __syncwarp();
+        if ((symm__block_tid() & 31u) == 0)
+            symm__px_put_signal(c, dst_sym, src, nbytes, sig_sym, value, sig_op, pe);
+        __syncwarp();
+        return;
+    }
     symm__copy(symm_dev_ptr(c, dst_sym, pe), src, nbytes, symm__block_tid() & 31u, 32);
     __threadfence_system();
     __syncwarp();
@@ -503,6 +727,13 @@ SYMM_DEV_FN void symm_dev_putmem_signal_warp(const symm_device_ctx &c, void *dst
 SYMM_DEV_FN void symm_dev_putmem_signal_block(const symm_device_ctx &c, void *dst_sym,
                                               const void *src, size_t nbytes, uint64_t *sig_sym,
                                               uint64_t value, int sig_op, int pe) {
+    if (!symm_dev_peer_base(c, pe)) {
+        __syncthreads();
+        if (symm__block_tid() == 0)
+            symm__px_put_signal(c, dst_sym, src, nbytes, sig_sym, value, sig_op, pe);
+        __syncthreads();
+        return;
+    }
     symm__copy(symm_dev_ptr(c, dst_sym, pe), src, nbytes, symm__block_tid(),
                symm__block_nthreads());
     __threadfence_system();
@@ -602,14 +833,59 @@ struct symm__world_strided {
     }
 };
 
+/* Does the strided team hold a PE that is not load/store reachable? */
+SYMM_DEV_FN bool symm__team_proxied(const symm_device_ctx &c, int n, int start, int stride) {
+    for (int j = 0; j < n; j++)
+        if (!symm_dev_peer_base(c, start + j * stride)) return true;
+    return false;
+}
+/* symm__barrier_arrive_wait for the header's own barriers, where a team PE
+ * may be reached through the proxy: its announcement is an atomic SET of the
+ * epoch on its flag, posted to the calling block's ring (the ring's earlier
+ * requests were quieted before: barriers imply quiet). */
+SYMM_DEV_FN bool symm__barrier_arrive_wait_px(const symm_device_ctx &c, uint64_t area_off,
+                                              int me, int n, int start, int stride, uint64_t e,
+                                              unsigned tid, unsigned nthr, int *err,
+                                              bool owners_fence) {
+    uint64_t *area = (uint64_t *)((char *)c.heap_base + area_off);
+    if (!owners_fence || (int)tid < n - 1) symm__fence_acq_rel_sys();
+    for (int k = (int)tid; k < n - 1; k += (int)nthr) {
+        const int j = k < me ? k : k + 1;
+        char *b = (char *)symm_dev_peer_base(c, start + j * stride);
+        if (b) {
+            symm__st_relaxed_u64((uint64_t *)(b + area_off) + me, e);
+        } else {
+            symm_ring_req q;
+            symm__ring_req_init(&q, SYMM_RING_OP_AMO, start + j * stride);
+            q.sub = SYMM_AMO_SET;
+            q.dtype = SYMM_DTYPE_UINT64;
+            q.off = area_off + (uint64_t)me * 8u;
+            q.value = e;
+            if (symm__px_post(c, q) != SYMM_SUCCESS) return false;
+        }
+    }
+    for (int k = (int)tid; k < n - 1; k += (int)nthr) {
+        const int j = k < me ? k : k + 1;
+        if (!symm__wait_ge_u64(&area[j], e, 0, err)) return false;
+    }
+    return true;
+}
+
 SYMM_DEV_FN symm_status symm__barrier_thread(const symm_device_ctx &c, int slot, int me, int n,
                                              int start, int stride) {
     symm__world_strided w = {&c, start, stride};
     char *base = (char *)c.heap_base;
     uint64_t off = (uint64_t)slot * c.slot_bytes + SYMM_DEVICE_BARRIER_OFF;
     uint64_t e = symm__barrier_epoch(base, off, me) + 1;
-    if (!symm__barrier_arrive_wait(base, off, me, n, w, e, 0, 1, 0, symm__fail_word(c)))
+    if (symm__dev_ring(c) && symm__team_proxied(c, n, start, stride)) {
+        symm_status st = symm_ring_quiet(symm__dev_ring(c));
+        if (st != SYMM_SUCCESS) return st;
+        if (!symm__barrier_arrive_wait_px(c, off, me, n, start, stride, e, 0, 1,
+                                          (int *)symm__fail_word(c), false))
+            return SYMM_ERR_PEER_FAILED;
+    } else if (!symm__barrier_arrive_wait(base, off, me, n, w, e, 0, 1, 0, symm__fail_word(c))) {
         return SYMM_ERR_PEER_FAILED;
+    }
     symm__barrier_advance(base, off, me, e);
     __threadfence_system();
     return SYMM_SUCCESS;
@@ -629,12 +905,20 @@ SYMM_DEV_FN symm_status symm__barrier_block(const symm_device_ctx &c, int slot, 
      * accesses after the peers' arrivals. On 2 x H200 with 512 threads this
      * was much faster than every thread fencing on the way in and out
      * (docs/GPU-RESULTS.md "2026-11-28: the device team barrier"). */
+    const bool px = symm__dev_ring(c) && symm__team_proxied(c, n, start, stride);
     __syncthreads();
+    /* through the proxy: the block's earlier proxied requests complete first */
+    int qerr = 0;
+    if (px && symm__block_tid() == 0) qerr = (int)symm_ring_quiet(symm__dev_ring(c));
+    if (__syncthreads_or(qerr)) return SYMM_ERR_PEER_FAILED;
     uint64_t e = symm__barrier_epoch(base, off, me) + 1;
     __syncthreads();
-    const bool ok = symm__barrier_arrive_wait(base, off, me, n, w, e, symm__block_tid(),
-                                              symm__block_nthreads(), timeout_ns,
-                                              err ? err : symm__fail_word(c), true);
+    int *ew = err ? err : (int *)symm__fail_word(c);
+    const bool ok = px ? symm__barrier_arrive_wait_px(c, off, me, n, start, stride, e,
+                                                      symm__block_tid(), symm__block_nthreads(),
+                                                      ew, true)
+                       : symm__barrier_arrive_wait(base, off, me, n, w, e, symm__block_tid(),
+                                                   symm__block_nthreads(), timeout_ns, ew, true);
     /* one thread's peer may have arrived while another's died: all agree */
     if (__syncthreads_or(!ok)) return SYMM_ERR_PEER_FAILED;
     if (symm__block_tid() == 0) symm__barrier_advance(base, off, me, e);

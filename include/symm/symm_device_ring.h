@@ -89,7 +89,11 @@ extern "C" {
                                       before its later ones                          */
 #define SYMM_RING_OP_QUIET 7u      /* finishes after every earlier request of the
                                       ring completed remotely                        */
-#define SYMM_RING_OP_LAST 7u
+#define SYMM_RING_OP_CALL 8u       /* run host call number `value` that the runtime
+                                      registered (stream collectives and barriers to
+                                      PEs of other hosts); after the ring's earlier
+                                      requests completed                            */
+#define SYMM_RING_OP_LAST 8u
 
 /* The state word (header): 0 while the consumer runs; otherwise the status
  * why it finishes no further request (INVALID_STATE: the proxy stopped;
@@ -150,7 +154,11 @@ typedef struct symm_ring {
     uint64_t *head;            /* producer index (device memory on a GPU)         */
     uint64_t *credit;          /* producers' cached copy of hdr->consumed         */
     const int32_t *fail_word;  /* nonzero once the job lost a PE; NULL: none      */
-    uint64_t reserved;
+    uint64_t *scratch;         /* depth 8-byte cells, one a slot (cell t % depth
+                                  belongs to ticket t until it finished): where a
+                                  GPU producer puts a value it sends (p) or
+                                  fetches (g, fetching atomics); device memory on
+                                  a GPU. NULL: none (was `reserved`, zero) */
 } symm_ring;
 
 /* A request before encoding (what the consumer decodes). */
@@ -348,6 +356,45 @@ SYMM_RING_FN int symm__ring_backoff(uint32_t *polls) {
  * put_signal) orders the caller's earlier writes before it. The local memory
  * a request names (source, destination, result) must stay valid and, for a
  * source, unchanged until the ticket has completed. */
+/* The two halves of symm_ring_post, for a producer that needs its ticket
+ * before it writes the request (to use the ticket's scratch cell):
+ * symm_ring_claim takes a ticket (0-based in *t) and waits for its slot's
+ * credit; symm_ring_write writes request q into the claimed slot. Every
+ * claimed ticket must be written (a NOP when there is nothing to do), or the
+ * ring stalls at it. */
+SYMM_RING_FN symm_status symm_ring_claim(const symm_ring *r, uint64_t *t_out) {
+    if (symm_ring_usable(r) != SYMM_SUCCESS) return SYMM_ERR_ABI_MISMATCH;
+    const uint64_t t = SYMM_RING_FETCH_ADD_U64(r->head, SYMM_RING_SCAST(uint64_t, 1u));
+    *t_out = t;
+    uint64_t credit = SYMM_RING_LOAD_U64(r->credit);
+    if (t >= credit + r->depth) {
+        uint32_t polls = 0;
+        for (;;) {
+            credit = SYMM_RING_LOAD_ACQUIRE_U64(&r->hdr->consumed);
+            if (t < credit + r->depth) break;
+            if (symm__ring_backoff(&polls)) {
+                const symm_status st = symm_ring_alive(r);
+                if (st != SYMM_SUCCESS) return st;
+            }
+        }
+        SYMM_RING_STORE_U64(r->credit, credit);
+    }
+    return SYMM_SUCCESS;
+}
+
+SYMM_RING_FN void symm_ring_write(const symm_ring *r, const symm_ring_req *q, uint64_t t) {
+    if (q->op == SYMM_RING_OP_PUT || q->op == SYMM_RING_OP_PUT_SIGNAL) SYMM_RING_FENCE_RELEASE();
+    uint64_t w[SYMM_RING_WORDS];
+    symm_ring_encode(q, t, r->log2_depth, w);
+    uint64_t *s = r->slots + (t & (r->depth - 1u)) * SYMM_RING_WORDS;
+    for (uint32_t i = 0; i < SYMM_RING_WORDS; i++) SYMM_RING_STORE_U64(&s[i], w[i]);
+}
+
+/* The scratch cell of ticket t (0-based), NULL when the ring has none. */
+SYMM_RING_FN uint64_t *symm_ring_cell(const symm_ring *r, uint64_t t) {
+    return r->scratch ? r->scratch + (t & (r->depth - 1u)) : SYMM_RING_RCAST(uint64_t *, 0);
+}
+
 SYMM_RING_FN symm_status symm_ring_post(const symm_ring *r, const symm_ring_req *q,
                                         uint64_t *ticket) {
     if (symm_ring_usable(r) != SYMM_SUCCESS) return SYMM_ERR_ABI_MISMATCH;

@@ -59,6 +59,7 @@
 #include "internal.h"
 #include "reduce.h"
 #include "teams.h"
+#include "stream_px.h"
 
 /* Elements per reduction chunk: the accumulator and the receive buffer are
  * 2 * 8 * COLL_CHUNK bytes of host memory per call. */
@@ -694,7 +695,21 @@ static symm_status coll_agreed(const coll_call *c, coll_plan *p, symm_status loc
     return st ? st : coll_hook(c, p);
 }
 
-static symm_status coll_run(const coll_call *c) {
+static symm_status coll_run_x(const coll_call *c, bool in_proxy);
+
+/* A stream collective over a team with PEs of other hosts: the blocking
+ * form (the generic algorithm over routed put/get), run by the proxy's
+ * thread in stream order (stream_px.h). Decision: one mechanism for every
+ * collective and barrier across hosts, ordered and capturable like any
+ * stream form, rather than a device kernel per collective; docs/PROXY.md. */
+static symm_status coll_px(symm__ctx *ctx, void *arg) {
+    (void)ctx;
+    return coll_run_x(arg, true);
+}
+
+static symm_status coll_run(const coll_call *c) { return coll_run_x(c, false); }
+
+static symm_status coll_run_x(const coll_call *c, bool in_proxy) {
     symm__err_clear();
     coll_plan p;
     memset(&p, 0, sizeof p);
@@ -702,8 +717,31 @@ static symm_status coll_run(const coll_call *c) {
     symm_status st = symm__team_get(c->team_h, &p.team);
     if (st) return symm__err_prefix(p.fn, st);
     p.ctx = p.team->ctx;
-    st = symm__thread_check(p.ctx);
+    /* the proxy's thread runs a stream form the caller's thread enqueued */
+    st = in_proxy ? SYMM_SUCCESS : symm__thread_check(p.ctx);
     if (st) return symm__err_prefix(p.fn, st);
+    if (c->on_stream && symm__px_stream_team(p.team)) {
+        /* arguments checked now (a bad call fails at once, on this PE) */
+        SYMM_TRY(coll_check(c, &p));
+        coll_call b; /* field by field on zeroed bytes: equal calls compare equal */
+        memset(&b, 0, sizeof b);
+        b.kind = c->kind;
+        b.team_h = c->team_h;
+        b.dst_h = c->dst_h;
+        b.src_h = c->src_h;
+        b.dst_index = c->dst_index;
+        b.src_index = c->src_index;
+        b.nelems = c->nelems;
+        b.root = c->root;
+        b.op = c->op;
+        b.dst_nelems = c->dst_nelems;
+        b.src_nelems = c->src_nelems;
+        b.scount_h = c->scount_h;
+        b.rcount_h = c->rcount_h;
+        b.scount_index = c->scount_index;
+        b.rcount_index = c->rcount_index;
+        return symm__px_stream_call(p.ctx, coll_px, &b, sizeof b, c->stream);
+    }
 
     const int32_t hook_max = p.ctx->ops->coll_max_pes;
     /* Teams that span hosts run the generic algorithm over routed put/get. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "entry.h"
+#include "proxy/proxy.h"
 
 /* ------------------------------------------------------------------------ */
 /* Direct access                                                             */
@@ -40,6 +41,9 @@ symm_status symm_device_ctx_get(symm_ctx h, symm_device_ctx *dctx) {
                          ctx->ops->name);
     symm_device_ctx d;
     SYMM_TRY_IN(fn, ctx->ops->device_ctx(ctx, &d));
+    /* 1.3: the proxy's rings, for PEs that are not load/store reachable */
+    d.device_abi = SYMM_DEVICE_ABI_VERSION;
+    SYMM_TRY_IN(fn, symm__proxy_device_rings(ctx, &d.rings, &d.n_rings));
     uint32_t size = dctx->struct_size < sizeof d ? dctx->struct_size : (uint32_t)sizeof d;
     d.struct_size = size;
     memcpy(dctx, &d, size);

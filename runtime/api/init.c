@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "proxy/proxy.h"
 #include "teams.h"
 #include "transports/registry.h"
 
@@ -27,6 +28,9 @@ symm_status symm_init_attr_init(symm_init_attr *attr, uint32_t struct_size) {
 
 static void ctx_destroy(symm__ctx *ctx) {
     symm__watch_stop(ctx); /* first: it reads the bootstrap and the backend */
+    /* The proxy's thread runs requests through the transport and the heap:
+     * it ends (requests in flight complete or fail) before they go. */
+    symm__proxy_destroy(ctx);
     while (ctx->bufs) {
         symm__buf *b = ctx->bufs;
         ctx->bufs = b->next;
@@ -153,6 +157,20 @@ symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
     st = symm__boot_barrier(ctx->boot);
     if (st) goto fail;
 
+    /* The GPU proxy: GPU code (kernels, stream forms) reaches PEs of other
+     * hosts through it (docs/PROXY.md). Only with PEs of other hosts and a
+     * device backend, or SYMM_PROXY_FORCE=1 (tests). */
+    {
+        symm__proxy_opts po;
+        st = symm__proxy_opts_env(&po);
+        if (st) goto fail;
+        const char *force = getenv("SYMM_PROXY_FORCE");
+        po.flags |= SYMM__PROXY_NEED_GPU;
+        if (force && strcmp(force, "1") == 0) po.flags |= SYMM__PROXY_FORCE;
+        st = symm__proxy_start(ctx, &po);
+        if (st) goto fail;
+    }
+
     ctx->handle = symm__handle_new(SYMM__KIND_CTX, ctx);
     if (!ctx->handle) { st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "symm_init: handle table full"); goto fail; }
     symm__watch_start(ctx);
@@ -187,6 +205,8 @@ symm_status symm_finalize(symm_ctx *pctx) {
     /* INVALID_HANDLE when another thread's finalize got here first */
     SYMM_TRY(symm__ctx_lock(fn, ctx));
     symm_status st = symm__check_failed(ctx);
+    /* requests GPU code posted complete (or fail) before the context goes */
+    if (st == SYMM_SUCCESS) st = symm__proxy_quiet(ctx);
     if (st == SYMM_SUCCESS) st = symm__quiet(ctx);
     /* Peers may still be writing into this heap: leave together. */
     if (st == SYMM_SUCCESS) st = symm__boot_barrier(ctx->boot);

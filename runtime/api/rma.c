@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "entry.h"
+#include "stream_px.h"
 
 /* Buffer element range on pe: fills *bp and the heap byte offset *off. */
 symm_status symm__rma_target(const char *fn, symm_buf h, uint64_t index, uint64_t nelems,
@@ -48,8 +49,16 @@ static symm_status move(const char *fn, symm__ctx *ctx, bool is_put, int32_t pe,
                         const void *local, uint64_t n, symm__mode m) {
     if (n == 0) return SYMM_SUCCESS;
     const symm__backend_ops *ops = ctx->ops;
+    if (m.on_stream && symm__px_stream_to(ctx, pe)) { /* another host: the proxy */
+        symm_ring_req q;
+        symm__ring_req_init(&q, is_put ? SYMM_RING_OP_PUT : SYMM_RING_OP_GET, pe);
+        q.off = off;
+        q.local = (uint64_t)(uintptr_t)local;
+        q.n = n;
+        SYMM_TRY_IN(fn, symm__px_stream(ctx, &q, 0, 0, m.stream));
+        return SYMM_SUCCESS;
+    }
     if (m.on_stream && (is_put ? ops->put_stream != NULL : ops->get_stream != NULL)) {
-        SYMM_TRY(symm__stream_route(fn, ctx, pe));
         void *s = symm__hook_stream(m.stream);
         return is_put ? ops->put_stream(ctx, pe, off, local, n, s)
                       : ops->get_stream(ctx, (void *)local, pe, off, n, s);
@@ -133,6 +142,14 @@ symm_status symm_p_on_stream(symm_buf dst, uint64_t index, const void *value, in
      * kernel parameter, so the stream (or a graph replay) needs no host memory. */
     uint64_t v = 0;
     memcpy(&v, value, b->elem_size);
+    if (symm__px_stream_to(b->ctx, pe)) { /* the value travels in the ring's scratch cell */
+        symm_ring_req q;
+        symm__ring_req_init(&q, SYMM_RING_OP_PUT, pe);
+        q.off = off;
+        q.n = b->elem_size;
+        SYMM_TRY_IN(__func__, symm__px_stream(b->ctx, &q, v, b->elem_size, stream));
+        return SYMM_SUCCESS;
+    }
     return move(__func__, b->ctx, true, pe, off, &v, b->elem_size, SYMM__ON_STREAM(stream));
 }
 
@@ -197,6 +214,7 @@ symm_status symm_quiet(symm_ctx h) {
     symm__ctx *ctx = NULL;
     SYMM_TRY(symm__enter_ctx(__func__, h, &ctx));
     SYMM_TRY_IN(__func__, symm__failed_ok(ctx));
+    if (__builtin_expect(ctx->proxy != NULL, 0)) SYMM_TRY_IN(__func__, symm__proxy_quiet(ctx));
     return symm__quiet(ctx);
 }
 
@@ -213,6 +231,10 @@ symm_status symm_quiet_on_stream(symm_ctx h, symm_stream_t stream) {
     SYMM_TRY_IN(__func__, symm__check_failed(ctx));
     if (!ctx->ops->quiet_stream) return symm__quiet(ctx);
     SYMM_TRY(ctx->ops->quiet_stream(ctx, symm__hook_stream(stream)));
-    /* Host-initiated transport traffic completes now (no GPU proxy yet). */
+    /* Requests of GPU code to PEs of other hosts: a QUIET on every proxy
+     * ring, in stream order. */
+    if (ctx->proxy && ctx->ops->ring_stream)
+        SYMM_TRY_IN(__func__, symm__px_stream_quiet(ctx, stream));
+    /* Host-initiated transport traffic completes now. */
     return ctx->tp ? symm__quiet(ctx) : SYMM_SUCCESS;
 }

@@ -14,6 +14,7 @@
 #include <inttypes.h>
 
 #include "entry.h"
+#include "stream_px.h"
 
 /* A signal element: uint64 buffer, index inside it. */
 symm_status symm__check_signal(const char *fn, const symm__buf *sig, uint64_t sig_index) {
@@ -104,8 +105,17 @@ static symm_status signal_op(const char *fn, symm_buf sig_h, uint64_t sig_index,
     SYMM_TRY(signal_target(fn, sig_h, sig_index, sig_op, pe, &sig, &amo));
     symm__ctx *ctx = sig->ctx;
     uint64_t off = sig->off + sig_index * sizeof(uint64_t);
+    if (m.on_stream && symm__px_stream_to(ctx, pe)) { /* another host: the proxy */
+        symm_ring_req q;
+        symm__ring_req_init(&q, SYMM_RING_OP_AMO, pe);
+        q.sub = amo;
+        q.dtype = SYMM_DTYPE_UINT64;
+        q.off = off;
+        q.value = signal;
+        SYMM_TRY_IN(fn, symm__px_stream(ctx, &q, 0, 0, m.stream));
+        return SYMM_SUCCESS;
+    }
     if (m.on_stream && ctx->ops->signal_stream) {
-        SYMM_TRY(symm__stream_route(fn, ctx, pe));
         return ctx->ops->signal_stream(ctx, pe, off, signal, sig_op, symm__hook_stream(m.stream));
     }
     return symm__atomic(ctx, pe, off, SYMM_DTYPE_UINT64, amo, &signal, NULL, NULL);
@@ -172,9 +182,20 @@ symm_status symm_put_signal_on_stream(symm_buf dst_h, uint64_t dst_index, const 
     SYMM_TRY(symm__put_signal_check(fn, dst_h, dst_index, src, nelems, sig_h, sig_index, sig_op,
                                     pe, &dst, &sig, &amo));
     symm__ctx *ctx = dst->ctx;
+    if (symm__px_stream_to(ctx, pe)) { /* another host: one PUT_SIGNAL through the proxy */
+        symm_ring_req q;
+        symm__ring_req_init(&q, SYMM_RING_OP_PUT_SIGNAL, pe);
+        q.sub = sig_op;
+        q.off = dst->off + dst_index * dst->elem_size;
+        q.local = (uint64_t)(uintptr_t)src;
+        q.n = nelems * dst->elem_size;
+        q.sig_off = sig->off + sig_index * sizeof(uint64_t);
+        q.value = signal;
+        SYMM_TRY_IN(fn, symm__px_stream(ctx, &q, 0, 0, stream));
+        return SYMM_SUCCESS;
+    }
     if (!ctx->ops->put_stream || !ctx->ops->signal_stream)
         return symm_put_signal(dst_h, dst_index, src, nelems, sig_h, sig_index, signal, sig_op, pe);
-    SYMM_TRY(symm__stream_route(fn, ctx, pe));
     void *s = symm__hook_stream(stream);
     if (nelems > 0)
         SYMM_TRY(ctx->ops->put_stream(ctx, pe, dst->off + dst_index * dst->elem_size, src,

@@ -4,6 +4,24 @@
  * stream, the backend's hook.
  */
 #include "entry.h"
+#include "stream_px.h"
+
+/* A stream barrier over a team with PEs of other hosts: the blocking form,
+ * run by the proxy's thread in stream order (stream_px.h). The team is named
+ * by its handle, so a replay after the team's destroy fails cleanly. */
+typedef struct px_sync_arg {
+    symm_team team;
+    bool quiet;
+} px_sync_arg;
+
+static symm_status px_sync(symm__ctx *ctx, void *arg) {
+    const px_sync_arg *a = arg;
+    symm__team *t = symm__team_lookup(a->team);
+    if (!t || t->ctx != ctx)
+        return symm__err(SYMM_ERR_INVALID_HANDLE, "stream barrier: the team was destroyed");
+    if (a->quiet) SYMM_TRY(symm__quiet(ctx));
+    return symm__team_sync(t);
+}
 
 /* quiet (when asked) then sync of team, blocking or on a stream. */
 static symm_status team_sync(symm__team *team, bool quiet, symm__mode m) {
@@ -14,10 +32,12 @@ static symm_status team_sync(symm__team *team, bool quiet, symm__mode m) {
         return symm__team_sync(team);
     }
     SYMM_TRY(symm__check_failed(ctx));
-    if (symm__team_has_remote(team))
-        return symm__err(SYMM_ERR_NOT_SUPPORTED,
-                         "stream-ordered barriers over teams with PEs of other hosts are not "
-                         "supported yet (use symm_barrier)");
+    if (symm__px_stream_team(team)) {
+        px_sync_arg a = {(symm_team)(uintptr_t)team->handle, quiet};
+        /* the stream's earlier requests to other hosts complete first */
+        if (quiet) SYMM_TRY(symm__px_stream_quiet(ctx, m.stream));
+        return symm__px_stream_call(ctx, px_sync, &a, sizeof a, m.stream);
+    }
     void *s = symm__hook_stream(m.stream);
     if (quiet && ctx->ops->quiet_stream) SYMM_TRY(ctx->ops->quiet_stream(ctx, s));
     return ctx->ops->sync_stream(ctx, team, s);

@@ -25,6 +25,8 @@ typedef struct symm__ctx symm__ctx;
 struct symm__team;
 struct symm__tp_gpu;
 struct symm__coll;
+struct symm_ring;
+struct symm_ring_req;
 
 /* Flags for put/get: */
 #define SYMM__NBI 1u /* may complete at the next quiet */
@@ -173,6 +175,26 @@ typedef struct symm__backend_ops {
      * yet: the service may allocate pinned memory then); out->close is
      * called before heap_fini. NULL: host memory only. */
     symm_status (*tp_gpu_open)(symm__ctx *ctx, struct symm__tp_gpu *out);
+
+    /* ---- For the GPU proxy (runtime/proxy; docs/PROXY.md). NULL: host memory
+     * and no stream forms to PEs of other hosts (the blocking form runs) ----
+     * Zeroed host memory that the device can read and write (pinned, mapped)
+     * and its device address; zeroed device memory. NULL on failure (message
+     * recorded). Any thread. */
+    void *(*pinned_alloc)(symm__ctx *ctx, size_t bytes);
+    void (*pinned_free)(symm__ctx *ctx, void *p, size_t bytes);
+    void *(*pinned_device)(symm__ctx *ctx, void *p);
+    void *(*device_alloc)(symm__ctx *ctx, size_t bytes);
+    void (*device_free)(symm__ctx *ctx, void *p, size_t bytes);
+    /* Enqueue on stream one thread that runs a request through the proxy's
+     * ring r (include/symm/symm_device_ring.h): claim a ticket, write the
+     * request (with n_inline > 0, its first n_inline bytes of inline_bytes go
+     * to the ticket's scratch cell first and the request's local address
+     * becomes that cell), and wait for it to finish, so the stream goes on
+     * only after it completed remotely. Stream-ordered and capturable. */
+    symm_status (*ring_stream)(symm__ctx *ctx, const struct symm_ring *r,
+                               const struct symm_ring_req *q, uint64_t inline_bytes,
+                               uint32_t n_inline, void *stream);
 } symm__backend_ops;
 
 /* A backend's GPU-memory service for transports (tp_gpu_open). Every entry

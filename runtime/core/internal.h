@@ -367,6 +367,12 @@ struct symm__ctx {
     char async_msg[512];
 
     char backend_why[512]; /* AUTO: what the registry skipped and why (log) */
+
+    /* The GPU proxy (runtime/proxy, docs/PROXY.md): NULL unless the job has
+     * PEs of other hosts and a device backend (or SYMM_PROXY_FORCE=1). Set by
+     * symm_init, stopped and freed by ctx_destroy before the transport and
+     * the heap go. */
+    struct symm__proxy *proxy;
 };
 
 /* Record a failure that happened after its call returned (async.c). Keeps the
@@ -485,9 +491,6 @@ symm_status symm__quiet(symm__ctx *ctx);
 symm_status symm__fence(symm__ctx *ctx);
 /* Drive the transport's completions (wait loops). Cheap; any thread. */
 void symm__progress(symm__ctx *ctx);
-/* NOT_SUPPORTED (with fn in the message) when pe is on another host: the
- * stream-/kernel-initiated forms that the backend runs on a GPU stream. */
-symm_status symm__stream_route(const char *fn, symm__ctx *ctx, int32_t pe);
 /* The team as GPU code sees it (core/teams.c; NOT_SUPPORTED when it is not
  * strided). */
 symm_status symm__device_team_of(const struct symm__team *t, symm_device_team *d);

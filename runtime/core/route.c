@@ -257,13 +257,6 @@ void symm__progress(symm__ctx *ctx) {
     if (ctx->tp && ctx->tp->ops->progress) ctx->tp->ops->progress(ctx->tp->state);
 }
 
-symm_status symm__stream_route(const char *fn, symm__ctx *ctx, int32_t pe) {
-    if (!via_tp(ctx, pe)) return SYMM_SUCCESS;
-    return symm__err(SYMM_ERR_NOT_SUPPORTED,
-                     "%s: PE %d is on another host; stream- and kernel-initiated operations to "
-                     "remote PEs are not supported yet (use the blocking host form)", fn, pe);
-}
-
 bool symm__team_has_remote(const symm__team *team) {
     const symm__ctx *ctx = team->ctx;
     if (!ctx->n_remote) return false;

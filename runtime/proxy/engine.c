@@ -178,7 +178,9 @@ symm_status symm__engine_create(const symm__proxy_opts *o, const symm__proxy_exe
     e->mem = mem ? *mem : host_mem;
     pthread_mutex_init(&e->lock, NULL);
     e->shared_bytes = slots_off(e, o->n_rings);
-    e->prod_bytes = (size_t)o->n_rings * 2 * PRODUCER_STRIDE;
+    /* producer: [head, credit of each ring][scratch cells of each ring] */
+    e->prod_bytes = (size_t)o->n_rings * 2 * PRODUCER_STRIDE +
+                    (size_t)o->n_rings * o->depth * sizeof(uint64_t);
     e->shared = e->mem.alloc_shared(e->mem.arg, e->shared_bytes);
     e->prod = e->mem.alloc_producer(e->mem.arg, e->prod_bytes);
     e->rings = calloc(o->n_rings, sizeof *e->rings);
@@ -233,6 +235,8 @@ symm_status symm__engine_ring(symm__engine *e, uint32_t i, uint32_t version, sym
     out->head = r->head;
     out->credit = r->credit;
     out->fail_word = dev_view(e, e->fail_word);
+    out->scratch = (uint64_t *)(e->prod + (size_t)e->o.n_rings * 2 * PRODUCER_STRIDE +
+                                (size_t)i * e->o.depth * sizeof(uint64_t));
     return SYMM_SUCCESS;
 }
 
@@ -294,6 +298,13 @@ static symm_status run_one(symm__engine *e, uint32_t idx, ring_c *r, const symm_
          * failure among them is recorded as theirs) and, through the
          * executor, whatever else the transport holds. */
         return flush(e, idx, r);
+    case SYMM_RING_OP_CALL: {
+        /* A host call runs after the ring's earlier requests completed, so
+         * what it reads (a collective's source) was written before it. */
+        SYMM_TRY(flush(e, idx, r));
+        bool pend = false;
+        return e->x.run(e->x.arg, q, &pend);
+    }
     default: {
         bool pend = false;
         symm_status st = e->x.run(e->x.arg, q, &pend);

@@ -24,32 +24,36 @@
 
 #include "proxy.h"
 
-/* Until the context holds its proxy (a field of symm__ctx that the GPU wiring
- * adds), a small table maps a context to its proxy. */
-#define MAX_PROXIES 64
+/* Host calls (SYMM_RING_OP_CALL): work a stream form hands to the proxy's
+ * thread (a collective or barrier over PEs of other hosts), by number. A
+ * call made for a graph capture stays until the context goes (each replay
+ * runs it again); the others are freed once they ran. */
+typedef struct px_call {
+    symm__proxy_call_fn fn;
+    void *arg;
+    size_t arg_bytes;
+    void (*free_arg)(void *arg);
+    bool once;
+} px_call;
 
 typedef struct symm__proxy {
     symm__ctx *ctx;
     symm__engine *eng;
+    bool stream_ring;       /* the last ring is reserved for stream forms    */
+    pthread_mutex_t lock;   /* calls, dev_rings                              */
+    px_call *calls;
+    uint32_t n_calls, cap_calls;
+    void *dev_rings;        /* device copy of the kernels' ring handles      */
+    size_t dev_rings_bytes;
 } symm__proxy;
 
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static symm__proxy *reg[MAX_PROXIES];
-
-static symm__proxy *proxy_of(const symm__ctx *ctx) {
-    symm__proxy *p = NULL;
-    pthread_mutex_lock(&reg_lock);
-    for (int i = 0; i < MAX_PROXIES && !p; i++)
-        if (reg[i] && reg[i]->ctx == ctx) p = reg[i];
-    pthread_mutex_unlock(&reg_lock);
-    return p;
-}
+static symm__proxy *proxy_of(const symm__ctx *ctx) { return ctx->proxy; }
 
 /* ---- request checks ---- */
 
 static const char *op_name(uint32_t op) {
     static const char *const names[] = {"?", "nop", "put", "get", "atomic", "put_signal",
-                                        "fence", "quiet"};
+                                        "fence", "quiet", "call"};
     return op <= SYMM_RING_OP_LAST ? names[op] : "?";
 }
 
@@ -153,9 +157,77 @@ static symm_status run_request(symm__ctx *ctx, const symm_ring_req *q, bool *pen
     }
 }
 
+/* ---- host calls ---- */
+
+symm_status symm__proxy_call_add(symm__ctx *ctx, symm__proxy_call_fn fn, void *arg,
+                                 size_t arg_bytes, void (*free_arg)(void *arg), bool once,
+                                 uint64_t *id) {
+    symm__proxy *p = proxy_of(ctx);
+    if (!p) return symm__err(SYMM_ERR_INTERNAL, "proxy: the context has none");
+    pthread_mutex_lock(&p->lock);
+    /* the same call again (a loop's all-reduce on the same buffers): its number */
+    for (uint32_t k = 0; arg_bytes && !once && k < p->n_calls; k++) {
+        const px_call *c = &p->calls[k];
+        if (c->fn == fn && !c->once && c->arg_bytes == arg_bytes &&
+            memcmp(c->arg, arg, arg_bytes) == 0) {
+            pthread_mutex_unlock(&p->lock);
+            if (free_arg) free_arg(arg);
+            *id = (uint64_t)k + 1;
+            return SYMM_SUCCESS;
+        }
+    }
+    uint32_t i = 0;
+    while (i < p->n_calls && p->calls[i].fn) i++;
+    if (i == p->n_calls) {
+        if (p->n_calls == p->cap_calls) {
+            uint32_t cap = p->cap_calls ? 2 * p->cap_calls : 16;
+            px_call *c = realloc(p->calls, cap * sizeof *c);
+            if (!c) {
+                pthread_mutex_unlock(&p->lock);
+                return symm__err(SYMM_ERR_OUT_OF_MEMORY, "proxy: out of host memory");
+            }
+            p->calls = c;
+            p->cap_calls = cap;
+        }
+        p->n_calls++;
+    }
+    p->calls[i] = (px_call){fn, arg, arg_bytes, free_arg, once};
+    pthread_mutex_unlock(&p->lock);
+    *id = (uint64_t)i + 1;
+    return SYMM_SUCCESS;
+}
+
+void symm__proxy_call_drop(symm__ctx *ctx, uint64_t id) {
+    symm__proxy *p = proxy_of(ctx);
+    if (!p || !id) return;
+    px_call c = {0};
+    pthread_mutex_lock(&p->lock);
+    if (id <= p->n_calls) {
+        c = p->calls[id - 1];
+        p->calls[id - 1] = (px_call){0};
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (c.free_arg) c.free_arg(c.arg);
+}
+
+static symm_status run_call(symm__ctx *ctx, uint64_t id) {
+    symm__proxy *p = proxy_of(ctx);
+    px_call c = {0};
+    pthread_mutex_lock(&p->lock);
+    if (id && id <= p->n_calls) c = p->calls[id - 1];
+    pthread_mutex_unlock(&p->lock);
+    if (!c.fn)
+        return symm__err(SYMM_ERR_INVALID_ARG, "proxy: host call %" PRIu64 " does not exist "
+                         "(a graph replayed after its context's finalize?)", id);
+    symm_status st = c.fn(ctx, c.arg);
+    if (c.once) symm__proxy_call_drop(ctx, id);
+    return st;
+}
+
 /* ---- the executor ---- */
 
 static symm_status px_run(void *arg, const symm_ring_req *q, bool *pending) {
+    if (q->op == SYMM_RING_OP_CALL) return run_call(arg, q->value);
     return run_request(arg, q, pending);
 }
 
@@ -177,6 +249,42 @@ static void px_failed(void *arg, uint32_t ring, uint64_t ticket, const symm_ring
                            ring, ticket, op_name(q->op), q->pe, msg);
 }
 
+/* ---- ring memory from the backend (pinned host memory mapped into the
+ * device for the shared part, device memory for the producer words) ---- */
+
+static void *pm_alloc_shared(void *arg, size_t n) {
+    symm__ctx *ctx = arg;
+    return ctx->ops->pinned_alloc(ctx, n);
+}
+static void pm_free_shared(void *arg, void *p, size_t n) {
+    symm__ctx *ctx = arg;
+    ctx->ops->pinned_free(ctx, p, n);
+}
+static void *pm_alloc_producer(void *arg, size_t n) {
+    symm__ctx *ctx = arg;
+    return ctx->ops->device_alloc(ctx, n);
+}
+static void pm_free_producer(void *arg, void *p, size_t n) {
+    symm__ctx *ctx = arg;
+    ctx->ops->device_free(ctx, p, n);
+}
+static void *pm_device(void *arg, void *p) {
+    symm__ctx *ctx = arg;
+    return ctx->ops->pinned_device(ctx, p);
+}
+static uint64_t pm_read_producer(void *arg, const uint64_t *p) {
+    symm__ctx *ctx = arg;
+    uint64_t v = 0;
+    if (ctx->ops->local_copy(ctx, &v, p, sizeof v)) v = 0;
+    return v;
+}
+
+static bool gpu_mem(const symm__ctx *ctx) {
+    const symm__backend_ops *o = ctx->ops;
+    return o && o->pinned_alloc && o->pinned_free && o->pinned_device && o->device_alloc &&
+           o->device_free && o->local_copy;
+}
+
 /* ---- the context's proxy ---- */
 
 bool symm__proxy_wanted(const symm__ctx *ctx, uint32_t flags) {
@@ -192,40 +300,35 @@ symm_status symm__proxy_start(symm__ctx *ctx, const symm__proxy_opts *o) {
         o = &env;
     }
     if (!symm__proxy_wanted(ctx, o->flags)) return SYMM_SUCCESS;
+    if (ctx->proxy) return symm__err(SYMM_ERR_INVALID_STATE, "proxy: the context has one already");
     symm__proxy *p = calloc(1, sizeof *p);
     if (!p) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "proxy: out of host memory");
     p->ctx = ctx;
+    pthread_mutex_init(&p->lock, NULL);
+    symm__proxy_opts oo = *o;
+    /* A device backend's stream forms get a ring of their own (the last), so
+     * a stream waiting on its request never queues behind a kernel's. */
+    p->stream_ring = ctx->ops && ctx->ops->ring_stream && gpu_mem(ctx);
+    if (p->stream_ring && oo.n_rings < SYMM__PROXY_MAX_RINGS) oo.n_rings++;
+    else p->stream_ring = false;
     const symm__proxy_exec x = {ctx, px_run, px_flush, px_check, px_failed};
-    symm_status st = symm__engine_create(o, &x, NULL, &p->eng);
+    const symm__proxy_mem m = {ctx, pm_alloc_shared, pm_free_shared, pm_alloc_producer,
+                               pm_free_producer, pm_device, pm_read_producer};
+    symm_status st = symm__engine_create(&oo, &x, gpu_mem(ctx) ? &m : NULL, &p->eng);
     if (st) {
+        pthread_mutex_destroy(&p->lock);
         free(p);
         return st;
     }
-    pthread_mutex_lock(&reg_lock);
-    int slot = -1;
-    for (int i = 0; i < MAX_PROXIES; i++) {
-        if (reg[i] && reg[i]->ctx == ctx) {
-            slot = -2;
-            break;
-        }
-        if (!reg[i] && slot == -1) slot = i;
-    }
-    if (slot >= 0) reg[slot] = p;
-    pthread_mutex_unlock(&reg_lock);
-    if (slot < 0) {
-        symm__engine_destroy(p->eng);
-        free(p);
-        return slot == -2 ? symm__err(SYMM_ERR_INVALID_STATE, "proxy: the context has one already")
-                          : symm__err(SYMM_ERR_OUT_OF_MEMORY, "proxy: more than %d contexts "
-                                      "with a proxy", MAX_PROXIES);
-    }
+    ctx->proxy = p;
     st = symm__engine_start(p->eng);
     if (st) {
         symm__proxy_destroy(ctx);
         return st;
     }
-    SYMM_INFO(SYMM_LOG_INIT, "proxy: %u ring(s) of %u slots, thread started (%d remote PEs)",
-              o->n_rings, o->depth, ctx->n_remote);
+    SYMM_INFO(SYMM_LOG_INIT, "proxy: %u ring(s) of %u slots%s, thread started (%d remote PEs)",
+              oo.n_rings, oo.depth, p->stream_ring ? " (the last for stream forms)" : "",
+              ctx->n_remote);
     return SYMM_SUCCESS;
 }
 
@@ -247,6 +350,44 @@ uint32_t symm__proxy_n_rings(symm__ctx *ctx) {
     return p ? symm__engine_n_rings(p->eng) : 0;
 }
 
+symm_status symm__proxy_stream_ring(symm__ctx *ctx, symm_ring *out) {
+    symm__proxy *p = proxy_of(ctx);
+    if (!p || !p->stream_ring)
+        return symm__err(SYMM_ERR_INTERNAL, "proxy: the context has no stream ring");
+    return symm__engine_ring(p->eng, symm__engine_n_rings(p->eng) - 1, SYMM_RING_VERSION, out);
+}
+
+symm_status symm__proxy_device_rings(symm__ctx *ctx, const void **rings, uint32_t *n) {
+    symm__proxy *p = proxy_of(ctx);
+    *rings = NULL;
+    *n = 0;
+    if (!p || !gpu_mem(ctx)) return SYMM_SUCCESS;
+    const uint32_t k = symm__engine_n_rings(p->eng) - (p->stream_ring ? 1u : 0u);
+    symm_status st = SYMM_SUCCESS;
+    pthread_mutex_lock(&p->lock);
+    if (!p->dev_rings && k) {
+        symm_ring *h = calloc(k, sizeof *h);
+        const size_t bytes = k * sizeof *h;
+        void *d = h ? ctx->ops->device_alloc(ctx, bytes) : NULL;
+        for (uint32_t i = 0; d && i < k && st == SYMM_SUCCESS; i++)
+            st = symm__engine_ring(p->eng, i, SYMM_RING_VERSION, &h[i]);
+        if (d && st == SYMM_SUCCESS) st = ctx->ops->local_copy(ctx, d, h, bytes);
+        if (!d && st == SYMM_SUCCESS)
+            st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "proxy: out of memory for the ring handles");
+        if (st && d) ctx->ops->device_free(ctx, d, bytes);
+        if (st == SYMM_SUCCESS) {
+            p->dev_rings = d;
+            p->dev_rings_bytes = bytes;
+        }
+        free(h);
+    }
+    pthread_mutex_unlock(&p->lock);
+    SYMM_TRY(st);
+    *rings = p->dev_rings;
+    *n = k;
+    return SYMM_SUCCESS;
+}
+
 symm_status symm__proxy_quiet(symm__ctx *ctx) {
     symm__proxy *p = proxy_of(ctx);
     return p ? symm__engine_quiet(p->eng) : SYMM_SUCCESS;
@@ -258,17 +399,15 @@ void symm__proxy_stop(symm__ctx *ctx) {
 }
 
 void symm__proxy_destroy(symm__ctx *ctx) {
-    symm__proxy *p = NULL;
-    pthread_mutex_lock(&reg_lock);
-    for (int i = 0; i < MAX_PROXIES && !p; i++) {
-        if (reg[i] && reg[i]->ctx == ctx) {
-            p = reg[i];
-            reg[i] = NULL;
-        }
-    }
-    pthread_mutex_unlock(&reg_lock);
+    symm__proxy *p = proxy_of(ctx);
     if (!p) return;
-    symm__engine_destroy(p->eng);
+    symm__engine_destroy(p->eng); /* stops the thread first */
+    ctx->proxy = NULL;
+    for (uint32_t i = 0; i < p->n_calls; i++)
+        if (p->calls[i].free_arg) p->calls[i].free_arg(p->calls[i].arg);
+    free(p->calls);
+    if (p->dev_rings) ctx->ops->device_free(ctx, p->dev_rings, p->dev_rings_bytes);
+    pthread_mutex_destroy(&p->lock);
     free(p);
 }
 

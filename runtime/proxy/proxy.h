@@ -46,6 +46,22 @@ symm_status symm__proxy_quiet(symm__ctx *ctx);
  * the device is idle. */
 void symm__proxy_stop(symm__ctx *ctx);
 void symm__proxy_destroy(symm__ctx *ctx);
+/* The ring reserved for stream forms (a device backend with ring_stream). */
+symm_status symm__proxy_stream_ring(symm__ctx *ctx, symm_ring *out);
+/* The kernels' rings as GPU code reads them: a device array of *n handles
+ * (made on first use; NULL and 0 without a proxy or device memory). */
+symm_status symm__proxy_device_rings(symm__ctx *ctx, const void **rings, uint32_t *n);
+/* Host calls (SYMM_RING_OP_CALL): fn(ctx, arg) runs on the proxy's thread
+ * when a request with value *id is taken. once: dropped after it ran (else
+ * kept, for a captured graph's replays, until symm__proxy_call_drop or the
+ * proxy's destroy; free_arg(arg) then). A kept call whose fn and arg_bytes
+ * bytes of arg equal an earlier kept one's gets that one's number (arg is
+ * freed), so a loop that enqueues the same call does not grow the table. */
+typedef symm_status (*symm__proxy_call_fn)(symm__ctx *ctx, void *arg);
+symm_status symm__proxy_call_add(symm__ctx *ctx, symm__proxy_call_fn fn, void *arg,
+                                 size_t arg_bytes, void (*free_arg)(void *arg), bool once,
+                                 uint64_t *id);
+void symm__proxy_call_drop(symm__ctx *ctx, uint64_t id);
 /* Counters of ctx's proxy (zeros without one). */
 void symm__proxy_stats_get(symm__ctx *ctx, symm__proxy_stats *s);
 

@@ -108,6 +108,9 @@ typedef struct frozen_device_ctx {
     void *peer_base[64];
     /* 1.1 */
     const int32_t *fail_word;
+    uint32_t device_abi; /* 1.3 */
+    uint32_t n_rings;    /* 1.3 */
+    const void *rings;   /* 1.3 */
 } frozen_device_ctx;
 
 typedef struct frozen_device_team {
@@ -180,6 +183,9 @@ static void check_structs(void) {
     FIELD(symm_device_ctx, frozen_device_ctx, peer_table);
     FIELD(symm_device_ctx, frozen_device_ctx, peer_base);
     FIELD(symm_device_ctx, frozen_device_ctx, fail_word);
+    FIELD(symm_device_ctx, frozen_device_ctx, device_abi);
+    FIELD(symm_device_ctx, frozen_device_ctx, n_rings);
+    FIELD(symm_device_ctx, frozen_device_ctx, rings);
 
     SIZE(symm_device_team, frozen_device_team);
     FIELD(symm_device_team, frozen_device_team, struct_size);
@@ -208,10 +214,12 @@ static void check_structs(void) {
     expect_u64("LP64 sizeof(symm_ctx_info)", sizeof(symm_ctx_info), 56);
     expect_u64("LP64 sizeof(symm_team_config)", sizeof(symm_team_config), 8);
     expect_u64("LP64 sizeof(symm_unique_id)", sizeof(symm_unique_id), 128);
-    expect_u64("LP64 sizeof(symm_device_ctx)", sizeof(symm_device_ctx), 568);
+    expect_u64("LP64 sizeof(symm_device_ctx)", sizeof(symm_device_ctx), 584);
     expect_u64("LP64 offsetof(symm_device_ctx, peer_table)", offsetof(symm_device_ctx, peer_table), 40);
     expect_u64("LP64 offsetof(symm_device_ctx, peer_base)", offsetof(symm_device_ctx, peer_base), 48);
     expect_u64("LP64 offsetof(symm_device_ctx, fail_word)", offsetof(symm_device_ctx, fail_word), 560);
+    expect_u64("LP64 offsetof(symm_device_ctx, device_abi)", offsetof(symm_device_ctx, device_abi), 568);
+    expect_u64("LP64 offsetof(symm_device_ctx, rings)", offsetof(symm_device_ctx, rings), 576);
     expect_u64("LP64 sizeof(symm_device_team)", sizeof(symm_device_team), 32);
     expect_u64("LP64 sizeof(symm_runtime_negotiation)", sizeof(symm_runtime_negotiation), 32);
 #endif
@@ -476,6 +484,7 @@ static void check_constants(void) {
     FROZEN(SYMM_OP_OR, 5)
     FROZEN(SYMM_OP_XOR, 6)
     FROZEN(SYMM_DEVICE_FAST_PES, 64)
+    FROZEN(SYMM_DEVICE_ABI_VERSION, 2)
     FROZEN(SYMM_ASYNC_CLEAR, 1)
     FROZEN(SYMM_INDEX_NONE, UINT64_MAX)
 #undef FROZEN

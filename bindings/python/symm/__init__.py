@@ -23,7 +23,7 @@ from ._core import (Context, Team, Buffer, FetchResult, init, available, probe, 
                     get_include, get_library_dir,
                     dtype_code, dtype_size, team_config, DTYPES, OPS, AMOS, CMPS, TEAMS, INDEX_NONE)
 
-__version__ = "1.2.0"
+__version__ = "1.3.0"
 
 __all__ = [
     "Error", "InvalidArgument", "InvalidHandle", "OutOfBounds", "OutOfMemory",

@@ -51,6 +51,7 @@ class DeviceCtx(ctypes.Structure):
         ("struct_size", u32), ("my_pe", i32), ("n_pes", i32), ("team_slots", i32),
         ("heap_cap", u64), ("heap_base", vp), ("slot_bytes", u64), ("peer_table", vp),
         ("peer_base", vp * 64), ("fail_word", vp),
+        ("device_abi", u32), ("n_rings", u32), ("rings", vp),  # since 1.3: the GPU proxy
     ]
 
 

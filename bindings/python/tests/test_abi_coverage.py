@@ -33,6 +33,8 @@ NOT_WRAPPED = {
     "SYMM_SUCCESS": "success raises nothing (every other status is an exception class)",
     "SYMM_DEVICE_FAST_PES": "device-side detail: the length of symm_device_ctx.peer_base, "
                             "which Context.device_ctx() returns as a ctypes struct",
+    "SYMM_DEVICE_ABI_VERSION": "device-side detail: the value of symm_device_ctx.device_abi "
+                               "(GPU code compares it; DeviceCtx carries the field)",
 }
 
 # Constant groups given as a table of the public layer: group -> table name.

@@ -203,6 +203,7 @@ static symm_status load_kernels(cu_state *s) {
     SYMM_TRY(symm__cu_get_fn(s, &s->f_barrier_wide, "symm_k_barrier_wide"));
     SYMM_TRY(symm__cu_get_fn(s, &s->f_gather, "symm_k_gather"));
     SYMM_TRY(symm__cu_get_fn(s, &s->f_agree, "symm_k_agree"));
+    SYMM_TRY(symm__cu_get_fn(s, &s->f_ring, "symm_k_ring"));
     SYMM_TRY(symm__cu_a2av_setup(s));
     return SYMM_SUCCESS;
 }
@@ -552,6 +553,54 @@ static symm_status cuda_local_copy(symm__ctx *ctx, void *dst, const void *src, u
     return symm__cu_finish(s, NULL);
 }
 
+/* ---- memory of the proxy's rings (runtime/proxy) ---- */
+
+/* Host memory the GPU reads and writes: pinned, mapped (UVA: the host address
+ * is the device address). */
+static void *cuda_pinned_alloc(symm__ctx *ctx, size_t bytes) {
+    cu_state *s = ctx->backend;
+    void *p = NULL;
+    if (cu_enter(s) != SYMM_SUCCESS) return NULL;
+    CUresult r = symm__cu.MemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_PORTABLE |
+                                                      CU_MEMHOSTALLOC_DEVICEMAP);
+    if (r != CUDA_SUCCESS) {
+        symm__cu_fail(r, "cuMemHostAlloc (proxy rings)");
+        return NULL;
+    }
+    memset(p, 0, bytes);
+    return p;
+}
+
+static void cuda_pinned_free(symm__ctx *ctx, void *p, size_t bytes) {
+    (void)bytes;
+    if (p && cu_enter(ctx->backend) == SYMM_SUCCESS) symm__cu.MemFreeHost(p);
+}
+
+static void *cuda_pinned_device(symm__ctx *ctx, void *p) {
+    (void)ctx;
+    return p;
+}
+
+static void *cuda_device_alloc(symm__ctx *ctx, size_t bytes) {
+    cu_state *s = ctx->backend;
+    CUdeviceptr d = 0;
+    if (cu_enter(s) != SYMM_SUCCESS) return NULL;
+    CUresult r = symm__cu.MemAlloc(&d, bytes);
+    if (r == CUDA_SUCCESS) r = symm__cu.MemsetD8Async(d, 0, bytes, s->s_int);
+    if (r == CUDA_SUCCESS) r = symm__cu.StreamSynchronize(s->s_int);
+    if (r != CUDA_SUCCESS) {
+        if (d) symm__cu.MemFree(d);
+        symm__cu_fail(r, "cuMemAlloc (proxy producer words)");
+        return NULL;
+    }
+    return (void *)(uintptr_t)d;
+}
+
+static void cuda_device_free(symm__ctx *ctx, void *p, size_t bytes) {
+    (void)bytes;
+    if (p && cu_enter(ctx->backend) == SYMM_SUCCESS) symm__cu.MemFree((CUdeviceptr)(uintptr_t)p);
+}
+
 const symm__backend_ops symm__cuda_ops = {
     .name = "cuda",
     .id = SYMM_BACKEND_CUDA,
@@ -588,5 +637,11 @@ const symm__backend_ops symm__cuda_ops = {
     .dmabuf_fd = cuda_dmabuf_fd,
     .is_device_mem = cuda_is_device_mem,
     .local_copy = cuda_local_copy,
+    .pinned_alloc = cuda_pinned_alloc,
+    .pinned_free = cuda_pinned_free,
+    .pinned_device = cuda_pinned_device,
+    .device_alloc = cuda_device_alloc,
+    .device_free = cuda_device_free,
+    .ring_stream = symm__cuda_ring_stream,
     .tp_gpu_open = symm__cuda_tp_gpu_open, /* cuda_tpmem.c */
 };

@@ -121,6 +121,7 @@ typedef struct cu_state {
     CUmodule mod[SYMM__CUDA_FATBINS_N]; /* symm__cuda_fatbins[i], loaded in order */
     CUfunction f_copy, f_store, f_signal, f_wait, f_amo, f_barrier2, f_barrier8, f_barrier64, f_gather;
     CUfunction f_agree; /* symm_k_agree (symm__cuda_coll_agree) */
+    CUfunction f_ring;  /* symm_k_ring (symm__cuda_ring_stream: stream forms via the proxy) */
     CUfunction f_a2av;     /* symm_k_alltoallv (cuda_a2av.c)                   */
     CUfunction f_a2av_ll;  /* symm_k_alltoallv_ll: its LL form                 */
     unsigned a2av_blocks;  /* its grid: SYMM_CUDA_A2AV_BLOCKS, 0 = one a SM     */
@@ -331,5 +332,8 @@ symm_status symm__cuda_signal_stream(symm__ctx *ctx, int32_t pe, uint64_t off,
 symm_status symm__cuda_wait_stream(symm__ctx *ctx, uint64_t off, uint32_t cmp,
                                    uint64_t value, void *stream);
 symm_status symm__cuda_quiet_stream(symm__ctx *ctx, void *stream);
+symm_status symm__cuda_ring_stream(symm__ctx *ctx, const struct symm_ring *r,
+                                   const struct symm_ring_req *q, uint64_t inline_bytes,
+                                   uint32_t n_inline, void *stream);
 
 #endif /* SYMM_CUDA_INTERNAL_H */

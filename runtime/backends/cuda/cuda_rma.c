@@ -3,6 +3,8 @@
  * the stream-ordered puts, gets, signals and waits (cuda_internal.h lists
  * the backend's files).
  */
+#include <symm/symm_device_ring.h>
+
 #include "cuda_internal.h"
 
 /* ------------------------------------------------------------------------ */
@@ -294,3 +296,18 @@ symm_status symm__cuda_quiet_stream(symm__ctx *ctx, void *stream) {
     return SYMM_SUCCESS;
 }
 
+
+/* A stream form to a PE of another host: symm_k_ring on the stream posts the
+ * request to the proxy's stream ring and waits for it (kernels.cu). */
+symm_status symm__cuda_ring_stream(symm__ctx *ctx, const struct symm_ring *r,
+                                   const struct symm_ring_req *q, uint64_t inline_bytes,
+                                   uint32_t n_inline, void *stream) {
+    cu_state *s = ctx->backend;
+    SYMM_TRY(cu_enter(s));
+    CUstream cs = stream_of(s, stream);
+    symm_ring rr = *r;
+    symm_ring_req qq = *q;
+    void *args[] = {&rr, &qq, &inline_bytes, &n_inline};
+    SYMM_TRY(symm__cu_launch(s, s->f_ring, "cuLaunchKernel(symm_k_ring)", 1, 1, 32, cs, args));
+    return symm__cu_finish(s, stream);
+}

@@ -36,6 +36,30 @@ extern "C" __global__ void symm_k_store(char *dst, const __grid_constant__ symm_
     for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) dst[i] = (char)data.bytes[i];
 }
 
+/* A stream form to a PE of another host (backend op ring_stream): one thread
+ * claims a ticket on the proxy's stream ring, writes the request (an inline
+ * value goes to the ticket's scratch cell first) and waits until the proxy
+ * finished it, so the stream goes on after the operation completed remotely.
+ * A failure (dead PE, stopped proxy) ends the wait; the proxy records it
+ * (symm_ctx_async_error). */
+extern "C" __global__ void symm_k_ring(const __grid_constant__ symm_ring r,
+                                       const __grid_constant__ symm_ring_req q, uint64_t inl,
+                                       uint32_t n_inline) {
+    symm__k_enter();
+    if (threadIdx.x != 0) return;
+    uint64_t t = 0;
+    if (symm_ring_claim(&r, &t) != SYMM_SUCCESS) return;
+    symm_ring_req x = q;
+    if (n_inline) {
+        uint64_t *cell = symm_ring_cell(&r, t);
+        *(volatile uint64_t *)cell = inl;
+        x.local = (uint64_t)(uintptr_t)cell;
+        __threadfence_system();
+    }
+    symm_ring_write(&r, &x, t);
+    (void)symm_ring_wait(&r, t + 1);
+}
+
 /* Signal update after everything earlier in the stream. */
 extern "C" __global__ void symm_k_signal(uint64_t *sig, uint64_t value, uint32_t op) {
     symm__k_enter();

@@ -36,8 +36,8 @@ pub type symm_stream_t = *mut c_void;
 // ---- constants (every integer #define of symm.h)
 /// C `#define SYMM_VERSION_MAJOR 1`.
 pub const SYMM_VERSION_MAJOR: u32 = 1;
-/// C `#define SYMM_VERSION_MINOR 2`.
-pub const SYMM_VERSION_MINOR: u32 = 2;
+/// C `#define SYMM_VERSION_MINOR 3`.
+pub const SYMM_VERSION_MINOR: u32 = 3;
 /// C `#define SYMM_VERSION_PATCH 0`.
 pub const SYMM_VERSION_PATCH: u32 = 0;
 /// ```text
@@ -45,7 +45,7 @@ pub const SYMM_VERSION_PATCH: u32 = 0;
 /// spelled as a literal so binding generators (bindgen, cgo, translate-c) keep
 /// it; tests/abi checks that the two agree.
 /// ```
-pub const SYMM_VERSION: u32 = 1002000;
+pub const SYMM_VERSION: u32 = 1003000;
 /// C `#define SYMM_SUCCESS 0`.
 pub const SYMM_SUCCESS: symm_status = 0;
 /// C `#define SYMM_ERR_INVALID_ARG 1`.
@@ -326,6 +326,11 @@ pub const SYMM_OP_XOR: u32 = 6;
 /// parameter space, the fastest to read); the rest are read from peer_table.
 /// ```
 pub const SYMM_DEVICE_FAST_PES: usize = 64;
+/// ```text
+/// The device-side ABI version a runtime fills into symm_device_ctx.device_abi:
+/// 2 since 1.3 (the proxy rings). symm_device.cuh compares it with its own.
+/// ```
+pub const SYMM_DEVICE_ABI_VERSION: u32 = 2;
 
 // ---- structs (repr(C), field for field)
 /// ```text
@@ -424,8 +429,14 @@ pub struct symm_device_ctx {
     pub peer_table: *const *mut c_void,
     /// `void * peer_base[SYMM_DEVICE_FAST_PES]`: peer_table[0 .. 63], in the struct
     pub peer_base: [*mut c_void; SYMM_DEVICE_FAST_PES],
-    /// `const int32_t * fail_word`: since 1.1: host-pinned word that GPU code can read: 0 while the job is healthy, 2 once the runtime learned that a peer PE died (it stays 2); the device waits that take the context give up then (symm_device.cuh). Filled when struct_size covers it.
+    /// `const int32_t * fail_word`: since 1.1: host-pinned word that GPU code can read: 0 while the job is healthy, 2 once the runtime learned that a peer PE died (it stays 2); the device waits that take the context give up then (symm_device.cuh). Filled when struct_size covers it. Since 1.3 (filled when struct_size covers them): the GPU proxy, through * which device code reaches PEs that are not load/store reachable (PEs of * other hosts; docs/PROXY.md).
     pub fail_word: *const i32,
+    /// `uint32_t device_abi`: SYMM_DEVICE_ABI_VERSION of the runtime (2 at 1.3; a 1.3 header refuses another value)
+    pub device_abi: u32,
+    /// `uint32_t n_rings`: proxy rings for kernels (0: no proxy: every PE the context reaches is load/store reachable)
+    pub n_rings: u32,
+    /// `const void * rings`: device memory: n_rings symm_ring handles (symm_device_ring.h), valid until finalize
+    pub rings: *const c_void,
 }
 /// ```text
 /// A team as seen by GPU code.
@@ -1341,6 +1352,9 @@ pub fn struct_layouts() -> Vec<StructLayout> {
             ("peer_table", offset_of!(symm_device_ctx, peer_table), fsize!(symm_device_ctx, peer_table)),
             ("peer_base", offset_of!(symm_device_ctx, peer_base), fsize!(symm_device_ctx, peer_base)),
             ("fail_word", offset_of!(symm_device_ctx, fail_word), fsize!(symm_device_ctx, fail_word)),
+            ("device_abi", offset_of!(symm_device_ctx, device_abi), fsize!(symm_device_ctx, device_abi)),
+            ("n_rings", offset_of!(symm_device_ctx, n_rings), fsize!(symm_device_ctx, n_rings)),
+            ("rings", offset_of!(symm_device_ctx, rings), fsize!(symm_device_ctx, rings)),
         ]),
         ("symm_device_team", size_of::<symm_device_team>(), align_of::<symm_device_team>(), vec![
             ("struct_size", offset_of!(symm_device_team, struct_size), fsize!(symm_device_team, struct_size)),

@@ -33,6 +33,10 @@ const NOT_WRAPPED: &[(&str, &str)] = &[
         "SYMM_DEVICE_FAST_PES",
         "device-side detail of symm_device_ctx (kernels read it through symm::sys)",
     ),
+    (
+        "SYMM_DEVICE_ABI_VERSION",
+        "device-side detail: the value of symm_device_ctx.device_abi (GPU code compares it)",
+    ),
 ];
 
 /// The code of `text` without its comments (doc comments name C entries

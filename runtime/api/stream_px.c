@@ -1,0 +1,44 @@
+/* Stream forms to PEs of other hosts through the GPU proxy (stream_px.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "stream_px.h"
+
+bool symm__px_stream_team(const symm__team *team) {
+    const symm__ctx *ctx = team->ctx;
+    return ctx->proxy && ctx->ops->ring_stream && symm__team_has_remote(team);
+}
+
+symm_status symm__px_stream(symm__ctx *ctx, const symm_ring_req *q, uint64_t inline_bytes,
+                            uint32_t n_inline, symm_stream_t stream) {
+    symm_ring r;
+    SYMM_TRY(symm__proxy_stream_ring(ctx, &r));
+    return ctx->ops->ring_stream(ctx, &r, q, inline_bytes, n_inline, symm__hook_stream(stream));
+}
+
+symm_status symm__px_stream_call(symm__ctx *ctx, symm__proxy_call_fn fn, const void *arg,
+                                 size_t arg_bytes, symm_stream_t stream) {
+    void *copy = malloc(arg_bytes);
+    if (!copy) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "out of host memory");
+    memcpy(copy, arg, arg_bytes);
+    /* Kept (a captured graph replays the kernel, which posts the same number
+     * again); the same call again reuses it (symm__proxy_call_add). */
+    uint64_t id = 0;
+    SYMM_TRY(symm__proxy_call_add(ctx, fn, copy, arg_bytes, free, false, &id));
+    symm_ring_req q;
+    symm__ring_req_init(&q, SYMM_RING_OP_CALL, 0);
+    q.value = id;
+    return symm__px_stream(ctx, &q, 0, 0, stream);
+}
+
+symm_status symm__px_stream_quiet(symm__ctx *ctx, symm_stream_t stream) {
+    const uint32_t n = symm__proxy_n_rings(ctx);
+    for (uint32_t i = 0; i < n; i++) {
+        symm_ring r;
+        SYMM_TRY(symm__proxy_ring(ctx, i, SYMM_RING_VERSION, &r));
+        symm_ring_req q;
+        symm__ring_req_init(&q, SYMM_RING_OP_QUIET, 0);
+        SYMM_TRY(ctx->ops->ring_stream(ctx, &r, &q, 0, 0, symm__hook_stream(stream)));
+    }
+    return SYMM_SUCCESS;
+}
