@@ -23,6 +23,8 @@ PIP_ARGS=${SYMM_NEWCOMER_PIP_ARGS:-}
 ZIG_VERSION=0.15.2
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# A newcomer's environment: nothing pointing into a build or a checkout.
+unset SYMM_RUNTIME SYMM_LOADER SYMM_SOURCE_DIR
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/symm-newcomer.XXXXXX") || exit 1
 if [ "${SYMM_NEWCOMER_KEEP:-0}" = 1 ]; then echo "newcomer: working in $tmp (kept)"
 else trap 'rm -rf "$tmp"' EXIT; fi
@@ -84,6 +86,10 @@ symmrun_c=$demo_build/runtime/symmrun
 
 # ---- pip install into a fresh venv
 vpy=$venv/bin/python
+# The in-tree backend of bindings/python keeps its Meson build directory in
+# $TMPDIR (one per source tree) unless told otherwise: here inside $tmp, so it
+# goes with the copy. (Other backends ignore the variable.)
+export SYMM_WHEEL_BUILDDIR=$tmp/wheel-build
 pip_install() {
   python3 -m venv "$venv" || { echo "python3 -m venv failed (Debian: apt-get install python3-venv)"; return 1; }
   # shellcheck disable=SC2086
@@ -186,18 +192,23 @@ step "Go README example (go build ./examples/ring; symmrun -n 4 ./ring)" go_ring
 
 # ---- Zig: examples/ring.zig as its README runs it (Zig from PATH, or the
 # ziglang release on PyPI that bindings/zig/test.sh uses)
+# the copy the bindings suite installed into the test build, if any
+zig_here=$root/${SYMM_BUILD_DIR:-build-test}/bindings/zig/ziglang-$ZIG_VERSION
 zig_ring() {
   [ -x "$symmrun_c" ] || skip "no symmrun (the demo failed)"
   local zig=()
   if command -v zig >/dev/null 2>&1 && [ "$(zig version)" = "$ZIG_VERSION" ]; then zig=(zig)
   elif [ "$(python3 -m ziglang version 2>/dev/null)" = "$ZIG_VERSION" ]; then zig=(python3 -m ziglang)
+  elif [ -d "$zig_here" ] &&
+       [ "$(PYTHONPATH="$zig_here" python3 -m ziglang version 2>/dev/null)" = "$ZIG_VERSION" ]; then
+    zig=(env PYTHONPATH="$zig_here" python3 -m ziglang)
   else
     echo "installing ziglang==$ZIG_VERSION from PyPI"
     python3 -m pip install -q --disable-pip-version-check --target "$tmp/ziglang" \
       "ziglang==$ZIG_VERSION" || skip "Zig $ZIG_VERSION not found and not installable (pip install ziglang==$ZIG_VERSION)"
     zig=(env PYTHONPATH="$tmp/ziglang" python3 -m ziglang)
   fi
-  (cd "$src/bindings/zig" && "${zig[@]}" build --global-cache-dir "$tmp/zig-cache" -j2) || return 1
+  (cd "$src/bindings/zig" && "${zig[@]}" build -j2) || return 1
   "$symmrun_c" -n 4 "$src/bindings/zig/zig-out/bin/ring"
 }
 step "Zig README example (zig build; symmrun -n 4 zig-out/bin/ring)" zig_ring

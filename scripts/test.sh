@@ -26,7 +26,7 @@ summary() {
   echo
   echo "== phases (seconds)"
   printf '%s\n' "${phases[@]}"
-  echo "phase total      $((SECONDS - t_all)) s"
+  printf 'phase %-10s %5d s\n' total $((SECONDS - t_all))
   # last: the whole suite's count line again (what CI reads)
   [ -n "$count_line" ] && echo "$count_line"
 }
