@@ -88,6 +88,8 @@ symm_deps() {
   command -v ninja >/dev/null 2>&1 || want_pkgs+=(ninja-build)
   command -v python3 >/dev/null 2>&1 || want_pkgs+=(python3 python3-pip)
   python3 -m pip --version >/dev/null 2>&1 || want_pkgs+=(python3-pip)
+  # a fresh venv (scripts/newcomer.sh) needs ensurepip, which Debian ships apart
+  python3 -c 'import ensurepip' >/dev/null 2>&1 || want_pkgs+=(python3-venv)
   command -v abidiff >/dev/null 2>&1 || want_pkgs+=(abigail-tools)
   command -v nm >/dev/null 2>&1 || want_pkgs+=(binutils)
   command -v g++ >/dev/null 2>&1 || want_pkgs+=(g++)
