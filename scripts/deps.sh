@@ -1,8 +1,46 @@
 #!/usr/bin/env bash
 # Make sure the build and test tools are present; install what is missing
-# (apt-get as root, pip for meson). Sourced by demo.sh and test.sh.
-# Prints plainly what it could not install and returns non-zero then.
+# (apt-get as root, pip for meson). Prints plainly what it could not install
+# and returns non-zero then.
+#   bash scripts/deps.sh         # what a build needs: C compiler, ninja, python3, meson >= 1.1
+#   bash scripts/deps.sh --all   # everything the test suite needs too
+# Sourced by demo.sh (symm_deps_build: the build tools only) and test.sh
+# (symm_deps: all).
 set -u
+
+# pip install into this python3, also where the distribution marks its Python
+# as externally managed (PEP 668, Debian 12): then into ~/.local, which is put
+# on PATH for this shell.
+symm_pip_install() {
+  local out
+  out=$(python3 -m pip install -q --disable-pip-version-check "$@" 2>&1) && return 0
+  if printf '%s' "$out" | grep -q externally-managed-environment; then
+    python3 -m pip install -q --disable-pip-version-check --user --break-system-packages "$@" \
+      2>&1 | grep -v "Running pip as the 'root'"
+    case ":$PATH:" in *":$HOME/.local/bin:"*) ;; *) export PATH="$HOME/.local/bin:$PATH" ;; esac
+    hash -r
+    return 0
+  fi
+  printf '%s\n' "$out" | grep -v "Running pip as the 'root'"
+  return 1
+}
+
+# apt-get install as root; otherwise say what is missing. --min: without
+# the packages' recommendations (the demo's compiler: minutes less on a fresh
+# machine).
+symm_apt_install() {
+  local rec=()
+  [ "${1:-}" = --min ] && { rec=(--no-install-recommends); shift; }
+  [ $# -gt 0 ] || return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "deps: apt-get install $*"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${rec[@]}" "$@") \
+      >/tmp/symm-apt.log 2>&1 || echo "deps: apt-get failed (log: /tmp/symm-apt.log)"
+    hash -r
+  else
+    echo "deps: not root (or no apt-get): cannot install $*"
+  fi
+}
 
 symm_need_meson() {
   if command -v meson >/dev/null 2>&1; then
@@ -15,9 +53,33 @@ PY
     then return 0; fi
   fi
   echo "deps: installing meson (>= 1.1) with pip"
-  python3 -m pip install -q --disable-pip-version-check 'meson>=1.1' 2>&1 | grep -v "Running pip as the 'root'" || true
+  symm_pip_install 'meson>=1.1' || true
   hash -r
   command -v meson >/dev/null 2>&1
+}
+
+# What building the libraries, symmrun and the examples needs, nothing more
+# (the demo): a C compiler, ninja, python3 with pip, meson >= 1.1. A fresh
+# Debian gets gcc and libc6-dev rather than build-essential (no g++, make).
+symm_deps_build() {
+  local want_pkgs=() missing=()
+  command -v cc >/dev/null 2>&1 || want_pkgs+=(gcc libc6-dev)
+  command -v ninja >/dev/null 2>&1 || want_pkgs+=(ninja-build)
+  command -v python3 >/dev/null 2>&1 || want_pkgs+=(python3)
+  python3 -m pip --version >/dev/null 2>&1 || want_pkgs+=(python3-pip)
+  symm_apt_install --min "${want_pkgs[@]}"
+  if ! command -v ninja >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; then
+    echo "deps: installing ninja with pip"; symm_pip_install ninja || true
+  fi
+  command -v cc >/dev/null 2>&1 || missing+=("a C compiler (apt-get install gcc libc6-dev)")
+  command -v ninja >/dev/null 2>&1 || missing+=("ninja (ninja-build)")
+  command -v python3 >/dev/null 2>&1 || missing+=("python3")
+  symm_need_meson || missing+=("meson >= 1.1 (python3 -m pip install meson)")
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "deps: MISSING, cannot build: ${missing[*]}"
+    return 1
+  fi
+  return 0
 }
 
 symm_deps() {
@@ -26,6 +88,8 @@ symm_deps() {
   command -v ninja >/dev/null 2>&1 || want_pkgs+=(ninja-build)
   command -v python3 >/dev/null 2>&1 || want_pkgs+=(python3 python3-pip)
   python3 -m pip --version >/dev/null 2>&1 || want_pkgs+=(python3-pip)
+  # a fresh venv (scripts/newcomer.sh) needs ensurepip, which Debian ships apart
+  python3 -c 'import ensurepip' >/dev/null 2>&1 || want_pkgs+=(python3-venv)
   command -v abidiff >/dev/null 2>&1 || want_pkgs+=(abigail-tools)
   command -v nm >/dev/null 2>&1 || want_pkgs+=(binutils)
   command -v g++ >/dev/null 2>&1 || want_pkgs+=(g++)
@@ -37,15 +101,7 @@ symm_deps() {
   # tcp;ofi_rxm and shm providers. fi_info (libfabric-bin) lists providers.
   [ -f /usr/include/rdma/fabric.h ] || want_pkgs+=(libfabric-dev)
   command -v fi_info >/dev/null 2>&1 || want_pkgs+=(libfabric-bin)
-  if [ ${#want_pkgs[@]} -gt 0 ]; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-      echo "deps: apt-get install ${want_pkgs[*]}"
-      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${want_pkgs[@]}") \
-        >/tmp/symm-apt.log 2>&1 || echo "deps: apt-get failed (log: /tmp/symm-apt.log)"
-    else
-      echo "deps: not root (or no apt-get): cannot install ${want_pkgs[*]}"
-    fi
-  fi
+  [ ${#want_pkgs[@]} -eq 0 ] || symm_apt_install "${want_pkgs[@]}"
   command -v cc >/dev/null 2>&1 || missing+=("a C compiler (build-essential)")
   command -v ninja >/dev/null 2>&1 || missing+=("ninja (ninja-build)")
   command -v python3 >/dev/null 2>&1 || missing+=("python3")
@@ -57,7 +113,7 @@ symm_deps() {
   # NumPy for the Python package's host tests (PyPI).
   if ! python3 -c 'import numpy' >/dev/null 2>&1; then
     echo "deps: installing numpy with pip (Python binding tests)"
-    python3 -m pip install -q --disable-pip-version-check numpy 2>&1 | grep -v "Running pip as the 'root'" || true
+    symm_pip_install numpy || true
     python3 -c 'import numpy' >/dev/null 2>&1 || missing+=("numpy (python3 -m pip install numpy)")
   fi
   if ! command -v abidiff >/dev/null 2>&1; then
@@ -72,3 +128,12 @@ symm_deps() {
   fi
   return 0
 }
+
+# Run (not sourced): install.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  case "${1:-}" in
+    --all) symm_deps ;;
+    "") symm_deps_build ;;
+    *) echo "usage: bash scripts/deps.sh [--all]" >&2; exit 2 ;;
+  esac
+fi

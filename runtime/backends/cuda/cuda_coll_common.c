@@ -153,10 +153,23 @@ static const char *const dtype_names[SYMM_DTYPE_COUNT] = {
 static const char *const op_names[CU_N_OPS] = {"sum", "prod", "min", "max", "and", "or", "xor"};
 
 /* The reduction kernel of a form: symm_k_<form>reduce_<dtype>_<op>, looked
- * up on first use. */
+ * up on first use. A signed integer dtype has kernels for min and max only:
+ * sum, prod, and, or and xor give the same bits in two's complement whether
+ * the elements are read as signed or unsigned, so those run the unsigned
+ * type's kernel of the same size (no second copy to compile; and the
+ * unsigned kernel's wrap-around is defined where signed overflow is not). */
 symm_status symm__cu_reduce_fn(cu_state *s, uint32_t dtype, uint32_t op, int form, CUfunction *f) {
     if (dtype >= SYMM_DTYPE_COUNT || !dtype_names[dtype] || op >= CU_N_OPS)
         return symm__err(SYMM_ERR_INVALID_ARG, "no reduction kernel for dtype %u op %u", dtype, op);
+    if (op != SYMM_OP_MIN && op != SYMM_OP_MAX) {
+        switch (dtype) {
+        case SYMM_DTYPE_INT8: dtype = SYMM_DTYPE_UINT8; break;
+        case SYMM_DTYPE_INT16: dtype = SYMM_DTYPE_UINT16; break;
+        case SYMM_DTYPE_INT32: dtype = SYMM_DTYPE_UINT32; break;
+        case SYMM_DTYPE_INT64: dtype = SYMM_DTYPE_UINT64; break;
+        default: break;
+        }
+    }
     _Atomic(CUfunction) *slot = form == CU_RED_LL       ? &s->f_llreduce[dtype][op]
                                 : form == CU_RED_STAGED ? &s->f_streduce[dtype][op]
                                 : form == CU_RED_L8     ? &s->f_l8reduce[dtype][op]

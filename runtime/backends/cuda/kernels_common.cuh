@@ -166,34 +166,39 @@ struct symm__op_xor {
 };
 
 /* Every (dtype, op) pair that has reduction kernels: X(tname, T, oname, Op).
- * Floating types have no AND/OR/XOR. SYMM__REDUCE_PAIRS_<bits> are the
- * pairs of the dtypes of one element size, for a form whose kernels are
- * spread over several files (kernels_staged_<bits>.cu); SYMM__REDUCE_PAIRS
- * is all of them. */
+ * Floating types have no AND/OR/XOR. Signed integer types have MIN and MAX
+ * only: their sum, prod, and, or and xor are bit for bit the unsigned type's
+ * (two's complement), and symm__cu_reduce_fn (cuda_coll_common.c) runs the
+ * unsigned kernel for them, which saves compiling 20 of 72 pairs per form.
+ * SYMM__REDUCE_PAIRS_<bits> are the pairs of the dtypes of one element size,
+ * for a form whose kernels are spread over several files
+ * (kernels_staged_<bits>.cu); SYMM__REDUCE_PAIRS is all of them. */
+#define SYMM__REDUCE_ORDER(X, tname, T) \
+    X(tname, T, min, symm__op_min)      \
+    X(tname, T, max, symm__op_max)
 #define SYMM__REDUCE_ARITH(X, tname, T) \
     X(tname, T, sum, symm__op_sum)      \
     X(tname, T, prod, symm__op_prod)    \
-    X(tname, T, min, symm__op_min)      \
-    X(tname, T, max, symm__op_max)
+    SYMM__REDUCE_ORDER(X, tname, T)
 #define SYMM__REDUCE_INT(X, tname, T) \
     SYMM__REDUCE_ARITH(X, tname, T)   \
     X(tname, T, and, symm__op_and)    \
     X(tname, T, or, symm__op_or)      \
     X(tname, T, xor, symm__op_xor)
 #define SYMM__REDUCE_PAIRS_8(X)           \
-    SYMM__REDUCE_INT(X, int8, int8_t)     \
+    SYMM__REDUCE_ORDER(X, int8, int8_t)   \
     SYMM__REDUCE_INT(X, uint8, uint8_t)
 #define SYMM__REDUCE_PAIRS_16(X)                   \
-    SYMM__REDUCE_INT(X, int16, int16_t)            \
+    SYMM__REDUCE_ORDER(X, int16, int16_t)          \
     SYMM__REDUCE_INT(X, uint16, uint16_t)          \
     SYMM__REDUCE_ARITH(X, float16, __half)         \
     SYMM__REDUCE_ARITH(X, bfloat16, __nv_bfloat16)
 #define SYMM__REDUCE_PAIRS_32(X)            \
-    SYMM__REDUCE_INT(X, int32, int32_t)     \
+    SYMM__REDUCE_ORDER(X, int32, int32_t)   \
     SYMM__REDUCE_INT(X, uint32, uint32_t)   \
     SYMM__REDUCE_ARITH(X, float32, float)
 #define SYMM__REDUCE_PAIRS_64(X)            \
-    SYMM__REDUCE_INT(X, int64, int64_t)     \
+    SYMM__REDUCE_ORDER(X, int64, int64_t)   \
     SYMM__REDUCE_INT(X, uint64, uint64_t)   \
     SYMM__REDUCE_ARITH(X, float64, double)
 #define SYMM__REDUCE_PAIRS(X) \
