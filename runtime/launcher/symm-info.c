@@ -658,6 +658,8 @@ static const var vars[] = {
     {"SYMM_OFI_ATOMICS", "ofi transport, testing: native, cas or am (the atomics path)", false},
     {"SYMM_OFI_MAX_RMA", "ofi transport, testing: split transfers into posts of this many bytes", false},
     {"SYMM_OFI_FORCE_MR_LOCAL", "ofi transport, testing: 1 = registered descriptors and the bounce buffer", false},
+    {"SYMM_OFI_SPIN_US", "ofi transport: microseconds the target's progress thread spins before blocking (shm: opt-in, 0)", false},
+    {"SYMM_OFI_TEST_WRONG_AM_KEY", "ofi transport, testing: 1 = send atomic messages with a wrong key", false},
     {"SYMM_LOADER", "Python package: the loader it opens", false},
     {"SYMM_DEBUG", "log level: NONE, WARN, INFO, TRACE", false},
     {"SYMM_DEBUG_SUBSYS", "log subsystems", false},
