@@ -189,19 +189,46 @@ static void stranger_log(tcp_svc *s, const char *fmt, ...) {
 /* Registered memory                                                         */
 /* ------------------------------------------------------------------------ */
 
-/* Local address of [off, off + n) inside one registered range, or NULL;
- * *gpu: the range is GPU memory. */
+/* The registered range holding byte off, or NULL (reg_lock held). */
+static const region *region_at(const tcp_svc *s, uint64_t off) {
+    for (size_t i = 0; i < s->n_regs; i++) {
+        const region *r = &s->regs[i];
+        if (off >= r->off && off - r->off < r->len) return r;
+    }
+    return NULL;
+}
+
+/* Local address of [off, off + n) inside registered memory, or NULL; *gpu:
+ * the range is GPU memory. The range may span ranges registered one after
+ * the other (heap chunks: mem_add merges them only when nothing else was
+ * registered between) as long as they are contiguous in the heap and in
+ * local memory and of one kind. */
 static uint8_t *lookup(tcp_svc *s, uint64_t off, uint64_t n, bool *gpu) {
     uint8_t *p = NULL;
     *gpu = false;
     pthread_rwlock_rdlock(&s->reg_lock);
-    for (size_t i = 0; i < s->n_regs; i++) {
-        region *r = &s->regs[i];
-        if (off >= r->off && off - r->off <= r->len && n <= r->len - (off - r->off)) {
-            p = r->base + (off - r->off);
-            *gpu = r->gpu;
-            break;
+    const region *r = region_at(s, off);
+    if (r) {
+        p = r->base + (off - r->off);
+        *gpu = r->gpu;
+        uint64_t have = r->len - (off - r->off);
+        while (p && have < n) {
+            const region *next = region_at(s, r->off + r->len);
+            if (!next || next->off != r->off + r->len || next->base != r->base + r->len ||
+                next->gpu != r->gpu)
+                p = NULL;
+            else {
+                have += next->len;
+                r = next;
+            }
         }
+    } else if (n == 0) {
+        /* an empty range at the end of a registered one */
+        for (size_t i = 0; i < s->n_regs && !p; i++)
+            if (s->regs[i].off + s->regs[i].len == off) {
+                p = s->regs[i].base + s->regs[i].len;
+                *gpu = s->regs[i].gpu;
+            }
     }
     pthread_rwlock_unlock(&s->reg_lock);
     return p;
