@@ -116,6 +116,12 @@ symm_deps() {
     symm_pip_install numpy || true
     python3 -c 'import numpy' >/dev/null 2>&1 || missing+=("numpy (python3 -m pip install numpy)")
   fi
+  # pytest runs the Python package's tests (bindings/python/tests/harness.py).
+  if ! python3 -c 'import pytest' >/dev/null 2>&1; then
+    echo "deps: installing pytest with pip (Python binding tests)"
+    symm_pip_install pytest || true
+    python3 -c 'import pytest' >/dev/null 2>&1 || missing+=("pytest (python3 -m pip install pytest)")
+  fi
   if ! command -v abidiff >/dev/null 2>&1; then
     echo "deps: abidiff not available: the ABI baseline test will report a skip"
   fi
