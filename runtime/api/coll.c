@@ -709,6 +709,47 @@ static symm_status coll_px(symm__ctx *ctx, void *arg) {
 
 static symm_status coll_run(const coll_call *c) { return coll_run_x(c, false); }
 
+/* A stream collective over a team with PEs of other hosts: its arguments
+ * checked now (a bad call fails at once, on this PE), then the call queued
+ * for the proxy's thread (coll_px) in stream order. */
+static symm_status coll_enqueue_px(const coll_call *c, coll_plan *p) {
+    SYMM_TRY(coll_check(c, p));
+    coll_call b; /* field by field on zeroed bytes: equal calls compare equal */
+    memset(&b, 0, sizeof b);
+    b.kind = c->kind;
+    b.team_h = c->team_h;
+    b.dst_h = c->dst_h;
+    b.src_h = c->src_h;
+    b.dst_index = c->dst_index;
+    b.src_index = c->src_index;
+    b.nelems = c->nelems;
+    b.root = c->root;
+    b.op = c->op;
+    b.dst_nelems = c->dst_nelems;
+    b.src_nelems = c->src_nelems;
+    b.scount_h = c->scount_h;
+    b.rcount_h = c->rcount_h;
+    b.scount_index = c->scount_index;
+    b.rcount_index = c->rcount_index;
+    return symm__px_stream_call(p->ctx, coll_px, &b, sizeof b, c->stream);
+}
+
+/* Host memory the generic algorithm needs, taken before the exchange: a
+ * failure is this PE's status, seen by all, not a hang. */
+static symm_status coll_buffers(const coll_call *c, coll_plan *p, bool reduction, bool counts_a2av) {
+    if (c->kind == SYMM__COLL_COLLECT || counts_a2av) {
+        p->counts = malloc((size_t)p->team->n_pes * (counts_a2av ? 4u : 1u) * sizeof *p->counts);
+        if (!p->counts) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "%s: out of host memory", p->fn);
+    }
+    if (reduction && c->nelems) {
+        p->acc = malloc((size_t)SYMM__COLL_CHUNK * 8);
+        p->tmp = malloc((size_t)SYMM__COLL_CHUNK * 8);
+        if (!p->acc || !p->tmp)
+            return symm__err(SYMM_ERR_OUT_OF_MEMORY, "%s: out of host memory", p->fn);
+    }
+    return SYMM_SUCCESS;
+}
+
 static symm_status coll_run_x(const coll_call *c, bool in_proxy) {
     symm__err_clear();
     coll_plan p;
@@ -720,29 +761,7 @@ static symm_status coll_run_x(const coll_call *c, bool in_proxy) {
     /* the proxy's thread runs a stream form the caller's thread enqueued */
     st = in_proxy ? SYMM_SUCCESS : symm__thread_check(p.ctx);
     if (st) return symm__err_prefix(p.fn, st);
-    if (c->on_stream && symm__px_stream_team(p.team)) {
-        /* arguments checked now (a bad call fails at once, on this PE) */
-        SYMM_TRY(coll_check(c, &p));
-        coll_call b; /* field by field on zeroed bytes: equal calls compare equal */
-        memset(&b, 0, sizeof b);
-        b.kind = c->kind;
-        b.team_h = c->team_h;
-        b.dst_h = c->dst_h;
-        b.src_h = c->src_h;
-        b.dst_index = c->dst_index;
-        b.src_index = c->src_index;
-        b.nelems = c->nelems;
-        b.root = c->root;
-        b.op = c->op;
-        b.dst_nelems = c->dst_nelems;
-        b.src_nelems = c->src_nelems;
-        b.scount_h = c->scount_h;
-        b.rcount_h = c->rcount_h;
-        b.scount_index = c->scount_index;
-        b.rcount_index = c->rcount_index;
-        return symm__px_stream_call(p.ctx, coll_px, &b, sizeof b, c->stream);
-    }
-
+    if (c->on_stream && symm__px_stream_team(p.team)) return coll_enqueue_px(c, &p);
     const int32_t hook_max = p.ctx->ops->coll_max_pes;
     /* Teams that span hosts run the generic algorithm over routed put/get. */
     const bool hook = p.ctx->ops->coll != NULL && (hook_max == 0 || p.team->n_pes <= hook_max) &&
@@ -774,18 +793,7 @@ static symm_status coll_run_x(const coll_call *c, bool in_proxy) {
     if (hook && (c->on_stream || (c->kind != SYMM__COLL_COLLECT && !a2av)))
         return coll_hook(c, &p);
 
-    /* Host memory is taken before the exchange: a failure is this PE's
-     * status, seen by all, not a hang. */
-    if (local == SYMM_SUCCESS && (c->kind == SYMM__COLL_COLLECT || (a2av && !hook))) {
-        p.counts = malloc((size_t)p.team->n_pes * (a2av ? 4u : 1u) * sizeof *p.counts);
-        if (!p.counts) local = symm__err(SYMM_ERR_OUT_OF_MEMORY, "%s: out of host memory", p.fn);
-    }
-    if (local == SYMM_SUCCESS && reduction && c->nelems) {
-        p.acc = malloc((size_t)SYMM__COLL_CHUNK * 8);
-        p.tmp = malloc((size_t)SYMM__COLL_CHUNK * 8);
-        if (!p.acc || !p.tmp)
-            local = symm__err(SYMM_ERR_OUT_OF_MEMORY, "%s: out of host memory", p.fn);
-    }
+    if (local == SYMM_SUCCESS) local = coll_buffers(c, &p, reduction, a2av && !hook);
     char saved[1024] = "";
     if (local) snprintf(saved, sizeof saved, "%s", symm__last_error());
 

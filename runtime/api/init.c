@@ -106,6 +106,10 @@ static symm_status heap_setup(symm__ctx *ctx) {
     return symm__alloc_init(&ctx->alloc, ctx->sys_bytes, ctx->heap_cap);
 }
 
+/* Kept whole (84 lines) on purpose: it is the order of initialisation, one
+ * call a step with the one cleanup path after it, which reads as the list of
+ * what a context is made of; cut in two, each half would need the other's
+ * state to clean up. */
 symm_status symm_init(const symm_init_attr *attr, symm_ctx *out) {
     symm__err_clear();
     symm__log_setup();
