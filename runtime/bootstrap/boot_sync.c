@@ -251,6 +251,7 @@ symm_status symm__boot_check(symm__boot *b) { return boot_check(b, false); }
 symm_status symm__boot_check_now(symm__boot *b) { return boot_check(b, true); }
 
 int symm__boot_news_fd(const symm__boot *b) { return b && b->n_pes > 1 ? b->fd : -1; }
+int symm__boot_intr_fd(const symm__boot *b) { return b && b->n_pes > 1 ? b->intr_fd : -1; }
 
 void symm__boot_auth_mac(const symm__boot *b, int32_t pe, const void *msg, size_t len,
                          uint8_t mac[32]) {

@@ -59,6 +59,9 @@ symm_status symm__boot_check_now(symm__boot *b);
 /* The socket that carries news of the job (a dead PE) to this PE: readable
  * when there is some; -1 for a single PE. Closed by symm__boot_close. */
 int symm__boot_news_fd(const symm__boot *b);
+/* SYMM_INTERRUPT_FD's descriptor (readable once the process was
+ * interrupted), -1 when unset or the job has one PE. */
+int symm__boot_intr_fd(const symm__boot *b);
 /* Transport handshake proofs (the core's auth_mac / auth_verify services,
  * runtime/transports/transport.h): HMAC-SHA-256 under a key derived from the
  * job key for transports (HMAC(key, "symm transport v1")), of (pe as 4 bytes

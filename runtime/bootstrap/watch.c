@@ -34,13 +34,17 @@ struct symm__boot_watch {
 static void *watch_main(void *p) {
     symm__boot_watch *w = p;
     const int news = symm__boot_news_fd(w->boot);
+    /* SYMM_INTERRUPT_FD too (-1: ignored by poll): waiting calls read only
+     * the context's failed flag, so the interrupt reaches them from here. */
+    const int intr = symm__boot_intr_fd(w->boot);
     for (;;) {
-        struct pollfd fds[2] = {{.fd = w->stop_fd, .events = POLLIN},
-                                {.fd = news, .events = POLLIN}};
-        int r = poll(fds, 2, -1);
+        struct pollfd fds[3] = {{.fd = w->stop_fd, .events = POLLIN},
+                                {.fd = news, .events = POLLIN},
+                                {.fd = intr, .events = POLLIN}};
+        int r = poll(fds, 3, -1);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0 || fds[0].revents) break;
-        if (!fds[1].revents) continue;
+        if (!fds[1].revents && !fds[2].revents) continue;
         if (symm__boot_check_now(w->boot) != SYMM_SUCCESS) {
             SYMM_INFO(SYMM_LOG_BOOTSTRAP, "job watcher: %s; GPU-side waits of this context end",
                       symm__last_error());
