@@ -99,7 +99,7 @@ int main(int argc, char **argv) {
             return 77;
         }
         /* GPU heaps are reached over tcp by staging through the backend
-         * (docs/DECISIONS.md, "GPU memory over tcp"): init succeeds and a
+         * (docs/DECISIONS.md, "Transports"): init succeeds and a
          * value crosses both ways between the simulated hosts. */
         if (st != SYMM_SUCCESS)
             TEST_FAIL_("cuda + tcp: %s (%s), expected SUCCESS (GPU memory staged)",
