@@ -17,7 +17,8 @@
 set -u
 
 # The Python package (relative to the repository root) and pip's arguments.
-PY_PKG=${SYMM_NEWCOMER_PY_PKG:-bindings/python}
+PY_PKG=${SYMM_NEWCOMER_PY_PKG:-.}  # pyproject.toml at the root (meson-python)
+PY_README=${SYMM_NEWCOMER_PY_README:-bindings/python/README.md}
 PY_EXTRAS=${SYMM_NEWCOMER_PY_EXTRAS:-[numpy]}
 PIP_ARGS=${SYMM_NEWCOMER_PIP_ARGS:-}
 ZIG_VERSION=0.15.2
@@ -86,10 +87,6 @@ symmrun_c=$demo_build/runtime/symmrun
 
 # ---- pip install into a fresh venv
 vpy=$venv/bin/python
-# The in-tree backend of bindings/python keeps its Meson build directory in
-# $TMPDIR (one per source tree) unless told otherwise: here inside $tmp, so it
-# goes with the copy. (Other backends ignore the variable.)
-export SYMM_WHEEL_BUILDDIR=$tmp/wheel-build
 pip_install() {
   python3 -m venv "$venv" || { echo "python3 -m venv failed (Debian: apt-get install python3-venv)"; return 1; }
   # shellcheck disable=SC2086
@@ -104,7 +101,7 @@ have_pkg() { [ -x "$vpy" ] && "$vpy" -c 'import symm' >/dev/null 2>&1; }
 # ---- Python: the README's ring.py
 py_ring() {
   have_pkg || skip "the package is not installed (pip install failed)"
-  "$vpy" - "$src/$PY_PKG/README.md" "$tmp/ring.py" <<'PY' || return 1
+  "$vpy" - "$src/$PY_README" "$tmp/ring.py" <<'PY' || return 1
 import re, sys
 text = open(sys.argv[1]).read()
 blocks = re.findall(r"```python\n(.*?)```", text, re.S)
@@ -218,7 +215,9 @@ step "Zig README example (zig build; symmrun -n 4 zig-out/bin/ring)" zig_ring
 # packaged symm-sys, offline)
 cargo_package() {
   [ -n "$CARGO" ] || skip "cargo not found"
-  (cd "$src/bindings/rust" && CARGO_TARGET_DIR="$tmp/cargo-package" \
+  # symm-sys compiles the loader's C files: a packager copies them into the
+  # crate first (sync_csrc.sh; csrc/ is not tracked), as bindings/rust/test.sh does
+  (cd "$src/bindings/rust" && bash symm-sys/sync_csrc.sh && CARGO_TARGET_DIR="$tmp/cargo-package" \
      "$CARGO" package --offline --workspace --allow-dirty)
 }
 step "cargo package (symm-sys and symm, verified offline)" cargo_package
