@@ -146,9 +146,8 @@ static symm_status alloc_room(symm__ctx *ctx, uint64_t len, uint64_t *off_out) {
                          (unsigned long long)ctx->alloc.used);
     }
     if (off + len > ctx->heap_mapped) {
-        /* The range the transport gets is [old_mapped, new_mapped): read
-         * before heap_grow, which may move ctx->heap_mapped itself (CUDA's
-         * does: its chunks then never reached the transport). */
+        /* [old_mapped, new_mapped) goes to the transport; ctx->heap_mapped
+         * moves only once both succeeded (backend.h, heap_grow). */
         const uint64_t old_mapped = ctx->heap_mapped;
         uint64_t new_mapped = align_up(off + len, ctx->cfg.heap_chunk);
         st = ctx->ops->heap_grow(ctx, new_mapped); /* collective */
@@ -156,7 +155,6 @@ static symm_status alloc_room(symm__ctx *ctx, uint64_t len, uint64_t *off_out) {
             st = symm__tp_mem_add(ctx, symm__local(ctx, old_mapped), old_mapped,
                                   new_mapped - old_mapped);
         if (st) {
-            ctx->heap_mapped = old_mapped; /* the next growth registers the range again */
             symm__alloc_give(&ctx->alloc, off, len);
             return st;
         }

@@ -88,7 +88,9 @@ typedef struct symm__backend_ops {
      * each reachable peer), set ctx->heap_base / peer_base[]. Collective. */
     symm_status (*heap_init)(symm__ctx *ctx);
     /* Back [0, new_mapped) of every PE's heap (new_mapped > ctx->heap_mapped,
-     * a multiple of the chunk). Collective; all PEs pass the same size. */
+     * a multiple of the chunk). Collective; all PEs pass the same size. The
+     * core owns ctx->heap_mapped (it registers [old, new) with the transport,
+     * then moves it): a backend reads it, never writes it. */
     symm_status (*heap_grow)(symm__ctx *ctx, uint64_t new_mapped);
     /* Release everything heap_init/heap_grow made. Local, never fails. */
     void (*heap_fini)(symm__ctx *ctx);

@@ -170,10 +170,7 @@ symm_status symm__cu_map_new_chunk(symm__ctx *ctx, cu_state *s, uint64_t off, ui
 symm_status symm__cuda_heap_grow(symm__ctx *ctx, uint64_t new_mapped) {
     cu_state *s = ctx->backend;
     uint64_t want = align_up(new_mapped, s->gran);
-    if (want <= s->backed) {
-        ctx->heap_mapped = new_mapped;
-        return SYMM_SUCCESS;
-    }
+    if (want <= s->backed) return SYMM_SUCCESS;
     if (want > s->reg_floor)
         return symm__err(SYMM_ERR_OUT_OF_MEMORY,
                          "heap cap reached: %llu bytes needed, %llu available below registered "
@@ -182,7 +179,6 @@ symm_status symm__cuda_heap_grow(symm__ctx *ctx, uint64_t new_mapped) {
     SYMM_TRY(cu_enter(s));
     SYMM_TRY(symm__cu_map_new_chunk(ctx, s, s->backed, want - s->backed, "heap", SYMM_SUCCESS));
     s->backed = want;
-    ctx->heap_mapped = new_mapped;
     return SYMM_SUCCESS;
 }
 
