@@ -7,7 +7,7 @@
 # Knobs (environment): GPU_ARCHS (default: this machine's compute capability),
 # SUITE_BUDGET_S (default 560, for a 600 s command: later phases are skipped
 # when it runs out, and the summary says which), PHASES (default all, in this
-# order: "tests remote info python bench nvshmem coll cstream probe mp"; a subset runs only
+# order: "tests remote proxy info python bench nvshmem coll cstream probe mp"; a subset runs only
 # those, e.g. two commands on one warm machine, the build kept:
 # PHASES="tests info python" then PHASES="bench nvshmem coll probe mp"),
 # SKIP_MP=1 (skip the tests/mp programs on CUDA), SKIP_NVSHMEM=1, SKIP_PROBE=1,
@@ -46,7 +46,7 @@ cd "$ROOT"
 OUT="${OUT:-$ROOT/gpu-suite-out}"
 mkdir -p "$OUT"
 BUDGET=${SUITE_BUDGET_S:-560}
-PHASES=" ${PHASES:-tests remote info python bench nvshmem coll cstream probe mp} "
+PHASES=" ${PHASES:-tests remote proxy info python bench nvshmem coll cstream probe mp} "
 phase() { case "$PHASES" in *" $1 "*) return 0 ;; esac; return 1; }
 SKIPPED=""
 over() { SKIPPED="$SKIPPED $1"; log "skipped $1: $(left) s of the budget left"; }
@@ -314,6 +314,26 @@ if [ $BUILD_OK = 1 ] && phase remote && [ "$(left)" -gt 40 ]; then
   REMOTE_RES=$(summ_tests "$OUT/remote.log")
   log "remote: $REMOTE_RES"
 fi
+# The proxy's figures (docs/PROXY.md "Figures"): the ring round trip beside the
+# machine's floor (a kernel thread and a host thread ping-ponging one pinned
+# word), and device put vs host put over tcp between 2 simulated hosts, with the
+# proxy's own time split (the INFO line "proxy: ... run ... flushes" at finalize).
+PROXY_RES="not run"
+if [ $BUILD_OK = 1 ] && phase proxy && [ "$(left)" -gt 60 ]; then
+  log "proxy figures: bench_proxy_ring_gpu, gpu_proxy bench"
+  {
+    echo "===== bench_proxy_ring_gpu 20000 --pin"
+    timeout -k 5 "$(cap 60)" "$BUILD/tests/proxy/bench_proxy_ring_gpu" 20000 --pin
+    echo "===== symmrun -n 2 --hosts 2 gpu_proxy bench (tcp)"
+    SYMM_RUNTIME="$BUILD/runtime/libsymm_runtime.so.1" SYMM_TRANSPORT=tcp \
+      SYMM_TRANSPORT_PATH="$BUILD/runtime/transports/tcp" SYMM_HEAP_CAP=512M SYMM_HEAP_CHUNK=1M \
+      SYMM_DEBUG=INFO SYMM_DEBUG_SUBSYS=init timeout -k 5 "$(cap 150)" \
+      "$BUILD/runtime/symmrun" -n 2 --hosts 2 --timeout 140 "$BUILD/tests/gpu/gpu_proxy" bench 2>&1 |
+      awk '!/^\[symm\]/ || / proxy: /'; echo "(exit ${PIPESTATUS[0]})"
+  } > "$OUT/proxy-bench.txt" 2>&1
+  PROXY_RES=$(grep -E '^round|ratio' "$OUT/proxy-bench.txt" | tail -1)
+  log "proxy: $PROXY_RES"
+fi
 if [ $BUILD_OK = 1 ] && [ "${SKIP_MP:-0}" != 1 ] && phase mp && [ "$(left)" -le 40 ]; then over mp; fi
 if [ $BUILD_OK = 1 ] && [ "${SKIP_MP:-0}" != 1 ] && phase mp && [ "$(left)" -gt 40 ]; then
   log "meson test --suite gpu-mp"
@@ -336,6 +356,7 @@ fi
   echo "- skipped for lack of budget:${SKIPPED:- nothing}"
   echo "- tests, suite gpu (own): $GPU_RES"
   echo "- every peer remote (suite gpu-remote, gpu_proxy_*, proxy_gpu_ring): $REMOTE_RES"
+  echo "- proxy figures (proxy-bench.txt): $PROXY_RES"
   echo "- tests, suite gpu-mp (tests/mp programs with SYMM_TEST_BACKEND=cuda): ${MP_RES:-timed out}"
   echo "- symm-info --json (tests/tools/test_symm_info.py --expect-gpus $NGPU): $INFO_RES"
   echo

@@ -37,7 +37,10 @@
  * at the target and its source may be reused, a get's data and an atomic's
  * fetched value are in the local memory the request named. A failed request
  * also counts as finished; the header keeps the first failure and its ticket,
- * and a wait for that ticket or a later one returns its status.
+ * and a wait for that ticket or a later one returns its status. Bit 63 of
+ * `completed` (SYMM_RING_COMPLETED_FAILED) is set once the header holds a
+ * failure (written before it), so a waiter reads one word on the fast path:
+ * from a GPU every read of host memory is a PCIe round trip (about 1 µs).
  *
  * Version: the handle and the header carry SYMM_RING_VERSION and the slot
  * size. Every post compares the handle's (kernel parameter: no memory read)
@@ -117,6 +120,9 @@ extern "C" {
 #define SYMM_RING_PAYLOAD ((1ull << 63) - 1u)
 #define SYMM_RING_TAG_SHIFT 8u
 #define SYMM_RING_TAG_MASK ((1ull << 55) - 1u)
+/* hdr->completed: the count, and the flag that the ring recorded a failure. */
+#define SYMM_RING_COMPLETED_FAILED (1ull << 63)
+#define SYMM_RING_COMPLETED_COUNT(w) ((w) & ~SYMM_RING_COMPLETED_FAILED)
 
 /* ------------------------------------------------------------------------ */
 /* Shared structures                                                         */
@@ -134,7 +140,8 @@ typedef struct symm_ring_header {
     uint64_t reserved0[5];
     uint64_t consumed;      /* consumer index: slots copied out (credits)      */
     uint64_t reserved1[7];
-    uint64_t completed;     /* requests finished, in ticket order              */
+    uint64_t completed;     /* requests finished, in ticket order (bits 0-62);
+                               bit 63: `error` holds a failure              */
     uint64_t reserved2[7];
     uint64_t error;         /* status of the first failed request, 0: none     */
     uint64_t error_ticket;  /* its ticket (1-based, as posts return)           */
@@ -433,7 +440,9 @@ SYMM_RING_FN symm_status symm_ring_wait(const symm_ring *r, uint64_t ticket) {
     if (symm_ring_usable(r) != SYMM_SUCCESS) return SYMM_ERR_ABI_MISMATCH;
     uint32_t polls = 0;
     for (;;) {
-        if (SYMM_RING_LOAD_ACQUIRE_U64(&r->hdr->completed) >= ticket) {
+        const uint64_t c = SYMM_RING_LOAD_ACQUIRE_U64(&r->hdr->completed);
+        if (SYMM_RING_COMPLETED_COUNT(c) >= ticket) {
+            if (!(c & SYMM_RING_COMPLETED_FAILED)) return SYMM_SUCCESS; /* one read */
             uint64_t failed_at = 0;
             const symm_status st = symm_ring_error(r, &failed_at);
             return st != SYMM_SUCCESS && failed_at <= ticket ? st : SYMM_SUCCESS;
@@ -447,7 +456,7 @@ SYMM_RING_FN symm_status symm_ring_wait(const symm_ring *r, uint64_t ticket) {
 
 /* Has the ticket finished? (1/0, no wait) */
 SYMM_RING_FN int symm_ring_test(const symm_ring *r, uint64_t ticket) {
-    return SYMM_RING_LOAD_ACQUIRE_U64(&r->hdr->completed) >= ticket;
+    return SYMM_RING_COMPLETED_COUNT(SYMM_RING_LOAD_ACQUIRE_U64(&r->hdr->completed)) >= ticket;
 }
 
 SYMM_RING_FN void symm__ring_req_init(symm_ring_req *q, uint32_t op, int32_t pe) {

@@ -42,6 +42,7 @@ typedef struct ring_c {
     uint64_t *head;         /* producer words (read only by quiet)            */
     uint64_t *credit;
     uint64_t next;          /* next ticket index to take                      */
+    uint64_t failed_bit;    /* SYMM_RING_COMPLETED_FAILED once error is set    */
     uint64_t pending_from;  /* first ticket (1-based) issued non-blocking     */
     bool pending;           /* non-blocking requests since the last flush     */
     bool broken;            /* a slot broke the format: run nothing more      */
@@ -67,6 +68,8 @@ struct symm__engine {
     uint64_t last_check;  /* engine thread: last health poll                 */
 
     atomic_uint_fast64_t n_requests, n_failed, n_flushes, n_naps, n_passes;
+    /* where a request's time goes (engine thread writes, stats read) */
+    atomic_uint_fast64_t run_ns, run_max_ns, flush_ns, flush_max_ns;
 };
 
 /* ---- memory (default: page-aligned host memory) ---- */
@@ -263,6 +266,7 @@ static void request_failed(symm__engine *e, uint32_t idx, ring_c *r, uint64_t ti
     if (__atomic_load_n(&r->hdr->error, __ATOMIC_RELAXED) == 0) {
         __atomic_store_n(&r->hdr->error_ticket, ticket, __ATOMIC_RELAXED);
         __atomic_store_n(&r->hdr->error, (uint64_t)(uint32_t)st, __ATOMIC_RELEASE);
+        r->failed_bit = SYMM_RING_COMPLETED_FAILED; /* on every later publish */
     }
     if (e->x.failed) e->x.failed(e->x.arg, idx, ticket, q, st, symm__last_error());
     if (st == SYMM_ERR_PEER_FAILED) symm__engine_fail(e, st);
@@ -271,15 +275,25 @@ static void request_failed(symm__engine *e, uint32_t idx, ring_c *r, uint64_t ti
 /* ---- the drain ---- */
 
 static void publish(ring_c *r) {
-    __atomic_store_n(&r->hdr->completed, r->next, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->hdr->completed, r->next | r->failed_bit, __ATOMIC_RELEASE);
 }
 
 /* Complete what the ring issued non-blocking. A failure is recorded as the
  * first pending request's (SUCCESS returned then); with nothing pending it
  * is returned (a QUIET's own). */
+/* One writer (the draining thread): relaxed load and store suffice. */
+static void timed(atomic_uint_fast64_t *sum, atomic_uint_fast64_t *max, uint64_t t0) {
+    const uint64_t d = now_ns() - t0;
+    bump(sum, d);
+    if (d > atomic_load_explicit(max, memory_order_relaxed))
+        atomic_store_explicit(max, d, memory_order_relaxed);
+}
+
 static symm_status flush(symm__engine *e, uint32_t idx, ring_c *r) {
     bump(&e->n_flushes, 1);
+    const uint64_t t0 = now_ns();
     symm_status st = e->x.flush(e->x.arg);
+    timed(&e->flush_ns, &e->flush_max_ns, t0);
     if (st && r->pending) {
         request_failed(e, idx, r, r->pending_from, NULL, st);
         st = SYMM_SUCCESS;
@@ -307,7 +321,9 @@ static symm_status run_one(symm__engine *e, uint32_t idx, ring_c *r, const symm_
     }
     default: {
         bool pend = false;
+        const uint64_t t0 = now_ns();
         symm_status st = e->x.run(e->x.arg, q, &pend);
+        timed(&e->run_ns, &e->run_max_ns, t0);
         if (pend && st == SYMM_SUCCESS && !r->pending) {
             r->pending = true;
             r->pending_from = ticket;
@@ -496,7 +512,9 @@ symm_status symm__engine_quiet(symm__engine *e) {
         const uint64_t head = read_head(e, r);
         uint64_t nap = 1000;
         for (uint32_t spins = 0;; spins++) {
-            if (__atomic_load_n(&r->hdr->completed, __ATOMIC_ACQUIRE) >= head) break;
+            if (SYMM_RING_COMPLETED_COUNT(__atomic_load_n(&r->hdr->completed, __ATOMIC_ACQUIRE)) >=
+                head)
+                break;
             uint64_t state = __atomic_load_n(&r->hdr->state, __ATOMIC_ACQUIRE);
             if (state)
                 return symm__err((symm_status)state,
@@ -531,4 +549,8 @@ void symm__engine_stats(const symm__engine *e, symm__proxy_stats *s) {
     s->flushes = atomic_load_explicit(&e->n_flushes, memory_order_relaxed);
     s->naps = atomic_load_explicit(&e->n_naps, memory_order_relaxed);
     s->passes = atomic_load_explicit(&e->n_passes, memory_order_relaxed);
+    s->run_ns = atomic_load_explicit(&e->run_ns, memory_order_relaxed);
+    s->run_max_ns = atomic_load_explicit(&e->run_max_ns, memory_order_relaxed);
+    s->flush_ns = atomic_load_explicit(&e->flush_ns, memory_order_relaxed);
+    s->flush_max_ns = atomic_load_explicit(&e->flush_max_ns, memory_order_relaxed);
 }

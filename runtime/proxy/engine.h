@@ -88,6 +88,8 @@ typedef struct symm__proxy_stats {
     uint64_t flushes;   /* exec->flush calls                             */
     uint64_t naps;      /* idle naps                                     */
     uint64_t passes;    /* drain passes                                  */
+    uint64_t run_ns, run_max_ns;     /* time in exec->run: total, longest    */
+    uint64_t flush_ns, flush_max_ns; /* time in exec->flush: total, longest  */
 } symm__proxy_stats;
 
 typedef struct symm__engine symm__engine;

@@ -401,6 +401,15 @@ void symm__proxy_stop(symm__ctx *ctx) {
 void symm__proxy_destroy(symm__ctx *ctx) {
     symm__proxy *p = proxy_of(ctx);
     if (!p) return;
+    symm__proxy_stats st;
+    symm__engine_stats(p->eng, &st);
+    SYMM_INFO(SYMM_LOG_INIT,
+              "proxy: %" PRIu64 " requests (%" PRIu64 " failed) in %" PRIu64 " passes, %" PRIu64
+              " naps; run %.1f us avg, %.1f max; %" PRIu64 " flushes %.1f us avg, %.1f max",
+              st.requests, st.failed, st.passes, st.naps,
+              st.requests ? st.run_ns / 1e3 / (double)st.requests : 0.0, st.run_max_ns / 1e3,
+              st.flushes, st.flushes ? st.flush_ns / 1e3 / (double)st.flushes : 0.0,
+              st.flush_max_ns / 1e3);
     symm__engine_destroy(p->eng); /* stops the thread first */
     ctx->proxy = NULL;
     for (uint32_t i = 0; i < p->n_calls; i++)

@@ -130,7 +130,8 @@ static symm_status fake_run(void *arg, const symm_ring_req *q, bool *pending) {
 static symm_status fake_flush(void *arg) {
     (void)arg;
     for (int i = 0; i < F.n_pend; i++) {
-        if (F.hdr && __atomic_load_n(&F.hdr->completed, __ATOMIC_ACQUIRE) > F.pend_tag[i])
+        if (F.hdr && SYMM_RING_COMPLETED_COUNT(__atomic_load_n(&F.hdr->completed,
+                                                               __ATOMIC_ACQUIRE)) > F.pend_tag[i])
             TEST_FAIL_("request %llu (non-blocking) was published complete before its flush",
                        (unsigned long long)F.pend_tag[i] + 1);
         __atomic_store_n(&F.flushed[F.pend_p[i]][F.pend_s[i]], 1, __ATOMIC_RELEASE);
@@ -460,6 +461,10 @@ static void case_errors(void) {
     ASSERT_EQ(F.runs, 100); /* the ring goes on after a failed request */
     CHECK_OK(symm_ring_alive(&r));
     CHECK_STATUS(symm__engine_quiet(e), SYMM_ERR_OUT_OF_BOUNDS);
+    /* the failure is flagged in the completed word itself (one read for waiters) */
+    const uint64_t cw = __atomic_load_n(&r.hdr->completed, __ATOMIC_ACQUIRE);
+    ASSERT_TRUE((cw & SYMM_RING_COMPLETED_FAILED) != 0);
+    ASSERT_U64_EQ(SYMM_RING_COMPLETED_COUNT(cw), 100);
     symm__engine_destroy(e);
 
     /* a slot whose ticket tag is wrong (written for another lap): the ring
