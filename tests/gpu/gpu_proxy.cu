@@ -371,10 +371,17 @@ static int dead_pe(int rank, const symm_unique_id *id, int ready_fd) {
 /* ---- figures: put latency/bandwidth through the proxy vs the host put over
  * the same transport, all-reduce on a stream vs blocking (2 simulated hosts) */
 
+/* One thread, iters puts (through the proxy each waits until its put completed
+ * remotely: a latency), then a quiet. With blocks > 1 (bandwidth), block b
+ * puts iters / gridDim.x times into its own slice of dst: the engine finds
+ * several puts per pass and streams them before one flush. */
 __global__ void k_puts(symm_device_ctx c, uint8_t *dst, const uint8_t *src, uint64_t n, int iters,
                        int peer, int *st) {
-    for (int i = 0; i < iters; i++) symm_dev_putmem(c, dst, src, n, peer);
-    *st = symm_dev_quiet(c);
+    const int per = iters / (int)gridDim.x;
+    uint8_t *d = dst + (uint64_t)blockIdx.x * n;
+    for (int i = 0; i < per; i++) symm_dev_putmem(c, d, src, n, peer);
+    const symm_status q = symm_dev_quiet(c);
+    if (q != SYMM_SUCCESS || blockIdx.x == 0) *st = q;
 }
 
 /* Holds the GPU (one thread) until the host raises *go: the host put measured
@@ -396,9 +403,9 @@ static double median3(double a, double b, double c) {
 /* Seconds per put: device (one kernel of iters puts and a quiet), host, and
  * host while k_hold keeps a kernel of this process on the GPU. */
 static double bench_dev(const symm_device_ctx &c, uint8_t *a, uint8_t *b, uint64_t n, int iters,
-                        int peer, int *dst) {
+                        int peer, int *dst, int blocks = 1) {
     double t0 = now_s();
-    k_puts<<<1, 1>>>(c, a, b, n, iters, peer, dst);
+    k_puts<<<blocks, 1>>>(c, a, b, n, iters, peer, dst);
     CUDA_OK(cudaDeviceSynchronize());
     const double t = (now_s() - t0) / iters;
     int h = -1;
@@ -407,7 +414,7 @@ static double bench_dev(const symm_device_ctx &c, uint8_t *a, uint8_t *b, uint64
     return t;
 }
 static double bench_host(symm_ctx ctx, uint8_t *a, uint8_t *b, uint64_t n, int iters, int peer,
-                         volatile int *go) {
+                         volatile int *go, bool quiet_each = false) {
     cudaStream_t s = 0;
     if (go) {
         *go = 0;
@@ -416,7 +423,10 @@ static double bench_host(symm_ctx ctx, uint8_t *a, uint8_t *b, uint64_t n, int i
         CUDA_OK(cudaGetLastError());
     }
     double t0 = now_s();
-    for (int i = 0; i < iters; i++) CHECK_OK(symm_putmem(ctx, a, b, n, peer));
+    for (int i = 0; i < iters; i++) {
+        CHECK_OK(symm_putmem(ctx, a, b, n, peer));
+        if (quiet_each) CHECK_OK(symm_quiet(ctx));
+    }
     CHECK_OK(symm_quiet(ctx));
     const double t = (now_s() - t0) / iters;
     if (go) {
@@ -435,7 +445,7 @@ static int bench(void) {
     c.struct_size = sizeof c;
     CHECK_OK(symm_device_ctx_get(ctx, &c));
     symm_buf A, B, D, R;
-    const uint64_t max = 4u << 20;
+    const uint64_t max = 8u << 20; /* 8 blocks x 1 MiB slices */
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT8, max, &A));
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT8, max, &B));
     CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_FLOAT32, 1u << 20, &D));
@@ -446,28 +456,52 @@ static int bench(void) {
     int *go;
     CUDA_OK(cudaHostAlloc((void **)&go, sizeof(int), cudaHostAllocMapped));
     CHECK_OK(symm_barrier_all(ctx));
+    /* Latency: one put completed remotely per iteration on both sides (the
+     * device put through the proxy waits for that; the host puts then quiets).
+     * "resident": the same host loop while a kernel of PE 0 holds the GPU, as
+     * during a device put (on one GPU shared by two processes, what the other
+     * PE's copies into its GPU heap then wait for shows there too). */
     if (me == 0)
-        printf("medians of 3; \"resident\": the host put while a kernel of PE 0 holds the GPU\n"
-               "%-10s %12s %12s %12s %8s %8s %10s %10s\n", "bytes", "dev put us", "host put us",
-               "resident us", "dev/host", "dev/res", "dev GB/s", "host GB/s");
-    const uint64_t sizes[] = {8, 64, 1024, 16384, 65536, 262144, 1048576, 4194304};
-    for (uint64_t n : sizes) {
-        const int iters = n <= 65536 ? 200 : (n <= 1048576 ? 40 : 10);
+        printf("latency, medians of 3\n%-10s %12s %12s %12s %8s %8s\n", "bytes", "dev put us",
+               "host p+q us", "resident us", "dev/host", "dev/res");
+    const uint64_t lat_sizes[] = {8, 64, 1024, 16384, 65536};
+    for (uint64_t n : lat_sizes) {
         if (me == 0) {
-            /* source in the heap: both go to the transport with no staging */
+            const int iters = 100;
             (void)bench_dev(c, a, b, n, 5, peer, dst); /* warm-up */
-            (void)bench_host(ctx, a, b, n, 5, peer, NULL);
+            (void)bench_host(ctx, a, b, n, 5, peer, NULL, true);
             double d[3], h[3], r[3];
             for (int k = 0; k < 3; k++) {
                 d[k] = bench_dev(c, a, b, n, iters, peer, dst);
-                h[k] = bench_host(ctx, a, b, n, iters, peer, NULL);
-                r[k] = bench_host(ctx, a, b, n, n <= 65536 ? 20 : iters, peer, go);
+                h[k] = bench_host(ctx, a, b, n, iters, peer, NULL, true);
+                r[k] = bench_host(ctx, a, b, n, 10, peer, go, true);
             }
             const double dev = median3(d[0], d[1], d[2]), host = median3(h[0], h[1], h[2]),
                          res = median3(r[0], r[1], r[2]);
-            printf("%-10llu %12.2f %12.2f %12.2f %8.2f %8.2f %10.3f %10.3f\n",
-                   (unsigned long long)n, dev * 1e6, host * 1e6, res * 1e6, dev / host,
-                   dev / res, n / dev * 1e-9, n / host * 1e-9);
+            printf("%-10llu %12.2f %12.2f %12.2f %8.2f %8.2f\n", (unsigned long long)n,
+                   dev * 1e6, host * 1e6, res * 1e6, dev / host, dev / res);
+            fflush(stdout);
+        }
+        CHECK_OK(symm_barrier_all(ctx));
+    }
+    /* Bandwidth: a stream of puts then one quiet; the device's from 8 blocks
+     * (8 puts in flight), the host's blocking puts back to back. */
+    if (me == 0)
+        printf("bandwidth, medians of 3\n%-10s %12s %12s %8s\n", "bytes", "dev GB/s",
+               "host GB/s", "dev/host");
+    const uint64_t bw_sizes[] = {65536, 262144, 1048576};
+    for (uint64_t n : bw_sizes) {
+        if (me == 0) {
+            const int iters = n <= 262144 ? 64 : 16, blocks = 8;
+            (void)bench_dev(c, a, b, n, blocks, peer, dst, blocks);
+            double d[3], h[3];
+            for (int k = 0; k < 3; k++) {
+                d[k] = bench_dev(c, a, b, n, iters, peer, dst, blocks);
+                h[k] = bench_host(ctx, a, b, n, iters, peer, NULL);
+            }
+            const double dev = n / median3(d[0], d[1], d[2]) * 1e-9,
+                         host = n / median3(h[0], h[1], h[2]) * 1e-9;
+            printf("%-10llu %12.3f %12.3f %8.2f\n", (unsigned long long)n, dev, host, dev / host);
             fflush(stdout);
         }
         CHECK_OK(symm_barrier_all(ctx));
