@@ -1,4 +1,5 @@
-/* Run-time configuration: init attributes + environment (README.md "Configuration (environment)"; bad values: docs/BAD-INPUT.md). */
+/* Run-time configuration: init attributes + environment (README.md "Configuration
+ * (environment)"; bad values: docs/BAD-INPUT.md). */
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
