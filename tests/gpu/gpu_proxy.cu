@@ -529,6 +529,39 @@ static int bench(void) {
                             st_us, bl_us);
         CHECK_OK(symm_barrier_all(ctx));
     }
+    /* alltoallv: ne float32 elements to each PE (counts in symmetric memory,
+     * the stream form reads them on the GPU), R as the source, D as dst */
+    symm_buf SC, RC;
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT64, 2, &SC));
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT64, 4, &RC));
+    if (me == 0) printf("%-10s %16s %16s\n", "alltoallv", "on stream us", "blocking us");
+    for (uint64_t ne : {(uint64_t)256, (uint64_t)16384, (uint64_t)262144}) {
+        const int iters = ne <= 16384 ? 50 : 10;
+        const uint64_t counts[2] = {ne, ne};
+        gpu_write(SC, 0, counts, sizeof counts);
+        CHECK_OK(symm_barrier_all(ctx));
+        CHECK_OK(symm_alltoallv_on_stream(world, D, 0, 2 * ne, R, 0, 2 * ne, SC, 0, RC, 0,
+                                          (symm_stream_t)s));
+        CUDA_OK(cudaStreamSynchronize(s));
+        CHECK_OK(symm_barrier_all(ctx));
+        double t0 = now_s();
+        for (int i = 0; i < iters; i++)
+            CHECK_OK(symm_alltoallv_on_stream(world, D, 0, 2 * ne, R, 0, 2 * ne, SC, 0, RC, 0,
+                                              (symm_stream_t)s));
+        CUDA_OK(cudaStreamSynchronize(s));
+        const double st_us = (now_s() - t0) / iters * 1e6;
+        CHECK_OK(symm_barrier_all(ctx));
+        t0 = now_s();
+        for (int i = 0; i < iters; i++)
+            CHECK_OK(symm_alltoallv(world, D, 0, 2 * ne, R, 0, 2 * ne, SC, 0, RC, 0));
+        const double bl_us = (now_s() - t0) / iters * 1e6;
+        uint64_t rc[4];
+        CUDA_OK(cudaMemcpy(rc, gpu_ptr(RC), sizeof rc, cudaMemcpyDeviceToHost));
+        ASSERT_TRUE(rc[0] == ne && rc[1] == ne && rc[2] == 0 && rc[3] == ne);
+        if (me == 0) printf("%-10llu %16.1f %16.1f   (float32 elements to each PE)\n",
+                            (unsigned long long)ne, st_us, bl_us);
+        CHECK_OK(symm_barrier_all(ctx));
+    }
     CUDA_OK(cudaStreamDestroy(s));
     CUDA_OK(cudaFree(dst));
     CUDA_OK(cudaFreeHost(go));
