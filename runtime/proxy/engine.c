@@ -58,6 +58,7 @@ struct symm__engine {
     uint8_t *prod;
     size_t prod_bytes;
     int32_t *fail_word;   /* in shared: what producers' handles point at     */
+    uint32_t yield_mask;  /* spinning: yield the core every (mask + 1) rounds */
     ring_c *rings;
 
     pthread_mutex_t lock; /* start / stop                                    */
@@ -179,6 +180,7 @@ symm_status symm__engine_create(const symm__proxy_opts *o, const symm__proxy_exe
     while ((1u << e->log2) < o->depth) e->log2++;
     e->x = *x;
     e->mem = mem ? *mem : host_mem;
+    e->yield_mask = mem ? 7u : 0u;
     pthread_mutex_init(&e->lock, NULL);
     e->shared_bytes = slots_off(e, o->n_rings);
     /* producer: [head, credit of each ring][scratch cells of each ring] */
@@ -415,6 +417,7 @@ static void *engine_main(void *arg) {
     const uint64_t spin_ns = (uint64_t)e->o.spin_us * 1000u;
     const uint64_t max_nap = (uint64_t)e->o.idle_us * 1000u;
     uint64_t last_work = now_ns(), nap = 1000;
+    uint32_t rounds = 0;
     bool spinning = true;
     e->last_check = last_work;
     while (!atomic_load_explicit(&e->stop, memory_order_acquire)) {
@@ -435,8 +438,10 @@ static void *engine_main(void *arg) {
         spinning = t - last_work < spin_ns;
         if (spinning) {
             /* A CPU producer may share this core: let it run (returns at
-             * once when nothing else is runnable here). */
-            sched_yield();
+             * once when nothing else is runnable here). With rings in GPU-
+             * visible memory every 8th round only (256 polls): the syscall
+             * is time a GPU's request waits unseen. */
+            if ((++rounds & e->yield_mask) == 0) sched_yield();
             continue;
         }
         struct timespec ts = {0, (long)nap};
