@@ -119,11 +119,14 @@ static void am_received(ofi_tp *st, am_slot *rx) {
         return;
     }
     if (m.answer) {
-        am_repost(st, rx);
+        /* reposted only once its data is out: posting may fill it at once
+         * with a message the provider holds (more answers than slots) */
         uint64_t idx = m.token & 0xffffffffu;
-        if (idx >= (uint64_t)st->n_recs) return;
-        ofi_rec *r = &st->recs[idx];
-        if (!r->live || r->pe != m.src || r->gen != (uint32_t)(m.token >> 32)) return;
+        ofi_rec *r = idx < (uint64_t)st->n_recs ? &st->recs[idx] : NULL;
+        if (!r || !r->live || r->pe != m.src || r->gen != (uint32_t)(m.token >> 32)) {
+            am_repost(st, rx);
+            return;
+        }
         if (m.status && !st->peers[r->pe].am_err) st->peers[r->pe].am_err = m.status;
         if (r->copy_to && !m.status) {
             if (m.kind == AM_GET)
@@ -132,6 +135,7 @@ static void am_received(ofi_tp *st, am_slot *rx) {
                 copy_out(st, r, &m.value, r->copy_len);
         }
         r->copy_to = NULL;
+        am_repost(st, rx);
         ofi__rec_done(st, r, 1);
         return;
     }
