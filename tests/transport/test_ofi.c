@@ -17,8 +17,10 @@
  *           32-bit). Not claimed: skip.
  * errors    an atomic outside the registered heap (SYMM_ERR_OUT_OF_BOUNDS),
  *           misaligned and unknown ops (SYMM_ERR_INVALID_ARG), GPU memory
- *           without FI_HMEM (SYMM_ERR_NOT_SUPPORTED, naming FI_HMEM); the
- *           transport still works afterwards.
+ *           where it cannot be reached: no FI_HMEM and no GPU-memory service
+ *           to stage it through (tp_world's core offers none:
+ *           SYMM_ERR_NOT_SUPPORTED, naming both); the transport still works
+ *           afterwards. (Staging through the service: test_tcp_gpumem.c.)
  * midstream the last PE is SIGKILLed while the others stream nbi puts,
  *           put_signals and atomics to it; each must get SYMM_ERR_PEER_FAILED
  *           within the bound (2 s with the harness's news, 15 s --silent),
@@ -311,12 +313,15 @@ static int run_errors(tp_world *w) {
         if (got != 0x1234) FAILF("after the errors a put/fetch gave %#llx", (unsigned long long)got);
         OK(w->ops->quiet(w->state));
     }
-    /* GPU memory: without FI_HMEM every PE gets NOT_SUPPORTED naming it */
+    /* GPU memory without FI_HMEM nor the core's GPU-memory service (tp_world
+     * offers none): every PE gets NOT_SUPPORTED naming both */
     if (!(w->info.caps & SYMM_TP_CAP_GPU_MEM)) {
         char *fake = aligned_alloc(4096, 65536);
         int32_t rc = w->ops->mem_add(w->state, fake, HEAP, 65536, SYMM_TP_MEM_CUDA, -1);
-        if (rc != SYMM_ERR_NOT_SUPPORTED || !strstr(tp_last_error(), "FI_HMEM"))
-            FAILF("GPU mem_add without FI_HMEM returned %d: %s", rc, tp_last_error());
+        if (rc != SYMM_ERR_NOT_SUPPORTED || !strstr(tp_last_error(), "FI_HMEM") ||
+            !strstr(tp_last_error(), "GPU-memory service"))
+            FAILF("GPU mem_add without FI_HMEM or the service returned %d: %s", rc,
+                  tp_last_error());
         free(fake);
     }
     OK(tp_barrier(w));

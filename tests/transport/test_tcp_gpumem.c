@@ -11,7 +11,8 @@
  *
  * Pairs (initiator A, target T on another host), one at a time, the other
  * PEs idle in the barriers (whose traffic lies outside the window):
- *   put      host -> T's heap, sizes across the 1 MiB staging pieces
+ *   put      host -> T's heap, sizes across the staging pieces (tcp: 1 MiB,
+ *            ofi: 64 KiB messages)
  *   get      T's heap -> host
  *   get_dev  T's heap -> A's own heap (a "device" destination)
  *   put_dev  A's own heap (a "device" source) -> T's heap
@@ -110,7 +111,9 @@ static void check_data_at(int t, uint64_t off, const uint8_t *want, uint64_t len
 }
 
 static void test_put_get(int a, int t) {
-    static const uint64_t sizes[] = {1, 7, 4096, (1u << 20) + 3, DATA};
+    /* around the ofi transport's 64 KiB staged messages (4 KiB with its knob) too */
+    static const uint64_t sizes[] = {1,     7,     4095,  4096,  4097,          65535,
+                                     65536, 65537, (1u << 20) + 3, DATA};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         uint64_t len = sizes[k], off = (DATA - len) / 2;
         fill(ref, len, (uint32_t)(k * 31 + (uint64_t)a));

@@ -61,7 +61,7 @@ void ofi__plan_atomics(ofi_tp *st, const char *force) {
 /* One provider atomic on pe's element at off. old (may be NULL) receives the
  * prior value when it completes; wait = 0 leaves that to the next quiet. */
 static int32_t native(ofi_tp *st, int32_t pe, uint64_t off, uint32_t width, int kind,
-                      enum fi_op aop, uint64_t v, uint64_t cmp, void *old, int wait) {
+                      enum fi_op aop, uint64_t v, uint64_t cmp, void *old, int old_gpu, int wait) {
     uint64_t raddr, rkey, room;
     int32_t rc = ofi__remote_at(st, pe, off, width, &raddr, &rkey, &room);
     if (rc) return rc;
@@ -76,7 +76,7 @@ static int32_t native(ofi_tp *st, int32_t pe, uint64_t off, uint32_t width, int 
     ofi_op o = {.kind = kind == K_WRITE ? OP_ATOMIC : kind == K_FETCH ? OP_FETCH : OP_COMPARE,
             .buf = slot, .len = width, .desc = st->bounce_desc, .raddr = raddr, .rkey = rkey,
             .dt = width == 8 ? FI_UINT64 : FI_UINT32, .aop = aop, .compare = slot + 8,
-            .result = slot + 16};
+            .result = slot + 16, .copy_gpu = (uint8_t)old_gpu};
     rc = ofi__post(st, pe, &o, kind != K_WRITE, 1, kind != K_WRITE ? old : NULL, slot + 16,
                    width, 0);
     if (rc || !wait) return rc;
@@ -90,8 +90,8 @@ static int32_t cas_loop(ofi_tp *st, int32_t pe, uint64_t off, uint32_t width, ui
     uint64_t mask = width == 8 ? ~0ull : 0xffffffffull, cur = 0;
     int w = width == 8;
     int32_t rc = st->how[w][SYMM_AMO_FETCH] == HOW_NATIVE
-                     ? native(st, pe, off, width, K_FETCH, FI_ATOMIC_READ, 0, 0, &cur, 1)
-                     : native(st, pe, off, width, K_COMPARE, FI_CSWAP, 0, 0, &cur, 1);
+                     ? native(st, pe, off, width, K_FETCH, FI_ATOMIC_READ, 0, 0, &cur, 0, 1)
+                     : native(st, pe, off, width, K_COMPARE, FI_CSWAP, 0, 0, &cur, 0, 1);
     for (;;) {
         if (rc) return rc;
         cur &= mask;
@@ -101,7 +101,7 @@ static int32_t cas_loop(ofi_tp *st, int32_t pe, uint64_t off, uint32_t width, ui
             return 0;
         }
         uint64_t got = 0;
-        rc = native(st, pe, off, width, K_COMPARE, FI_CSWAP, nv & mask, cur, &got, 1);
+        rc = native(st, pe, off, width, K_COMPARE, FI_CSWAP, nv & mask, cur, &got, 0, 1);
         if (!rc && (got & mask) == cur) {
             *fetched = cur;
             return 0;
@@ -110,27 +110,23 @@ static int32_t cas_loop(ofi_tp *st, int32_t pe, uint64_t off, uint32_t width, ui
     }
 }
 
-/* An atomic as a message the target applies. Blocking unless nbi (then the
+/* An atomic as a message the target applies (with CPU atomics, or with the
+ * core's mem_atomic on a staged GPU range). Blocking unless nbi (then the
  * fetched value, if any, arrives by the next quiet). */
 static int32_t am_atomic(ofi_tp *st, int32_t pe, uint64_t off, uint32_t dtype, uint32_t op,
-                         uint64_t v, uint64_t cmp, void *fetched, int wait) {
+                         uint64_t v, uint64_t cmp, void *fetched, int fetched_gpu, int wait) {
     char *b;
     int32_t rc = ofi__bounce_get(st, sizeof(am_msg), &b);
     if (rc) return rc;
     am_msg *m = (am_msg *)(void *)b;
     *m = (am_msg){.magic = AM_MAGIC, .dtype = dtype, .op = op, .src = st->me, .off = off,
                   .value = v, .compare = cmp, .key = st->peers[pe].am_key ^ st->am_key_flip};
-    ofi_op o = {.kind = OP_SEND, .buf = m, .len = sizeof *m, .desc = st->bounce_desc};
+    ofi_op o = {.kind = OP_SEND, .buf = m, .len = sizeof *m, .desc = st->bounce_desc,
+                .copy_gpu = (uint8_t)fetched_gpu};
     rc = ofi__post(st, pe, &o, 1, 1, fetched, NULL, symm__amo_size(dtype), 0);
     if (rc || !wait) return rc;
     rc = ofi__wait_for(st, pe, 0);
-    if (!rc && st->peers[pe].am_err) {
-        int32_t e = st->peers[pe].am_err;
-        st->peers[pe].am_err = 0;
-        rc = fail(st->core, e, "atomic at heap offset %llu of PE %d failed on that PE (%s)",
-                  (unsigned long long)off, pe,
-                  e == SYMM_ERR_OUT_OF_BOUNDS ? "outside the memory it registered" : "refused");
-    }
+    if (!rc) rc = ofi__take_err(st, pe, "atomic", off);
     return rc;
 }
 
@@ -151,7 +147,10 @@ int32_t ofi__atomic_locked(ofi_tp *st, int32_t pe, uint64_t off, uint32_t dtype,
     if (compare) memcpy(&cmp, compare, width);
     if (op == SYMM_AMO_INC || op == SYMM_AMO_FETCH_INC) v = 1;
     int nbi = (flags & SYMM_TP_NBI) != 0;
-    if (st->amo == AMO_AM) return am_atomic(st, pe, off, dtype, op, v, cmp, fetched, !nbi);
+    int fgpu = fetched && ofi__gpu_ptr(st, fetched);
+    ofi_region *r = symm__tp_region_of_off(st->regs, st->n_regs, off);
+    if (st->amo == AMO_AM || (r && ofi__staged(r, pe)))
+        return am_atomic(st, pe, off, dtype, op, v, cmp, fetched, fgpu, !nbi);
     if (st->amo < 0)
         return fail(st->core, SYMM_ERR_NOT_SUPPORTED, "provider %s has no usable atomics (and no "
                     "FI_MSG to carry them as messages)", st->prov);
@@ -160,11 +159,14 @@ int32_t ofi__atomic_locked(ofi_tp *st, int32_t pe, uint64_t off, uint32_t dtype,
         int kind;
         enum fi_op aop;
         fi_op_of(op, &kind, &aop);
-        return native(st, pe, off, width, kind, aop, v, cmp, fetched, !nbi);
+        rc = native(st, pe, off, width, kind, aop, v, cmp, fetched, fgpu, !nbi);
+        if (!rc && !nbi && fgpu) rc = ofi__take_err(st, pe, "atomic", off);
+        return rc;
     }
     uint64_t old = 0;
     rc = cas_loop(st, pe, off, width, op, v, cmp, &old); /* blocking: nbi may finish early */
-    if (!rc && fetched) memcpy(fetched, &old, width);
+    if (!rc && fetched && fgpu) rc = st->core->mem_copy(st->core->core, fetched, &old, width);
+    else if (!rc && fetched) memcpy(fetched, &old, width);
     return rc;
 }
 

@@ -25,7 +25,7 @@ int32_t ofi__bounce_get(ofi_tp *st, size_t n, char **out) {
     }
 }
 
-static void bounce_put(ofi_tp *st) {
+void ofi__bounce_release(ofi_tp *st) {
     pthread_mutex_lock(&st->cq_mu);
     if (--st->bounce_refs == 0) st->bounce_used = 0;
     pthread_mutex_unlock(&st->cq_mu);
@@ -90,8 +90,10 @@ static int32_t rec_take(ofi_tp *st, int32_t pe, const ofi_op *o, int read, int b
             st->rec_free = r->next_free;
             *r = (ofi_rec){.pe = pe, .gen = r->gen + 1, .live = 1, .read = (uint8_t)read,
                            .bounce = (uint8_t)bounce,
-                           .pending = o->kind == OP_SEND ? 2 : 1,
-                           .bytes = o->kind == OP_WRITE || o->kind == OP_READ ? o->len : 8,
+                           .pending = o->kind == OP_SEND ? 2 : 1, .copy_gpu = o->copy_gpu,
+                           .bytes = o->bytes                                   ? o->bytes
+                                    : o->kind == OP_WRITE || o->kind == OP_READ ? o->len
+                                                                                : 8,
                            .copy_to = copy_to, .copy_from = copy_from, .copy_len = copy_len};
             /* counted before posting: another thread may handle the completion at once */
             p->inflight++;
@@ -120,7 +122,7 @@ int32_t ofi__post(ofi_tp *st, int32_t pe, ofi_op *o, int read, int bounce, void 
     int32_t idx = p->failed ? -1 - ofi__peer_error(st, pe)
                             : rec_take(st, pe, o, read, bounce, copy_to, copy_from, copy_len);
     if (idx < 0) {
-        if (bounce) bounce_put(st);
+        if (bounce) ofi__bounce_release(st);
         return -1 - idx;
     }
     ofi_rec *r = &st->recs[idx];
@@ -130,7 +132,8 @@ int32_t ofi__post(ofi_tp *st, int32_t pe, ofi_op *o, int read, int bounce, void 
         ssize_t ret = issue(st, p->addr, o, &r->ctx);
         if (ret == 0) {
             atomic_store_explicit(&st->activity, 1, memory_order_relaxed);
-            if (o->kind == OP_WRITE || o->kind == OP_ATOMIC || o->kind == OP_SEND) p->wrote = 1;
+            /* a message's answer is its proof of delivery: no flush for it */
+            if (o->kind == OP_WRITE || o->kind == OP_ATOMIC) p->wrote = 1;
             return 0;
         }
         if (ret != -FI_EAGAIN) {
@@ -199,8 +202,46 @@ int32_t ofi__check_pe(ofi_tp *st, int32_t pe) {
 
 /* ---- RMA ------------------------------------------------------------------ */
 
+/* A staged range of pe (GPU memory without FI_HMEM): the piece [off, +n)
+ * as messages of stage_chunk bytes of data at most, which pe's progress
+ * applies with the core's mem_copy and answers (a get's answer carries the
+ * data, copied to local when it comes). Pipelined: as many in flight as
+ * the bounce buffer holds; a blocking caller waits for every answer. */
+static int32_t staged_rma(ofi_tp *st, int is_put, int32_t pe, uint64_t off, char *local,
+                          uint64_t n, int gpu) {
+    while (n > 0) {
+        uint32_t len = n < st->stage_chunk ? (uint32_t)n : st->stage_chunk;
+        size_t bytes = sizeof(am_msg) + (is_put ? len : 0);
+        char *b;
+        int32_t rc = ofi__bounce_get(st, bytes, &b);
+        if (rc) return rc;
+        am_msg *m = (am_msg *)(void *)b;
+        *m = (am_msg){.magic = AM_MAGIC, .kind = is_put ? AM_PUT : AM_GET, .len = len,
+                      .src = st->me, .off = off, .key = st->peers[pe].am_key ^ st->am_key_flip};
+        if (is_put && gpu) {
+            rc = st->core->mem_copy(st->core->core, m + 1, local, len);
+            if (rc) {
+                ofi__bounce_release(st);
+                return rc;
+            }
+        } else if (is_put) {
+            memcpy(m + 1, local, len);
+        }
+        ofi_op o = {.kind = OP_SEND, .buf = m, .len = bytes, .desc = st->bounce_desc,
+                    .copy_gpu = (uint8_t)(!is_put && gpu), .bytes = len};
+        rc = ofi__post(st, pe, &o, !is_put, 1, is_put ? NULL : local, NULL, len, 0);
+        if (rc) return rc;
+        off += len;
+        local += len;
+        n -= len;
+    }
+    return 0;
+}
+
 static int32_t rma(ofi_tp *st, int is_put, int32_t pe, uint64_t off, char *local, uint64_t n) {
     const int mr_local = (st->mr_mode & FI_MR_LOCAL) != 0;
+    /* a local GPU buffer goes through the bounce buffer (mem_copy) */
+    const int gpu = ofi__gpu_ptr(st, local);
     /* the whole range first: an error must not leave a part in flight */
     for (uint64_t o = off, left = n; left > 0;) {
         uint64_t raddr, rkey, room;
@@ -213,13 +254,21 @@ static int32_t rma(ofi_tp *st, int is_put, int32_t pe, uint64_t off, char *local
         uint64_t raddr, rkey, chunk;
         int32_t rc = ofi__remote_at(st, pe, off, n, &raddr, &rkey, &chunk);
         if (rc) return rc;
+        if (ofi__staged(symm__tp_region_of_off(st->regs, st->n_regs, off), pe)) {
+            rc = staged_rma(st, is_put, pe, off, local, chunk, gpu);
+            if (rc) return rc;
+            off += chunk;
+            local += chunk;
+            n -= chunk;
+            continue;
+        }
         if (chunk > st->max_rma) chunk = st->max_rma;
         ofi_op o = {.kind = is_put ? OP_WRITE : OP_READ, .raddr = raddr, .rkey = rkey};
         void *copy_to = NULL;
         const void *copy_from = NULL;
         int bounce = 0;
-        ofi_region *lr = mr_local ? region_of_ptr(st, local) : NULL;
-        if (!mr_local) {
+        ofi_region *lr = mr_local && !gpu ? region_of_ptr(st, local) : NULL;
+        if (!mr_local && !gpu) {
             o.buf = local;
         } else if (lr) {
             uint64_t lroom = lr->len - (uint64_t)(local - lr->base);
@@ -231,11 +280,18 @@ static int32_t rma(ofi_tp *st, int is_put, int32_t pe, uint64_t off, char *local
             if (chunk > BOUNCE_CHUNK) chunk = BOUNCE_CHUNK;
             rc = ofi__bounce_get(st, chunk, &b);
             if (rc) return rc;
-            if (is_put) {
+            if (is_put && gpu) {
+                rc = st->core->mem_copy(st->core->core, b, local, chunk);
+                if (rc) {
+                    ofi__bounce_release(st);
+                    return rc;
+                }
+            } else if (is_put) {
                 memcpy(b, local, chunk);
             } else {
                 copy_to = local;
                 copy_from = b;
+                o.copy_gpu = (uint8_t)gpu;
             }
             o.buf = b;
             o.desc = st->bounce_desc;
@@ -248,6 +304,25 @@ static int32_t rma(ofi_tp *st, int is_put, int32_t pe, uint64_t off, char *local
         local += chunk;
         n -= chunk;
     }
+    return 0;
+}
+
+/* The first error pe's messages came back with (the target's apply), or a
+ * failed copy into a local GPU buffer, as the status of the operation
+ * (what, at heap offset off) that waited for them; cleared. */
+int32_t ofi__take_err(ofi_tp *st, int32_t pe, const char *what, uint64_t off) {
+    ofi_peer *p = &st->peers[pe];
+    int32_t e = p->am_err, c = p->copy_err;
+    p->am_err = p->copy_err = 0;
+    if (e)
+        return fail(st->core, e, "%s at heap offset %llu of PE %d failed on that PE (status %d%s)",
+                    what, (unsigned long long)off, pe, e,
+                    e == SYMM_ERR_OUT_OF_BOUNDS ? ": outside the memory it registered"
+                    : e == SYMM_ERR_CUDA        ? ": its GPU-memory copy failed"
+                                                : "");
+    if (c)
+        return fail(st->core, c, "%s at heap offset %llu of PE %d: copying the data into the "
+                    "local GPU buffer failed (status %d)", what, (unsigned long long)off, pe, c);
     return 0;
 }
 
@@ -279,6 +354,7 @@ int32_t ofi__put(void *state, int32_t pe, uint64_t off, const void *src, uint64_
     int32_t rc = ofi__check_pe(st, pe);
     if (!rc) rc = rma(st, 1, pe, off, (char *)(uintptr_t)src, n);
     if (!rc && !(flags & SYMM_TP_NBI)) rc = ofi__flush(st, pe);
+    if (!rc && !(flags & SYMM_TP_NBI)) rc = ofi__take_err(st, pe, "put", off);
     pthread_mutex_unlock(&st->mu);
     return rc;
 }
@@ -290,6 +366,7 @@ int32_t ofi__get(void *state, void *dst, int32_t pe, uint64_t off, uint64_t n,
     int32_t rc = ofi__check_pe(st, pe);
     if (!rc) rc = rma(st, 0, pe, off, dst, n);
     if (!rc && !(flags & SYMM_TP_NBI)) rc = ofi__wait_for(st, pe, 0);
+    if (!rc && !(flags & SYMM_TP_NBI)) rc = ofi__take_err(st, pe, "get", off);
     pthread_mutex_unlock(&st->mu);
     return rc;
 }
@@ -307,6 +384,7 @@ int32_t ofi__put_signal(void *state, int32_t pe, uint64_t off, const void *src, 
     if (!rc) rc = symm__tp_check_signal(st->core, "ofi transport: ", sig_off, sig_op);
     if (!rc && n) rc = rma(st, 1, pe, off, (char *)(uintptr_t)src, n);
     if (!rc && n) rc = ofi__flush(st, pe);
+    if (!rc && n) rc = ofi__take_err(st, pe, "put_signal's data", off); /* no signal then */
     if (!rc) {
         uint32_t op = sig_op == SYMM_SIGNAL_ADD ? SYMM_AMO_ADD : SYMM_AMO_SET;
         rc = ofi__atomic_locked(st, pe, sig_off, SYMM_DTYPE_UINT64, op, &sig_value, NULL, NULL,
@@ -339,11 +417,8 @@ int32_t ofi__quiet(void *state) {
     for (int32_t i = 0; !rc && i < st->n; i++) {
         if (st->peers[i].failed) rc = ofi__peer_error(st, i);
         else if (st->peers[i].reach && st->peers[i].wrote) rc = ofi__flush(st, i);
-        if (!rc && st->peers[i].am_err) {
-            int32_t e = st->peers[i].am_err;
-            st->peers[i].am_err = 0;
-            rc = fail(st->core, e, "an nbi atomic on PE %d failed on that PE (status %d)", i, e);
-        }
+        if (!rc && (st->peers[i].am_err || st->peers[i].copy_err))
+            rc = ofi__take_err(st, i, "an nbi operation", 0);
     }
     /* nothing may be in flight any more (a post that met the news was not
      * made), yet what the caller issued did not all complete */

@@ -29,8 +29,14 @@
  *   the owner's virtual address, else by the offset in the registration.
  *   FI_MR_LOCAL: local buffers outside a registration go through a
  *   registered bounce buffer. FI_MR_ENDPOINT: registrations are bound to the
- *   endpoint. GPU memory needs FI_HMEM (fi_mr_regattr with FI_HMEM_CUDA);
- *   without it mem_add of GPU memory fails with SYMM_ERR_NOT_SUPPORTED.
+ *   endpoint. GPU memory: registered with FI_HMEM (fi_mr_regattr with
+ *   FI_HMEM_CUDA) where the provider has it; otherwise staged through the
+ *   core's GPU-memory service (mem_copy / mem_atomic): such a range is not
+ *   registered, its address in the exchange is STAGED_ADDR, and every put,
+ *   get and atomic on it is a message the target's progress applies with the
+ *   service and answers (gets answered with the data), STAGE_CHUNK bytes of
+ *   data a message; a local GPU buffer is copied through the bounce buffer.
+ *   Neither: mem_add of GPU memory fails with SYMM_ERR_NOT_SUPPORTED.
  * - Addresses: fi_getname of every PE travels through core->allgather and
  *   is inserted into the address vector. open then reads one word from each
  *   PE it must reach (connection-oriented providers such as ofi_rxm connect
@@ -62,7 +68,8 @@
  *   (amo_cpu.h) and answers: all ops then run on one engine.
  * - Testing knobs: SYMM_OFI_ATOMICS=native|cas|am forces an atomics path
  *   (cas: every op but CSWAP as a loop); SYMM_OFI_MAX_RMA=BYTES splits
- *   transfers into smaller posts; SYMM_OFI_FORCE_MR_LOCAL=1 uses registered
+ *   transfers into smaller posts; SYMM_OFI_STAGE_CHUNK=BYTES sets the data
+ *   a staged message carries; SYMM_OFI_FORCE_MR_LOCAL=1 uses registered
  *   descriptors and the bounce buffer as FI_MR_LOCAL providers need.
  * - Coherence with CPU atomics (SYMM_TP_CAP_ATOMIC_GLOBAL): claimed only
  *   where the target's CPU performs every atomic with atomic instructions:
@@ -129,6 +136,12 @@ static const char *const AUTO_ORDER[] = {"efa", "cxi", "verbs;ofi_rxm", "tcp;ofi
 #define MAX_RMA        (1ull << 30) /* largest single fi_write/fi_read we post */
 #define DEPTH_MAX      1024u
 #define AM_SLOTS       64u          /* receive buffers for atomic messages */
+/* Staging (GPU memory without FI_HMEM): the data a put or get message
+ * carries at most; larger transfers are pipelined messages of this size,
+ * as many in flight as the bounce buffer holds (docs/OFI.md, GPU memory). */
+#define STAGE_CHUNK    (64u << 10)
+#define STAGE_CHUNK_MAX (256u << 10) /* SYMM_OFI_STAGE_CHUNK's bound (testing knob) */
+#define STAGED_ADDR    (~0ull)      /* a staged range's address in the exchange */
 #define SPINS_BEFORE_YIELD 64u
 #define ADDR_MAX       200u
 #define HOT_MS         250u         /* short naps this long after the last activity */
@@ -172,6 +185,7 @@ typedef struct ofi_peer {
     uint64_t bytes;
     int failed;         /* 0, or a positive errno / ETIMEDOUT for a stall */
     int32_t am_err;     /* first error an atomic message came back with */
+    int32_t copy_err;   /* first failed mem_copy into a local GPU buffer */
     char why[160];
 } ofi_peer;
 
@@ -180,17 +194,22 @@ typedef struct ofi_rec { /* one outstanding operation; ctx first (FI_CONTEXT2) *
     int32_t pe, next_free;
     uint32_t gen;        /* bumped at each use: a message's token is (gen << 32) | index */
     uint8_t live, read, bounce, pending; /* pending: completions still due (2 for a message) */
+    uint8_t copy_gpu;    /* copy_to is GPU memory: core->mem_copy, not memcpy */
     uint64_t bytes;
     void *copy_to;       /* on success: memcpy(copy_to, copy_from, copy_len) */
     const void *copy_from;
     size_t copy_len;
 } ofi_rec;
 
-/* An atomic as a message: request and answer share the layout. */
+/* An atomic, or a staged put or get, as a message: request and answer share
+ * the layout; a put request and a get answer carry len bytes of data after
+ * it. */
 #define AM_MAGIC 0x53594d41u /* "SYMA" */
+enum { AM_ATOMIC = 0, AM_PUT, AM_GET };
 typedef struct am_msg {
     uint32_t magic, answer; /* answer: 0 request, 1 answer */
     uint32_t dtype, op;
+    uint32_t kind, len;     /* AM_*; the data's bytes (put, get) */
     int32_t src, status;
     uint64_t off, value, compare, token; /* token: the requester's record (gen << 32 | index) */
     uint64_t key; /* the receiver's am_key: a message without it is dropped */
@@ -202,9 +221,10 @@ typedef struct am_msg {
  * provider keeps messages that find no receive posted). */
 typedef struct am_slot {
     struct fi_context2 ctx; /* first: the completion's context */
-    am_msg msg;
+    am_msg *msg;            /* in am_buf: the header, then up to stage_chunk bytes (staging) */
     int32_t dest;           /* answers: the PE it goes to (-1: free) */
     uint8_t queued;         /* answers: met -FI_EAGAIN, sent again by a later poll */
+    uint32_t len;           /* answers: bytes to send */
 } am_slot;
 
 typedef struct ofi_tp {
@@ -232,6 +252,9 @@ typedef struct ofi_tp {
     uint64_t max_rma;
     uint32_t depth;
     int delivery, hmem, global;
+    int staging;          /* GPU ranges through the core's service (no FI_HMEM) */
+    int msgs;             /* message slots posted (atomic messages or staging) */
+    uint32_t stage_chunk; /* STAGE_CHUNK, or SYMM_OFI_STAGE_CHUNK */
     int amo;
     uint8_t how[2][SYMM_AMO_XOR + 1]; /* [width 4/8][op] */
     uint32_t stall_ms;
@@ -260,7 +283,9 @@ typedef struct ofi_tp {
     uint32_t spin_us;     /* SYMM_OFI_SPIN_US (no wait fd only) */
     struct fid_mr *hello_mr;
 
-    am_slot *am_rx, *am_tx; /* [AM_SLOTS] each; registered with am_mr */
+    am_slot *am_rx, *am_tx; /* [AM_SLOTS] each; their buffers in am_buf, registered */
+    char *am_buf;
+    size_t am_slot_bytes;
     struct fid_mr *am_mr;
     void *am_desc;
     am_slot *am_block;
@@ -277,12 +302,14 @@ typedef struct ofi_op {
     enum fi_datatype dt;
     enum fi_op aop;
     void *compare, *result;
+    uint8_t copy_gpu;  /* the record's copy_to is GPU memory */
+    uint64_t bytes;    /* counted in flight (0: len for RMA, 8 otherwise) */
 } ofi_op;
 enum { OP_WRITE, OP_READ, OP_ATOMIC, OP_FETCH, OP_COMPARE, OP_SEND };
 
 typedef struct addr_msg {
     uint32_t status, amo;   /* status: 0, or why this PE could not open */
-    uint32_t len, pad;      /* of the endpoint name */
+    uint32_t len, slot;     /* of the endpoint name; message slot bytes (0: none) */
     uint64_t hello_addr, hello_key, am_key;
     char prov[32];
     uint8_t name[ADDR_MAX];
@@ -348,6 +375,16 @@ static inline void nap_us(long us) {
 }
 
 
+/* Is the local pointer p GPU memory (only where this PE stages)? */
+static inline int ofi__gpu_ptr(const ofi_tp *st, const void *p) {
+    return st->staging && p && st->core->mem_kind(st->core->core, p) == SYMM_TP_MEM_CUDA;
+}
+
+/* Is region r staged on PE pe (GPU memory reached through messages)? */
+static inline int ofi__staged(const ofi_region *r, int32_t pe) {
+    return r->raddr[pe] == STAGED_ADDR;
+}
+
 /* ofi_provider.c */
 uint32_t ofi__api_version(void);
 int32_t ofi__choose(const symm_tp_core *core, choice *c, char *why, size_t why_len,
@@ -371,6 +408,7 @@ void *ofi__progress_main(void *arg);
 
 /* ofi_data.c */
 int32_t ofi__bounce_get(ofi_tp *st, size_t n, char **out);
+void ofi__bounce_release(ofi_tp *st);
 int32_t ofi__post(ofi_tp *st, int32_t pe, ofi_op *o, int read, int bounce, void *copy_to,
                     const void *copy_from, size_t copy_len, uint64_t limit_ms);
 int32_t ofi__remote_at(ofi_tp *st, int32_t pe, uint64_t off, uint64_t n, uint64_t *raddr,
@@ -386,6 +424,7 @@ int32_t ofi__put_signal(void *state, int32_t pe, uint64_t off, const void *src, 
                               uint32_t flags);
 int32_t ofi__fence(void *state);
 int32_t ofi__quiet(void *state);
+int32_t ofi__take_err(ofi_tp *st, int32_t pe, const char *what, uint64_t off);
 
 /* ofi_atomic.c */
 void ofi__plan_atomics(ofi_tp *st, const char *force);

@@ -66,13 +66,17 @@ int32_t ofi__mem_add(void *state, void *base, uint64_t heap_off, uint64_t len,
     char why[300] = {0};
     int32_t status = 0;
     struct fid_mr *mr = NULL;
-    if (mem_kind == SYMM_TP_MEM_CUDA && !st->hmem) {
+    /* GPU memory without FI_HMEM: not registered; peers send messages that
+     * this PE's progress applies through the core's service (STAGED_ADDR
+     * tells them so). */
+    int staged = mem_kind == SYMM_TP_MEM_CUDA && !st->hmem && st->staging;
+    if (mem_kind == SYMM_TP_MEM_CUDA && !st->hmem && !st->staging) {
         status = SYMM_ERR_NOT_SUPPORTED;
-        snprintf(why, sizeof why, "GPU memory cannot be registered: provider %s has no FI_HMEM "
-                 "here (a libfabric built with CUDA and a provider that supports it, e.g. efa, "
-                 "cxi or verbs;ofi_rxm, are needed); run the host backend (SYMM_BACKEND=host)",
-                 st->prov);
-    } else {
+        snprintf(why, sizeof why, "GPU memory cannot be reached: provider %s has no FI_HMEM "
+                 "here and %s; run the host backend (SYMM_BACKEND=host)", st->prov,
+                 !(st->info->caps & FI_MSG) ? "no FI_MSG to stage it through messages"
+                 : "the core offers no GPU-memory service (mem_copy) to stage it through");
+    } else if (!staged) {
         int rc = ofi__reg(st, base, len, ACCESS, mem_kind, &mr, why, sizeof why);
         if (rc) status = rc == -FI_ENOMEM ? SYMM_ERR_OUT_OF_MEMORY
                          : mem_kind == SYMM_TP_MEM_CUDA ? SYMM_ERR_NOT_SUPPORTED : SYMM_ERR_SYSTEM;
@@ -89,7 +93,8 @@ int32_t ofi__mem_add(void *state, void *base, uint64_t heap_off, uint64_t len,
     uint64_t *raddr, *rkey;
     int32_t rc = symm__tp_mem_exchange(
         core, "ofi transport: ", status, why,
-        (st->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)base : 0, mr ? fi_mr_key(mr) : 0,
+        staged ? STAGED_ADDR : (st->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)base : 0,
+        mr ? fi_mr_key(mr) : 0,
         heap_off, len, &raddr, &rkey);
     if (rc) {
         if (mr) fi_close(&mr->fid);
@@ -98,7 +103,8 @@ int32_t ofi__mem_add(void *state, void *base, uint64_t heap_off, uint64_t len,
     }
     pthread_mutex_lock(&st->cq_mu);
     st->regs[st->n_regs++] = (ofi_region){.off = heap_off, .len = len, .base = base, .mr = mr,
-                                          .desc = fi_mr_desc(mr), .raddr = raddr, .rkey = rkey};
+                                          .desc = mr ? fi_mr_desc(mr) : NULL, .raddr = raddr,
+                                          .rkey = rkey};
     pthread_mutex_unlock(&st->cq_mu);
     pthread_mutex_unlock(&st->mu);
     return 0;

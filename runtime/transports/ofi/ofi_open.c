@@ -40,6 +40,7 @@ static void ofi_close(void *state) {
     free(st->hello);
     free(st->auth_chal);
     free(st->am_block);
+    free(st->am_buf);
     free(st->regs);
     free(st->recs);
     free(st->peers);
@@ -92,6 +93,11 @@ static int32_t open_limits(ofi_tp *st, char *why, size_t why_len) {
                                                                    : DEPTH_MAX;
     if (st->depth < 16) st->depth = 16;
     st->hmem = (fi->caps & FI_HMEM) != 0;
+    /* Without FI_HMEM a GPU heap is staged through the core's service, which
+     * needs messages; the core offers the service only where the job's
+     * memory may be GPU memory (the CUDA backend, or the host backend's test
+     * hook), so host-memory jobs keep the small message slots. */
+    st->staging = !st->hmem && symm_tp_core_has_gpu_mem(st->core) && (fi->caps & FI_MSG);
     const char *knob = env(st->core, "SYMM_OFI_SPIN_US");
     if (knob) {
         char *end;
@@ -115,6 +121,17 @@ static int32_t open_limits(ofi_tp *st, char *why, size_t why_len) {
             return SYMM_ERR_INVALID_ARG;
         }
         if (v < st->max_rma) st->max_rma = v;
+    }
+    st->stage_chunk = STAGE_CHUNK;
+    if ((knob = env(st->core, "SYMM_OFI_STAGE_CHUNK"))) {
+        char *end;
+        unsigned long long v = strtoull(knob, &end, 10);
+        if (*end || v < 8 || v > STAGE_CHUNK_MAX) {
+            snprintf(why, why_len, "SYMM_OFI_STAGE_CHUNK=\"%s\": expected a byte count in "
+                     "[8, %u]", knob, STAGE_CHUNK_MAX);
+            return SYMM_ERR_INVALID_ARG;
+        }
+        st->stage_chunk = (uint32_t)v;
     }
     return 0;
 }
@@ -187,7 +204,11 @@ static int32_t open_buffers(ofi_tp *st, char *why, size_t why_len) {
     st->hello = aligned_alloc(4096, st->hello_bytes);
     st->auth_chal = calloc((size_t)st->n, AUTH_NONCE);
     st->am_block = calloc(2 * AM_SLOTS, sizeof *st->am_block);
-    if (!st->recs || !st->bounce || !st->hello || !st->auth_chal || !st->am_block) {
+    st->msgs = st->amo == AMO_AM || st->staging;
+    st->am_slot_bytes = (sizeof(am_msg) + (st->staging ? st->stage_chunk : 0) + 63) & ~(size_t)63;
+    st->am_buf = aligned_alloc(4096, (2 * AM_SLOTS * st->am_slot_bytes + 4095) & ~(size_t)4095);
+    if (!st->recs || !st->bounce || !st->hello || !st->auth_chal || !st->am_block ||
+        !st->am_buf) {
         snprintf(why, why_len, "out of host memory");
         return SYMM_ERR_OUT_OF_MEMORY;
     }
@@ -202,21 +223,23 @@ static int32_t open_buffers(ofi_tp *st, char *why, size_t why_len) {
     st->hello[0] = 0x5359000000000000ull | (uint64_t)st->me;
     st->am_rx = st->am_block;
     st->am_tx = st->am_block + AM_SLOTS;
+    for (uint32_t i = 0; i < 2 * AM_SLOTS; i++)
+        st->am_block[i].msg = (am_msg *)(void *)(st->am_buf + i * st->am_slot_bytes);
     for (uint32_t i = 0; i < AM_SLOTS; i++) st->am_tx[i].dest = -1;
     int rc = ofi__reg(st, st->bounce, BOUNCE_BYTES, FI_READ | FI_WRITE | FI_SEND | FI_RECV,
                       SYMM_TP_MEM_HOST, &st->bounce_mr, why, why_len);
     if (!rc)
         rc = ofi__reg(st, st->hello, st->hello_bytes, ACCESS, SYMM_TP_MEM_HOST, &st->hello_mr, why,
                       why_len);
-    if (!rc && st->amo == AMO_AM)
-        rc = ofi__reg(st, st->am_block, 2 * AM_SLOTS * sizeof *st->am_block, FI_SEND | FI_RECV,
-                 SYMM_TP_MEM_HOST, &st->am_mr, why, why_len);
+    if (!rc && st->msgs)
+        rc = ofi__reg(st, st->am_buf, 2 * AM_SLOTS * st->am_slot_bytes, FI_SEND | FI_RECV,
+                      SYMM_TP_MEM_HOST, &st->am_mr, why, why_len);
     if (rc) return rc == -FI_ENOMEM ? SYMM_ERR_OUT_OF_MEMORY : SYMM_ERR_SYSTEM;
     st->bounce_desc = fi_mr_desc(st->bounce_mr);
     st->am_desc = st->am_mr ? fi_mr_desc(st->am_mr) : NULL;
-    if (st->amo == AMO_AM) {
+    if (st->msgs) {
         for (uint32_t i = 0; i < AM_SLOTS; i++) {
-            rc = (int)fi_recv(st->ep, &st->am_rx[i].msg, sizeof(am_msg), st->am_desc,
+            rc = (int)fi_recv(st->ep, st->am_rx[i].msg, st->am_slot_bytes, st->am_desc,
                               FI_ADDR_UNSPEC, &st->am_rx[i].ctx);
             if (rc) {
                 snprintf(why, why_len, "fi_recv for atomic messages failed (%s)", ferr(rc));
@@ -239,6 +262,8 @@ static int32_t open_local(ofi_tp *st, char *why, size_t why_len) {
     }
     int32_t status = open_limits(st, why, why_len);
     if (!status) status = open_endpoint(st, why, why_len);
+    /* the atomics plan before the buffers: it decides whether message slots are posted */
+    if (!status) ofi__plan_atomics(st, env(st->core, "SYMM_OFI_ATOMICS"));
     if (!status) status = open_buffers(st, why, why_len);
     if (status) return status;
     if (pipe(st->wake) != 0) {
@@ -347,7 +372,6 @@ static int32_t open_here(ofi_tp *st, open_times *t, char *why, size_t why_len) {
     snprintf(st->choice, sizeof st->choice, "%s", reason);
     status = open_local(st, why, why_len);
     t->local = now_ms();
-    if (!status) ofi__plan_atomics(st, env(st->core, "SYMM_OFI_ATOMICS"));
     return status;
 }
 
@@ -363,6 +387,7 @@ static void my_name(ofi_tp *st, addr_msg *mine, int32_t *status, char *why, size
         }
         mine->len = (uint32_t)len;
         mine->amo = (uint32_t)st->amo;
+        mine->slot = st->msgs ? (uint32_t)st->am_slot_bytes : 0;
         mine->hello_addr = (st->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)st->hello : 0;
         mine->hello_key = fi_mr_key(st->hello_mr);
         mine->am_key = st->am_key;
@@ -388,11 +413,13 @@ static int32_t exchange_names(ofi_tp *st, addr_msg *all, int32_t *status, char *
         if (pm->status)
             return fail(core, (int32_t)pm->status, "PE %d could not open its libfabric endpoint "
                         "(status %u; its error says why)", i, pm->status);
-        if (strncmp(pm->prov, st->prov, sizeof pm->prov) || pm->amo != (uint32_t)st->amo) {
+        if (strncmp(pm->prov, st->prov, sizeof pm->prov) || pm->amo != (uint32_t)st->amo ||
+            pm->slot != (st->msgs ? (uint32_t)st->am_slot_bytes : 0)) {
             *status = SYMM_ERR_MISMATCH;
-            snprintf(why, why_len, "PE %d uses provider %.31s (atomics path %u), this PE %s "
-                     "(%d): set SYMM_OFI_PROVIDER alike on every host", i, pm->prov, pm->amo,
-                     st->prov, st->amo);
+            snprintf(why, why_len, "PE %d uses provider %.31s (atomics path %u, message slots "
+                     "of %u bytes), this PE %s (%d, %u): set SYMM_OFI_PROVIDER alike on every "
+                     "host, and the same backend", i, pm->prov, pm->amo, pm->slot, st->prov,
+                     st->amo, st->msgs ? (uint32_t)st->am_slot_bytes : 0);
         }
     }
     for (int32_t i = 0; i < st->n && !*status; i++) {
@@ -438,7 +465,7 @@ static void open_report(ofi_tp *st, symm_tp_info *info, const open_times *t) {
                           : st->amo == AMO_NATIVE ? "provider atomics" : "none";
     if (info) {
         info->caps = SYMM_TP_CAP_LOOPBACK | (st->global ? SYMM_TP_CAP_ATOMIC_GLOBAL : 0) |
-                     (st->hmem ? SYMM_TP_CAP_GPU_MEM : 0);
+                     (st->hmem || st->staging ? SYMM_TP_CAP_GPU_MEM : 0);
         info->max_msg = 0; /* larger transfers are split here */
         snprintf(info->device, sizeof info->device, "%.24s on %.32s", st->prov, st->dom);
     }
@@ -451,7 +478,9 @@ static void open_report(ofi_tp *st, symm_tp_info *info, const open_times *t) {
                        : "transmit completion only (quiet flushes with a read)",
           "signals and fences wait for the data's delivery",
           amo_txt, st->global ? " (coherent with CPU atomics)" : " (not coherent with CPU atomics)",
-          st->hmem ? "FI_HMEM" : "no FI_HMEM (host memory only)",
+          st->hmem      ? "GPU memory through FI_HMEM"
+          : st->staging ? "no FI_HMEM: GPU memory staged through the core's service (messages)"
+                        : "no FI_HMEM (host memory only)",
           st->wait_fd >= 0 ? "thread on the CQ's wait fd"
           : st->rx_cntr    ? "thread napping, short naps while peers write (FI_RMA_EVENT)"
                            : "thread napping", st->depth);

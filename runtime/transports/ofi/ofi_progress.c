@@ -25,13 +25,24 @@ void ofi__mark_failed(ofi_tp *st, int32_t pe, int err, const char *fmt, ...) {
     logf_(st->core, 0, "PE %d: %s", pe, p->why);
 }
 
+/* A completed record's result into the caller's buffer: GPU memory through
+ * the core's service (a failure is the operation's, reported by its wait). */
+static void copy_out(ofi_tp *st, ofi_rec *r, const void *from, size_t len) {
+    if (!r->copy_gpu) {
+        memcpy(r->copy_to, from, len);
+        return;
+    }
+    int32_t rc = st->core->mem_copy(st->core->core, r->copy_to, from, len);
+    if (rc && !st->peers[r->pe].copy_err) st->peers[r->pe].copy_err = rc;
+}
+
 void ofi__rec_done(ofi_tp *st, ofi_rec *r, int ok) {
     if (r->pending > 1) {
         r->pending--;
         return;
     }
     ofi_peer *p = &st->peers[r->pe];
-    if (ok && r->copy_to) memcpy(r->copy_to, r->copy_from, r->copy_len);
+    if (ok && r->copy_to) copy_out(st, r, r->copy_from, r->copy_len);
     p->inflight--;
     st->inflight--;
     p->reads -= r->read;
@@ -48,13 +59,12 @@ void ofi__rec_done(ofi_tp *st, ofi_rec *r, int ok) {
 
 static void am_repost(ofi_tp *st, am_slot *rx) {
     /* a failure leaves one receive slot fewer; messages wait in the provider */
-    fi_recv(st->ep, &rx->msg, sizeof rx->msg, st->am_desc, FI_ADDR_UNSPEC, &rx->ctx);
+    fi_recv(st->ep, rx->msg, st->am_slot_bytes, st->am_desc, FI_ADDR_UNSPEC, &rx->ctx);
 }
 
 /* Send answer slot a (its receive slot is reposted when it has gone). */
 static void am_send_answer(ofi_tp *st, am_slot *a) {
-    ssize_t rc = fi_send(st->ep, &a->msg, sizeof a->msg, st->am_desc, st->peers[a->dest].addr,
-                         &a->ctx);
+    ssize_t rc = fi_send(st->ep, a->msg, a->len, st->am_desc, st->peers[a->dest].addr, &a->ctx);
     if (rc == -FI_EAGAIN) {
         if (!a->queued) st->am_queued++;
         a->queued = 1;
@@ -68,9 +78,39 @@ static void am_send_answer(ofi_tp *st, am_slot *a) {
     }
 }
 
+/* A request, applied to this PE's memory: an atomic (CPU atomics, or the
+ * core's mem_atomic on a staged GPU range), or a staged put or get (mem_copy
+ * into or out of the range; a get's data goes into the answer, out). */
+static int32_t am_apply(ofi_tp *st, const am_msg *m, const char *data, char *out,
+                        uint64_t *old) {
+    uint64_t len = m->kind == AM_ATOMIC ? symm__amo_size(m->dtype) : m->len;
+    ofi_region *r = len ? symm__tp_region_of_off(st->regs, st->n_regs, m->off) : NULL;
+    if (!r || m->off - r->off + len > r->len || m->kind > AM_GET ||
+        (m->kind != AM_ATOMIC && !st->staging) ||
+        (m->kind != AM_ATOMIC && len > st->stage_chunk) || (m->kind == AM_ATOMIC && m->off % len))
+        return SYMM_ERR_OUT_OF_BOUNDS;
+    char *at = r->base + (m->off - r->off);
+    const symm_tp_core *c = st->core;
+    int gpu = ofi__staged(r, st->me);
+    switch (m->kind) {
+    case AM_PUT:
+        if (gpu) return c->mem_copy(c->core, at, data, len);
+        memcpy(at, data, len);
+        return 0;
+    case AM_GET:
+        if (gpu) return c->mem_copy(c->core, out, at, len);
+        memcpy(out, at, len);
+        return 0;
+    default:
+        if (gpu) return c->mem_atomic(c->core, at, m->dtype, m->op, m->value, m->compare, old);
+        return symm__amo_cpu(at, m->dtype, m->op, m->value, m->compare, old);
+    }
+}
+
 /* A message arrived in receive slot rx: serve a request, or take an answer. */
 static void am_received(ofi_tp *st, am_slot *rx) {
-    am_msg m = rx->msg;
+    am_msg m = *rx->msg;
+    const char *data = (const char *)(rx->msg + 1);
     /* The key, like a registration's, travels only through the bootstrap: a
      * process outside the job can send to the endpoint, not apply atomics */
     if (m.magic != AM_MAGIC || m.key != st->am_key || m.src < 0 || m.src >= st->n ||
@@ -79,29 +119,35 @@ static void am_received(ofi_tp *st, am_slot *rx) {
         return;
     }
     if (m.answer) {
-        am_repost(st, rx);
+        /* reposted only once its data is out: posting may fill it at once
+         * with a message the provider holds (more answers than slots) */
         uint64_t idx = m.token & 0xffffffffu;
-        if (idx >= (uint64_t)st->n_recs) return;
-        ofi_rec *r = &st->recs[idx];
-        if (!r->live || r->pe != m.src || r->gen != (uint32_t)(m.token >> 32)) return;
+        ofi_rec *r = idx < (uint64_t)st->n_recs ? &st->recs[idx] : NULL;
+        if (!r || !r->live || r->pe != m.src || r->gen != (uint32_t)(m.token >> 32)) {
+            am_repost(st, rx);
+            return;
+        }
         if (m.status && !st->peers[r->pe].am_err) st->peers[r->pe].am_err = m.status;
-        if (r->copy_to && !m.status) memcpy(r->copy_to, &m.value, r->copy_len);
+        if (r->copy_to && !m.status) {
+            if (m.kind == AM_GET)
+                copy_out(st, r, data, m.len < r->copy_len ? m.len : r->copy_len);
+            else
+                copy_out(st, r, &m.value, r->copy_len);
+        }
         r->copy_to = NULL;
+        am_repost(st, rx);
         ofi__rec_done(st, r, 1);
         return;
     }
-    /* A request: apply it to this PE's memory with CPU atomics, answer. */
+    /* A request: apply it to this PE's memory, answer. */
     uint64_t old = 0;
-    int32_t status = SYMM_ERR_OUT_OF_BOUNDS;
-    uint32_t size = symm__amo_size(m.dtype);
-    ofi_region *r = size ? symm__tp_region_of_off(st->regs, st->n_regs, m.off) : NULL;
-    if (r && m.off - r->off + size <= r->len && m.off % size == 0)
-        status = symm__amo_cpu(r->base + (m.off - r->off), m.dtype, m.op, m.value, m.compare,
-                               &old);
     am_slot *a = &st->am_tx[rx - st->am_rx];
-    a->msg = (am_msg){.magic = AM_MAGIC, .answer = 1, .dtype = m.dtype, .op = m.op, .src = st->me,
-                      .status = status, .value = old, .token = m.token,
-                      .key = st->peers[m.src].am_key};
+    int32_t status = am_apply(st, &m, data, (char *)(a->msg + 1), &old);
+    *a->msg = (am_msg){.magic = AM_MAGIC, .answer = 1, .dtype = m.dtype, .op = m.op,
+                       .kind = m.kind, .len = m.kind == AM_GET && !status ? m.len : 0,
+                       .src = st->me, .status = status, .value = old, .token = m.token,
+                       .key = st->peers[m.src].am_key};
+    a->len = (uint32_t)sizeof(am_msg) + a->msg->len;
     a->dest = m.src;
     am_send_answer(st, a);
 }
