@@ -40,7 +40,7 @@ symm_status symm__put_signal_check(const char *fn, symm_buf dst_h, uint64_t dst_
                                    const void *src, uint64_t nelems, symm_buf sig_h,
                                    uint64_t sig_index, uint32_t sig_op, int32_t pe,
                                    symm__buf **dstp, symm__buf **sigp, uint32_t *amo) {
-    symm__buf *dst, *sig;
+    symm__buf *dst = NULL, *sig = NULL; /* -O3 cannot see the check fill them */
     SYMM_TRY(symm__enter_buf(fn, dst_h, &dst));
     SYMM_TRY_IN(fn, symm__buf_get(sig_h, &sig));
     symm__ctx *ctx = dst->ctx;
@@ -64,7 +64,7 @@ static symm_status put_signal(const char *fn, symm_buf dst_h, uint64_t dst_index
                               const void *src, uint64_t nelems, symm_buf sig_h,
                               uint64_t sig_index, uint64_t signal, uint32_t sig_op, int32_t pe,
                               uint32_t flags) {
-    symm__buf *dst, *sig;
+    symm__buf *dst = NULL, *sig = NULL; /* -O3 cannot see the check fill them */
     uint32_t amo = SYMM_AMO_SET;
     SYMM_TRY(symm__put_signal_check(fn, dst_h, dst_index, src, nelems, sig_h, sig_index, sig_op,
                                     pe, &dst, &sig, &amo));
@@ -100,7 +100,7 @@ static symm_status signal_target(const char *fn, symm_buf sig_h, uint64_t sig_in
 
 static symm_status signal_op(const char *fn, symm_buf sig_h, uint64_t sig_index, uint64_t signal,
                              uint32_t sig_op, int32_t pe, symm__mode m) {
-    symm__buf *sig;
+    symm__buf *sig = NULL;
     uint32_t amo = SYMM_AMO_SET;
     SYMM_TRY(signal_target(fn, sig_h, sig_index, sig_op, pe, &sig, &amo));
     symm__ctx *ctx = sig->ctx;
@@ -133,7 +133,7 @@ symm_status symm_signal_op_on_stream(symm_buf sig_h, uint64_t sig_index, uint64_
 
 symm_status symm_signal_fetch(symm_buf sig_h, uint64_t sig_index, uint64_t *value) {
     const char *fn = __func__;
-    symm__buf *sig;
+    symm__buf *sig = NULL;
     SYMM_TRY(symm__enter_buf(fn, sig_h, &sig));
     symm__ctx *ctx = sig->ctx;
     SYMM_TRY(symm__check_signal(fn, sig, sig_index));
@@ -154,7 +154,7 @@ static symm_status wait_target(const char *fn, symm_buf sig_h, uint64_t sig_inde
 
 symm_status symm_signal_wait_until(symm_buf sig_h, uint64_t sig_index, uint32_t cmp,
                                    uint64_t value, uint64_t *value_out) {
-    symm__buf *sig;
+    symm__buf *sig = NULL;
     SYMM_TRY(wait_target(__func__, sig_h, sig_index, cmp, &sig));
     uint64_t seen = 0;
     SYMM_TRY(symm__wait_elem(sig, sig_index, cmp, value, &seen));
@@ -164,7 +164,7 @@ symm_status symm_signal_wait_until(symm_buf sig_h, uint64_t sig_index, uint32_t 
 
 symm_status symm_signal_wait_until_on_stream(symm_buf sig_h, uint64_t sig_index, uint32_t cmp,
                                              uint64_t value, symm_stream_t stream) {
-    symm__buf *sig;
+    symm__buf *sig = NULL;
     SYMM_TRY(wait_target(__func__, sig_h, sig_index, cmp, &sig));
     symm__ctx *ctx = sig->ctx;
     if (!ctx->ops->wait_stream) return symm_signal_wait_until(sig_h, sig_index, cmp, value, NULL);
@@ -177,7 +177,7 @@ symm_status symm_put_signal_on_stream(symm_buf dst_h, uint64_t dst_index, const 
                                       uint64_t signal, uint32_t sig_op, int32_t pe,
                                       symm_stream_t stream) {
     const char *fn = __func__;
-    symm__buf *dst, *sig;
+    symm__buf *dst = NULL, *sig = NULL; /* -O3 cannot see the check fill them */
     uint32_t amo;
     SYMM_TRY(symm__put_signal_check(fn, dst_h, dst_index, src, nelems, sig_h, sig_index, sig_op,
                                     pe, &dst, &sig, &amo));
