@@ -6,7 +6,9 @@
 # when oshcc/oshrun are installed (Debian: openmpi-bin libopenmpi-dev).
 # Columns: the median over rounds of each round's median, [the rounds' range],
 # the within-round spread (median over rounds of p10..p90 of the batches),
-# and the raw floor of the same rounds (a store to the peer + a full fence).
+# then the ratios to OpenSHMEM (of the medians, [the range of the rounds' own
+# ratios]); last, the raw floor of the same rounds (a store to the peer + a
+# full fence).
 # BASE=another build dir adds its bench_small to the rotation ("base": a
 # before/after comparison in one run).
 # BIND=core (default) pins each PE to its own core on both sides, as oshrun
@@ -81,8 +83,12 @@ for (op, b), by in sorted(rows.items()):
     ref = by.get('oshmem')
     for i in impls:
         if i != 'oshmem' and by.get(i) and ref:
-            line += '  %s/oshmem %.2f' % (i, statistics.median(x[0] for x in by[i]) /
-                                          statistics.median(x[0] for x in ref))
+            # and the range of the per-round ratios (the sides of one round
+            # ran back to back, under the same load)
+            per = [a[0] / b[0] for a, b in zip(by[i], ref)]
+            line += '  %s/oshmem %.2f [%.2f,%.2f]' % (
+                i, statistics.median(x[0] for x in by[i]) / statistics.median(x[0] for x in ref),
+                min(per), max(per))
     if 'symm' in by and 'base' in by:
         line += '  symm/base %.2f' % (statistics.median(x[0] for x in by['symm']) /
                                        statistics.median(x[0] for x in by['base']))
