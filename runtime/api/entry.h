@@ -67,7 +67,8 @@ static inline symm_status symm__range_ok(const symm__buf *b, uint64_t index, uin
  * host_cpu.h's) and the job has no transport (every PE is on this host, and
  * no NIC atomics to stay coherent with); NULL: the routed path (route.c),
  * which also reports a PE that is not mapped. One decision instead of the
- * route's calls (symm__put -> ops->put) per small operation. */
+ * route's calls (symm__put -> ops->put) per small operation: docs/DECISIONS.md
+ * "Small operations". */
 static inline uint8_t *symm__cpu_peer(const symm__ctx *ctx, int32_t pe) {
     if (__builtin_expect(ctx->cpu_peers && !ctx->tp, 1)) return ctx->peer_base[pe];
     return NULL;
