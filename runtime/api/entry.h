@@ -3,8 +3,10 @@
  * It resolves the handle (INVALID_HANDLE for a stale or foreign one) and
  * checks the caller's thread level against the context's. Every failure
  * carries the entry's name. The thread's message needs no clearing here:
- * the dispatch wrapper hides it unless the call fails (api/dispatch.c). Query entries that any thread may call
- * resolve their handle without the thread check (symm__*_get).
+ * the dispatch wrapper hides it unless the call fails (api/dispatch.c).
+ * Query entries that any thread may call resolve their handle without the
+ * thread check (symm__*_get). The direct path below (symm__cpu_peer) lets
+ * the small entries do the host backend's work themselves.
  *
  * The call modes of one-sided entries: blocking (complete on return), nbi
  * (complete at the next quiet) and on a stream (ordered on the stream; on a

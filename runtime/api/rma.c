@@ -105,16 +105,18 @@ move(const char *fn, symm__ctx *ctx, bool is_put, int32_t pe, uint64_t off, cons
 
 /* ---- typed buffers ---- */
 
-static inline __attribute__((always_inline)) symm_status buf_put(const char *fn, symm_buf dst, uint64_t index, const void *src,
-                           uint64_t nelems, int32_t pe, symm__mode m) {
+static inline __attribute__((always_inline)) symm_status
+buf_put(const char *fn, symm_buf dst, uint64_t index, const void *src, uint64_t nelems, int32_t pe,
+        symm__mode m) {
     symm__buf *b = NULL;
     uint64_t off = 0;
     SYMM_TRY(rma_target(fn, dst, index, nelems, pe, src, &b, &off));
     return move(fn, b->ctx, true, pe, off, src, nelems * b->elem_size, m);
 }
 
-static inline __attribute__((always_inline)) symm_status buf_get(const char *fn, void *dst, symm_buf src, uint64_t index,
-                           uint64_t nelems, int32_t pe, symm__mode m) {
+static inline __attribute__((always_inline)) symm_status
+buf_get(const char *fn, void *dst, symm_buf src, uint64_t index, uint64_t nelems, int32_t pe,
+        symm__mode m) {
     symm__buf *b = NULL;
     uint64_t off = 0;
     SYMM_TRY(rma_target(fn, src, index, nelems, pe, dst, &b, &off));
@@ -191,8 +193,9 @@ symm_status symm_p_on_stream(symm_buf dst, uint64_t index, const void *value, in
 
 /* ---- raw symmetric addresses ---- */
 
-static inline __attribute__((always_inline)) symm_status raw(const char *fn, symm_ctx h, void *dst, const void *src, uint64_t n,
-                       int32_t pe, bool is_put, symm__mode m) {
+static inline __attribute__((always_inline)) symm_status
+raw(const char *fn, symm_ctx h, void *dst, const void *src, uint64_t n, int32_t pe, bool is_put,
+    symm__mode m) {
     symm__ctx *ctx = NULL;
     SYMM_TRY(symm__enter_ctx(fn, h, &ctx));
     SYMM_TRY_IN(fn, symm__target_ok(ctx, pe));
