@@ -6,9 +6,16 @@
 # when oshcc/oshrun are installed (Debian: openmpi-bin libopenmpi-dev).
 # Columns: the median over rounds of each round's median, [the rounds' range],
 # the within-round spread (median over rounds of p10..p90 of the batches),
-# and the raw floor of the same rounds (a store to the peer + a full fence).
+# then the ratios to OpenSHMEM (of the medians, [the range of the rounds' own
+# ratios]); last, the raw floor of the same rounds (a store to the peer + a
+# full fence).
 # BASE=another build dir adds its bench_small to the rotation ("base": a
 # before/after comparison in one run).
+# BIND=core (default) pins each PE to its own core on both sides, as oshrun
+# does by default for 2 ranks (symm's PEs through taskset, by local rank);
+# BIND=none pins neither (oshrun --bind-to none). Unpinned, the scheduler of
+# a loaded machine may run both PEs on one core, and a barrier then costs
+# two context switches (~2 us) instead of a cache-line round trip.
 #   bash scripts/bench-small.sh [ROUNDS]    (BUILD=build dir, default build-bench)
 set -u
 cd "$(dirname "$0")/.."
@@ -26,19 +33,29 @@ if command -v oshcc >/dev/null && command -v oshrun >/dev/null; then
 else
   echo "bench-small: oshcc/oshrun not found: symm only (apt-get install openmpi-bin libopenmpi-dev)"
 fi
+BIND=${BIND:-core}
 OSH=(oshrun -np 2 --mca spml ucx --mca osc ucx -x UCX_TLS=posix,sysv,cma,self)
 [ "$(id -u)" = 0 ] && OSH+=(--allow-run-as-root)
+case "$BIND" in
+  core)
+    OSH+=(--bind-to core)
+    # PE i on core i (mod the cores): the wrapper runs under symmrun, which
+    # set SYMM_LOCAL_RANK
+    PIN=(sh -c 'exec taskset -c "$((SYMM_LOCAL_RANK % $(nproc)))" "$0" "$@"') ;;
+  none) OSH+=(--bind-to none); PIN=() ;;
+  *) echo "bench-small: BIND=core or none" >&2; exit 2 ;;
+esac
 out=$(mktemp)
 for r in $(seq "$ROUNDS"); do
-  "$BUILD/runtime/symmrun" -n 2 "$BUILD/tests/perf/bench_small" 1 >>"$out" || exit 1
+  "$BUILD/runtime/symmrun" -n 2 "${PIN[@]}" "$BUILD/tests/perf/bench_small" 1 >>"$out" || exit 1
   if [ -n "${BASE:-}" ]; then
-    "$BASE/runtime/symmrun" -n 2 "$BASE/tests/perf/bench_small" 1 | sed -e 's/^small symm /small base /' -e 's/^small floor /small floor_base /' >>"$out" || exit 1
+    "$BASE/runtime/symmrun" -n 2 "${PIN[@]}" "$BASE/tests/perf/bench_small" 1 | sed -e 's/^small symm /small base /' -e 's/^small floor /small floor_base /' >>"$out" || exit 1
   fi
   if [ -n "$SHMEM" ]; then
     "${OSH[@]}" "$BUILD/bench_small_shmem" 1 2>/dev/null | grep '^small ' >>"$out" || exit 1
   fi
 done
-echo "machine: $(nproc) cores, $(uname -m); load: $(cut -d' ' -f1-3 /proc/loadavg); $ROUNDS rounds, alternating; ns per call"
+echo "machine: $(nproc) cores, $(uname -m); load: $(cut -d' ' -f1-3 /proc/loadavg); $ROUNDS rounds, alternating; BIND=$BIND; ns per call"
 python3 - "$out" <<'PY'
 import statistics, sys
 rows = {}
@@ -66,8 +83,12 @@ for (op, b), by in sorted(rows.items()):
     ref = by.get('oshmem')
     for i in impls:
         if i != 'oshmem' and by.get(i) and ref:
-            line += '  %s/oshmem %.2f' % (i, statistics.median(x[0] for x in by[i]) /
-                                          statistics.median(x[0] for x in ref))
+            # and the range of the per-round ratios (the sides of one round
+            # ran back to back, under the same load)
+            per = [a[0] / b[0] for a, b in zip(by[i], ref)]
+            line += '  %s/oshmem %.2f [%.2f,%.2f]' % (
+                i, statistics.median(x[0] for x in by[i]) / statistics.median(x[0] for x in ref),
+                min(per), max(per))
     if 'symm' in by and 'base' in by:
         line += '  symm/base %.2f' % (statistics.median(x[0] for x in by['symm']) /
                                        statistics.median(x[0] for x in by['base']))

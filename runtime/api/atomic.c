@@ -3,8 +3,10 @@
  *
  * The core validates op x dtype and the pointers each op needs, copies the
  * operands into aligned temporaries and hands one 4/8-byte operation to the
- * backend (ops->atomic), which makes atomics from all PEs on one location
- * exact. fetched is written only on success.
+ * route (symm__atomic: the backend's ops->atomic or the transport), which
+ * makes atomics from all PEs on one location exact; on the direct path
+ * (entry.h) it is the CPU atomic of host_cpu.h, done here. fetched is
+ * written only on success.
  *
  * symm_atomic_nbi is implemented as the blocking operation: *fetched is
  * written before it returns, which is no later than the next quiet requires.
@@ -21,35 +23,37 @@ static const char *const op_names[] = {
 };
 #define N_OPS (sizeof op_names / sizeof op_names[0])
 
-/* Ops that return the prior value. */
-static bool op_fetches(uint32_t op) {
-    switch (op) {
-    case SYMM_AMO_SET: case SYMM_AMO_INC: case SYMM_AMO_ADD:
-    case SYMM_AMO_AND: case SYMM_AMO_OR: case SYMM_AMO_XOR:
-        return false;
-    default:
-        return true;
-    }
-}
+/* What each op takes and allows: one table load instead of a switch per
+ * property. */
+#define OP_FETCHES 1u /* returns the prior value: needs fetched             */
+#define OP_VALUE 2u   /* reads *value                                      */
+#define OP_COMPARE 4u /* reads *compare                                    */
+#define OP_FLOAT 8u   /* also defined on FLOAT32/FLOAT64                   */
+#define OP_ONE 16u    /* the operand is 1 (INC)                            */
+static const uint8_t op_bits[] = {
+    [SYMM_AMO_FETCH] = OP_FETCHES | OP_FLOAT,
+    [SYMM_AMO_SET] = OP_VALUE | OP_FLOAT,
+    [SYMM_AMO_COMPARE_SWAP] = OP_FETCHES | OP_VALUE | OP_COMPARE,
+    [SYMM_AMO_SWAP] = OP_FETCHES | OP_VALUE | OP_FLOAT,
+    [SYMM_AMO_FETCH_INC] = OP_FETCHES | OP_ONE,
+    [SYMM_AMO_INC] = OP_ONE,
+    [SYMM_AMO_FETCH_ADD] = OP_FETCHES | OP_VALUE,
+    [SYMM_AMO_ADD] = OP_VALUE,
+    [SYMM_AMO_FETCH_AND] = OP_FETCHES | OP_VALUE,
+    [SYMM_AMO_AND] = OP_VALUE,
+    [SYMM_AMO_FETCH_OR] = OP_FETCHES | OP_VALUE,
+    [SYMM_AMO_OR] = OP_VALUE,
+    [SYMM_AMO_FETCH_XOR] = OP_FETCHES | OP_VALUE,
+    [SYMM_AMO_XOR] = OP_VALUE,
+};
+_Static_assert(sizeof op_bits == N_OPS, "a property entry per op");
 
-/* Ops that read *value. */
-static bool op_takes_value(uint32_t op) {
-    return op != SYMM_AMO_FETCH && op != SYMM_AMO_FETCH_INC && op != SYMM_AMO_INC;
-}
-
-/* Ops also defined on FLOAT32/FLOAT64. */
-static bool op_allows_float(uint32_t op) {
-    return op == SYMM_AMO_FETCH || op == SYMM_AMO_SET || op == SYMM_AMO_SWAP;
-}
-
-static bool dtype_is_amo_int(uint32_t dtype) {
-    return dtype == SYMM_DTYPE_INT32 || dtype == SYMM_DTYPE_INT64 || dtype == SYMM_DTYPE_UINT32 ||
-           dtype == SYMM_DTYPE_UINT64;
-}
-
-static bool dtype_is_amo_float(uint32_t dtype) {
-    return dtype == SYMM_DTYPE_FLOAT32 || dtype == SYMM_DTYPE_FLOAT64;
-}
+/* Dtypes as bits (buffer dtypes are 1..SYMM_DTYPE_COUNT - 1). */
+#define DT(d) (1u << (d))
+#define AMO_INT (DT(SYMM_DTYPE_INT32) | DT(SYMM_DTYPE_INT64) | DT(SYMM_DTYPE_UINT32) | \
+                 DT(SYMM_DTYPE_UINT64))
+#define AMO_FLOAT (DT(SYMM_DTYPE_FLOAT32) | DT(SYMM_DTYPE_FLOAT64))
+_Static_assert(SYMM_DTYPE_COUNT <= 32, "dtypes fit a 32-bit mask");
 
 /* An element of 4 or 8 bytes: constant-size copies, inline (no memcpy call). */
 static inline void elem_copy(void *dst, const void *src, uint32_t size) {
@@ -59,46 +63,43 @@ static inline void elem_copy(void *dst, const void *src, uint32_t size) {
         memcpy(dst, src, 4);
 }
 
-static symm_status atomic_op(const char *fn, symm_buf h, uint64_t index, uint32_t op,
-                             const void *value, const void *compare, int32_t pe, void *fetched) {
-    symm__buf *buf;
+static inline __attribute__((always_inline)) symm_status
+atomic_op(const char *fn, symm_buf h, uint64_t index, uint32_t op, const void *value,
+          const void *compare, int32_t pe, void *fetched) {
+    symm__buf *buf = NULL;
     SYMM_TRY(symm__enter_buf(fn, h, &buf));
     symm__ctx *ctx = buf->ctx;
     SYMM_CHECK(op < N_OPS, SYMM_ERR_INVALID_ARG,
                "%s: unknown atomic op %u (expected SYMM_AMO_FETCH..SYMM_AMO_XOR)", fn, op);
-    SYMM_CHECK(dtype_is_amo_int(buf->dtype) || (op_allows_float(op) && dtype_is_amo_float(buf->dtype)),
-               SYMM_ERR_INVALID_ARG,
+    const uint32_t bits = op_bits[op], dt = DT(buf->dtype & 31u);
+    SYMM_CHECK((dt & AMO_INT) || ((bits & OP_FLOAT) && (dt & AMO_FLOAT)), SYMM_ERR_INVALID_ARG,
                "%s: %s is not defined on dtype %u (%s)", fn, op_names[op], buf->dtype,
-               op_allows_float(op) ? "it needs a 32/64-bit integer or float buffer"
-                                   : "it needs an INT32, INT64, UINT32 or UINT64 buffer");
+               (bits & OP_FLOAT) ? "it needs a 32/64-bit integer or float buffer"
+                                 : "it needs an INT32, INT64, UINT32 or UINT64 buffer");
     SYMM_TRY_IN(fn, symm__target_ok(ctx, pe));
-    SYMM_TRY_IN(fn, symm__check_range(buf, index, 1));
-    SYMM_CHECK(value || !op_takes_value(op), SYMM_ERR_INVALID_ARG, "%s: %s needs value", fn,
+    SYMM_TRY_IN(fn, symm__range_ok(buf, index, 1));
+    SYMM_CHECK(value || !(bits & OP_VALUE), SYMM_ERR_INVALID_ARG, "%s: %s needs value", fn,
                op_names[op]);
-    SYMM_CHECK(compare || op != SYMM_AMO_COMPARE_SWAP, SYMM_ERR_INVALID_ARG,
+    SYMM_CHECK(compare || !(bits & OP_COMPARE), SYMM_ERR_INVALID_ARG,
                "%s: SYMM_AMO_COMPARE_SWAP needs compare", fn);
-    SYMM_CHECK(fetched || !op_fetches(op), SYMM_ERR_INVALID_ARG, "%s: %s needs fetched", fn,
+    SYMM_CHECK(fetched || !(bits & OP_FETCHES), SYMM_ERR_INVALID_ARG, "%s: %s needs fetched", fn,
                op_names[op]);
 
     /* Aligned copies: the caller's pointers need no alignment, and the backend
      * always gets readable operands (zero / one for ops without a value). */
-    uint32_t size = buf->elem_size;
-    uint64_t v = 0, cmp = 0, old = 0;
-    if (op_takes_value(op)) {
-        elem_copy(&v, value, size);
-    } else if (op == SYMM_AMO_INC || op == SYMM_AMO_FETCH_INC) {
-        if (size == 4) {
-            uint32_t one = 1;
-            memcpy(&v, &one, sizeof one);
-        } else {
-            v = 1;
-        }
-    }
-    if (op == SYMM_AMO_COMPARE_SWAP) elem_copy(&cmp, compare, size);
+    const uint32_t size = buf->elem_size;
+    const uint64_t off = buf->off + index * size;
+    uint64_t v = (bits & OP_ONE) ? 1 : 0, cmp = 0, old = 0;
+    if (bits & OP_VALUE) elem_copy(&v, value, size);
+    if (bits & OP_COMPARE) elem_copy(&cmp, compare, size);
 
-    SYMM_TRY(symm__atomic(ctx, pe, buf->off + index * size, buf->dtype, op, &v,
-                              op == SYMM_AMO_COMPARE_SWAP ? &cmp : NULL, &old));
-    if (op_fetches(op)) elem_copy(fetched, &old, size);
+    uint8_t *peer = symm__cpu_peer(ctx, pe);
+    if (__builtin_expect(peer != NULL, 1)) /* the direct path (entry.h) */
+        old = symm__host_amo(peer + off, size, op, v, cmp);
+    else
+        SYMM_TRY(symm__atomic(ctx, pe, off, buf->dtype, op, &v,
+                              (bits & OP_COMPARE) ? &cmp : NULL, &old));
+    if (bits & OP_FETCHES) elem_copy(fetched, &old, size);
     return SYMM_SUCCESS;
 }
 

@@ -11,17 +11,24 @@
 #include "entry.h"
 #include "stream_px.h"
 
-/* Buffer element range on pe: fills *bp and the heap byte offset *off. */
-symm_status symm__rma_target(const char *fn, symm_buf h, uint64_t index, uint64_t nelems,
-                             int32_t pe, const void *local, symm__buf **bp, uint64_t *off) {
-    symm__buf *b;
+/* Buffer element range on pe: fills *bp and the heap byte offset *off.
+ * Inline in this file's entries (symm__rma_target for the others). */
+static inline __attribute__((always_inline)) symm_status
+rma_target(const char *fn, symm_buf h, uint64_t index, uint64_t nelems, int32_t pe,
+           const void *local, symm__buf **bp, uint64_t *off) {
+    symm__buf *b = NULL;
     SYMM_TRY(symm__enter_buf(fn, h, &b));
     SYMM_TRY_IN(fn, symm__target_ok(b->ctx, pe));
-    SYMM_TRY_IN(fn, symm__check_range(b, index, nelems));
+    SYMM_TRY_IN(fn, symm__range_ok(b, index, nelems));
     SYMM_CHECK(local || nelems == 0, SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
     *bp = b;
     *off = b->off + index * b->elem_size;
     return SYMM_SUCCESS;
+}
+
+symm_status symm__rma_target(const char *fn, symm_buf h, uint64_t index, uint64_t nelems,
+                             int32_t pe, const void *local, symm__buf **bp, uint64_t *off) {
+    return rma_target(fn, h, index, nelems, pe, local, bp, off);
 }
 
 /* Byte offset of [sym, sym + n) inside this PE's backed heap, outside the
@@ -44,10 +51,22 @@ symm_status symm__sym_offset(const char *fn, const symm__ctx *ctx, const void *s
     return SYMM_SUCCESS;
 }
 
+/* The passing case of symm__sym_offset, inline. */
+static inline symm_status sym_offset(const char *fn, const symm__ctx *ctx, const void *sym,
+                                     uint64_t n, uint64_t *off) {
+    uintptr_t base = (uintptr_t)ctx->heap_base, p = (uintptr_t)sym;
+    uint64_t mapped = ctx->heap_mapped;
+    if (__builtin_expect(sym && p >= base && p - base >= ctx->sys_bytes && p - base <= mapped &&
+                             n <= mapped - (p - base), 1)) {
+        *off = p - base;
+        return SYMM_SUCCESS;
+    }
+    return symm__sym_offset(fn, ctx, sym, n, off);
+}
+
 /* Move n bytes between local memory and pe's heap at off, in mode m. */
-static symm_status move(const char *fn, symm__ctx *ctx, bool is_put, int32_t pe, uint64_t off,
-                        const void *local, uint64_t n, symm__mode m) {
-    if (n == 0) return SYMM_SUCCESS;
+static symm_status move_routed(const char *fn, symm__ctx *ctx, bool is_put, int32_t pe,
+                               uint64_t off, const void *local, uint64_t n, symm__mode m) {
     const symm__backend_ops *ops = ctx->ops;
     if (m.on_stream && symm__px_stream_to(ctx, pe)) { /* another host: the proxy */
         symm_ring_req q;
@@ -67,21 +86,40 @@ static symm_status move(const char *fn, symm__ctx *ctx, bool is_put, int32_t pe,
                   : symm__get(ctx, (void *)local, pe, off, n, m.flags);
 }
 
+/* The direct path first (entry.h, symm__cpu_peer): a blocking or nbi move on
+ * the host backend is the copy itself, complete on return as host_put's. */
+static inline __attribute__((always_inline)) symm_status
+move(const char *fn, symm__ctx *ctx, bool is_put, int32_t pe, uint64_t off, const void *local,
+     uint64_t n, symm__mode m) {
+    if (n == 0) return SYMM_SUCCESS;
+    uint8_t *peer = m.on_stream ? NULL : symm__cpu_peer(ctx, pe);
+    if (__builtin_expect(peer != NULL, 1)) {
+        if (is_put)
+            symm__host_copy(peer + off, local, n);
+        else
+            symm__host_copy((void *)local, peer + off, n);
+        return SYMM_SUCCESS;
+    }
+    return move_routed(fn, ctx, is_put, pe, off, local, n, m);
+}
+
 /* ---- typed buffers ---- */
 
-static symm_status buf_put(const char *fn, symm_buf dst, uint64_t index, const void *src,
-                           uint64_t nelems, int32_t pe, symm__mode m) {
-    symm__buf *b;
-    uint64_t off;
-    SYMM_TRY(symm__rma_target(fn, dst, index, nelems, pe, src, &b, &off));
+static inline __attribute__((always_inline)) symm_status
+buf_put(const char *fn, symm_buf dst, uint64_t index, const void *src, uint64_t nelems, int32_t pe,
+        symm__mode m) {
+    symm__buf *b = NULL;
+    uint64_t off = 0;
+    SYMM_TRY(rma_target(fn, dst, index, nelems, pe, src, &b, &off));
     return move(fn, b->ctx, true, pe, off, src, nelems * b->elem_size, m);
 }
 
-static symm_status buf_get(const char *fn, void *dst, symm_buf src, uint64_t index,
-                           uint64_t nelems, int32_t pe, symm__mode m) {
-    symm__buf *b;
-    uint64_t off;
-    SYMM_TRY(symm__rma_target(fn, src, index, nelems, pe, dst, &b, &off));
+static inline __attribute__((always_inline)) symm_status
+buf_get(const char *fn, void *dst, symm_buf src, uint64_t index, uint64_t nelems, int32_t pe,
+        symm__mode m) {
+    symm__buf *b = NULL;
+    uint64_t off = 0;
+    SYMM_TRY(rma_target(fn, src, index, nelems, pe, dst, &b, &off));
     return move(fn, b->ctx, false, pe, off, dst, nelems * b->elem_size, m);
 }
 
@@ -135,8 +173,8 @@ symm_status symm_get_nbi_on_stream(void *dst, symm_buf src, uint64_t src_index, 
 
 symm_status symm_p_on_stream(symm_buf dst, uint64_t index, const void *value, int32_t pe,
                              symm_stream_t stream) {
-    symm__buf *b;
-    uint64_t off;
+    symm__buf *b = NULL;
+    uint64_t off = 0;
     SYMM_TRY(symm__rma_target(__func__, dst, index, 1, pe, value, &b, &off));
     /* Read now, from a stack copy: the backend carries pageable bytes in the
      * kernel parameter, so the stream (or a graph replay) needs no host memory. */
@@ -155,13 +193,14 @@ symm_status symm_p_on_stream(symm_buf dst, uint64_t index, const void *value, in
 
 /* ---- raw symmetric addresses ---- */
 
-static symm_status raw(const char *fn, symm_ctx h, void *dst, const void *src, uint64_t n,
-                       int32_t pe, bool is_put, symm__mode m) {
+static inline __attribute__((always_inline)) symm_status
+raw(const char *fn, symm_ctx h, void *dst, const void *src, uint64_t n, int32_t pe, bool is_put,
+    symm__mode m) {
     symm__ctx *ctx = NULL;
     SYMM_TRY(symm__enter_ctx(fn, h, &ctx));
     SYMM_TRY_IN(fn, symm__target_ok(ctx, pe));
-    uint64_t off;
-    SYMM_TRY(symm__sym_offset(fn, ctx, is_put ? dst : src, n, &off));
+    uint64_t off = 0;
+    SYMM_TRY(sym_offset(fn, ctx, is_put ? dst : src, n, &off));
     const void *local = is_put ? src : dst;
     SYMM_CHECK(local || n == 0, SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
     return move(fn, ctx, is_put, pe, off, local, n, m);
@@ -202,7 +241,7 @@ symm_status symm_ptr(symm_ctx h, const void *sym, int32_t pe, void **ptr) {
     SYMM_TRY_IN(fn, symm__ctx_get(h, &ctx)); /* any thread */
     SYMM_CHECK(ptr, SYMM_ERR_INVALID_ARG, "%s: ptr is NULL", fn);
     SYMM_TRY_IN(fn, symm__check_pe(ctx, pe));
-    uint64_t off;
+    uint64_t off = 0;
     SYMM_TRY(symm__sym_offset(fn, ctx, sym, 0, &off));
     *ptr = ctx->peer_base[pe] ? ctx->peer_base[pe] + off : NULL;
     return SYMM_SUCCESS;
@@ -215,6 +254,10 @@ symm_status symm_quiet(symm_ctx h) {
     SYMM_TRY(symm__enter_ctx(__func__, h, &ctx));
     SYMM_TRY_IN(__func__, symm__failed_ok(ctx));
     if (__builtin_expect(ctx->proxy != NULL, 0)) SYMM_TRY_IN(__func__, symm__proxy_quiet(ctx));
+    if (__builtin_expect(ctx->cpu_peers && !ctx->tp, 1)) { /* host_quiet, inline */
+        symm__host_fence();
+        return SYMM_SUCCESS;
+    }
     return symm__quiet(ctx);
 }
 
@@ -222,11 +265,15 @@ symm_status symm_fence(symm_ctx h) {
     symm__ctx *ctx = NULL;
     SYMM_TRY(symm__enter_ctx(__func__, h, &ctx));
     SYMM_TRY_IN(__func__, symm__failed_ok(ctx));
+    if (__builtin_expect(ctx->cpu_peers && !ctx->tp, 1)) { /* host_fence, inline */
+        symm__host_order();
+        return SYMM_SUCCESS;
+    }
     return symm__fence(ctx);
 }
 
 symm_status symm_quiet_on_stream(symm_ctx h, symm_stream_t stream) {
-    symm__ctx *ctx;
+    symm__ctx *ctx = NULL;
     SYMM_TRY(symm__enter_ctx(__func__, h, &ctx));
     SYMM_TRY_IN(__func__, symm__check_failed(ctx));
     if (!ctx->ops->quiet_stream) return symm__quiet(ctx);

@@ -44,7 +44,7 @@ static symm_status team_sync(symm__team *team, bool quiet, symm__mode m) {
 }
 
 static symm_status world(const char *fn, symm_ctx h, bool quiet, symm__mode m) {
-    symm__ctx *ctx;
+    symm__ctx *ctx = NULL;
     SYMM_TRY(symm__enter_ctx(fn, h, &ctx));
     SYMM_TRY_IN(fn, team_sync(ctx->predef[SYMM_TEAM_WORLD], quiet, m));
     return SYMM_SUCCESS;

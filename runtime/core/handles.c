@@ -26,11 +26,11 @@
 
 #include "internal.h"
 
-#define PAGE_SLOTS 1024u
-#define MAX_PAGES 1024u /* ~1M live handles per kind: slot + 1 fits 21 bits */
-#define N_KINDS 4u
-#define IDX_BITS 21u
-#define GEN_BITS 41u
+#define PAGE_SLOTS SYMM__H_PAGE_SLOTS
+#define MAX_PAGES SYMM__H_MAX_PAGES /* ~1M live handles per kind: slot + 1 fits 21 bits */
+#define N_KINDS SYMM__H_KINDS
+#define IDX_BITS SYMM__H_IDX_BITS
+#define GEN_BITS SYMM__H_GEN_BITS
 #define GEN_LIMIT (1ull << GEN_BITS) /* generations are 1 .. GEN_LIMIT - 1 */
 #define KIND_SHIFT (IDX_BITS + GEN_BITS)
 
@@ -39,23 +39,21 @@ _Static_assert(N_KINDS <= 4u, "kinds fit 2 bits");
 _Static_assert((uint64_t)PAGE_SLOTS * MAX_PAGES < (1ull << IDX_BITS), "slot + 1 fits");
 _Static_assert(sizeof(void *) == 8, "handles are 64-bit opaque pointers");
 
-typedef struct slot {
-    _Atomic(void *) obj;
-    _Atomic uint64_t gen; /* the live (or next) generation; GEN_LIMIT: retired */
-    uint32_t next_free;
-} slot;
+typedef symm__hslot slot;
 
+/* The pages are symm__hpages[kind] (read inline by symm__handle_get,
+ * internal.h); the rest is the allocator's, under tables_lock. */
 typedef struct table {
-    _Atomic(slot *) pages[MAX_PAGES];
     uint32_t n_slots;   /* slots handed out so far */
     uint32_t free_head; /* slot index + 1, 0 = empty */
 } table;
 
+_Atomic(symm__hslot *) symm__hpages[SYMM__H_KINDS][SYMM__H_MAX_PAGES];
 static table tables[N_KINDS];
 static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static slot *slot_at(table *t, uint32_t idx) {
-    slot *page = atomic_load_explicit(&t->pages[idx / PAGE_SLOTS], memory_order_acquire);
+static slot *slot_at(uint32_t kind, uint32_t idx) {
+    slot *page = atomic_load_explicit(&symm__hpages[kind][idx / PAGE_SLOTS], memory_order_acquire);
     return page ? &page[idx % PAGE_SLOTS] : NULL;
 }
 
@@ -71,18 +69,19 @@ uint64_t symm__handle_new(uint32_t kind, void *obj) {
     uint32_t idx;
     if (t->free_head) {
         idx = t->free_head - 1;
-        t->free_head = slot_at(t, idx)->next_free;
+        t->free_head = slot_at(kind, idx)->next_free;
     } else {
         idx = t->n_slots;
         if (idx / PAGE_SLOTS >= MAX_PAGES) goto out;
-        if (!atomic_load(&t->pages[idx / PAGE_SLOTS])) {
+        if (!atomic_load(&symm__hpages[kind][idx / PAGE_SLOTS])) {
             slot *page = calloc(PAGE_SLOTS, sizeof *page);
             if (!page) goto out;
-            atomic_store_explicit(&t->pages[idx / PAGE_SLOTS], page, memory_order_release);
+            atomic_store_explicit(&symm__hpages[kind][idx / PAGE_SLOTS], page,
+                                  memory_order_release);
         }
         t->n_slots++;
     }
-    slot *s = slot_at(t, idx);
+    slot *s = slot_at(kind, idx);
     uint64_t gen = atomic_load_explicit(&s->gen, memory_order_relaxed);
     if (gen == 0) { /* a fresh slot */
         gen = 1;
@@ -102,25 +101,12 @@ static slot *lookup(uint32_t kind, uint64_t h, uint64_t *gen_out) {
     uint32_t idx1 = (uint32_t)(h & ((1u << IDX_BITS) - 1u));
     uint64_t gen = (h >> IDX_BITS) & (GEN_LIMIT - 1);
     if (idx1 == 0 || gen == 0) return NULL;
-    table *t = &tables[kind];
     uint32_t idx = idx1 - 1;
     if (idx / PAGE_SLOTS >= MAX_PAGES) return NULL;
-    slot *s = slot_at(t, idx);
+    slot *s = slot_at(kind, idx);
     if (!s || atomic_load_explicit(&s->gen, memory_order_acquire) != gen) return NULL;
     *gen_out = gen;
     return s;
-}
-
-void *symm__handle_get(uint32_t kind, uint64_t h) {
-    uint64_t gen;
-    slot *s = lookup(kind, h, &gen);
-    if (!s) return NULL;
-    void *obj = atomic_load_explicit(&s->obj, memory_order_acquire);
-    /* The slot may have been released and reused between the two loads: the
-     * new object was stored after the new generation, so reading it means
-     * reading that generation here. */
-    if (atomic_load_explicit(&s->gen, memory_order_relaxed) != gen) return NULL;
-    return obj;
 }
 
 void symm__handle_release(uint32_t kind, uint64_t h) {
@@ -145,7 +131,7 @@ void symm__handle_release_if(uint32_t kind, bool (*match)(void *obj, void *arg),
     table *t = &tables[kind];
     pthread_mutex_lock(&tables_lock);
     for (uint32_t idx = 0; idx < t->n_slots; idx++) {
-        slot *s = slot_at(t, idx);
+        slot *s = slot_at(kind, idx);
         void *obj = s ? atomic_load_explicit(&s->obj, memory_order_relaxed) : NULL;
         if (!obj || !match(obj, arg)) continue;
         uint64_t gen = atomic_load_explicit(&s->gen, memory_order_relaxed);

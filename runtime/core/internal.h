@@ -64,7 +64,41 @@ symm_status symm__config_load(const symm_init_attr *attr, symm__config *cfg);
 #define SYMM__KIND_BUF 3u
 
 uint64_t symm__handle_new(uint32_t kind, void *obj);  /* 0 when the table is full */
-void *symm__handle_get(uint32_t kind, uint64_t handle); /* NULL when invalid      */
+
+/* The tables' read side, inline: every entry resolves a handle, and a call
+ * into handles.c was a fifth of a small call's path. A slot's generation is
+ * read before and after its object (a reuse stores the new generation before
+ * the new object). handles.c writes the pages, under its lock. */
+#define SYMM__H_PAGE_SLOTS 1024u
+#define SYMM__H_MAX_PAGES 1024u
+#define SYMM__H_KINDS 4u
+#define SYMM__H_IDX_BITS 21u
+#define SYMM__H_GEN_BITS 41u
+
+typedef struct symm__hslot {
+    _Atomic(void *) obj;
+    _Atomic uint64_t gen; /* the live (or next) generation; 2^41: retired */
+    uint32_t next_free;
+} symm__hslot;
+extern _Atomic(symm__hslot *) symm__hpages[SYMM__H_KINDS][SYMM__H_MAX_PAGES];
+
+/* The object of a live handle of kind; NULL when invalid. */
+static inline void *symm__handle_get(uint32_t kind, uint64_t h) {
+    uint64_t idx1 = h & ((1u << SYMM__H_IDX_BITS) - 1u);
+    uint64_t gen = (h >> SYMM__H_IDX_BITS) & ((1ull << SYMM__H_GEN_BITS) - 1u);
+    if (kind == 0 || kind >= SYMM__H_KINDS ||
+        (h >> (SYMM__H_IDX_BITS + SYMM__H_GEN_BITS)) != kind || idx1 == 0 || gen == 0 ||
+        (idx1 - 1) / SYMM__H_PAGE_SLOTS >= SYMM__H_MAX_PAGES)
+        return NULL;
+    symm__hslot *page = atomic_load_explicit(&symm__hpages[kind][(idx1 - 1) / SYMM__H_PAGE_SLOTS],
+                                             memory_order_acquire);
+    if (!page) return NULL;
+    symm__hslot *s = &page[(idx1 - 1) % SYMM__H_PAGE_SLOTS];
+    if (atomic_load_explicit(&s->gen, memory_order_acquire) != gen) return NULL;
+    void *obj = atomic_load_explicit(&s->obj, memory_order_acquire);
+    if (atomic_load_explicit(&s->gen, memory_order_relaxed) != gen) return NULL;
+    return obj;
+}
 void symm__handle_release(uint32_t kind, uint64_t handle);
 /* Release every live handle of kind whose object match() accepts (under the
  * table's lock: objects must stay alive meanwhile). */
@@ -335,6 +369,11 @@ struct symm__ctx {
     struct symm__tp *tp;  /* NULL when every PE shares this PE's host       */
     bool amo_tp;          /* every atomic update goes through tp (no
                              SYMM_TP_CAP_ATOMIC_GLOBAL)                     */
+    /* Set by a backend whose peer_base[] mappings are plain memory and
+     * whose put, get, atomic, quiet and fence are exactly the CPU's loads,
+     * stores, atomics and full fence (the host backend: host_cpu.h). Without
+     * a transport the entries then do them inline (api/entry.h). */
+    bool cpu_peers;
 
     /* heap */
     uint8_t *heap_base;   /* this PE's heap (local mapping)                  */

@@ -3,7 +3,9 @@
  * host under symmrun); bench_small_shmem.c is the same program over
  * OpenSHMEM. scripts/bench-small.sh runs both, alternating, and prints the
  * medians side by side.
- *   symmrun -n 2 bench_small [rounds]
+ *   symmrun -n 2 bench_small [rounds] [calls per batch]
+ * A batch is 2000 calls on the host backend and 100 on a device backend,
+ * where each call waits for the GPU (SYMM_BACKEND=cuda).
  */
 #include <symm/symm.h>
 
@@ -43,6 +45,11 @@ int main(int argc, char **argv) {
     symm_ctx_info info = {.struct_size = sizeof info};
     CHECK(symm_ctx_query(ctx, &info));
     if (info.backend != SYMM_BACKEND_HOST) peer = NULL;
+    bs_batch = argc > 2 ? atoi(argv[2]) : info.backend == SYMM_BACKEND_HOST ? BATCH : 100;
+    if (bs_batch < 10) {
+        fprintf(stderr, "bench_small: calls per batch must be at least 10\n");
+        return 1;
+    }
     for (int r = 0; r < rounds; r++) {
         if (peer)
             BS_TIME("floor", "store_fence", 8, 1, {
@@ -76,8 +83,8 @@ int main(int argc, char **argv) {
             double v_[BATCHES];
             for (int b = 0; b < BATCHES; b++) {
                 double t0 = bs_now_ns();
-                for (int i = 0; i < BATCH / 10; i++) CHECK(symm_barrier_all(ctx));
-                v_[b] = (bs_now_ns() - t0) / (BATCH / 10);
+                for (int i = 0; i < bs_batch / 10; i++) CHECK(symm_barrier_all(ctx));
+                v_[b] = (bs_now_ns() - t0) / (bs_batch / 10);
             }
             if (me == 0) bs_report("symm", "barrier_all", 0, v_, BATCHES);
         }

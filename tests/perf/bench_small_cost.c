@@ -7,9 +7,15 @@
  * cost; table - floor is the runtime's (the lifetime hold, the entry's
  * checks, the backend). Cycles come from the time-stamp counter (x86_64) or
  * the virtual counter (aarch64), per call, median of batches.
- *   symmrun -n 2 bench_small_cost [rounds]
+ *   symmrun -n 2 bench_small_cost [rounds] [calls per batch]
  * (any backend: SYMM_BACKEND=cuda times the CUDA backend's host entries,
- * without the floors, which store into the heap from the host).
+ * without the floors, which store into the heap from the host). A batch is
+ * 4000 calls on the host backend and 100 on any other: there most rows are
+ * a copy or a kernel on the GPU plus a stream synchronisation per call
+ * (microseconds, not nanoseconds), and at 4000 a round was 32 batches x 25
+ * rows x 4000 = 3.2 million calls, past half a minute. PE 1 meanwhile waits
+ * in the closing barrier, which on CUDA is a GPU-side wait that gives up at
+ * SYMM_TIMEOUT_MS (60 s): keep rounds x batch small there.
  * Rows: cost <op> <path> <ns_median> <ns_p10> <ns_p90> <cycles_median>
  */
 #define _GNU_SOURCE 1
@@ -25,8 +31,11 @@
 
 #include "symm_dispatch.h"
 
-#define BATCH 4000
+#define BATCH_HOST 4000
+#define BATCH_DEVICE 100
 #define BATCHES 31
+
+static int batch = BATCH_HOST; /* calls per batch */
 
 static inline uint64_t ticks(void) {
 #if defined(__x86_64__)
@@ -74,14 +83,14 @@ static void report(const char *op, const char *path, double *ns, double *cy) {
         for (int b_ = -1; b_ < BATCHES; b_++) { /* batch -1 warms up */                        \
             double t0_ = now_ns();                                                             \
             uint64_t c0_ = ticks();                                                            \
-            for (int i = 0; i < BATCH; i++) {                                                  \
+            for (int i = 0; i < batch; i++) {                                                  \
                 symm_status st_ = (BODY);                                                      \
                 if (st_) FAIL(op);                                                             \
             }                                                                                  \
             uint64_t c1_ = ticks();                                                            \
             if (b_ < 0) continue;                                                              \
-            ns_[b_] = (now_ns() - t0_) / BATCH;                                                \
-            cy_[b_] = (double)(c1_ - c0_) / BATCH;                                             \
+            ns_[b_] = (now_ns() - t0_) / batch;                                                \
+            cy_[b_] = (double)(c1_ - c0_) / batch;                                             \
         }                                                                                      \
         report(op, path, ns_, cy_);                                                            \
     } while (0)
@@ -134,11 +143,20 @@ int main(int argc, char **argv) {
     symm_ctx_info info = {.struct_size = sizeof info};
     if (symm_ctx_query(ctx, &info)) FAIL("symm_ctx_query");
     const int host_heap = info.backend == SYMM_BACKEND_HOST && peer;
+    batch = argc > 2 ? atoi(argv[2]) : info.backend == SYMM_BACKEND_HOST ? BATCH_HOST
+                                                                         : BATCH_DEVICE;
+    if (batch < 1) {
+        fprintf(stderr, "bench_small_cost: calls per batch must be at least 1\n");
+        return 1;
+    }
+    if (me == 0) printf("# %d rounds, %d batches of %d calls\n", rounds, BATCHES, batch);
     int64_t v = 1, cmpv = 0, old = 0, src = 7;
     uint64_t sig = 0;
     int32_t sat = 0;
-    symm_buf sbuf;
+    symm_buf sbuf, done;
     if (symm_buf_alloc(ctx, SYMM_DTYPE_UINT64, 8, &sbuf)) FAIL("symm_buf_alloc");
+    if (symm_buf_alloc(ctx, SYMM_DTYPE_UINT64, 1, &done)) FAIL("symm_buf_alloc");
+    if (symm_barrier_all(ctx)) FAIL("symm_barrier_all"); /* done is zero on both */
     for (int r = 0; r < rounds && me == 0; r++) {
         TIME("empty_call", "floor", empty_fn(ctx));
         if (host_heap) {
@@ -174,8 +192,21 @@ int main(int argc, char **argv) {
         TIME("test", "loader",
              symm_test(buf, 5, SYMM_CMP_GE, &cmpv, &sat));
     }
+    /* PE 1 sleeps until PE 0 is done: a barrier's wait would spin, yield
+     * and wake every 50 us, which on a PE sharing PE 0's core cost PE 0's
+     * rows up to several times their time. */
+    if (me == 0) {
+        uint64_t one = 1;
+        if (symm_p(done, 0, &one, 1) || symm_quiet(ctx)) FAIL("symm_p");
+    } else {
+        for (uint64_t seen = 0; !seen;) {
+            if (symm_g(done, 0, me, &seen)) FAIL("symm_g");
+            struct timespec nap = {0, 2000000};
+            if (!seen) nanosleep(&nap, NULL);
+        }
+    }
     if (symm_barrier_all(ctx)) FAIL("symm_barrier_all");
-    if (symm_buf_free(sbuf) || symm_buf_free(buf)) FAIL("symm_buf_free");
+    if (symm_buf_free(done) || symm_buf_free(sbuf) || symm_buf_free(buf)) FAIL("symm_buf_free");
     if (symm_finalize(&ctx)) FAIL("symm_finalize");
     return 0;
 }

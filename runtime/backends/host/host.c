@@ -13,6 +13,7 @@
 
 #include "transports/amo_cpu.h"
 #include "internal.h"
+#include "host_cpu.h"
 #include "host_gpu_test.h"
 
 typedef struct host_state {
@@ -66,6 +67,7 @@ static symm_status host_heap_init(symm__ctx *ctx) {
     }
     free(local_fds);
     ctx->heap_base = ctx->peer_base[ctx->my_pe];
+    ctx->cpu_peers = true; /* the ops below are host_cpu.h's */
     return SYMM_SUCCESS;
 
 fail:
@@ -107,40 +109,24 @@ static void host_heap_fini(symm__ctx *ctx) {
     free(hs);
     ctx->backend = NULL;
     ctx->heap_base = NULL;
+    ctx->cpu_peers = false;
 }
 
 static symm_status unreachable(int32_t pe) {
     return symm__err(SYMM_ERR_NOT_SUPPORTED, "host backend: PE %d is not mapped", pe);
 }
 
-/* memmove: a same-PE put may overlap its source (one load/store path). One
- * element (4 or 8 bytes: p, g, the 8-byte putmem) is a load and a store
- * inline instead of a call into libc. */
-static inline void host_copy(void *dst, const void *src, uint64_t n) {
-    if (n == 8) {
-        uint64_t v;
-        memcpy(&v, src, 8);
-        memcpy(dst, &v, 8);
-    } else if (n == 4) {
-        uint32_t v;
-        memcpy(&v, src, 4);
-        memcpy(dst, &v, 4);
-    } else {
-        memmove(dst, src, n);
-    }
-}
-
 static symm_status host_put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
                             uint32_t flags) {
     if (!ctx->peer_base[pe]) return unreachable(pe);
-    host_copy(ctx->peer_base[pe] + off, src, n);
+    symm__host_copy(ctx->peer_base[pe] + off, src, n);
     return SYMM_SUCCESS;
 }
 
 static symm_status host_get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
                             uint32_t flags) {
     if (!ctx->peer_base[pe]) return unreachable(pe);
-    host_copy(dst, ctx->peer_base[pe] + off, n);
+    symm__host_copy(dst, ctx->peer_base[pe] + off, n);
     return SYMM_SUCCESS;
 }
 
@@ -148,17 +134,27 @@ static symm_status host_atomic(symm__ctx *ctx, int32_t pe, uint64_t off, uint32_
                                uint32_t op, const void *value, const void *compare, void *fetched) {
     if (!ctx->peer_base[pe]) return unreachable(pe);
     uint32_t size = symm__amo_size(dtype);
-    uint64_t v = 0, c = 0, old = 0;
-    if (value) host_copy(&v, value, size);
-    if (compare) host_copy(&c, compare, size);
-    if (symm__amo_cpu(ctx->peer_base[pe] + off, dtype, op, v, c, &old) != 0)
+    bool is_float = dtype == SYMM_DTYPE_FLOAT32 || dtype == SYMM_DTYPE_FLOAT64;
+    if (!size || op > SYMM_AMO_XOR ||
+        (is_float && op != SYMM_AMO_FETCH && op != SYMM_AMO_SET && op != SYMM_AMO_SWAP &&
+         op != SYMM_AMO_COMPARE_SWAP))
         return symm__err(SYMM_ERR_INVALID_ARG, "host backend: atomic op %u on dtype %u", op, dtype);
-    if (fetched) host_copy(fetched, &old, size);
+    uint64_t v = 0, c = 0;
+    if (value) symm__host_copy(&v, value, size);
+    if (compare) symm__host_copy(&c, compare, size);
+    if (op == SYMM_AMO_INC || op == SYMM_AMO_FETCH_INC) v = 1;
+    uint64_t old = symm__host_amo(ctx->peer_base[pe] + off, size, op, v, c);
+    if (fetched) symm__host_copy(fetched, &old, size);
     return SYMM_SUCCESS;
 }
 
 static symm_status host_quiet(symm__ctx *ctx) {
-    atomic_thread_fence(memory_order_seq_cst);
+    symm__host_fence();
+    return SYMM_SUCCESS;
+}
+
+static symm_status host_fence(symm__ctx *ctx) {
+    symm__host_order();
     return SYMM_SUCCESS;
 }
 
@@ -285,7 +281,7 @@ const symm__backend_ops symm__host_ops = {
     .get = host_get,
     .atomic = host_atomic,
     .quiet = host_quiet,
-    .fence = host_quiet,
+    .fence = host_fence,
     .memset0 = host_memset0,
     .describe = host_describe,
     .tp_gpu_open = host_tp_gpu_open,
