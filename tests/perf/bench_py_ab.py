@@ -51,7 +51,7 @@ def ops(mod, old):
 
         def p():
             for i in range(BATCH):
-                b.p(0, i, 0)
+                b.p(0, i, pe=0)
 
     def barrier():
         for _ in range(BATCH):

@@ -61,7 +61,7 @@ def worker():
 
     def p():
         for i in range(BATCH):
-            buf.p(0, i, 1)
+            buf.p(0, i, pe=1)
 
     timed("put", put)
     timed("p", p)
