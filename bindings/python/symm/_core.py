@@ -200,6 +200,58 @@ class _Bound:
 _C = _Bound()
 
 
+# ---- unprototyped calls (the fast paths) -------------------------------------------
+#
+# A prototyped ctypes call (argtypes) converts each argument by calling its
+# type's from_param, a Python-level call per argument: most of what a small
+# call costs from Python. The fast paths of put, p, barrier_all and quiet call
+# the same C functions through function objects without argtypes, whose
+# arguments ctypes passes without a Python call each: handles as the
+# c_void_p objects they already are, a source address as a c_void_p made once
+# (put remembers it with its NumPy source), bytes (p's value) as a pointer to
+# their storage, and integers as C ints, which libffi widens into the 64-bit
+# argument register by sign extension. So the fast paths pass integers only in
+# [0, 2**31) for uint64_t parameters (index, count) and int32_t values for
+# int32_t ones (pe); anything else takes the prototyped call. The widening is
+# libffi's, not C's: it is checked once on this machine (labs(-5) through an
+# unprototyped call must be 5: the upper half of the register was filled), and
+# only on 64-bit x86 and ARM; elsewhere _F is None and every call is prototyped.
+
+_FAST_MAX = 2 ** 31  # indices and counts below it pass as C ints
+
+
+def _fast_ok():
+    import platform
+    if ctypes.sizeof(ctypes.c_void_p) != 8 or ctypes.sizeof(ctypes.c_long) != 8:
+        return False
+    if platform.machine().lower() not in ("x86_64", "amd64", "aarch64", "arm64"):
+        return False
+    try:
+        libc = ctypes.CDLL(None)
+        labs = libc._FuncPtr(("labs", libc))
+    except (OSError, AttributeError, TypeError):
+        return False
+    labs.restype = ctypes.c_long
+    return labs(-5) == 5 and labs(2 ** 31 - 1) == 2 ** 31 - 1
+
+
+class _Unprototyped:
+    """The loader's functions without argtypes (restype int32_t), made on
+    first use: _F.symm_put(handle, index, c_void_p, count, pe)."""
+
+    def __getattr__(self, name):
+        lib = _lib()
+        if not name.startswith("symm_") or getattr(lib, name, None) is None:
+            raise AttributeError(name)
+        fn = lib._FuncPtr((name, lib))
+        fn.restype = ctypes.c_int32
+        setattr(self, name, fn)
+        return fn
+
+
+_F = _Unprototyped() if _fast_ok() else None
+
+
 def _raise(st):
     raise _fail(_lib(), st)
 
@@ -859,7 +911,10 @@ class Context:
         self._held = []  # freed Buffers whose memory a host view on some PE still sees
         self._abandoned = []  # handles of contexts left to the process's exit (views)
         self._pending = []  # sources/destinations of nbi calls, kept until quiet
-        self._quiets = 0  # completed host quiets (nbi fetch results are readable after one)
+        # A new object after each completed host quiet (nbi fetch results are
+        # readable once it is no longer the one of their call): a plain
+        # attribute store, so quiet and barrier_all take no lock for it.
+        self._quiet_gen = object()
         info = self.query()
         lib = _lib()
         self.my_pe, self.n_pes = lib.symm_my_pe(h), lib.symm_n_pes(h)
@@ -1121,13 +1176,13 @@ class Context:
             h = self._h
             if h is None:
                 self.handle
-            st = _C.symm_quiet(h)
+            st = _F.symm_quiet(h) if _F is not None else _C.symm_quiet(h)
             if st:
                 _raise(st)
-            with self._lock:
-                if self._pending:
+            if self._pending:
+                with self._lock:
                     self._pending.clear()
-                self._quiets += 1
+            self._quiet_gen = object()
 
     def fence(self):
         """Order this PE's earlier puts and atomics to each PE before its later ones to that PE."""
@@ -1142,13 +1197,13 @@ class Context:
         h = self._h
         if h is None:
             self.handle  # raises InvalidHandle
-        st = _C.symm_barrier_all(h)
+        st = _F.symm_barrier_all(h) if _F is not None else _C.symm_barrier_all(h)
         if st:
             _raise(st)
-        with self._lock:
-            if self._pending:
+        if self._pending:
+            with self._lock:
                 self._pending.clear()
-            self._quiets += 1
+        self._quiet_gen = object()
 
     def ctx_lock(self):
         """The lock guarding this context's Python-side tables (buffers, kept nbi objects)."""
@@ -1546,8 +1601,7 @@ class FetchResult:
     @property
     def ready(self):
         """True once a quiet completed after the call."""
-        with self._ctx._lock:
-            return self._ctx._quiets > self._epoch
+        return self._ctx._quiet_gen is not self._epoch
 
     @property
     def value(self):
@@ -1587,7 +1641,9 @@ class Buffer:
         self._ch = h  # the C handle, also while the buffer is held (see Context._release)
         self.shape = tuple(shape) if shape else (count,)
         self.itemsize = DTYPE_SIZES[dtype]
-        self._src = None  # (array, address, dtype, nbytes) of put's last NumPy source
+        # put's last NumPy source: (array, address, dtype, nbytes, address as a
+        # c_void_p, element count for the unprototyped call or None)
+        self._src = None
         # one element as bytes for p() (bfloat16: _scalar rounds)
         self._pack = struct.Struct("<" + _FMT[dtype]).pack if dtype in _FMT else None
         self.nbytes = count * self.itemsize
@@ -1766,8 +1822,11 @@ class Buffer:
             if ai["strides"] is None and data.dtype.isnative:
                 if _DATA_CODES.get(data.dtype) != self.dtype:
                     self._check_type(data, what)
-                addr = ai["data"][0]
-                self._src = (data, addr, data.dtype, data.nbytes)
+                addr, nbytes = ai["data"][0], data.nbytes
+                n = nbytes // self.itemsize
+                fast = (_F is not None and n * self.itemsize == nbytes and 0 < n < _FAST_MAX)
+                self._src = (data, addr, data.dtype, nbytes, ctypes.c_void_p(addr),
+                             n if fast else None)
                 return addr, data.nbytes, data
         elif cls is array.array:
             self._check_type(data, what)
@@ -1790,6 +1849,18 @@ class Buffer:
         converted: ``data.astype(buf.dtype_name)`` first); untyped bytes
         (bytes, bytearray, a memoryview of bytes) are taken byte for byte.
         The 1.2 order put(data, pe, index=0) still works and warns."""
+        src = self._src
+        if (src is not None and src[0] is data and index.__class__ is int and
+                _pe.__class__ is int and not kw and not more and pe is _NO and
+                0 <= index < _FAST_MAX and _I32_MIN <= _pe <= _I32_MAX and src[5] and
+                data.dtype is src[2] and data.nbytes == src[3] and self._h is not None):
+            # the NumPy array of the last call, as it was, C's order: one
+            # unprototyped call (src[4]: its address as a c_void_p, src[5]:
+            # its element count, None where the fast path cannot pass it)
+            st = _F.symm_put(self._h, index, src[4], src[5], _pe)
+            if st:
+                _raise(st)
+            return data
         nbi = stream = on_stream = None
         if (kw or more or index.__class__ is not int or (_pe is _NO) is (pe is _NO)
                 or data is _NO):
@@ -1808,9 +1879,13 @@ class Buffer:
             self.handle  # raises InvalidHandle
         src = self._src
         if src is not None and src[0] is data and data.dtype is src[2] and data.nbytes == src[3]:
-            addr, nbytes = src[1], src[3]  # the array of the last call, as it was
+            addr, nbytes, ptr = src[1], src[3], src[4]  # the array of the last call, as it was
         else:
             addr, nbytes, data = self._source(data, "put: data")
+            ptr = data if data.__class__ is bytes else None
+            src = self._src
+            if ptr is None and src is not None and src[0] is data:
+                ptr = src[4]
         n = nbytes // self.itemsize
         if n * self.itemsize != nbytes:
             raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
@@ -1823,7 +1898,10 @@ class Buffer:
             call("symm_put_nbi", h, index, addr, n, pe)
             self.ctx._keep_until_quiet(data)
         else:
-            st = _C.symm_put(h, index, addr, n, pe)
+            if _F is not None and ptr is not None and index < _FAST_MAX and n < _FAST_MAX:
+                st = _F.symm_put(h, index, ptr, n, pe)
+            else:
+                st = _C.symm_put(h, index, addr, n, pe)
             if st:
                 _raise(st)
         return data
@@ -1907,7 +1985,10 @@ class Buffer:
         if on_stream or stream is not None:
             call("symm_p_on_stream", h, index, v, pe, _stream_handle(stream))
         else:
-            st = _C.symm_p(h, index, v, pe)
+            if _F is not None and index < _FAST_MAX:
+                st = _F.symm_p(h, index, v, pe)
+            else:
+                st = _C.symm_p(h, index, v, pe)
             if st:
                 _raise(st)
 
@@ -2026,8 +2107,7 @@ class Buffer:
         args = (self.handle, _u64(index, "index"), code, v, c, _i32(pe, "pe"), fetched)
         fetching = code in (0, 2, 3, 4, 6, 8, 10, 12)
         if nbi:
-            with self.ctx._lock:
-                epoch = self.ctx._quiets
+            epoch = self.ctx._quiet_gen
             call("symm_atomic_nbi", *args)
             self.ctx._keep_until_quiet(fetched)
             return FetchResult(self.ctx, self.dtype, fetched, epoch) if fetching else None

@@ -766,6 +766,38 @@ def argument_order_and_the_deprecated_one():
     c.free()
     b.free()
 
+@case
+def fast_paths_pass_every_index_whole():
+    # put and p call C without ctypes prototypes for indices below 2**31 (an
+    # int passed as a C int, widened by libffi); above, the prototyped call.
+    # C must see the whole index on both sides of the line: an index cut to
+    # its low 32 bits would land in the buffer and pass silently.
+    import platform
+    from symm import _core
+    if platform.machine() in ("x86_64", "aarch64"):
+        check(_core._F is not None, "the unprototyped fast path is off on %s" % platform.machine())
+    b = ctx.alloc("int64", 8)
+    ctx.barrier_all()
+    a = np.array([5], dtype=np.int64)
+    b.put(1, a, nxt)                     # NumPy source (its c_void_p remembered)
+    b.put(2, a, nxt)                     # the remembered source
+    b.put(3, np.int64(6).tobytes(), nxt)  # bytes
+    b.p(4, 7, pe=nxt)
+    b.p(np.int64(5), 8, pe=nxt)          # a NumPy index: the prototyped call
+    ctx.barrier_all()
+    check(list(b.numpy()) == [0, 5, 5, 6, 7, 8, 0, 0], b.numpy())
+    ctx.barrier_all()
+    for idx in (2 ** 31 - 1, 2 ** 31, 2 ** 31 + 1, 2 ** 32, 2 ** 32 + 1, 2 ** 63):
+        for what, call in (("put", lambda: b.put(idx, a, nxt)), ("p", lambda: b.p(idx, 9, pe=nxt)),
+                           ("put bytes", lambda: b.put(idx, b"\1" * 8, nxt))):
+            e = expect_raises(symm.OutOfBounds, call)
+            check(str(idx) in e.message, "%s at %d: C saw another index: %s" % (what, idx, e.message))
+    ctx.barrier_all()
+    check(list(b.numpy()) == [0, 5, 5, 6, 7, 8, 0, 0], b.numpy())
+    ctx.barrier_all()
+    b.free()
+
+
 rc = run("PE %d: " % me)
 try:
     ctx.finalize()
