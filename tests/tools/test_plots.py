@@ -76,19 +76,21 @@ def check_panel(name, lines):
         if s != s0:
             k = (px - px0) / (math.log2(s) - math.log2(s0))
             kx = k if kx is None else kx
-            if not check(abs(k - kx) <= 1e-3 * abs(kx), '%s: size %d drawn at x %.2f' % (name, s, px)):
+            if not check(abs(k - kx) <= 1e-3 * abs(kx),
+                         '%s: size %d drawn at x %.2f' % (name, s, px)):
                 return
         if v != v0:
             k = (py - py0) / (math.log10(v) - math.log10(v0))
             ky = k if ky is None else ky
-            if not check(abs(k - ky) <= 1e-3 * abs(ky), '%s: value %g drawn at y %.2f' % (name, v, py)):
+            if not check(abs(k - ky) <= 1e-3 * abs(ky),
+                         '%s: value %g drawn at y %.2f' % (name, v, py)):
                 return
     check(kx is not None and kx > 0 and ky is not None and ky < 0,
           '%s: sizes grow to the right and values upwards (%r, %r)' % (name, kx, ky))
 
 
 try:
-    import matplotlib  # noqa: F401
+    import matplotlib  # noqa: F401  (only whether it imports)
     have_mpl = True
 except ImportError:
     have_mpl = False
@@ -98,7 +100,8 @@ with tempfile.TemporaryDirectory() as d:
     rc, out, err = run('convert', RUN + '.md', '-o', d)
     check(rc == 0, 'convert failed: %s' % err)
     for lib in ('symm', 'nvshmem'):
-        fresh, kept = os.path.join(d, '2026-11-21-1418-summary.%s.json' % lib), '%s.%s.json' % (RUN, lib)
+        fresh = os.path.join(d, '2026-11-21-1418-summary.%s.json' % lib)
+        kept = '%s.%s.json' % (RUN, lib)
         check(os.path.exists(fresh) and filecmp.cmp(fresh, kept, shallow=False),
               'convert output for %s differs from the committed %s' % (lib, kept))
     sym = json.load(open(RUN + '.symm.json'))
@@ -107,8 +110,8 @@ with tempfile.TemporaryDirectory() as d:
           put1m[0]['unit'] == 'GB/s', 'put_bw_1MiB in the JSON: %r' % put1m)
 
     if not have_mpl:
-        rc, out, err = run('plot', os.path.join(FIX, 'symm.json'), os.path.join(FIX, 'nvshmem.json'),
-                           '-o', os.path.join(d, 'x'))
+        rc, out, err = run('plot', os.path.join(FIX, 'symm.json'),
+                           os.path.join(FIX, 'nvshmem.json'), '-o', os.path.join(d, 'x'))
         check(rc != 0 and 'pip install matplotlib' in err,
               'without matplotlib plot must fail saying how to install it: %d %r' % (rc, err))
         if failures:
@@ -118,7 +121,8 @@ with tempfile.TemporaryDirectory() as d:
         sys.exit(77)
 
     # 2. the fixture: symm and NVSHMEM
-    fs, fa = json.load(open(os.path.join(FIX, 'symm.json'))), json.load(open(os.path.join(FIX, 'nvshmem.json')))
+    fs = json.load(open(os.path.join(FIX, 'symm.json')))
+    fa = json.load(open(os.path.join(FIX, 'nvshmem.json')))
     figs = os.path.join(d, 'fix')
     rc, out, err = run('plot', os.path.join(FIX, 'symm.json'), os.path.join(FIX, 'nvshmem.json'),
                        '-o', figs)
@@ -133,18 +137,22 @@ with tempfile.TemporaryDirectory() as d:
         if not os.path.exists(path):
             continue
         check(ET.parse(path).getroot().tag.endswith('svg'), '%s is not SVG' % path)
-        data = {lib: sorted((r['size_bytes'], r['median']) for r in doc['results'] if r['test'] == test)
+        data = {lib: sorted((r['size_bytes'], r['median'])
+                            for r in doc['results'] if r['test'] == test)
                 for lib, doc in (('symm', fs), ('NVSHMEM', fa))}
         s = series(path)
         if not check(sorted(s) == ['NVSHMEM', 'symm'] and all(len(v) == 2 for v in s.values()),
-                     '%s: series %r, expected symm and NVSHMEM in two panels each' % (path, sorted(s))):
+                     '%s: series %r, expected symm and NVSHMEM in two panels each'
+                     % (path, sorted(s))):
             continue
         for lib in s:
             for pts in s[lib]:
-                check(len(pts) == len(data[lib]), '%s %s: %d points, %d sizes' % (path, lib, len(pts), len(data[lib])))
+                check(len(pts) == len(data[lib]),
+                      '%s %s: %d points, %d sizes' % (path, lib, len(pts), len(data[lib])))
         # left panel: bandwidth; right: time per operation (bytes / GB/s / 1e3 us)
         check_panel(path + ' bandwidth', [(s[lib][0], data[lib]) for lib in s])
-        check_panel(path + ' time', [(s[lib][1], [(b, b / (v * 1e3)) for b, v in data[lib]]) for lib in s])
+        check_panel(path + ' time',
+                    [(s[lib][1], [(b, b / (v * 1e3)) for b, v in data[lib]]) for lib in s])
         check(all(a[1] < b[1] for a, b in zip(s['symm'][0], s['NVSHMEM'][0])),
               '%s: symm (higher bandwidth) must be drawn above NVSHMEM' % path)
         check(all(a[1] > b[1] for a, b in zip(s['symm'][1], s['NVSHMEM'][1])),
@@ -155,7 +163,8 @@ with tempfile.TemporaryDirectory() as d:
               '%s: title, legend, size labels or caption missing: %r' % (path, t))
     lat = os.path.join(figs, 'latency-vs-nvshmem.svg')
     if os.path.exists(lat):
-        bars = [g.get('id') for g in ET.parse(lat).getroot().iter() if g.get('id', '').startswith('bar-')]
+        bars = [g.get('id') for g in ET.parse(lat).getroot().iter()
+                if g.get('id', '').startswith('bar-')]
         check(sorted(bars) == ['bar-NVSHMEM-0', 'bar-NVSHMEM-1', 'bar-symm-0', 'bar-symm-1'],
               'latency bars: %r' % bars)
         t = texts(lat)
@@ -172,7 +181,8 @@ with tempfile.TemporaryDirectory() as d:
     made = sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []
     check(made == ['coll-all-gather-4ranks.svg', 'coll-all-reduce-4ranks.svg',
                    'torch-allreduce-2ranks.svg'], 'figures: %r' % made)
-    for name, op, want in (('coll-all-reduce-4ranks.svg', 'all_reduce', ('symm', 'nccl', 'symm-mem one-shot')),
+    for name, op, want in (('coll-all-reduce-4ranks.svg', 'all_reduce',
+                            ('symm', 'nccl', 'symm-mem one-shot')),
                            ('coll-all-gather-4ranks.svg', 'all_gather', ('symm', 'nccl'))):
         path = os.path.join(out_dir, name)
         if name not in made:
@@ -185,7 +195,8 @@ with tempfile.TemporaryDirectory() as d:
         if sorted(s) == sorted(want):
             check_panel(name + ' bus bandwidth',
                         [(s[i][0], [(b, c['busbw_gbs']) for b, c in data[i]]) for i in want])
-            check_panel(name + ' time', [(s[i][1], [(b, c['b2b_us']) for b, c in data[i]]) for i in want])
+            check_panel(name + ' time',
+                        [(s[i][1], [(b, c['b2b_us']) for b, c in data[i]]) for i in want])
         check(all(w in texts(path) for w in want), '%s: legend %r' % (name, texts(path)))
     path = os.path.join(out_dir, 'torch-allreduce-2ranks.svg')
     if os.path.exists(path):
@@ -199,7 +210,8 @@ with tempfile.TemporaryDirectory() as d:
     rc, out, err = run('plot', RUN + '.symm.json', RUN + '.nvshmem.json', '-o', rec)
     check(rc == 0, 'plot of the recorded run failed: %s' % err)
     made = sorted(os.listdir(rec)) if os.path.isdir(rec) else []
-    kept = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, 'docs', 'plots', '*.svg')))
+    kept = sorted(os.path.basename(p)
+                  for p in glob.glob(os.path.join(ROOT, 'docs', 'plots', '*.svg')))
     check(made == kept and len(made) >= 5, 'figures drawn %r != committed %r' % (made, kept))
 
     # 4. refusals
@@ -208,7 +220,8 @@ with tempfile.TemporaryDirectory() as d:
     rc, out, err = run('plot', solo, '-o', os.path.join(d, 'solo'))
     check(rc != 0 and 'no anchor' in err, 'symm alone: exit %d, %r' % (rc, err))
     rc, out, err = run('plot', os.path.join(d, 'missing.json'), '-o', out_dir)
-    check(rc != 0 and 'missing.json' in err, 'a missing file must fail naming it: %d %r' % (rc, err))
+    check(rc != 0 and 'missing.json' in err,
+          'a missing file must fail naming it: %d %r' % (rc, err))
 
 if failures:
     print('%d check(s) failed' % len(failures))
