@@ -128,7 +128,8 @@ symm_deps() {
     echo "deps: installing matplotlib with pip (benchmark figures)"
     symm_pip_install matplotlib || true
     python3 -c 'import matplotlib' >/dev/null 2>&1 ||
-      echo "deps: matplotlib not installed (python3 -m pip install matplotlib): the plots test will report a skip"
+      echo "deps: matplotlib not installed (python3 -m pip install matplotlib):" \
+           "the plots test will report a skip"
   fi
   if ! command -v abidiff >/dev/null 2>&1; then
     echo "deps: abidiff not available: the ABI baseline test will report a skip"

@@ -791,7 +791,8 @@ def fast_paths_pass_every_index_whole():
         for what, call in (("put", lambda: b.put(idx, a, nxt)), ("p", lambda: b.p(idx, 9, pe=nxt)),
                            ("put bytes", lambda: b.put(idx, b"\1" * 8, nxt))):
             e = expect_raises(symm.OutOfBounds, call)
-            check(str(idx) in e.message, "%s at %d: C saw another index: %s" % (what, idx, e.message))
+            check(str(idx) in e.message,
+                  "%s at %d: C saw another index: %s" % (what, idx, e.message))
     ctx.barrier_all()
     check(list(b.numpy()) == [0, 5, 5, 6, 7, 8, 0, 0], b.numpy())
     ctx.barrier_all()
