@@ -174,7 +174,7 @@ def save(fig, path):
 def log_panel(ax, series, ylabel, yunit):
     """Log-log panel: series [(name, color, dashed, [(bytes, y)])]; each line
     gets the gid series-<name> (its <g id> in the SVG)."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogFormatter, NullLocator
     sizes = sorted({x for _, _, _, pts in series for x, _ in pts})
     for name, color, dashed, pts in series:
         pts = sorted(pts)
@@ -190,6 +190,9 @@ def log_panel(ax, series, ylabel, yunit):
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_size(int(round(v)))))
     ax.tick_params(axis='x', labelrotation=30)
+    # plain numbers (30, not 3x10^1); minor ticks labelled only on short ranges
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_num(v)))
+    ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False))
     ax.set_xlabel('message size')
     ax.set_ylabel('%s (%s, log scale)' % (ylabel, yunit))
     ax.grid(True, which='major', color='#dddddd', linewidth=0.6)
