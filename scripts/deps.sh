@@ -3,7 +3,8 @@
 # (apt-get as root, pip for meson). Prints plainly what it could not install
 # and returns non-zero then.
 #   bash scripts/deps.sh         # what a build needs: C compiler, ninja, python3, meson >= 1.1
-#   bash scripts/deps.sh --all   # everything the test suite needs too
+#   bash scripts/deps.sh --all   # everything the test suite needs too (NumPy, pytest and
+#                                # matplotlib from PyPI among them)
 # Sourced by demo.sh (symm_deps_build: the build tools only) and test.sh
 # (symm_deps: all).
 set -u
@@ -121,6 +122,14 @@ symm_deps() {
     echo "deps: installing pytest with pip (Python binding tests)"
     symm_pip_install pytest || true
     python3 -c 'import pytest' >/dev/null 2>&1 || missing+=("pytest (python3 -m pip install pytest)")
+  fi
+  # matplotlib draws the benchmark figures (scripts/plot-bench.py; tools suite's plots test).
+  if ! python3 -c 'import matplotlib' >/dev/null 2>&1; then
+    echo "deps: installing matplotlib with pip (benchmark figures)"
+    symm_pip_install matplotlib || true
+    python3 -c 'import matplotlib' >/dev/null 2>&1 ||
+      echo "deps: matplotlib not installed (python3 -m pip install matplotlib):" \
+           "the plots test will report a skip"
   fi
   if ! command -v abidiff >/dev/null 2>&1; then
     echo "deps: abidiff not available: the ABI baseline test will report a skip"

@@ -17,15 +17,17 @@
       tests/perf/bench_torch.py (host and GPU time per symm.torch.all_reduce
       call beside NCCL and SymmetricMemory, torch-allreduce-<N>ranks.svg).
 
-Standard library only (the SVG is written directly), deterministic output, so
-the committed figures can be checked against a fresh run (tests/tools).
+Figures are drawn with matplotlib (PyPI: python3 -m pip install matplotlib, or
+the package's [plot] extra; bash scripts/deps.sh --all installs it); convert
+needs only the standard library. The SVGs keep their text as text and name
+each series' line (<g id="series-NAME">), so tests/tools/test_plots.py reads
+them back; a fixed hash salt and no date make a rerun give the same file.
 Redraw the committed figures with:
 
   python3 scripts/plot-bench.py plot docs/gpu-runs/2026-11-21-1418-summary.*.json -o docs/plots
 """
 import argparse
 import json
-import math
 import os
 import re
 import sys
@@ -44,6 +46,10 @@ LATENCIES = {
 }
 COLORS = {'symm': '#1f6fb4'}
 ANCHOR_COLORS = ['#d9541e', '#3a9a3a', '#8a4fb8']
+SERIES_COLORS = {'symm': '#1f6fb4', 'nccl': '#d9541e', 'symm-mem one-shot': '#3a9a3a',
+                 'symm-mem two-shot': '#8a4fb8', 'symm.torch heap': '#1f6fb4',
+                 'symm.torch staged': '#6fa8dc', 'ctypes floor': '#999999',
+                 'torch.distributed NCCL': '#d9541e', 'SymmetricMemory one-shot': '#3a9a3a'}
 
 
 def split_key(key):
@@ -121,10 +127,25 @@ def convert(md_path, out_dir):
     return written
 
 
-# ------------------------------------------------------------------- SVG ----
+# --------------------------------------------------------------- figures ---
 
-def esc(s):
-    return s.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
+def pyplot():
+    """matplotlib's pyplot with a file-only backend, or an exit that says how
+    to install it."""
+    try:
+        import matplotlib
+    except ImportError:
+        sys.exit('plot-bench: matplotlib is not installed: python3 -m pip install matplotlib '
+                 '(or bash scripts/deps.sh --all, or pip install "symm[plot]")')
+    matplotlib.use('Agg')
+    matplotlib.rcParams.update({
+        'svg.fonttype': 'none',       # text stays text (searchable, smaller)
+        'svg.hashsalt': 'symm-plot',  # stable ids: a rerun writes the same file
+        'font.size': 9,
+        'axes.titlesize': 10,
+    })
+    import matplotlib.pyplot as plt
+    return plt
 
 
 def fmt_size(b):
@@ -141,129 +162,114 @@ def fmt_num(v):
         return '%.0f' % v
     if v >= 1:
         return ('%.1f' % v).rstrip('0').rstrip('.')
-    return ('%.3g' % v)
+    return '%.3g' % v
 
 
-def decades(lo, hi):
-    a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-    if a == b:
-        b += 1
-    return a, b
+def save(fig, path):
+    fig.savefig(path, format='svg', metadata={'Date': None})
+    import matplotlib.pyplot as plt
+    plt.close(fig)
 
 
-def panel(out, x0, y0, w, h, series, ylabel, yunit):
-    """Log-log panel at (x0, y0) of size w x h; series: [(name, color, dash, [(x, y)])]."""
-    xs = [x for _, _, _, pts in series for x, _ in pts]
-    ys = [y for _, _, _, pts in series for _, y in pts]
-    lx0, lx1 = math.log2(min(xs)), math.log2(max(xs))
-    if lx0 == lx1:
-        lx1 += 1
-    d0, d1 = decades(min(ys), max(ys))
-
-    def px(x):
-        return x0 + (math.log2(x) - lx0) / (lx1 - lx0) * w
-
-    def py(y):
-        return y0 + h - (math.log10(y) - d0) / (d1 - d0) * h
-
-    out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>' % (x0, y0, w, h))
-    for d in range(d0, d1 + 1):
-        y = py(10 ** d)
-        out.append('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>' % (x0, y, x0 + w, y))
-        out.append('<text x="%.1f" y="%.1f" text-anchor="end" font-size="11">%s</text>' % (x0 - 5, y + 4, fmt_num(10 ** d)))
-    sizes = sorted(set(xs))
-    last = -1e9
-    for s in sizes:  # a label where it does not run into the previous one
-        x = px(s)
-        out.append('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>' % (x, y0, x, y0 + h))
-        if x - last >= 44:
-            out.append('<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11">%s</text>' % (x, y0 + h + 15, fmt_size(s)))
-            last = x
-    out.append('<text x="%.1f" y="%.1f" text-anchor="middle" font-size="12">message size</text>' % (x0 + w / 2, y0 + h + 32))
-    out.append('<text x="%.1f" y="%.1f" text-anchor="middle" font-size="12" transform="rotate(-90 %.1f %.1f)">%s (%s, log scale)</text>'
-               % (x0 - 50, y0 + h / 2, x0 - 50, y0 + h / 2, esc(ylabel), esc(yunit)))
-    for name, color, dash, pts in series:
+def log_panel(ax, series, ylabel, yunit):
+    """Log-log panel: series [(name, color, dashed, [(bytes, y)])]; each line
+    gets the gid series-<name> (its <g id> in the SVG)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogFormatter, NullLocator
+    sizes = sorted({x for _, _, _, pts in series for x, _ in pts})
+    for name, color, dashed, pts in series:
         pts = sorted(pts)
-        path = ' '.join('%.1f,%.1f' % (px(x), py(y)) for x, y in pts)
-        out.append('<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>'
-                   % (path, color, ' stroke-dasharray="6,4"' if dash else ''))
-        for x, y in pts:
-            out.append('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s %s: %s %s</title></circle>'
-                       % (px(x), py(y), color, esc(name), fmt_size(x), fmt_num(y), esc(yunit)))
+        line, = ax.plot([x for x, _ in pts], [y for _, y in pts], color=color, marker='o',
+                        markersize=3.5, linewidth=1.8, linestyle='--' if dashed else '-',
+                        label=name)
+        line.set_gid('series-' + name)
+    ax.set_xscale('log', base=2)
+    ax.set_yscale('log')
+    # a size label on every data size, thinned to about 8 so they do not collide
+    step = max(1, (len(sizes) + 7) // 8)
+    ax.xaxis.set_major_locator(FixedLocator(sizes[::step]))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_size(int(round(v)))))
+    ax.tick_params(axis='x', labelrotation=30)
+    # plain numbers (30, not 3x10^1); minor ticks labelled only on short ranges
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_num(v)))
+    ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False))
+    ax.set_xlabel('message size')
+    ax.set_ylabel('%s (%s, log scale)' % (ylabel, yunit))
+    ax.grid(True, which='major', color='#dddddd', linewidth=0.6)
 
 
-def legend(out, x, y, items):
-    for i, (name, color, dash) in enumerate(items):
-        yy = y + 16 * i
-        out.append('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>'
-                   % (x, yy, x + 24, yy, color, ' stroke-dasharray="6,4"' if dash else ''))
-        out.append('<text x="%.1f" y="%.1f" font-size="12">%s</text>' % (x + 30, yy + 4, esc(name)))
-
-
-def svg(width, height, body):
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
-            '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
-            'font-family="DejaVu Sans, Helvetica, Arial, sans-serif">\n'
-            '<rect width="100%%" height="100%%" fill="white"/>\n%s\n</svg>\n'
-            % (width, height, width, height, '\n'.join(body)))
-
-
-def sized_figure(test, runs, anchor, color):
+def sized_figure(plt, test, runs, anchor, color):
     """runs: {lib: {size: GB/s}}; two panels: bandwidth, time per operation."""
-    body = []
-    title = TITLES.get(test, test)
-    body.append('<text x="20" y="24" font-size="15" font-weight="bold">%s: symm vs %s</text>'
-                % (esc(title), esc(anchor)))
-    body.append('<text x="20" y="42" font-size="11" fill="#555">%s</text>' % esc(runs['_caption']))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.9))
+    fig.suptitle('%s: symm vs %s' % (TITLES.get(test, test), anchor), fontweight='bold',
+                 x=0.02, ha='left')
+    fig.text(0.02, 0.9, runs['_caption'], fontsize=7.5, color='#555555')
     libs = [('symm', COLORS['symm'], False), (anchor, color, True)]
-    bw = [(n, c, d, [(s, v) for s, v in runs[n].items()]) for n, c, d in libs]
+    bw = [(n, c, d, list(runs[n].items())) for n, c, d in libs]
     # time per operation in us = bytes / (GB/s * 1e3)
     lat = [(n, c, d, [(s, s / (v * 1e3)) for s, v in runs[n].items()]) for n, c, d in libs]
-    panel(body, 95, 60, 320, 250, bw, 'bandwidth', 'GB/s')
-    panel(body, 540, 60, 320, 250, lat, 'time per operation', 'us')
-    legend(body, 105, 80, [(n, c, d) for n, c, d in libs])
-    return svg(900, 360, body)
+    log_panel(left, bw, 'bandwidth', 'GB/s')
+    log_panel(right, lat, 'time per operation', 'us')
+    left.legend(loc='upper left', frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 0.88))
+    return fig
 
 
-def latency_figure(values, anchor, color, caption):
+def latency_figure(plt, values, anchor, color, caption):
     """values: [(label, symm_us, anchor_us)] as grouped horizontal bars."""
-    body = ['<text x="20" y="24" font-size="15" font-weight="bold">Latencies: symm vs %s (lower is better)</text>' % esc(anchor),
-            '<text x="20" y="42" font-size="11" fill="#555">%s</text>' % esc(caption)]
+    height = 1.3 + 0.75 * len(values)
+    fig, ax = plt.subplots(figsize=(9, height))
+    fig.suptitle('Latencies: symm vs %s (lower is better)' % anchor, fontweight='bold',
+                 x=0.02, ha='left')
+    fig.text(0.02, 1 - 0.5 / height, caption, fontsize=7.5, color='#555555')
+    h = 0.38
     vmax = max(max(s, a) for _, s, a in values)
-    x0, w = 260, 480
-    for i, (label, s, a) in enumerate(values):
-        y = 62 + i * 58
-        body.append('<text x="%d" y="%d" text-anchor="end" font-size="12">%s</text>' % (x0 - 8, y + 22, esc(label)))
-        for j, (name, v, col) in enumerate((('symm', s, COLORS['symm']), (anchor, a, color))):
-            bw = v / vmax * w
-            body.append('<rect x="%d" y="%d" width="%.1f" height="20" fill="%s"><title>%s: %s us</title></rect>'
-                        % (x0, y + j * 22, bw, col, esc(name), fmt_num(v)))
-            body.append('<text x="%.1f" y="%d" font-size="11">%s %s us</text>' % (x0 + bw + 5, y + j * 22 + 14, esc(name), fmt_num(v)))
-    return svg(880, 80 + 58 * len(values), body)
+    for j, (name, col) in enumerate((('symm', COLORS['symm']), (anchor, color))):
+        ys = [i + (j - 0.5) * h for i in range(len(values))]
+        vs = [v[1 + j] for v in values]
+        bars = ax.barh(ys, vs, height=h * 0.95, color=col, label=name)
+        for i, bar in enumerate(bars.patches):  # <g id="bar-NAME-i"> in the SVG
+            bar.set_gid('bar-%s-%d' % (name, i))
+        for y, v in zip(ys, vs):
+            ax.text(v + vmax * 0.01, y, '%s %s us' % (name, fmt_num(v)), va='center',
+                    fontsize=8)
+    ax.set_yticks(range(len(values)))
+    ax.set_yticklabels([v[0] for v in values])
+    ax.invert_yaxis()
+    ax.set_xlim(0, vmax * 1.35)
+    ax.set_xlabel('us')
+    for side in ('top', 'right'):
+        ax.spines[side].set_visible(False)
+    fig.tight_layout(rect=(0.01, 0, 1, 1 - 0.6 / height))
+    return fig
 
 
-SERIES_COLORS = {'symm': '#1f6fb4', 'nccl': '#d9541e', 'symm-mem one-shot': '#3a9a3a',
-                 'symm-mem two-shot': '#8a4fb8', 'symm.torch heap': '#1f6fb4',
-                 'symm.torch staged': '#6fa8dc', 'ctypes floor': '#999999',
-                 'torch.distributed NCCL': '#d9541e', 'SymmetricMemory one-shot': '#3a9a3a'}
-
-
-def multi_figure(title, caption, left, right):
+def multi_figure(plt, title, caption, left, right):
     """Two log-log panels of several series: left/right = (series, ylabel, yunit),
-    series [(name, dashed, [(bytes, y)])]; empty series are left out."""
-    body = ['<text x="20" y="24" font-size="15" font-weight="bold">%s</text>' % esc(title),
-            '<text x="20" y="42" font-size="11" fill="#555">%s</text>' % esc(caption)]
+    series [(name, dashed, [(bytes, y)])]; empty series are left out. The
+    legend goes under the panels: several series would hide the data."""
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4.6))
+    fig.suptitle(title, fontweight='bold', x=0.02, ha='left')
+    fig.text(0.02, 0.905, caption, fontsize=7.5, color='#555555')
     names = []
-    for (series, ylabel, yunit), x0 in ((left, 95), (right, 540)):
-        ser = [(n, SERIES_COLORS.get(n, '#000'), d, pts) for n, d, pts in series if pts]
+    for (series, ylabel, yunit), ax in zip((left, right), axes):
+        ser = [(n, SERIES_COLORS.get(n, '#000000'), d, pts) for n, d, pts in series if pts]
         if ser:
-            panel(body, x0, 60, 320, 250, ser, ylabel, yunit)
-            names += [(n, c, d) for n, c, d, _ in ser if (n, c, d) not in names]
-    legend(body, 105, 358, names)  # under the panels: several series would hide the data
-    return svg(900, 370 + 16 * len(names), body)
+            log_panel(ax, ser, ylabel, yunit)
+        else:
+            ax.set_axis_off()
+        names += [n for n, _, _, _ in ser if n not in names]
+    handles = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    fig.legend([handles[n] for n in names], names, loc='lower left', ncol=min(3, len(names)),
+               frameon=False, bbox_to_anchor=(0.02, 0.0))
+    fig.tight_layout(rect=(0, 0.06 + 0.035 * ((len(names) + 2) // 3), 1, 0.89))
+    return fig
 
 
-def plot_coll(doc, out_dir):
+def plot_coll(plt, doc, out_dir):
     """bench_coll.py JSON: one figure per op (bus bandwidth, time per call)."""
     written = []
     impls = ['symm', 'nccl', 'symm-mem one-shot', 'symm-mem two-shot']
@@ -289,15 +295,14 @@ def plot_coll(doc, out_dir):
         if sum(1 for _, _, p in t if len(p) >= 2) < 1:
             continue
         name = 'coll-%s-%dranks.svg' % (op.replace('_', '-'), doc.get('ranks', 0))
-        with open(os.path.join(out_dir, name), 'w') as f:
-            f.write(multi_figure('%s: symm vs NCCL vs SymmetricMemory' % op.replace('_', '-'),
-                                 caption, (bw, 'bus bandwidth', 'GB/s'),
-                                 (t, 'time per call', 'us')))
+        save(multi_figure(plt, '%s: symm vs NCCL vs SymmetricMemory' % op.replace('_', '-'),
+                          caption, (bw, 'bus bandwidth', 'GB/s'), (t, 'time per call', 'us')),
+             os.path.join(out_dir, name))
         written.append(name)
     return written
 
 
-def plot_torch(doc, out_dir):
+def plot_torch(plt, doc, out_dir):
     """bench_torch.py JSON: host and GPU time per all_reduce call."""
     rows = doc.get('rows', {})
     host, gpu = [], []
@@ -312,24 +317,29 @@ def plot_torch(doc, out_dir):
     caption = '%d ranks on %d x %s, torch %s; medians' % (
         doc.get('ranks', 0), doc.get('gpus', 0), doc.get('machine', '?'), doc.get('torch', '?'))
     name = 'torch-allreduce-%dranks.svg' % doc.get('ranks', 0)
-    with open(os.path.join(out_dir, name), 'w') as f:
-        f.write(multi_figure('all_reduce per Python call: symm.torch vs torch.distributed vs '
-                             'SymmetricMemory', caption,
-                             (host, 'host time per call', 'us'),
-                             (gpu, 'GPU time per call (stream)', 'us')))
+    save(multi_figure(plt, 'all_reduce per Python call: symm.torch vs torch.distributed vs '
+                      'SymmetricMemory', caption, (host, 'host time per call', 'us'),
+                      (gpu, 'GPU time per call (stream)', 'us')),
+         os.path.join(out_dir, name))
     return [name]
 
 
 def plot(paths, out_dir):
-    docs = [json.load(open(p)) for p in paths]
+    docs = []
+    for p in paths:
+        try:
+            docs.append(json.load(open(p)))
+        except (OSError, ValueError) as e:
+            sys.exit('plot-bench: %s: %s' % (p, e))
+    plt = pyplot()
     os.makedirs(out_dir, exist_ok=True)
     written = []
     # the Python benchmarks' JSON: no "library" key
     for d in docs:
         if 'library' not in d and isinstance(d.get('rows'), list):
-            written += plot_coll(d, out_dir)
+            written += plot_coll(plt, d, out_dir)
         elif 'library' not in d and isinstance(d.get('rows'), dict):
-            written += plot_torch(d, out_dir)
+            written += plot_torch(plt, d, out_dir)
     docs = [d for d in docs if 'library' in d]
     if not docs:
         if not written:
@@ -341,7 +351,7 @@ def plot(paths, out_dir):
     if 'symm' not in by_lib:
         sys.exit('plot-bench: no symm results among %s' % ', '.join(paths))
     symm = by_lib['symm'][0]
-    anchors = sorted(l for l in by_lib if l != 'symm')
+    anchors = sorted(lib for lib in by_lib if lib != 'symm')
     if not anchors:
         sys.exit('plot-bench: no anchor (NVSHMEM, ...) results among %s' % ', '.join(paths))
 
@@ -371,15 +381,15 @@ def plot(paths, out_dir):
             runs = {'symm': {s: s_sized[test][s] for s in common},
                     anchor: {s: a_sized[test][s] for s in common}, '_caption': caption}
             name = '%s-vs-%s.svg' % (test.replace('_', '-'), anchor.lower())
-            with open(os.path.join(out_dir, name), 'w') as f:
-                f.write(sized_figure(test, runs, anchor, color))
+            save(sized_figure(plt, test, runs, anchor, color), os.path.join(out_dir, name))
             written.append(name)
-        vals = [(LATENCIES[k2], s_lat[k2], a_lat[k2]) for k2 in LATENCIES if k2 in s_lat and k2 in a_lat]
+        vals = [(LATENCIES[k2], s_lat[k2], a_lat[k2]) for k2 in LATENCIES
+                if k2 in s_lat and k2 in a_lat]
         if vals:
             name = 'latency-vs-%s.svg' % anchor.lower()
-            cap = '%s, %s; medians recorded %s' % (machine, symm.get('direction', ''), symm.get('date', '?'))
-            with open(os.path.join(out_dir, name), 'w') as f:
-                f.write(latency_figure(vals, anchor, color, cap))
+            cap = '%s, %s; medians recorded %s' % (machine, symm.get('direction', ''),
+                                                   symm.get('date', '?'))
+            save(latency_figure(plt, vals, anchor, color, cap), os.path.join(out_dir, name))
             written.append(name)
     return written
 
@@ -390,7 +400,7 @@ def main():
     c = sub.add_parser('convert', help='recorded summary table -> JSON')
     c.add_argument('summary')
     c.add_argument('-o', '--out', default=None)
-    p = sub.add_parser('plot', help='JSON results -> SVG figures')
+    p = sub.add_parser('plot', help='JSON results -> SVG figures (matplotlib)')
     p.add_argument('results', nargs='+')
     p.add_argument('-o', '--out', default='docs/plots')
     a = ap.parse_args()

@@ -15,6 +15,11 @@ Both see the same machine state, so the difference is the binding's own cost:
   p(0, v, 1)             p                one int64 value
   barrier_all()          barrier_all      2 PEs (both time it; PE 0's figure)
 
+and, for Python only, the same barrier loop calling symm_barrier_all through
+ctypes with no wrapper (barrier bare): on a shared machine the 2-PE barrier
+is mostly whether both PEs hold a core, which this row shows apart from the
+wrapper's cost.
+
 The C side has no one-element symm_put row; symm_p moves the same 8 bytes
 through the same checks and store, so it stands for the C cost of the put.
 Printed: one line per op (median over rounds of each round's median);
@@ -61,20 +66,24 @@ def worker():
 
     def p():
         for i in range(BATCH):
-            buf.p(0, i, 1)
+            buf.p(0, i, pe=1)
 
     timed("put", put)
     timed("p", p)
-    v = []
-    for _ in range(BATCHES):
-        t0 = clock()
-        for _ in range(BATCH // 10):
-            ctx.barrier_all()
-        v.append((clock() - t0) / (BATCH // 10))
-    v.sort()
-    if me == 0:
-        print("small py barrier_all 0 %.1f %.1f %.1f" % (v[len(v) // 2], v[len(v) // 10],
-                                                       v[len(v) - 1 - len(v) // 10]), flush=True)
+    from symm._core import _C, _F
+    bare = (_F or _C).symm_barrier_all
+    h = ctx._h
+    for name, body in (("barrier_all", ctx.barrier_all), ("barrier_bare", lambda: bare(h))):
+        v = []
+        for _ in range(BATCHES):
+            t0 = clock()
+            for _ in range(BATCH // 10):
+                body()
+            v.append((clock() - t0) / (BATCH // 10))
+        v.sort()
+        if me == 0:
+            print("small py %s 0 %.1f %.1f %.1f" % (name, v[len(v) // 2], v[len(v) // 10],
+                                                   v[len(v) - 1 - len(v) // 10]), flush=True)
     buf.free()
     ctx.finalize()
 
@@ -110,6 +119,7 @@ def main():
     env["PYTHONPATH"] = os.path.normpath(pkg) + os.pathsep + env.get("PYTHONPATH", "")
     pairs = {"put": "p", "p": "p", "barrier_all": "barrier_all"}
     c_all, py_all = {k: [] for k in pairs}, {k: [] for k in pairs}
+    bare = []  # Python's barrier loop calling C directly (no wrapper): the 2-PE floor
     for r in range(rounds):
         c = subprocess.run([symmrun, "-n", "2", "--timeout", "300", bench, "1"], env=env,
                            stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
@@ -122,6 +132,7 @@ def main():
             py_all[k].append(pr[k])
         print("round %d/%d: %s" % (r + 1, rounds, ", ".join(
             "%s C %.0f / py %.0f ns" % (k, cr[pairs[k]], pr[k]) for k in pairs)), flush=True)
+        bare.append(pr.get("barrier_bare", float("nan")))
     print("\nop           C ns    Python ns   Python - C (median of %d rounds)" % rounds)
     out = []
     for k, ck in pairs.items():
@@ -129,6 +140,9 @@ def main():
         print("%-12s %7.0f %10.0f %10.0f   (C row: %s)" % (k, cm, pm, pm - cm, ck))
         out.append({"op": k, "c_row": ck, "c_ns": cm, "py_ns": pm, "over_c_ns": pm - cm,
                     "c_rounds": c_all[k], "py_rounds": py_all[k]})
+    print("%-12s %7s %10.0f   (Python calling symm_barrier_all bare: what the 2 PEs' "
+          "scheduling leaves; the wrapper adds the difference to barrier_all)"
+          % ("barrier bare", "-", statistics.median(bare)))
     if jpath:
         with open(jpath, "w") as f:
             json.dump(out, f, indent=1)

@@ -200,6 +200,58 @@ class _Bound:
 _C = _Bound()
 
 
+# ---- unprototyped calls (the fast paths) -------------------------------------------
+#
+# A prototyped ctypes call (argtypes) converts each argument by calling its
+# type's from_param, a Python-level call per argument: most of what a small
+# call costs from Python. The fast paths of put, p, barrier_all and quiet call
+# the same C functions through function objects without argtypes, whose
+# arguments ctypes passes without a Python call each: handles as the
+# c_void_p objects they already are, a source address as a c_void_p made once
+# (put remembers it with its NumPy source), bytes (p's value) as a pointer to
+# their storage, and integers as C ints, which libffi widens into the 64-bit
+# argument register by sign extension. So the fast paths pass integers only in
+# [0, 2**31) for uint64_t parameters (index, count) and int32_t values for
+# int32_t ones (pe); anything else takes the prototyped call. The widening is
+# libffi's, not C's: it is checked once on this machine (labs(-5) through an
+# unprototyped call must be 5: the upper half of the register was filled), and
+# only on 64-bit x86 and ARM; elsewhere _F is None and every call is prototyped.
+
+_FAST_MAX = 2 ** 31  # indices and counts below it pass as C ints
+
+
+def _fast_ok():
+    import platform
+    if ctypes.sizeof(ctypes.c_void_p) != 8 or ctypes.sizeof(ctypes.c_long) != 8:
+        return False
+    if platform.machine().lower() not in ("x86_64", "amd64", "aarch64", "arm64"):
+        return False
+    try:
+        libc = ctypes.CDLL(None)
+        labs = libc._FuncPtr(("labs", libc))
+    except (OSError, AttributeError, TypeError):
+        return False
+    labs.restype = ctypes.c_long
+    return labs(-5) == 5 and labs(2 ** 31 - 1) == 2 ** 31 - 1
+
+
+class _Unprototyped:
+    """The loader's functions without argtypes (restype int32_t), made on
+    first use: _F.symm_put(handle, index, c_void_p, count, pe)."""
+
+    def __getattr__(self, name):
+        lib = _lib()
+        if not name.startswith("symm_") or getattr(lib, name, None) is None:
+            raise AttributeError(name)
+        fn = lib._FuncPtr((name, lib))
+        fn.restype = ctypes.c_int32
+        setattr(self, name, fn)
+        return fn
+
+
+_F = _Unprototyped() if _fast_ok() else None
+
+
 def _raise(st):
     raise _fail(_lib(), st)
 
@@ -208,9 +260,18 @@ def _raise(st):
 #
 # A buffer method takes its arguments in C's order: (index, data, pe) after the
 # buffer (put(index, data, pe), get(index, count_or_out, pe), p(index, value, pe),
-# g(index, pe), put_signal(index, data, pe, sig, ...)), or by keyword (index=,
-# data=/value=, pe=). Releases before 1.3 took (data, pe, index=0); those calls
-# still work for now and warn (DeprecationWarning).
+# g(index, pe), put_signal(index, data, pe, sig, ...), atomic(index, op, value,
+# compare, pe), fetch_add(index, value, pe), compare_swap(index, compare, value,
+# pe)), or by keyword (index=, data=/value=, pe=). Release 1.2 took (data, pe,
+# index=0). No call is read in an order it may not mean: _resolve binds the
+# call to both orders (the number of arguments, the keywords, and the kinds of
+# values: an index or a PE is an integer, data is not, an op is a name or a
+# code); a call only one order accepts runs in that order (1.2's with a
+# DeprecationWarning); a call both accept with different meanings (all
+# integers: p(0, 5, 1), get(0, 4, 1), g(0, 1), fetch_add(0, 1, 1),
+# compare_swap(0, 1, 2, 1)) is refused, naming both readings: giving pe by
+# keyword makes any call C's order. The fast paths of put and p take the
+# unambiguous forms (put(i, data, pe), p(i, value, pe=pe)) without it.
 
 _NO = _NOT_GIVEN = type("_NotGiven", (), {"__repr__": lambda self: "<not given>",
                                             "__slots__": ()})()
@@ -227,46 +288,160 @@ def _deprecated(method, old, new, depth=4):
                   DeprecationWarning, stacklevel=depth)
 
 
-def _ordered(method, a, b, c, kw, dname, old_form):
-    """(index, data, pe) of a call given as positionals a, b, c (_NO when
-    absent) and keywords kw (popped); old_form: the call is in the pre-1.3
-    order (data, pe, index=0), which warns. index defaults to 0."""
-    if old_form:
-        _deprecated(method, "(%s, pe, index=0)" % dname, "(index, %s, pe)" % dname)
-        a, b, c = (c if c is not _NO else kw.pop("index", 0)), a, b
-        if c is _NO:
-            c = kw.pop("pe", _NO)
-    else:
-        if a is _NO:
-            a = kw.pop("index", 0)
-        if b is _NO:
-            b = kw.pop(dname, _NO)
-        if c is _NO:
-            c = kw.pop("pe", _NO)
-    if kw:
-        raise TypeError("Buffer.%s() got unexpected keyword argument(s) %s"
-                        % (method, ", ".join(sorted(kw))))
-    if b is _NO or c is _NO:
-        raise TypeError("Buffer.%s() missing argument %r: %s(index, %s, pe)"
-                        % (method, dname if b is _NO else "pe", method, dname))
-    return a, b, c
+# What each parameter may hold, for telling the two orders apart.
+def _k_int(v):
+    return _is_index(v)
 
 
-def _named(method, names, args, kw, required):
-    """{name: value} of a call's positionals (in names' order) and keywords."""
+def _k_int_or_none(v):
+    return v is None or _is_index(v)
+
+
+def _k_data(v):  # an array, bytes, a tensor: never a number
+    return v is not None and not isinstance(v, (numbers.Number, str))
+
+
+def _k_scalar(v):
+    return isinstance(v, numbers.Number) or _DATA_SCALAR(v)
+
+
+def _k_scalar_or_none(v):
+    return v is None or _k_scalar(v)
+
+
+def _k_op(v):
+    return isinstance(v, str) or _is_index(v)
+
+
+def _k_any(v):
+    return True
+
+
+def _DATA_SCALAR(v):  # a NumPy scalar (np.float16 is not a numbers.Number)
+    return getattr(v, "shape", None) == () and hasattr(v, "dtype")
+
+
+_KINDS = {"index": _k_int, "pe": _k_int, "sig_index": _k_int, "signal": _k_int,
+          "count": _k_int_or_none, "data": _k_data, "out": _k_any, "value": _k_scalar,
+          "compare": _k_scalar_or_none, "op": _k_op, "sig_op": _k_op, "sig": _k_data,
+          "nbi": _k_any, "stream": _k_any, "on_stream": _k_any}
+_RMA_TAIL = ("nbi", "stream", "on_stream")
+# method: (C's order, 1.2's order, required in both, defaults); a name in
+# C's order that is not in _KINDS takes anything (get's count_or_out).
+_ORDERS = {
+    "put": (("index", "data", "pe") + _RMA_TAIL, ("data", "pe", "index") + _RMA_TAIL,
+            ("data", "pe"), {"index": 0, "nbi": False, "stream": None, "on_stream": False}),
+    "get": (("index", "count_or_out", "pe"),
+            ("pe", "index", "count", "out") + _RMA_TAIL, ("pe",),
+            {"index": 0, "count_or_out": None, "count": None, "out": None, "nbi": False,
+             "stream": None, "on_stream": False}),
+    "p": (("index", "value", "pe", "stream", "on_stream"),
+          ("value", "pe", "index", "stream", "on_stream"), ("value", "pe"),
+          {"index": 0, "stream": None, "on_stream": False}),
+    "g": (("index", "pe"), ("pe", "index"), ("pe",), {"index": 0}),
+    "put_signal": (("index", "data", "pe", "sig", "sig_index", "signal", "sig_op") + _RMA_TAIL,
+                   ("data", "pe", "sig", "sig_index", "signal", "sig_op", "index") + _RMA_TAIL,
+                   ("data", "pe", "sig", "sig_index", "signal"),
+                   {"index": 0, "sig_op": "set", "nbi": False, "stream": None,
+                    "on_stream": False}),
+    "atomic": (("index", "op", "value", "compare", "pe", "nbi"),
+               ("op", "pe", "index", "value", "compare", "nbi"), ("op", "pe"),
+               {"index": 0, "value": 0, "compare": None, "nbi": False}),
+    "fetch_add": (("index", "value", "pe"), ("value", "pe", "index"), ("value", "pe"),
+                  {"index": 0}),
+    "compare_swap": (("index", "compare", "value", "pe"), ("compare", "value", "pe", "index"),
+                     ("compare", "value", "pe"), {"index": 0}),
+}
+# keywords C's order takes besides its positionals (get: count=, out= and the
+# RMA options; the 1.2 spelling data= of get's second argument)
+_EXTRA_KW = {"get": ("count", "out") + _RMA_TAIL}
+
+
+def _bind(names, extra, required, args, kw, kinds):
+    """{name: value} of a call in one order, or None when that order cannot
+    take it (too many arguments, an unknown or repeated keyword, a missing
+    argument, or (kinds) a value of the wrong kind)."""
     if len(args) > len(names):
-        raise TypeError("Buffer.%s() takes at most %d arguments (%d given)"
-                        % (method, len(names), len(args)))
+        return None
     a = dict(zip(names, args))
     for k, v in kw.items():
-        if k not in names or k in a:
-            raise TypeError("Buffer.%s(): %s argument %r"
-                            % (method, "unexpected" if k not in names else "repeated", k))
+        if (k not in names and k not in extra) or k in a:
+            return None
         a[k] = v
     for k in required:
         if k not in a:
-            raise TypeError("Buffer.%s() missing argument %r" % (method, k))
+            return None
+    if kinds:
+        for k, v in a.items():
+            if not _KINDS.get(k, _k_any)(v):
+                return None
     return a
+
+
+def _same(a, b):
+    return a is b or (_is_index(a) and _is_index(b) and a == b)
+
+
+def _shown(v):
+    r = repr(v)
+    return r if len(r) <= 24 else r[:21] + "..."
+
+
+def _resolve(method, args, kw, depth=4):
+    """The arguments of a buffer method's call, {name: value} with the
+    defaults filled in, in the order the call can only mean (see above)."""
+    new_names, old_names, required, defaults = _ORDERS[method]
+    extra = _EXTRA_KW.get(method, ())
+    if method == "get" and "data" in kw and "count_or_out" not in kw:
+        kw = dict(kw)
+        kw["count_or_out"] = kw.pop("data")
+    new = _bind(new_names, extra, required, args, kw, True)
+    old = _bind(old_names, (), required, args, kw, True)
+    if new is not None and old is not None:
+        # the same integers in the same places (p(1, 1, 1)) mean the same call
+        if set(new) != set(old) or any(not _same(new[k], old[k]) for k in new):
+            before = [k for k in new_names[:new_names.index("pe")] if k in new]
+            raise errors.ArgumentTypeError(
+                1, "SYMM_ERR_INVALID_ARG",
+                "Buffer.%s(%s) is ambiguous: C's order reads it as %s(%s), the 1.2 order as "
+                "%s(%s); give pe by keyword for C's order: %s(%s, pe=%s)"
+                % (method, ", ".join(_shown(v) for v in args), method,
+                   ", ".join("%s=%s" % (k, _shown(new[k])) for k in new_names if k in new),
+                   method,
+                   ", ".join("%s=%s" % (k, _shown(old[k])) for k in old_names if k in old),
+                   method, ", ".join(_shown(new[k]) for k in before), _shown(new["pe"])))
+    elif new is None and old is not None:
+        _deprecated(method, "(%s)" % ", ".join(old_names[:max(len(args), len(required))]),
+                    "(%s)" % ", ".join(new_names[:new_names.index("pe") + 1]), depth)
+        new = old
+    elif new is None and _bind(new_names, extra, required, args, kw, False) is None and \
+            _bind(old_names, (), required, args, kw, False) is not None:
+        # only 1.2's order has a place for every argument: its values are
+        # wrong (put(1.5, pe)); the checks that follow say which
+        _deprecated(method, "(%s)" % ", ".join(old_names[:max(len(args), len(required))]),
+                    "(%s)" % ", ".join(new_names[:new_names.index("pe") + 1]), depth)
+        new = _bind(old_names, (), required, args, kw, False)
+    elif new is None:
+        # C's order's own complaint, or the value's (ArgumentTypeError /
+        # ArgumentOverflow from the checks that follow)
+        if len(args) > len(new_names):
+            raise TypeError("Buffer.%s() takes at most %d positional arguments (%d given): "
+                            "%s(%s)" % (method, len(new_names), len(args), method,
+                                        ", ".join(new_names)))
+        new = dict(zip(new_names, args))
+        for k, v in kw.items():
+            if (k not in new_names and k not in extra) or k in new:
+                raise TypeError("Buffer.%s(): %s argument %r: %s(%s)"
+                                % (method, "repeated" if k in new else "unexpected", k,
+                                   method, ", ".join(new_names + extra)))
+            new[k] = v
+        for k in required:
+            if k not in new:
+                raise TypeError("Buffer.%s() missing argument %r: %s(%s)"
+                                % (method, k, method, ", ".join(new_names)))
+    for k, v in defaults.items():
+        new.setdefault(k, v)
+    return new
 
 
 # ---- waiting on the main thread --------------------------------------------------
@@ -736,7 +911,10 @@ class Context:
         self._held = []  # freed Buffers whose memory a host view on some PE still sees
         self._abandoned = []  # handles of contexts left to the process's exit (views)
         self._pending = []  # sources/destinations of nbi calls, kept until quiet
-        self._quiets = 0  # completed host quiets (nbi fetch results are readable after one)
+        # A new object after each completed host quiet (nbi fetch results are
+        # readable once it is no longer the one of their call): a plain
+        # attribute store, so quiet and barrier_all take no lock for it.
+        self._quiet_gen = object()
         info = self.query()
         lib = _lib()
         self.my_pe, self.n_pes = lib.symm_my_pe(h), lib.symm_n_pes(h)
@@ -998,13 +1176,13 @@ class Context:
             h = self._h
             if h is None:
                 self.handle
-            st = _C.symm_quiet(h)
+            st = _F.symm_quiet(h) if _F is not None else _C.symm_quiet(h)
             if st:
                 _raise(st)
-            with self._lock:
-                if self._pending:
+            if self._pending:
+                with self._lock:
                     self._pending.clear()
-                self._quiets += 1
+            self._quiet_gen = object()
 
     def fence(self):
         """Order this PE's earlier puts and atomics to each PE before its later ones to that PE."""
@@ -1019,13 +1197,13 @@ class Context:
         h = self._h
         if h is None:
             self.handle  # raises InvalidHandle
-        st = _C.symm_barrier_all(h)
+        st = _F.symm_barrier_all(h) if _F is not None else _C.symm_barrier_all(h)
         if st:
             _raise(st)
-        with self._lock:
-            if self._pending:
+        if self._pending:
+            with self._lock:
                 self._pending.clear()
-            self._quiets += 1
+        self._quiet_gen = object()
 
     def ctx_lock(self):
         """The lock guarding this context's Python-side tables (buffers, kept nbi objects)."""
@@ -1423,8 +1601,7 @@ class FetchResult:
     @property
     def ready(self):
         """True once a quiet completed after the call."""
-        with self._ctx._lock:
-            return self._ctx._quiets > self._epoch
+        return self._ctx._quiet_gen is not self._epoch
 
     @property
     def value(self):
@@ -1464,7 +1641,9 @@ class Buffer:
         self._ch = h  # the C handle, also while the buffer is held (see Context._release)
         self.shape = tuple(shape) if shape else (count,)
         self.itemsize = DTYPE_SIZES[dtype]
-        self._src = None  # (array, address, dtype, nbytes) of put's last NumPy source
+        # put's last NumPy source: (array, address, dtype, nbytes, address as a
+        # c_void_p, element count for the unprototyped call or None)
+        self._src = None
         # one element as bytes for p() (bfloat16: _scalar rounds)
         self._pack = struct.Struct("<" + _FMT[dtype]).pack if dtype in _FMT else None
         self.nbytes = count * self.itemsize
@@ -1643,8 +1822,11 @@ class Buffer:
             if ai["strides"] is None and data.dtype.isnative:
                 if _DATA_CODES.get(data.dtype) != self.dtype:
                     self._check_type(data, what)
-                addr = ai["data"][0]
-                self._src = (data, addr, data.dtype, data.nbytes)
+                addr, nbytes = ai["data"][0], data.nbytes
+                n = nbytes // self.itemsize
+                fast = (_F is not None and n * self.itemsize == nbytes and 0 < n < _FAST_MAX)
+                self._src = (data, addr, data.dtype, nbytes, ctypes.c_void_p(addr),
+                             n if fast else None)
                 return addr, data.nbytes, data
         elif cls is array.array:
             self._check_type(data, what)
@@ -1654,8 +1836,7 @@ class Buffer:
         self._check_type(data, what)
         return loc.addr, loc.nbytes, loc.keep
 
-    def put(self, index=_NO, data=_NO, pe=_NO, /, nbi=False, stream=None, on_stream=False,
-            **kw):
+    def put(self, index=_NO, data=_NO, _pe=_NO, /, *more, pe=_NO, **kw):
         """put(index, data, pe, nbi=False, stream=None, on_stream=False)
 
         Write data (any contiguous buffer, array or tensor of this dtype) to
@@ -1667,10 +1848,28 @@ class Buffer:
         data of another dtype raises ArgumentTypeError naming both (nothing is
         converted: ``data.astype(buf.dtype_name)`` first); untyped bytes
         (bytes, bytearray, a memoryview of bytes) are taken byte for byte.
-        The pre-1.3 order put(data, pe, index=0) still works and warns."""
-        if kw or pe is _NO or index.__class__ is not int:
-            index, data, pe = _ordered("put", index, data, pe, kw, "data",
-                                       index is not _NO and not _is_index(index))
+        The 1.2 order put(data, pe, index=0) still works and warns."""
+        src = self._src
+        if (src is not None and src[0] is data and index.__class__ is int and
+                _pe.__class__ is int and not kw and not more and pe is _NO and
+                0 <= index < _FAST_MAX and _I32_MIN <= _pe <= _I32_MAX and src[5] and
+                data.dtype is src[2] and data.nbytes == src[3] and self._h is not None):
+            # the NumPy array of the last call, as it was, C's order: one
+            # unprototyped call (src[4]: its address as a c_void_p, src[5]:
+            # its element count, None where the fast path cannot pass it)
+            st = _F.symm_put(self._h, index, src[4], src[5], _pe)
+            if st:
+                _raise(st)
+            return data
+        nbi = stream = on_stream = None
+        if (kw or more or index.__class__ is not int or (_pe is _NO) is (pe is _NO)
+                or data is _NO):
+            a = _resolve("put", tuple(x for x in (index, data, _pe) if x is not _NO) + more,
+                         kw if pe is _NO else dict(kw, pe=pe))
+            index, data, pe = a["index"], a["data"], a["pe"]
+            nbi, stream, on_stream = a["nbi"], a["stream"], a["on_stream"]
+        elif pe is _NO:
+            pe = _pe
         if index.__class__ is not int or not 0 <= index <= _U64_MAX:
             index = _u64(index, "index")
         if pe.__class__ is not int or not _I32_MIN <= pe <= _I32_MAX:
@@ -1680,9 +1879,13 @@ class Buffer:
             self.handle  # raises InvalidHandle
         src = self._src
         if src is not None and src[0] is data and data.dtype is src[2] and data.nbytes == src[3]:
-            addr, nbytes = src[1], src[3]  # the array of the last call, as it was
+            addr, nbytes, ptr = src[1], src[3], src[4]  # the array of the last call, as it was
         else:
             addr, nbytes, data = self._source(data, "put: data")
+            ptr = data if data.__class__ is bytes else None
+            src = self._src
+            if ptr is None and src is not None and src[0] is data:
+                ptr = src[4]
         n = nbytes // self.itemsize
         if n * self.itemsize != nbytes:
             raise errors.InvalidArgument(1, "SYMM_ERR_INVALID_ARG",
@@ -1695,40 +1898,32 @@ class Buffer:
             call("symm_put_nbi", h, index, addr, n, pe)
             self.ctx._keep_until_quiet(data)
         else:
-            st = _C.symm_put(h, index, addr, n, pe)
+            if _F is not None and ptr is not None and index < _FAST_MAX and n < _FAST_MAX:
+                st = _F.symm_put(h, index, ptr, n, pe)
+            else:
+                st = _C.symm_put(h, index, addr, n, pe)
             if st:
                 _raise(st)
         return data
 
-    def get(self, index=_NO, data=_NO, pe=_NO, /, count=None, out=None, nbi=False, stream=None,
-            on_stream=False, **kw):
-        """get(index, count_or_out, pe, out=None, nbi=False, stream=None, on_stream=False)
+    def get(self, *args, **kw):
+        """get(index, count_or_out, pe, count=None, out=None, nbi=False, stream=None,
+        on_stream=False)
 
         Read pe's copy from element index (C's order; keywords index=, pe=,
         count=, out= work too): the second argument is a count (None: to the
         end of the buffer, or as many as out holds) or the destination out.
         Returns out, or a new NumPy array (a bytearray without NumPy). out's
         dtype must be this buffer's, as in put() (ArgumentTypeError
-        otherwise). The pre-1.3 order get(pe, index=0, count=None, out=None)
-        (no pe given: one or two positionals) still works and warns."""
-        if pe is _NO and "pe" not in kw:  # pre-1.3: get(pe, index=0, ...)
-            if index is _NO:
-                raise TypeError("Buffer.get() missing argument 'pe': get(index, count, pe)")
-            _deprecated("get", "(pe, index=0, count=None, out=None)",
-                        "(index, count_or_out, pe)", 3)
-            pe, index = index, (data if data is not _NO else kw.pop("index", 0))
-            data = _NO
-        else:
-            if index is _NO:
-                index = kw.pop("index", 0)
-            if pe is _NO:
-                pe = kw.pop("pe")
-            if data is _NO:
-                data = kw.pop("data", None)
-        if kw:
-            raise TypeError("Buffer.get() got unexpected keyword argument(s) %s"
-                            % ", ".join(sorted(kw)))
-        if data is not _NO and data is not None:
+        otherwise). get(index, count, pe) with three integers is ambiguous
+        (the 1.2 order get(pe, index=0, count=None, out=None) reads it too):
+        it is refused, give pe by keyword; the 1.2 order's other calls still
+        work and warn."""
+        a = _resolve("get", args, kw)
+        index, pe, count, out = a["index"], a["pe"], a["count"], a["out"]
+        nbi, stream, on_stream = a["nbi"], a["stream"], a["on_stream"]
+        data = a.get("count_or_out")
+        if data is not None:
             if _is_index(data):
                 count = data
             else:
@@ -1760,14 +1955,21 @@ class Buffer:
             self.ctx._keep_until_quiet(loc.keep)
         return out
 
-    def p(self, index=_NO, value=_NO, pe=_NO, /, stream=None, on_stream=False, **kw):
+    def p(self, index=_NO, value=_NO, _pe=_NO, /, *more, pe=_NO, **kw):
         """p(index, value, pe, stream=None, on_stream=False)
 
         Write one element (C's order; keywords index=, value=, pe= work too).
-        The pre-1.3 p(value, pe, index=0) (two positionals) still works and warns."""
-        if kw or pe is _NO or index.__class__ is not int:
-            index, value, pe = _ordered("p", index, value, pe, kw, "value",
-                                        pe is _NO and value is not _NO and "pe" not in kw)
+        p(index, value, pe) with three integers is ambiguous (the 1.2 order
+        p(value, pe, index=0) reads it too): it is refused, give pe by keyword,
+        p(index, value, pe=pe). The 1.2 order's other calls (p(value, pe))
+        still work and warn."""
+        stream = on_stream = None
+        if (kw or more or _pe is not _NO or pe is _NO or index.__class__ is not int
+                or value is _NO):
+            a = _resolve("p", tuple(x for x in (index, value, _pe) if x is not _NO) + more,
+                         kw if pe is _NO else dict(kw, pe=pe))
+            index, value, pe = a["index"], a["value"], a["pe"]
+            stream, on_stream = a["stream"], a["on_stream"]
         if index.__class__ is not int or not 0 <= index <= _U64_MAX:
             index = _u64(index, "index")
         if pe.__class__ is not int or not _I32_MIN <= pe <= _I32_MAX:
@@ -1783,32 +1985,21 @@ class Buffer:
         if on_stream or stream is not None:
             call("symm_p_on_stream", h, index, v, pe, _stream_handle(stream))
         else:
-            st = _C.symm_p(h, index, v, pe)
+            if _F is not None and index < _FAST_MAX:
+                st = _F.symm_p(h, index, v, pe)
+            else:
+                st = _C.symm_p(h, index, v, pe)
             if st:
                 _raise(st)
 
-    def g(self, index=_NO, pe=_NO, /, **kw):
-        """g(index=..., pe=...): read one element.
+    def g(self, *args, **kw):
+        """g(index, pe=...): read one element of pe's copy.
 
-        Give index and pe by keyword in this release: g with two positionals
-        still means the pre-1.3 g(pe, index) (warns; a later release reads
-        them in C's order, (index, pe)), and g(pe) reads element 0."""
-        if kw:
-            if index is not _NO or pe is not _NO:
-                _deprecated("g", "(pe, index=0)", "(index=..., pe=...)", 3)
-                index, pe = kw.pop("index", pe if pe is not _NO else 0), index
-            else:
-                index, pe = kw.pop("index", 0), kw.pop("pe", _NO)
-            if kw:
-                raise TypeError("Buffer.g() got unexpected keyword argument(s) %s"
-                                % ", ".join(sorted(kw)))
-            if pe is _NO:
-                raise TypeError("Buffer.g() missing argument 'pe'")
-        else:
-            if index is _NO:
-                raise TypeError("Buffer.g() missing argument 'pe'")
-            _deprecated("g", "(pe, index=0)", "(index=..., pe=...)", 3)
-            index, pe = (pe if pe is not _NO else 0), index
+        g(index, pe) with two integers is ambiguous (the 1.2 order g(pe,
+        index=0) reads it too): it is refused, give pe by keyword. g(pe), the
+        1.2 form with the index left out, still works and warns."""
+        a = _resolve("g", args, kw)
+        index, pe = a["index"], a["pe"]
         v = (ctypes.c_char * self.itemsize)()
         call("symm_g", self.handle, _u64(index, "index"), _i32(pe, "pe"), v)
         return _unscalar(self.dtype, v)
@@ -1821,29 +2012,11 @@ class Buffer:
         Put data at element index of pe's copy, then update pe's
         sig[sig_index] (sig: a uint64 Buffer; sig_op "set" or "add") after
         the data is visible. data's dtype must be this buffer's, as in put().
-        The pre-1.3 order put_signal(data, pe, sig, sig_index, signal,
+        The 1.2 order put_signal(data, pe, sig, sig_index, signal,
         sig_op="set", index=0, ...) still works and warns."""
-        names = ["index", "data", "pe", "sig", "sig_index", "signal", "sig_op", "nbi", "stream",
-                 "on_stream"]
-        if args and not _is_index(args[0]):
-            _deprecated("put_signal", "(data, pe, sig, sig_index, signal, sig_op, index)",
-                        "(index, data, pe, sig, sig_index, signal, sig_op)", 3)
-            names = ["data", "pe", "sig", "sig_index", "signal", "sig_op", "index", "nbi",
-                     "stream", "on_stream"]
-        if len(args) > len(names):
-            raise TypeError("Buffer.put_signal() takes at most %d arguments" % len(names))
-        a = dict(zip(names, args))
-        for k, v in kw.items():
-            if k not in names or k in a:
-                raise TypeError("Buffer.put_signal(): %s argument %r"
-                                % ("unexpected" if k not in names else "repeated", k))
-            a[k] = v
-        for k in ("data", "pe", "sig", "sig_index", "signal"):
-            if k not in a:
-                raise TypeError("Buffer.put_signal() missing argument %r" % k)
+        a = _resolve("put_signal", args, kw)
         return self._put_signal(a["data"], a["pe"], a["sig"], a["sig_index"], a["signal"],
-                                a.get("sig_op", "set"), a.get("index", 0), a.get("nbi", False),
-                                a.get("stream"), a.get("on_stream", False))
+                                a["sig_op"], a["index"], a["nbi"], a["stream"], a["on_stream"])
 
     def _put_signal(self, data, pe, sig, sig_index, signal, sig_op, index, nbi, stream,
                     on_stream):
@@ -1919,17 +2092,12 @@ class Buffer:
         nbi=True (symm_atomic_nbi): returns at once; a fetching op returns a
         FetchResult whose .value is readable after the context's next
         quiet() or barrier_all() (InvalidState before); its storage is kept
-        referenced until then. The pre-1.3 order atomic(op, pe, index=0,
-        value=0, compare=None) (the op first) still works and warns."""
-        names = ["index", "op", "value", "compare", "pe", "nbi"]
-        # old: the op (a name) first, then the PE; new: the index, then the op
-        if args and isinstance(args[0], str) and not (len(args) > 1 and isinstance(args[1], str)):
-            _deprecated("atomic", "(op, pe, index=0, value=0, compare=None)",
-                        "(index, op, value, compare, pe)", 3)
-            names = ["op", "pe", "index", "value", "compare", "nbi"]
-        a = _named("atomic", names, args, kw, ("op", "pe"))
-        return self._atomic(a["op"], a["pe"], a.get("index", 0), a.get("value", 0),
-                            a.get("compare"), a.get("nbi", False))
+        referenced until then. The 1.2 order atomic(op, pe, index=0,
+        value=0, compare=None) (the op first) still works and warns; with the
+        op as a number code and pe given positionally the two orders can read
+        the same integers: such a call is refused, give pe by keyword."""
+        a = _resolve("atomic", args, kw)
+        return self._atomic(a["op"], a["pe"], a["index"], a["value"], a["compare"], a["nbi"])
 
     def _atomic(self, op, pe, index, value, compare, nbi):
         code = _code(AMOS, op, "atomic op")
@@ -1939,8 +2107,7 @@ class Buffer:
         args = (self.handle, _u64(index, "index"), code, v, c, _i32(pe, "pe"), fetched)
         fetching = code in (0, 2, 3, 4, 6, 8, 10, 12)
         if nbi:
-            with self.ctx._lock:
-                epoch = self.ctx._quiets
+            epoch = self.ctx._quiet_gen
             call("symm_atomic_nbi", *args)
             self.ctx._keep_until_quiet(fetched)
             return FetchResult(self.ctx, self.dtype, fetched, epoch) if fetching else None
@@ -1950,29 +2117,23 @@ class Buffer:
         return None
 
     def fetch_add(self, *args, **kw):
-        """fetch_add(index, value, pe): add value to pe's element index
-        atomically; returns the value before. The pre-1.3 fetch_add(value,
-        pe, index=0) (two positionals) still works and warns."""
-        names = ["index", "value", "pe"]
-        if len(args) == 2 and "pe" not in kw:
-            _deprecated("fetch_add", "(value, pe, index=0)", "(index, value, pe)", 3)
-            names = ["value", "pe", "index"]
-        a = _named("fetch_add", names, args, kw, ("value", "pe"))
-        return self._atomic("fetch_add", a["pe"], a.get("index", 0), a["value"], None, False)
+        """fetch_add(index, value, pe=...): add value to pe's element index
+        atomically; returns the value before. fetch_add(index, value, pe)
+        with three integers is ambiguous (the 1.2 order fetch_add(value, pe,
+        index=0) reads it too): it is refused, give pe by keyword. The 1.2
+        fetch_add(value, pe) still works and warns."""
+        a = _resolve("fetch_add", args, kw)
+        return self._atomic("fetch_add", a["pe"], a["index"], a["value"], None, False)
 
     def compare_swap(self, *args, **kw):
-        """compare_swap(index, compare, value, pe): write value to pe's
-        element index if it equals compare; returns the value before. The
-        pre-1.3 compare_swap(compare, value, pe, index=0) with three
-        positionals still works and warns (four are read in C's order)."""
-        names = ["index", "compare", "value", "pe"]
-        if len(args) == 3 and "pe" not in kw:
-            _deprecated("compare_swap", "(compare, value, pe, index=0)",
-                        "(index, compare, value, pe)", 3)
-            names = ["compare", "value", "pe", "index"]
-        a = _named("compare_swap", names, args, kw, ("compare", "value", "pe"))
-        return self._atomic("compare_swap", a["pe"], a.get("index", 0), a["value"],
-                            a["compare"], False)
+        """compare_swap(index, compare, value, pe=...): write value to pe's
+        element index if it equals compare; returns the value before. Four
+        integers are ambiguous (the 1.2 order compare_swap(compare, value, pe,
+        index=0) reads them too): refused, give pe by keyword. The 1.2
+        compare_swap(compare, value, pe) still works and warns."""
+        a = _resolve("compare_swap", args, kw)
+        return self._atomic("compare_swap", a["pe"], a["index"], a["value"], a["compare"],
+                            False)
 
     # waits and tests on this PE's elements
     def wait_until(self, index, cmp, value):

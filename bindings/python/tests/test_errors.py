@@ -94,7 +94,7 @@ except symm.InvalidHandle:
 ctx2 = symm.init(bootstrap="single")  # the process goes on with symm
 c = ctx2.alloc("float64", 4)
 c.p(3, 1.0, 0)
-print("NEXT", c.g(0, 3), flush=True)
+print("NEXT", c.g(3, pe=0), flush=True)
 del v, m
 c.free()
 ctx2.finalize()

@@ -104,7 +104,7 @@ def atomics():
     c = ctx.alloc("int64", 2)
     ctx.barrier_all()
     for _ in range(10):
-        c.fetch_add(0, 1, 0)
+        c.fetch_add(0, 1, pe=0)
     c.atomic(1, "add", me + 1, pe=0)
     ctx.barrier_all()
     if me == 0:
@@ -113,7 +113,7 @@ def atomics():
     ctx.barrier_all()
     w = ctx.alloc("int32", 1)
     ctx.barrier_all()
-    old = w.compare_swap(0, 0, me + 1, 0)
+    old = w.compare_swap(0, 0, me + 1, pe=0)
     wins = ctx.alloc("int32", n)
     src = np.array([1 if old == 0 else 0], dtype=np.int32)
     wins.put(src, 0, index=me)
@@ -133,7 +133,7 @@ def waits_and_tests():
     check(not flags.test(0, "eq", 1), "test before")
     check(flags.test_any(0, 4, "eq", 1) is None, "test_any before")
     ctx.barrier_all()  # nobody sets my flag before I tested it
-    flags.p(2, 1, nxt)
+    flags.p(2, 1, pe=nxt)
     found = flags.wait_until_any(0, 4, "eq", 1)
     check(found == 2, found)
     check(flags.wait_until_some(0, 4, "eq", 1) == [2], "some")
@@ -156,10 +156,10 @@ def main_thread_waits_keep_the_c_semantics():
 
     def flip(vals):
         time.sleep(0.2)
-        f.p(0, vals[0], me)
+        f.p(0, vals[0], pe=me)
         time.sleep(0.3)
-        f.p(0, 0, me)
-        f.p(1, vals[1], me)
+        f.p(0, 0, pe=me)
+        f.p(1, vals[1], pe=me)
 
     for vector in (False, True):
         want = [7, 9] if vector else [1, 1]
@@ -168,9 +168,9 @@ def main_thread_waits_keep_the_c_semantics():
         got = f.wait_until_all(0, 2, "eq", want if vector else 1, vector=vector)
         t.join()
         check(got is True and list(f.get(me, count=2)) == [0, want[1]], (vector, f.get(me)))
-        f.p(1, 0, me)
+        f.p(1, 0, pe=me)
     # excluded elements are skipped; any/some report indices relative to index
-    t = threading.Thread(target=lambda: (time.sleep(0.2), f.p(2, 4, me), f.p(0, 4, me)))
+    t = threading.Thread(target=lambda: (time.sleep(0.2), f.p(2, 4, pe=me), f.p(0, 4, pe=me)))
     t.start()
     check(f.wait_until_any(1, 2, "eq", 4) == 1, "any")
     t.join()
@@ -417,9 +417,9 @@ def stream_forms_run_in_order_on_the_host():
 def ordering_atomics_and_addresses():
     b = ctx.alloc("int64", 4)
     ctx.barrier_all()
-    b.p(0, 1, nxt)
+    b.p(0, 1, pe=nxt)
     ctx.fence()  # the first put reaches nxt before the second
-    b.p(1, 2, nxt)
+    b.p(1, 2, pe=nxt)
     ctx.quiet()
     ctx.sync_all()
     check(list(b.numpy()[:2]) == [1, 2], b.numpy())
@@ -459,7 +459,7 @@ def a_second_context_by_unique_id():
     with symm.init(unique_id=uid, rank=me, n_pes=n, heap_cap=1 << 26) as c2:
         check(c2.my_pe == me and c2.n_pes == n, (c2.my_pe, c2.n_pes))
         x = c2.alloc("int32", 1)
-        x.p(0, me + 1, nxt)
+        x.p(0, me + 1, pe=nxt)
         c2.barrier_all()
         check(x.numpy()[0] == prv + 1, x.numpy())
         x.free()
@@ -637,7 +637,7 @@ def threads():
     def work(t):
         try:
             for pe in range(n):
-                b.p(me * T + t, me * 1000 + t, pe)
+                b.p(me * T + t, me * 1000 + t, pe=pe)
         except Exception as e:  # collected, reported below
             errs.append(e)
 
@@ -655,7 +655,7 @@ def threads():
 
     def fail_one(t):
         try:
-            b.p(0, 0, n + t)
+            b.p(0, 0, pe=n + t)
         except symm.InvalidArgument as e:
             msgs[t] = e.message
 
@@ -689,7 +689,7 @@ def argument_order_and_the_deprecated_one():
     ctx.barrier_all()
     b.put(2, np.array([10 + me, 20 + me], dtype=np.int64), nxt)
     b.put(index=4, data=np.array([30 + me], dtype=np.int64), pe=nxt)
-    b.p(5, 40 + me, nxt)
+    b.p(5, 40 + me, pe=nxt)
     b.p(index=6, value=50 + me, pe=nxt)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
@@ -697,20 +697,52 @@ def argument_order_and_the_deprecated_one():
         b.p(70 + me, nxt)                                          # old p(value, pe): element 0
         ctx.barrier_all()
         old_get = b.get(nxt, 2, count=2)                           # old get(pe, index, count=)
-        old_g = b.g(nxt, 5)                                        # g(pe, index): old meaning
-    check(len(w) == 4 and all(x.category is DeprecationWarning for x in w),
+        old_g = b.g(nxt, index=5)                                  # old g(pe, index=)
+        old_g0 = b.g(nxt)                                          # old g(pe): element 0
+    check(len(w) == 5 and all(x.category is DeprecationWarning for x in w),
           [str(x.message) for x in w])
     check(all(x.filename == __file__ for x in w), [(x.filename, x.lineno) for x in w])
     check(list(b.numpy()) == [70 + prv, 0, 10 + prv, 20 + prv, 30 + prv, 40 + prv, 50 + prv,
                               60 + prv], b.numpy())
-    check(list(old_get) == [10 + me, 20 + me] and old_g == 40 + me, (old_get, old_g))
-    check(list(b.get(2, 2, nxt)) == [10 + me, 20 + me], "get(index, count, pe)")
+    check(list(old_get) == [10 + me, 20 + me] and old_g == 40 + me and old_g0 == 70 + me,
+          (old_get, old_g, old_g0))
+    check(list(b.get(2, 2, pe=nxt)) == [10 + me, 20 + me], "get(index, count, pe=)")
     out = np.zeros(3, dtype=np.int64)
     check(b.get(4, out, nxt) is out and list(out) == [30 + me, 40 + me, 50 + me], out)
-    check(b.g(index=6, pe=nxt) == 50 + me, "g by keyword")
+    check(b.g(index=6, pe=nxt) == 50 + me and b.g(6, pe=nxt) == 50 + me, "g by keyword")
     expect_raises(TypeError, b.put, 0, np.zeros(1, dtype=np.int64))  # no pe
     expect_raises(symm.ArgumentOverflow, b.put, 0, b"\0" * 8, 2 ** 31)
-    expect_raises(symm.ArgumentTypeError, b.p, 1.5, 1, nxt)  # three positionals: C's order
+    # Calls both orders read, with different meanings, are refused and change
+    # nothing: every argument an integer (the message names both readings)
+    ctx.barrier_all()
+    before = list(b.numpy())
+    ctx.barrier_all()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for call, args in ((b.p, (1, 5, nxt)), (b.get, (3, 2, nxt)), (b.g, (nxt, 5)),
+                           (b.g, (np.int64(5), nxt)), (b.p, (1, 5, nxt, None))):
+            try:
+                call(*args)
+            except symm.ArgumentTypeError as e:
+                check("ambiguous" in e.message and "1.2 order" in e.message and
+                      "pe=" in e.message, e.message)
+            else:
+                check(False, "%s%r was not refused" % (call.__name__, args))
+    check(not w, [str(x.message) for x in w])
+    ctx.barrier_all()
+    check(list(b.numpy()) == before, (b.numpy(), before))
+    # a float value: only C's order can read p(index, 2.5, pe); a float first:
+    # only the 1.2 order (value, pe, index), which warns
+    fb = ctx.alloc("float64", 4)
+    fb.p(1, 2.5, nxt)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        fb.p(3.5, nxt, 2)                                          # old p(value, pe, index)
+    check(len(w) == 1 and w[0].category is DeprecationWarning, [str(x.message) for x in w])
+    ctx.barrier_all()
+    check(list(fb.numpy()) == [0, 2.5, 3.5, 0], fb.numpy())
+    ctx.barrier_all()
+    fb.free()
     c = ctx.alloc("int64", 2)  # atomics on this PE's own copy
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
@@ -720,12 +752,52 @@ def argument_order_and_the_deprecated_one():
     check(len(w) == 3 and all(x.category is DeprecationWarning for x in w),
           [str(x.message) for x in w])
     check(c.atomic(1, "fetch", pe=me) == 7, "atomic(index, op, pe=)")
-    check(c.fetch_add(1, 1, me) == 7, "fetch_add(index, value, pe)")
-    check(c.compare_swap(1, 8, 0, me) == 8 and c.g(index=1, pe=me) == 0,
-          "compare_swap(index, compare, value, pe)")
+    check(c.fetch_add(1, 1, pe=me) == 7, "fetch_add(index, value, pe=)")
+    check(c.compare_swap(1, 8, 0, pe=me) == 8 and c.g(index=1, pe=me) == 0,
+          "compare_swap(index, compare, value, pe=)")
+    before = list(c.numpy())
+    for call, args in ((c.fetch_add, (1, 1, 0)), (c.compare_swap, (1, 0, 9, 0)),
+                       (c.atomic, (1, 1, 0, 0, 0))):
+        expect_raises(symm.ArgumentTypeError, call, *args)  # ambiguous: refused
+    check(list(c.numpy()) == before, (c.numpy(), before))
+    check(c.fetch_add(0, 0, 0) == before[0] == c.g(index=0, pe=0),
+          "the same integer in each place: one meaning, not refused")
     ctx.barrier_all()
     c.free()
     b.free()
+
+@case
+def fast_paths_pass_every_index_whole():
+    # put and p call C without ctypes prototypes for indices below 2**31 (an
+    # int passed as a C int, widened by libffi); above, the prototyped call.
+    # C must see the whole index on both sides of the line: an index cut to
+    # its low 32 bits would land in the buffer and pass silently.
+    import platform
+    from symm import _core
+    if platform.machine() in ("x86_64", "aarch64"):
+        check(_core._F is not None, "the unprototyped fast path is off on %s" % platform.machine())
+    b = ctx.alloc("int64", 8)
+    ctx.barrier_all()
+    a = np.array([5], dtype=np.int64)
+    b.put(1, a, nxt)                     # NumPy source (its c_void_p remembered)
+    b.put(2, a, nxt)                     # the remembered source
+    b.put(3, np.int64(6).tobytes(), nxt)  # bytes
+    b.p(4, 7, pe=nxt)
+    b.p(np.int64(5), 8, pe=nxt)          # a NumPy index: the prototyped call
+    ctx.barrier_all()
+    check(list(b.numpy()) == [0, 5, 5, 6, 7, 8, 0, 0], b.numpy())
+    ctx.barrier_all()
+    for idx in (2 ** 31 - 1, 2 ** 31, 2 ** 31 + 1, 2 ** 32, 2 ** 32 + 1, 2 ** 63):
+        for what, call in (("put", lambda: b.put(idx, a, nxt)), ("p", lambda: b.p(idx, 9, pe=nxt)),
+                           ("put bytes", lambda: b.put(idx, b"\1" * 8, nxt))):
+            e = expect_raises(symm.OutOfBounds, call)
+            check(str(idx) in e.message,
+                  "%s at %d: C saw another index: %s" % (what, idx, e.message))
+    ctx.barrier_all()
+    check(list(b.numpy()) == [0, 5, 5, 6, 7, 8, 0, 0], b.numpy())
+    ctx.barrier_all()
+    b.free()
+
 
 rc = run("PE %d: " % me)
 try:

@@ -145,7 +145,7 @@ def atomic_nbi():
     check("quiet" in e.message, e.message)
     ctx.quiet()
     check(r.ready and 0 <= r.value < n, repr(r))
-    got.p(me, r.value, 0)
+    got.p(me, r.value, pe=0)
     ctx.barrier_all()
     if me == 0:
         check(c.numpy().tolist() == [n, n * (n + 1) // 2], c.numpy())
@@ -279,10 +279,10 @@ def integer_rows(b, s8, sig, w):
         ("get pe", lambda v: b.get(v), "pe", I32),
         ("get index", lambda v: b.get(nxt, index=v), "index", U64),
         ("get count", lambda v: b.get(nxt, count=v), "count", U64),
-        ("p pe", lambda v: b.p(0, 1, v), "pe", I32),
-        ("p index", lambda v: b.p(v, 1, nxt), "index", U64),
-        ("p value", lambda v: b.p(0, v, nxt), "value", [2 ** 63, -2 ** 63 - 1, 2 ** 64]),
-        ("p int8 value", lambda v: s8.p(0, v, nxt), "value", [128, -129, 256]),
+        ("p pe", lambda v: b.p(0, 1, pe=v), "pe", I32),
+        ("p index", lambda v: b.p(v, 1, pe=nxt), "index", U64),
+        ("p value", lambda v: b.p(0, v, pe=nxt), "value", [2 ** 63, -2 ** 63 - 1, 2 ** 64]),
+        ("p int8 value", lambda v: s8.p(0, v, pe=nxt), "value", [128, -129, 256]),
         ("g pe", lambda v: b.g(pe=v), "pe", I32),
         ("g index", lambda v: b.g(index=v, pe=nxt), "index", U64),
         ("peer_ptr pe", lambda v: b.peer_ptr(v), "pe", I32),
@@ -308,8 +308,8 @@ def integer_rows(b, s8, sig, w):
         ("atomic compare", lambda v: b.atomic(0, "compare_swap", 1, compare=v, pe=nxt), "compare",
          [2 ** 63, -2 ** 63 - 1]),
         ("atomic op", lambda v: b.atomic(0, v, 1, pe=nxt), "atomic op", U32),
-        ("fetch_add pe", lambda v: b.fetch_add(0, 1, v), "pe", I32),
-        ("compare_swap index", lambda v: b.compare_swap(v, 0, 1, nxt), "index", U64),
+        ("fetch_add pe", lambda v: b.fetch_add(0, 1, pe=v), "pe", I32),
+        ("compare_swap index", lambda v: b.compare_swap(v, 0, 1, pe=nxt), "index", U64),
         # waits and tests
         ("wait_until index", lambda v: b.wait_until(v, "ge", 0), "index", U64),
         ("wait_until value", lambda v: b.wait_until(0, "ge", v), "value", [2 ** 63]),
@@ -423,7 +423,7 @@ def every_integer_argument_is_range_checked():
     ctx.barrier_all()
     # NumPy integers and other __index__ objects are integers
     b.put(np.array([5], dtype=np.int64), np.int32(nxt), index=np.uint64(3))
-    b.p(np.uint8(2), np.int16(6), np.int64(nxt))
+    b.p(np.uint8(2), np.int16(6), pe=np.int64(nxt))
     ctx.barrier_all()
     check(list(b.numpy()) == [7, 7, 6, 5], b.numpy())
     ctx.barrier_all()
