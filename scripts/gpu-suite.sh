@@ -390,6 +390,12 @@ fi
   fi
 } > "$OUT/summary.md" 2>&1
 rm -f "$SYMM_RESULTS" "$NV_RESULTS"
+# plots need matplotlib (pip; scripts/deps.sh installs it): without it the
+# JSON stays and the summary says so
+if ! python3 -c 'import matplotlib' 2>/dev/null; then
+  python3 -m pip install -q matplotlib >/dev/null 2>&1 ||
+    echo "(no plots: matplotlib is missing and pip could not install it; plot later with scripts/plot-bench.py)" >> "$OUT/summary.md"
+fi
 if [ -s "$OUT/bench_symm.json" ] && [ -s "$OUT/bench_nvshmem.json" ]; then
   python3 scripts/plot-bench.py plot "$OUT/bench_symm.json" "$OUT/bench_nvshmem.json" -o "$OUT/plots" > /dev/null 2>&1 ||
     echo "(plot-bench.py failed)" >> "$OUT/summary.md"
