@@ -392,8 +392,8 @@ fi
 rm -f "$SYMM_RESULTS" "$NV_RESULTS"
 # plots need matplotlib (pip; scripts/deps.sh installs it): without it the
 # JSON stays and the summary says so
-if ! python3 -c 'import matplotlib' 2>/dev/null; then
-  python3 -m pip install -q matplotlib >/dev/null 2>&1 ||
+if ls "$OUT"/bench_*.json >/dev/null 2>&1 && ! python3 -c 'import matplotlib' 2>/dev/null; then
+  timeout 60 python3 -m pip install -q --retries 0 --timeout 5 matplotlib >/dev/null 2>&1 ||
     echo "(no plots: matplotlib is missing and pip could not install it; plot later with scripts/plot-bench.py)" >> "$OUT/summary.md"
 fi
 if [ -s "$OUT/bench_symm.json" ] && [ -s "$OUT/bench_nvshmem.json" ]; then
