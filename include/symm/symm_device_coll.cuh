@@ -861,7 +861,8 @@ __device__ __forceinline__ int symm__alltoallv_grid(
                 const uint64_t *pj = symm__team_ptr(c, t, send_counts, j);
                 if (pj) {
                     cj = *(volatile const uint64_t *)(pj + me);
-                    for (int q = 0; q < me; q++) o = symm__sat_add(o, *(volatile const uint64_t *)(pj + q));
+                    for (int q = 0; q < me; q++)
+                        o = symm__sat_add(o, *(volatile const uint64_t *)(pj + q));
                 } else {
                     const int pe = symm_dev_team_world_pe(t, j);
                     for (int q = 0; q <= me && !pxerr; q++) {
