@@ -16,6 +16,36 @@ import sys
 _CASES = []
 
 
+def _simulated_hosts():
+    """SYMM_TEST_HOSTS=H: split the job's ranks into H simulated hosts, as
+    symmrun --hosts H does, for launchers that cannot (torchrun): rank r of N
+    gets SYMM_HOST_ID "symm-test-host-<r*H//N>" (contiguous ranks), so PEs of
+    different simulated hosts share no memory and reach each other through a
+    transport (SYMM_TRANSPORT, tcp unless set). Runs when this module is
+    imported, before the test script imports symm. A SYMM_HOST_ID already set
+    (symmrun --hosts) is kept."""
+    h = os.environ.get("SYMM_TEST_HOSTS", "")
+    if not h or os.environ.get("SYMM_HOST_ID"):
+        return
+    try:
+        hosts = int(h)
+        rank = int(os.environ.get("RANK", os.environ.get("SYMM_RANK", "0")))
+        n = int(os.environ.get("WORLD_SIZE", os.environ.get("SYMM_N_PES", "1")))
+    except ValueError:
+        sys.exit("SYMM_TEST_HOSTS=%r (or RANK / WORLD_SIZE) is not a number" % h)
+    if hosts < 1 or hosts > n or not 0 <= rank < n:
+        sys.exit("SYMM_TEST_HOSTS=%d needs 1 <= hosts <= %d ranks (rank %d)" % (hosts, n, rank))
+    host = rank * hosts // n
+    os.environ["SYMM_HOST_ID"] = "symm-test-host-%d" % host
+    os.environ.setdefault("SYMM_TRANSPORT", "tcp")
+    if rank == 0:
+        print("SYMM_TEST_HOSTS=%d: %d ranks on %d simulated hosts (rank 0 on %s)"
+              % (hosts, n, hosts, os.environ["SYMM_HOST_ID"]), flush=True)
+
+
+_simulated_hosts()
+
+
 def case(fn):
     _CASES.append(fn)
     return fn
