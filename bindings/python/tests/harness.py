@@ -22,8 +22,8 @@ def _simulated_hosts():
     gets SYMM_HOST_ID "symm-test-host-<r*H//N>" (contiguous ranks), so PEs of
     different simulated hosts share no memory and reach each other through a
     transport (SYMM_TRANSPORT, tcp unless set). Runs when this module is
-    imported, before the test script imports symm. A SYMM_HOST_ID already set
-    (symmrun --hosts) is kept."""
+    imported, before the test script joins the job (symm's init reads the
+    variable). A SYMM_HOST_ID already set (symmrun --hosts) is kept."""
     h = os.environ.get("SYMM_TEST_HOSTS", "")
     if not h or os.environ.get("SYMM_HOST_ID"):
         return
@@ -44,6 +44,24 @@ def _simulated_hosts():
 
 
 _simulated_hosts()
+
+
+def same_host(pe):
+    """Is PE pe on this process's (simulated) host? SYMM_TEST_HOSTS as above,
+    or symmrun --hosts (SYMM_HOST_ID symmrun-host-*, SYMM_LOCAL_RANK,
+    SYMM_LOCAL_N_PES: contiguous ranks); True without simulated hosts. A PE
+    of another host is never load/store reachable (peer_tensor, peer_ptr)."""
+    env = os.environ
+    rank = int(env.get("RANK", env.get("SYMM_RANK", "0")))
+    n = int(env.get("WORLD_SIZE", env.get("SYMM_N_PES", "1")))
+    hid = env.get("SYMM_HOST_ID", "")
+    if env.get("SYMM_TEST_HOSTS") and hid.startswith("symm-test-host-"):
+        hosts = int(env["SYMM_TEST_HOSTS"])
+        return pe * hosts // n == rank * hosts // n
+    if hid.startswith("symmrun-host-") and "SYMM_LOCAL_RANK" in env and "SYMM_LOCAL_N_PES" in env:
+        first = int(env.get("SYMM_RANK", rank)) - int(env["SYMM_LOCAL_RANK"])
+        return first <= pe < first + int(env["SYMM_LOCAL_N_PES"])
+    return True
 
 
 def case(fn):
