@@ -123,6 +123,43 @@ SYMM_DEV_FN symm_status symm__coll_no_route(const symm_device_ctx &c) {
  * pe's copy of sym, through the calling block's ring: posted only (wait
  * false: it completes at the ring's next quiet, which the collective's
  * closing barrier performs), or posted and waited for. */
+/* Posts out of line, with the ring and scalars as arguments (not the
+ * context, which a call would copy to the stack): alltoallv's proxied reads
+ * and gets, where this keeps the kernel's registers at those of its
+ * load/store path (ptxas -v, sm_90: 48 for the block form, as before); in
+ * the reductions the inline post needs fewer (docs/PROXY.md, "The device
+ * collectives"). */
+static __device__ __noinline__ symm_status symm__coll_ring_rma(const symm_ring *r, uint32_t op,
+                                                               int pe, uint64_t off,
+                                                               uint64_t local, uint64_t n,
+                                                               bool wait) {
+    if (!r) return SYMM_ERR_ABI_MISMATCH;
+    symm_ring_req q;
+    symm__ring_req_init(&q, op, pe);
+    q.off = off;
+    q.local = local;
+    q.n = n;
+    uint64_t t = 0;
+    const symm_status st = symm_ring_post(r, &q, wait ? &t : (uint64_t *)0);
+    return st != SYMM_SUCCESS || !wait ? st : symm_ring_wait(r, t);
+}
+static __device__ __noinline__ symm_status symm__coll_ring_g64(const symm_ring *r, int pe,
+                                                               uint64_t off, uint64_t *v) {
+    if (!r || !r->scratch) return SYMM_ERR_ABI_MISMATCH;
+    uint64_t t = 0;
+    symm_status st = symm_ring_claim(r, &t);
+    if (st != SYMM_SUCCESS) return st;
+    uint64_t *cell = symm_ring_cell(r, t);
+    symm_ring_req q;
+    symm__ring_req_init(&q, SYMM_RING_OP_GET, pe);
+    q.off = off;
+    q.local = (uint64_t)(uintptr_t)cell;
+    q.n = sizeof(uint64_t);
+    symm_ring_write(r, &q, t);
+    st = symm_ring_wait(r, t + 1);
+    *v = *(volatile uint64_t *)cell;
+    return st;
+}
 SYMM_DEV_FN symm_status symm__coll_px_rma(const symm_device_ctx &c, uint32_t op, int pe,
                                           const void *sym, const void *local, size_t n,
                                           bool wait) {
@@ -134,14 +171,18 @@ SYMM_DEV_FN symm_status symm__coll_px_rma(const symm_device_ctx &c, uint32_t op,
     q.n = n;
     return wait ? symm__px_post_wait(c, q) : symm__px_post(c, q);
 }
+/* The same out of line (where that needs fewer registers: alltoallv). */
+SYMM_DEV_FN symm_status symm__coll_px_rma_nl(const symm_device_ctx &c, uint32_t op, int pe,
+                                             const void *sym, const void *local, size_t n,
+                                             bool wait) {
+    if (n == 0) return SYMM_SUCCESS;
+    return symm__coll_ring_rma(symm__dev_ring(c), op, pe, symm__dev_off(c, sym),
+                               (uint64_t)(uintptr_t)local, n, wait);
+}
 /* pe's copy of the uint64_t at sym, through the ring (one round trip). */
 SYMM_DEV_FN symm_status symm__coll_px_g64(const symm_device_ctx &c, int pe, const uint64_t *sym,
                                           uint64_t *v) {
-    symm_ring_req q;
-    symm__ring_req_init(&q, SYMM_RING_OP_GET, pe);
-    q.off = symm__dev_off(c, sym);
-    q.n = sizeof(uint64_t);
-    return symm__px_cell(c, q, 0, v);
+    return symm__coll_ring_g64(symm__dev_ring(c), pe, symm__dev_off(c, sym), v);
 }
 /* A load that the proxy's writes cannot hide behind a stale L1 line (data a
  * proxied get left in local memory, read by threads other than the one whose
@@ -473,10 +514,10 @@ __device__ __forceinline__ symm_status symm__reducescatter_run(const symm_device
  * peer (completed by the closing barrier's quiet). Same combining order as
  * the load/store path, so the results are bitwise the same. */
 #ifndef SYMM__PX_CHUNK
-#define SYMM__PX_CHUNK 8
+#define SYMM__PX_CHUNK 2
 #endif
 template <class S, typename T, int OP, bool SCATTER>
-__device__ __noinline__ symm_status symm__reduce_px(const symm_device_ctx &c,
+__device__ __forceinline__ symm_status symm__reduce_px(const symm_device_ctx &c,
                                                     const symm_device_team &t, T *dst,
                                                     const T *src, size_t nelems) {
     typedef symm__dacc<T> R;
@@ -511,7 +552,6 @@ __device__ __noinline__ symm_status symm__reduce_px(const symm_device_ctx &c,
         }
         for (int j = 0; j < n; j++) {
             const T *from = j == me ? in : symm__team_ptr(c, t, in, j);
-            bool staged = false;
             if (!from) { /* through the proxy, into dst[i0, i1) */
                 S::sync(); /* every thread is done with the previous peer's chunk */
                 bool err = false;
@@ -523,20 +563,16 @@ __device__ __noinline__ symm_status symm__reduce_px(const symm_device_ctx &c,
                     bad = true;
                     break;
                 }
-                staged = true;
+                from = dst; /* staged */
             }
 #pragma unroll
             for (int k = 0; k < SYMM__PX_CHUNK; k++) {
                 const size_t i = i0 + tid + (size_t)k * nthr;
                 if (i >= i1) continue;
-                A x;
-                if (j == me) {
-                    x = own[k];
-                } else if (staged) {
-                    const T v = symm__coll_vload(dst + i);
+                A x = own[k];
+                if (j != me) {
+                    const T v = symm__coll_vload(from + i);
                     x = R::load(&v);
-                } else {
-                    x = R::load(from + i);
                 }
                 acc[k] = j == 0 ? x : symm__combine<A, OP>(acc[k], x);
             }
@@ -762,7 +798,7 @@ SYMM_DEV_FN symm_status symm_dev_team_alltoallvmem_block(
                 symm__copy((char *)dst + at * unit_bytes, srcj + recv_offsets[j] * unit_bytes,
                            cnt * unit_bytes, tid, nthr);
             else if (tid == (unsigned)k % nthr) /* one get, completed by the closing quiet */
-                pxerr |= symm__coll_px_rma(c, SYMM_RING_OP_GET, symm_dev_team_world_pe(t, j),
+                pxerr |= symm__coll_px_rma_nl(c, SYMM_RING_OP_GET, symm_dev_team_world_pe(t, j),
                                            (const char *)src + recv_offsets[j] * unit_bytes,
                                            (char *)dst + at * unit_bytes, cnt * unit_bytes,
                                            false) != SYMM_SUCCESS;
@@ -916,7 +952,7 @@ __device__ __forceinline__ int symm__alltoallv_grid(
         for (int k = 0; k < n; k++) {
             const int j = (me + k) % n;
             if (tid != (unsigned)k % nthr || !cnt[j] || symm__team_ptr(c, t, src, j)) continue;
-            pxerr |= symm__coll_px_rma(c, SYMM_RING_OP_GET, symm_dev_team_world_pe(t, j),
+            pxerr |= symm__coll_px_rma_nl(c, SYMM_RING_OP_GET, symm_dev_team_world_pe(t, j),
                                        (const char *)src + soff[j] * unit_bytes,
                                        (char *)dst + roff[j] * unit_bytes, cnt[j] * unit_bytes,
                                        false) != SYMM_SUCCESS;
