@@ -15,7 +15,11 @@
  * Proxied operations: put, get, p, g, put_signal and fetching atomics return
  * once the request completed remotely (the source may be reused, the value is
  * there); non-fetching atomics and signal_op return once posted and complete
- * at the next symm_dev_quiet(c) or barrier. A failed proxied request (a dead
+ * at the next symm_dev_quiet(c) or barrier. The proxy reads a put's source
+ * and writes a get's destination in global memory (device or host-mapped);
+ * one in a thread's local memory or in shared memory travels 8 bytes a
+ * request through the ring's scratch cells instead (correct, but a round
+ * trip each). A failed proxied request (a dead
  * PE, a bad range) does nothing; the ring keeps the failure and the next
  * symm_dev_quiet(c) returns it (the host reads it from symm_ctx_async_error).
  * Device ABI: a context filled by a runtime older than 1.3 (no rings, see
@@ -240,9 +244,33 @@ SYMM_DEV_FN symm_status symm__px_cell(const symm_device_ctx &c, symm_ring_req q,
     if (out) *out = *(volatile uint64_t *)cell;
     return st;
 }
+/* A put's source or a get's destination that the proxy cannot address (a
+ * thread's local memory, e.g. an array on its stack, or shared memory): the
+ * bytes travel through the tickets' scratch cells, 8 a request, each waited
+ * for (a round trip each: keep large buffers in global memory). */
+SYMM_DEV_FN symm_status symm__px_rma_cells(const symm_device_ctx &c, uint32_t op, int pe,
+                                           const void *sym, const void *local, size_t n) {
+    for (size_t o = 0; o < n; o += 8) {
+        const size_t k = n - o < 8 ? n - o : 8;
+        symm_ring_req q;
+        symm__ring_req_init(&q, op, pe);
+        q.off = symm__dev_off(c, sym) + o;
+        q.n = k;
+        uint64_t v = 0;
+        if (op == SYMM_RING_OP_PUT) memcpy(&v, (const char *)local + o, k);
+        const symm_status st = symm__px_cell(c, q, v, op == SYMM_RING_OP_GET ? &v : NULL);
+        if (st != SYMM_SUCCESS) return st;
+        if (op == SYMM_RING_OP_GET) memcpy((char *)local + o, &v, k);
+    }
+    return SYMM_SUCCESS;
+}
 SYMM_DEV_FN void symm__px_rma(const symm_device_ctx &c, uint32_t op, int pe, const void *sym,
                               const void *local, size_t n) {
     if (n == 0) return;
+    if (!__isGlobal(local)) {
+        (void)symm__px_rma_cells(c, op, pe, sym, local, n);
+        return;
+    }
     symm_ring_req q;
     symm__ring_req_init(&q, op, pe);
     q.off = symm__dev_off(c, sym);
@@ -687,6 +715,18 @@ SYMM_DEV_FN symm_status symm_dev_signal_wait_until(const symm_device_ctx &c,
 SYMM_DEV_FN void symm__px_put_signal(const symm_device_ctx &c, void *dst_sym, const void *src,
                                      size_t nbytes, uint64_t *sig_sym, uint64_t value,
                                      int sig_op, int pe) {
+    if (nbytes && !__isGlobal(src)) { /* the data through the cells, completed, then the signal */
+        if (symm__px_rma_cells(c, SYMM_RING_OP_PUT, pe, dst_sym, src, nbytes) != SYMM_SUCCESS)
+            return;
+        symm_ring_req a;
+        symm__ring_req_init(&a, SYMM_RING_OP_AMO, pe);
+        a.sub = sig_op == SYMM_SIGNAL_ADD ? SYMM_AMO_ADD : SYMM_AMO_SET;
+        a.dtype = SYMM_DTYPE_UINT64;
+        a.off = symm__dev_off(c, sig_sym);
+        a.value = value;
+        (void)symm__px_post_wait(c, a);
+        return;
+    }
     symm_ring_req q;
     symm__ring_req_init(&q, SYMM_RING_OP_PUT_SIGNAL, pe);
     q.sub = (uint32_t)sig_op;

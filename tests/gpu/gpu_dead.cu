@@ -16,7 +16,10 @@
  * stream_alltoallv (symm_alltoallv_on_stream: its LL form by default, the
  * grid form under SYMM_CUDA_COLL_ALGO=twoshot).
  * The PEs are forked (unique-id bootstrap; symmrun would end the job
- * itself); the parent never touches CUDA. Before the kill each survivor
+ * itself); the parent never touches CUDA. GPU_DEAD_HOSTS=1: every PE is a
+ * simulated host of its own (SYMM_HOST_ID, tcp), so the device kinds wait
+ * through the proxy path (barriers announce through the ring, fcollect puts
+ * and reduce gets through it) and must still end with PEER_FAILED. Before the kill each survivor
  * checks the context forms on a healthy job (a satisfied wait returns
  * SUCCESS and the value; a device barrier with every PE succeeds). Exit 77
  * without a usable GPU.
@@ -229,6 +232,14 @@ static int run_pe(int rank, const symm_unique_id *id, int ready_fd) {
     return 0;
 }
 
+/* GPU_DEAD_HOSTS=1: one simulated host a PE (in the child, before symm_init). */
+static void hosts_setup(int rank) {
+    char id[32];
+    snprintf(id, sizeof id, "gpu-dead-host-%d", rank);
+    setenv("SYMM_HOST_ID", id, 1);
+    setenv("SYMM_TRANSPORT", "tcp", 0);
+}
+
 int main(int argc, char **argv) {
     kind = argc > 1 ? argv[1] : "dev_wait";
     victim = argc > 2 ? atoi(argv[2]) : 1;
@@ -238,10 +249,12 @@ int main(int argc, char **argv) {
         return 2;
     }
     /* 50 ms for the survivors to enter their waits */
-    int rc = symm_kill_run(n_pes, victim, 50.0, GIVE_UP_S, NULL, run_pe);
+    const char *hosts = getenv("GPU_DEAD_HOSTS");
+    const bool remote = hosts && strcmp(hosts, "1") == 0;
+    int rc = symm_kill_run(n_pes, victim, 50.0, GIVE_UP_S, remote ? hosts_setup : NULL, run_pe);
     if (rc == 0)
         printf("%s: every survivor's GPU wait ended with SYMM_ERR_PEER_FAILED after PE %d of %d "
-               "was killed\n",
-               kind, victim, n_pes);
+               "was killed%s\n",
+               kind, victim, n_pes, remote ? " (every PE its own simulated host)" : "");
     return rc;
 }

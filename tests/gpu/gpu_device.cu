@@ -1,14 +1,42 @@
 /*
  * CUDA backend, 2+ PEs: the header-only device API. Block puts + put_signal
  * around a ring checked inside the kernel, warp gets, p/g ping-pong, atomics
- * from every thread of every PE, compare_swap with one winner, device
- * barriers (world, block and team) mixed with stream and host barriers.
+ * from every thread of every PE, compare_swap with one winner, put / get /
+ * put_signal / signal_op / fence / quiet / barrier at thread, warp and block
+ * scope, device barriers (world, block and team) mixed with stream and host
+ * barriers.
+ *
+ * Every PE is addressed the way the device API routes it: load/store when it
+ * has a peer_base, the proxy otherwise. Under symmrun --hosts 2 (suite
+ * gpu-remote) every peer is on another simulated host: the test asserts that
+ * it has no peer_base and that the context carries proxy rings, so every
+ * check runs kernel -> ring -> proxy -> tcp -> the peer's GPU heap.
+ * A failed check inside a kernel records the first one (line, got, want),
+ * which the host prints with the PE.
  */
 #include "gpu_test.h"
 
 #include <symm/symm_device.cuh>
 
 #include <vector>
+
+/* The first failed check of a kernel (device memory, zeroed by the host). */
+struct dfail {
+    int count, line;
+    long long got, want;
+};
+__device__ void dfail_note(dfail *f, int line, long long got, long long want) {
+    if (atomicAdd(&f->count, 1) == 0) {
+        f->line = line;
+        f->got = got;
+        f->want = want;
+    }
+}
+#define DCHECK_EQ(f, got, want)                                          \
+    do {                                                                 \
+        const long long g_ = (long long)(got), w_ = (long long)(want);   \
+        if (g_ != w_) dfail_note((f), __LINE__, g_, w_);                 \
+    } while (0)
 
 __device__ uint8_t dpat(int pe, int round, uint64_t i) {
     return (uint8_t)(((uint64_t)pe * 29u + (uint64_t)round * 3u + i * 5u) & 0xff);
@@ -17,7 +45,7 @@ __device__ uint8_t dpat(int pe, int round, uint64_t i) {
 /* One block per PE: put_signal a message to the next PE, wait for mine, check
  * it in the kernel. */
 __global__ void ring_kernel(symm_device_ctx c, uint8_t *data, uint8_t *src, uint64_t n,
-                            uint64_t *sig, int rounds, unsigned long long *bad) {
+                            uint64_t *sig, int rounds, dfail *f) {
     const int me = c.my_pe, next = (me + 1) % c.n_pes, prev = (me + c.n_pes - 1) % c.n_pes;
     for (int r = 1; r <= rounds; r++) {
         for (uint64_t i = threadIdx.x; i < n; i += blockDim.x) src[i] = dpat(me, r, i);
@@ -25,14 +53,16 @@ __global__ void ring_kernel(symm_device_ctx c, uint8_t *data, uint8_t *src, uint
         symm_dev_putmem_signal_block(c, data, src, n, sig, (uint64_t)r, SYMM_SIGNAL_SET, next);
         if (threadIdx.x == 0) symm_dev_signal_wait_until(sig, SYMM_CMP_GE, (uint64_t)r);
         __syncthreads();
-        unsigned long long nb = 0;
         for (uint64_t i = threadIdx.x; i < n; i += blockDim.x) {
             uint8_t v = *(volatile uint8_t *)&data[i];
-            nb += v != dpat(prev, r, i);
+            if (v != dpat(prev, r, i)) {
+                dfail_note(f, __LINE__, v, dpat(prev, r, i));
+                break;
+            }
         }
-        if (nb) atomicAdd(bad, nb);
         /* nobody overwrites a message before its reader checked it */
-        symm_dev_barrier_all_block(c);
+        symm_status st = symm_dev_barrier_all_block(c);
+        if (threadIdx.x == 0) DCHECK_EQ(f, st, SYMM_SUCCESS);
     }
 }
 
@@ -47,7 +77,7 @@ __global__ void peer_table_kernel(symm_device_ctx c, void **via_fn, void **via_t
 
 /* Warp get of the next PE's data + typed put/get. */
 __global__ void warp_kernel(symm_device_ctx c, uint8_t *data, uint8_t *out, uint64_t n,
-                            int64_t *words, unsigned long long *bad) {
+                            int64_t *words, dfail *f) {
     const int me = c.my_pe, next = (me + 1) % c.n_pes;
     symm_dev_getmem_warp(c, out, data, n, next);
     if (threadIdx.x == 0) {
@@ -55,24 +85,24 @@ __global__ void warp_kernel(symm_device_ctx c, uint8_t *data, uint8_t *out, uint
         int64_t tmp[4] = {me, me + 1, me + 2, me + 3};
         symm_dev_put(c, &words[1], tmp, 4, next);
         symm_dev_quiet();
+        DCHECK_EQ(f, symm_dev_quiet(c), SYMM_SUCCESS);
     }
     __syncwarp();
-    if (threadIdx.x == 0) symm_dev_barrier_all(c);
+    if (threadIdx.x == 0) DCHECK_EQ(f, symm_dev_barrier_all(c), SYMM_SUCCESS);
     __syncwarp();
     if (threadIdx.x == 0) {
         const int prev = (me + c.n_pes - 1) % c.n_pes;
-        if (*(volatile int64_t *)&words[0] != (int64_t)prev * 7) atomicAdd(bad, 1ull);
+        DCHECK_EQ(f, *(volatile int64_t *)&words[0], (int64_t)prev * 7);
         int64_t g = symm_dev_g(c, &words[1], next); /* next holds mine */
-        if (g != me) atomicAdd(bad, 1ull);
+        DCHECK_EQ(f, g, me);
         int64_t back[4];
         symm_dev_get(c, back, &words[1], 4, next);
-        for (int k = 0; k < 4; k++)
-            if (back[k] != me + k) atomicAdd(bad, 1ull);
+        for (int k = 0; k < 4; k++) DCHECK_EQ(f, back[k], me + k);
     }
 }
 
 /* p/g ping-pong between PE 0 and PE 1 (one thread each). */
-__global__ void pingpong_kernel(symm_device_ctx c, int *flag, int iters, unsigned long long *bad) {
+__global__ void pingpong_kernel(symm_device_ctx c, int *flag, int iters, dfail *f) {
     const int me = c.my_pe;
     if (me > 1) return;
     const int peer = 1 - me;
@@ -85,11 +115,13 @@ __global__ void pingpong_kernel(symm_device_ctx c, int *flag, int iters, unsigne
             symm_dev_p(c, flag, i, peer);
         }
     }
-    if (symm_dev_g(c, flag, peer) != iters) atomicAdd(bad, 1ull);
+    DCHECK_EQ(f, symm_dev_g(c, flag, peer), iters);
 }
 
+/* Atomics on PE 0 from every thread; then the block's quiet (non-fetching
+ * atomics to a proxied PE complete there). */
 __global__ void amo_kernel(symm_device_ctx c, unsigned long long *ctr, int *cas, int *wins,
-                           int64_t *mix, int iters) {
+                           int64_t *mix, int iters, dfail *f) {
     for (int i = 0; i < iters; i++) symm_dev_atomic_add(c, ctr, 1ull, 0);
     int old = symm_dev_atomic_compare_swap(c, cas, 0, 1 + c.my_pe * 1024 + (int)threadIdx.x, 0);
     if (old == 0) atomicAdd(wins, 1);
@@ -101,26 +133,120 @@ __global__ void amo_kernel(symm_device_ctx c, unsigned long long *ctr, int *cas,
         int64_t prev = symm_dev_atomic_swap(c, mix + 4, (int64_t)c.my_pe, 0);
         (void)prev;
     }
+    __syncthreads();
+    if (threadIdx.x == 0) DCHECK_EQ(f, symm_dev_quiet(c), SYMM_SUCCESS);
 }
 
 /* Barriers in a loop: write the round into the next PE, barrier, check mine. */
 __global__ void barrier_kernel(symm_device_ctx c, symm_device_team t, int64_t *slot, int rounds,
-                               int kind, unsigned long long *bad) {
+                               int kind, dfail *f) {
     const int me = c.my_pe, next = (me + 1) % c.n_pes;
     for (int r = 1; r <= rounds; r++) {
         if (threadIdx.x == 0) symm_dev_p(c, slot, (int64_t)r, next);
+        symm_status st = SYMM_SUCCESS;
         if (kind == 0) {
-            if (threadIdx.x == 0) symm_dev_barrier_all(c);
+            if (threadIdx.x == 0) st = symm_dev_barrier_all(c);
             __syncthreads();
         } else if (kind == 1) {
-            symm_dev_barrier_all_block(c);
+            st = symm_dev_barrier_all_block(c);
         } else {
-            symm_dev_team_barrier_block(c, t);
+            st = symm_dev_team_barrier_block(c, t);
         }
-        if (threadIdx.x == 0 && *(volatile int64_t *)slot != r) atomicAdd(bad, 1ull);
+        if (threadIdx.x == 0) {
+            DCHECK_EQ(f, st, SYMM_SUCCESS);
+            DCHECK_EQ(f, *(volatile int64_t *)slot, r);
+        }
         __syncthreads();
-        if (threadIdx.x == 0) symm_dev_sync_all(c);
+        if (threadIdx.x == 0) DCHECK_EQ(f, symm_dev_sync_all(c), SYMM_SUCCESS);
         __syncthreads();
+    }
+}
+
+/* put / get / put_signal / signal_op / fence / quiet / barrier at one scope:
+ * 0 one thread, 1 one warp, 2 one block (the kernel is launched with 1, 32
+ * and 256 threads). Round r (base + 1 .. base + rounds, so the signals only
+ * grow across launches): fill src and Z, barrier; put src into the next
+ * PE's X, fence, SET its sig[0] to r; put_signal src into its Y with sig[1]
+ * SET to r; get the next PE's Z into out and check it; wait for my sig[0]
+ * and sig[1] and check X and Y (the previous PE's data); quiet; barrier
+ * (nobody overwrites what its reader has not checked). */
+__device__ uint8_t spat(int pe, int r, int salt, uint64_t i) {
+    return (uint8_t)((i * 11u + (uint64_t)pe * 37u + (uint64_t)r * 5u + (uint64_t)salt * 71u) &
+                     0xffu);
+}
+template <int SCOPE>
+__device__ void scope_sync() {
+    if (SCOPE == 1) __syncwarp();
+    if (SCOPE == 2) __syncthreads();
+}
+template <int SCOPE>
+__device__ symm_status scope_barrier(const symm_device_ctx &c, const symm_device_team &t) {
+    if (SCOPE == 0) return symm_dev_barrier_all(c);
+    if (SCOPE == 1) return symm_dev_team_barrier_warp(c, t);
+    return symm_dev_team_barrier_block(c, t);
+}
+template <int SCOPE>
+__global__ void scope_kernel(symm_device_ctx c, symm_device_team t, uint8_t *X, uint8_t *Y,
+                             uint8_t *Z, uint8_t *src, uint8_t *out, uint64_t n, uint64_t *sig,
+                             int base, int rounds, dfail *f) {
+    const int me = c.my_pe, next = (me + 1) % c.n_pes, prev = (me + c.n_pes - 1) % c.n_pes;
+    const unsigned tid = threadIdx.x, nthr = blockDim.x;
+    for (int r = base + 1; r <= base + rounds; r++) {
+        for (uint64_t i = tid; i < n; i += nthr) {
+            src[i] = spat(me, r, 1, i);
+            Z[i] = spat(me, r, 3, i);
+        }
+        scope_sync<SCOPE>();
+        symm_status st = scope_barrier<SCOPE>(c, t);
+        if (tid == 0) DCHECK_EQ(f, st, SYMM_SUCCESS);
+        /* put, fence, signal: a PE that sees the signal sees the data */
+        if (SCOPE == 0) symm_dev_putmem(c, X, src, n, next);
+        if (SCOPE == 1) symm_dev_putmem_warp(c, X, src, n, next);
+        if (SCOPE == 2) symm_dev_putmem_block(c, X, src, n, next);
+        if (tid == 0) {
+            symm_dev_fence(c);
+            symm_dev_signal_op(c, &sig[0], (uint64_t)r, SYMM_SIGNAL_SET, next);
+        }
+        scope_sync<SCOPE>();
+        if (SCOPE == 0)
+            symm_dev_putmem_signal(c, Y, src, n, &sig[1], (uint64_t)r, SYMM_SIGNAL_SET, next);
+        if (SCOPE == 1)
+            symm_dev_putmem_signal_warp(c, Y, src, n, &sig[1], (uint64_t)r, SYMM_SIGNAL_SET, next);
+        if (SCOPE == 2)
+            symm_dev_putmem_signal_block(c, Y, src, n, &sig[1], (uint64_t)r, SYMM_SIGNAL_SET, next);
+        if (SCOPE == 0) symm_dev_getmem(c, out, Z, n, next);
+        if (SCOPE == 1) symm_dev_getmem_warp(c, out, Z, n, next);
+        if (SCOPE == 2) symm_dev_getmem_block(c, out, Z, n, next);
+        for (uint64_t i = tid; i < n; i += nthr)
+            if (out[i] != spat(next, r, 3, i)) {
+                dfail_note(f, __LINE__, out[i], spat(next, r, 3, i));
+                break;
+            }
+        if (tid == 0) {
+            uint64_t seen = 0;
+            DCHECK_EQ(f, symm_dev_signal_wait_until(c, &sig[0], SYMM_CMP_GE, (uint64_t)r, &seen),
+                      SYMM_SUCCESS);
+            DCHECK_EQ(f, seen, r);
+            DCHECK_EQ(f, symm_dev_signal_wait_until(c, &sig[1], SYMM_CMP_GE, (uint64_t)r, &seen),
+                      SYMM_SUCCESS);
+            DCHECK_EQ(f, seen, r);
+        }
+        scope_sync<SCOPE>();
+        for (uint64_t i = tid; i < n; i += nthr) {
+            const uint8_t x = *(volatile uint8_t *)&X[i], y = *(volatile uint8_t *)&Y[i];
+            if (x != spat(prev, r, 1, i)) {
+                dfail_note(f, __LINE__, x, spat(prev, r, 1, i));
+                break;
+            }
+            if (y != spat(prev, r, 1, i)) {
+                dfail_note(f, __LINE__, y, spat(prev, r, 1, i));
+                break;
+            }
+        }
+        if (tid == 0) DCHECK_EQ(f, symm_dev_quiet(c), SYMM_SUCCESS);
+        scope_sync<SCOPE>();
+        st = scope_barrier<SCOPE>(c, t);
+        if (tid == 0) DCHECK_EQ(f, st, SYMM_SUCCESS);
     }
 }
 
@@ -132,12 +258,14 @@ int main(void) {
     CHECK_OK(symm_device_ctx_get(ctx, &dc));
     ASSERT_EQ(dc.my_pe, gpu_me);
     ASSERT_EQ(dc.n_pes, gpu_n);
-    for (int pe = 0; pe < gpu_n && pe < SYMM_DEVICE_FAST_PES; pe++)
-        if (!dc.peer_base[pe]) {
-            printf("SKIP: no usable GPU (PE %d is not load/store reachable: no P2P)\n", pe);
-            return 77;
-        }
     ASSERT_TRUE(dc.peer_table != NULL);
+    /* each PE's route: load/store, or the proxy (asserted under --hosts) */
+    const int proxied = gpu_check_routes(dc, [&](int pe) -> void * {
+        if (pe < SYMM_DEVICE_FAST_PES) return dc.peer_base[pe];
+        void *b = NULL;
+        CUDA_OK(cudaMemcpy(&b, dc.peer_table + pe, sizeof b, cudaMemcpyDeviceToHost));
+        return b;
+    });
     ASSERT_TRUE(dc.slot_bytes >= 1024 && dc.slot_bytes >= 512 + 8 * (uint64_t)gpu_n);
     symm_team world = NULL;
     CHECK_OK(symm_team_get(ctx, SYMM_TEAM_WORLD, &world));
@@ -150,13 +278,17 @@ int main(void) {
 
     cudaStream_t s;
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    unsigned long long *bad = NULL; /* device counter of failed checks */
+    dfail *bad = NULL; /* the kernels' first failed check */
     CUDA_OK(cudaMalloc(&bad, sizeof *bad));
     CUDA_OK(cudaMemset(bad, 0, sizeof *bad));
-    auto nbad = [&]() {
-        unsigned long long h = 0;
+    /* after a kernel: its failed checks, said with the line, got and want */
+    auto kernel_checks = [&](const char *what) {
+        dfail h;
         CUDA_OK(cudaMemcpy(&h, bad, sizeof h, cudaMemcpyDeviceToHost));
-        return h;
+        if (h.count)
+            TEST_FAIL_("%s (%d of %d peers through the proxy): %d failed check(s) in the kernel, "
+                       "the first at gpu_device.cu:%d: got %lld, want %lld", what, proxied,
+                       gpu_n - 1, h.count, h.line, h.got, h.want);
     };
 
     const uint64_t N = 1 << 20;
@@ -184,7 +316,8 @@ int main(void) {
             CHECK_OK(symm_buf_peer_ptr(data, pe, &host_view));
             uint64_t off = (uint64_t)((char *)my0 - (char *)dc.heap_base);
             ASSERT_TRUE(a[(size_t)pe] == b[(size_t)pe]);
-            ASSERT_TRUE((char *)a[(size_t)pe] + off == (char *)host_view);
+            if (a[(size_t)pe]) ASSERT_TRUE((char *)a[(size_t)pe] + off == (char *)host_view);
+            else ASSERT_TRUE(host_view == NULL); /* no load/store route from the host either */
         }
         CUDA_OK(cudaFree(via_fn));
         CUDA_OK(cudaFree(via_table));
@@ -194,7 +327,7 @@ int main(void) {
                                    (uint64_t *)gpu_ptr(sig), 5, bad);
     CUDA_OK(cudaGetLastError());
     CUDA_OK(cudaStreamSynchronize(s));
-    ASSERT_EQ(nbad(), 0);
+    kernel_checks("ring_kernel (block put_signal)");
 
     uint8_t *out = NULL;
     CUDA_OK(cudaMalloc(&out, N));
@@ -202,7 +335,7 @@ int main(void) {
     warp_kernel<<<1, 32, 0, s>>>(dc, (uint8_t *)gpu_ptr(data), out, N, (int64_t *)gpu_ptr(words), bad);
     CUDA_OK(cudaGetLastError());
     CUDA_OK(cudaStreamSynchronize(s));
-    ASSERT_EQ(nbad(), 0);
+    kernel_checks("warp_kernel (warp get, p, put from a thread's array, g, get)");
     {   /* out = next PE's data = what I put there in the last ring round */
         std::vector<uint8_t> h(N), want(N);
         CUDA_OK(cudaMemcpy(h.data(), out, N, cudaMemcpyDeviceToHost));
@@ -218,11 +351,11 @@ int main(void) {
     CHECK_OK(symm_barrier_all(ctx));
 
     if (gpu_n >= 2) {
-        const int iters = 2000;
+        const int iters = proxied ? 200 : 2000; /* a proxied p is a round trip */
         pingpong_kernel<<<1, 1, 0, s>>>(dc, (int *)gpu_ptr(words) + 20, iters, bad);
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cudaStreamSynchronize(s));
-        ASSERT_EQ(nbad(), 0);
+        kernel_checks("pingpong_kernel (p, wait_until, g)");
         CHECK_OK(symm_barrier_all(ctx));
     }
 
@@ -235,9 +368,11 @@ int main(void) {
     int64_t init[5] = {0, 0, 0, -1, -5};
     gpu_write(misc, 0, init, sizeof init);
     CHECK_OK(symm_barrier_all(ctx));
-    amo_kernel<<<1, 256, 0, s>>>(dc, (unsigned long long *)(m + 8), (int *)(m + 10), wins, m, 20);
+    amo_kernel<<<1, 256, 0, s>>>(dc, (unsigned long long *)(m + 8), (int *)(m + 10), wins, m, 20,
+                                 bad);
     CUDA_OK(cudaGetLastError());
     CUDA_OK(cudaStreamSynchronize(s));
+    kernel_checks("amo_kernel (quiet after the atomics)");
     CHECK_OK(symm_barrier_all(ctx));
     /* winners across PEs: gather everyone's count into PE 0 */
     int wins_h = 0;
@@ -276,7 +411,49 @@ int main(void) {
         CHECK_OK(symm_barrier_all_on_stream(ctx, s));
         CUDA_OK(cudaStreamSynchronize(s));
         CHECK_OK(symm_barrier_all(ctx));
-        ASSERT_EQ(nbad(), 0);
+        kernel_checks(kind == 0 ? "barrier_kernel (thread barrier_all)"
+                      : kind == 1 ? "barrier_kernel (block barrier_all)"
+                                  : "barrier_kernel (block team barrier)");
+    }
+
+    /* put / get / put_signal / signal_op / fence / quiet / barrier at thread,
+     * warp and block scope; sources and get destinations outside the heap */
+    {
+        const uint64_t M = 1 << 17;
+        symm_buf X = NULL, Y = NULL, Z = NULL, sg = NULL;
+        CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT8, M, &X));
+        CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT8, M, &Y));
+        CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT8, M, &Z));
+        CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT64, 2, &sg));
+        const uint64_t zero[2] = {0, 0};
+        gpu_write(sg, 0, zero, sizeof zero);
+        uint8_t *ssrc = NULL, *sout = NULL;
+        CUDA_OK(cudaMalloc(&ssrc, M));
+        CUDA_OK(cudaMalloc(&sout, M));
+        CHECK_OK(symm_barrier_all(ctx));
+        uint8_t *x = (uint8_t *)gpu_ptr(X), *y = (uint8_t *)gpu_ptr(Y), *z = (uint8_t *)gpu_ptr(Z);
+        uint64_t *sp = (uint64_t *)gpu_ptr(sg);
+        const int rounds = 4;
+        scope_kernel<0><<<1, 1, 0, s>>>(dc, dt, x, y, z, ssrc, sout, 1001, sp, 0, rounds, bad);
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cudaStreamSynchronize(s));
+        kernel_checks("scope_kernel<thread> (1001 bytes)");
+        scope_kernel<1><<<1, 32, 0, s>>>(dc, dt, x, y, z, ssrc, sout, 4099, sp, 100, rounds, bad);
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cudaStreamSynchronize(s));
+        kernel_checks("scope_kernel<warp> (4099 bytes)");
+        scope_kernel<2><<<1, 256, 0, s>>>(dc, dt, x, y, z, ssrc, sout, 65539, sp, 200, rounds,
+                                          bad);
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cudaStreamSynchronize(s));
+        kernel_checks("scope_kernel<block> (65539 bytes)");
+        CHECK_OK(symm_barrier_all(ctx));
+        CUDA_OK(cudaFree(ssrc));
+        CUDA_OK(cudaFree(sout));
+        CHECK_OK(symm_buf_free(sg));
+        CHECK_OK(symm_buf_free(Z));
+        CHECK_OK(symm_buf_free(Y));
+        CHECK_OK(symm_buf_free(X));
     }
 
     CUDA_OK(cudaFree(out));

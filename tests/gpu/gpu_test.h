@@ -8,6 +8,8 @@
 
 #include <cuda_runtime.h>
 
+#include <stddef.h>
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +83,56 @@ static inline void gpu_write(symm_buf b, uint64_t byte_off, const void *host, si
     /* a pageable upload may still be in flight when cudaMemcpy returns, and symm's
      * own streams do not wait for the legacy stream */
     CUDA_OK(cudaDeviceSynchronize());
+}
+
+/* Simulated hosts (symmrun --hosts H): each PE gets SYMM_HOST_ID
+ * "symmrun-host-<h>" and its rank and count within that host, whose PEs are
+ * contiguous ranks. Is pe on this PE's host? (Without --hosts: every PE.) */
+static inline bool gpu_same_host(int pe) {
+    const char *id = getenv("SYMM_HOST_ID"), *lr = getenv("SYMM_LOCAL_RANK"),
+               *ln = getenv("SYMM_LOCAL_N_PES");
+    if (!id || strncmp(id, "symmrun-host-", 13) != 0 || !lr || !ln) return true;
+    const int first = gpu_me - atoi(lr);
+    return pe >= first && pe < first + atoi(ln);
+}
+
+/* The route device code takes to each PE, asserted: a PE of another
+ * simulated host has no peer_base (device code reaches it through the proxy,
+ * so the context must carry rings); a PE of this host is load/store
+ * reachable, or (no peer access between the GPUs) reached through the proxy
+ * when there is one, else the test skips. base(pe): the device view of PE
+ * pe's heap base (NULL: not load/store reachable). Returns the number of PEs
+ * reached through the proxy; PE 0 prints the routes. */
+template <typename Base>
+static inline int gpu_check_routes(const symm_device_ctx &dc, Base base) {
+    const bool rings = dc.struct_size >= offsetof(symm_device_ctx, rings) + sizeof dc.rings &&
+                       dc.device_abi == SYMM_DEVICE_ABI_VERSION && dc.n_rings > 0 && dc.rings;
+    int proxied = 0;
+    for (int pe = 0; pe < gpu_n; pe++) {
+        const bool ls = base(pe) != NULL;
+        if (!gpu_same_host(pe)) {
+            if (ls)
+                TEST_FAIL_("PE %d is on another simulated host (%s) but has a peer_base: expected "
+                           "the proxy route", pe, getenv("SYMM_HOST_ID"));
+            if (!rings)
+                TEST_FAIL_("PE %d is on another simulated host but the device context has no "
+                           "proxy rings (struct_size %u, device_abi %u, n_rings %u)", pe,
+                           dc.struct_size, dc.device_abi, dc.n_rings);
+        } else if (!ls && !rings) {
+            printf("SKIP: no usable GPU (PE %d is not load/store reachable: no P2P)\n", pe);
+            fflush(stdout);
+            exit(77);
+        }
+        proxied += !ls;
+    }
+    if (gpu_me == 0) {
+        printf("routes from PE 0:");
+        for (int pe = 0; pe < gpu_n; pe++)
+            printf(" %d:%s", pe, base(pe) ? "load/store" : "proxy");
+        printf(" (%u ring%s)\n", rings ? dc.n_rings : 0u, rings && dc.n_rings == 1 ? "" : "s");
+        fflush(stdout);
+    }
+    return proxied;
 }
 
 #endif

@@ -16,6 +16,54 @@ import sys
 _CASES = []
 
 
+def _simulated_hosts():
+    """SYMM_TEST_HOSTS=H: split the job's ranks into H simulated hosts, as
+    symmrun --hosts H does, for launchers that cannot (torchrun): rank r of N
+    gets SYMM_HOST_ID "symm-test-host-<r*H//N>" (contiguous ranks), so PEs of
+    different simulated hosts share no memory and reach each other through a
+    transport (SYMM_TRANSPORT, tcp unless set). Runs when this module is
+    imported, before the test script joins the job (symm's init reads the
+    variable). A SYMM_HOST_ID already set (symmrun --hosts) is kept."""
+    h = os.environ.get("SYMM_TEST_HOSTS", "")
+    if not h or os.environ.get("SYMM_HOST_ID"):
+        return
+    try:
+        hosts = int(h)
+        rank = int(os.environ.get("RANK", os.environ.get("SYMM_RANK", "0")))
+        n = int(os.environ.get("WORLD_SIZE", os.environ.get("SYMM_N_PES", "1")))
+    except ValueError:
+        sys.exit("SYMM_TEST_HOSTS=%r (or RANK / WORLD_SIZE) is not a number" % h)
+    if hosts < 1 or hosts > n or not 0 <= rank < n:
+        sys.exit("SYMM_TEST_HOSTS=%d needs 1 <= hosts <= %d ranks (rank %d)" % (hosts, n, rank))
+    host = rank * hosts // n
+    os.environ["SYMM_HOST_ID"] = "symm-test-host-%d" % host
+    os.environ.setdefault("SYMM_TRANSPORT", "tcp")
+    if rank == 0:
+        print("SYMM_TEST_HOSTS=%d: %d ranks on %d simulated hosts (rank 0 on %s)"
+              % (hosts, n, hosts, os.environ["SYMM_HOST_ID"]), flush=True)
+
+
+_simulated_hosts()
+
+
+def same_host(pe):
+    """Is PE pe on this process's (simulated) host? SYMM_TEST_HOSTS as above,
+    or symmrun --hosts (SYMM_HOST_ID symmrun-host-*, SYMM_LOCAL_RANK,
+    SYMM_LOCAL_N_PES: contiguous ranks); True without simulated hosts. A PE
+    of another host is never load/store reachable (peer_tensor, peer_ptr)."""
+    env = os.environ
+    rank = int(env.get("RANK", env.get("SYMM_RANK", "0")))
+    n = int(env.get("WORLD_SIZE", env.get("SYMM_N_PES", "1")))
+    hid = env.get("SYMM_HOST_ID", "")
+    if env.get("SYMM_TEST_HOSTS") and hid.startswith("symm-test-host-"):
+        hosts = int(env["SYMM_TEST_HOSTS"])
+        return pe * hosts // n == rank * hosts // n
+    if hid.startswith("symmrun-host-") and "SYMM_LOCAL_RANK" in env and "SYMM_LOCAL_N_PES" in env:
+        first = int(env.get("SYMM_RANK", rank)) - int(env["SYMM_LOCAL_RANK"])
+        return first <= pe < first + int(env["SYMM_LOCAL_N_PES"])
+    return True
+
+
 def case(fn):
     _CASES.append(fn)
     return fn

@@ -17,7 +17,7 @@ import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
-from harness import case, check, expect_raises, run  # noqa: E402
+from harness import case, check, expect_raises, run, same_host  # noqa: E402
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -137,12 +137,16 @@ def peer_tensors():
     sync()
     ctx.barrier_all(stream=torch.cuda.current_stream(), on_stream=True)
     sync()
+    reach = set()  # the peers this rank stores into (and that store into it)
     for p in range(n):
         try:
             pt = ctx.peer_tensor(t, p)
         except symm.NotSupported as e:
             print(P + "peer %d is not load/store reachable: %s" % (p, e.message), flush=True)
             continue
+        # a PE of another (simulated) host is never load/store reachable
+        check(same_host(p), "PE %d is on another simulated host but has a peer tensor" % p)
+        reach.add(p)
         check(pt.device == t.device and pt.shape == t.shape, (pt.device, pt.shape))
         mine = pt[16 * me:16 * me + 16]  # only this rank writes this block of p's copy
         check(bool((mine == p).all()), (p, mine))
@@ -152,7 +156,7 @@ def peer_tensors():
     sync()
     for p in range(n):
         blk = t[16 * p:16 * p + 16]
-        want = 1000 + p
+        want = 1000 + p if p in reach else me  # an unreachable peer left my fill
         check(bool((blk == want).all()), (p, blk, want))
     ctx.barrier_all(stream=torch.cuda.current_stream(), on_stream=True)
     ctx.free_tensor(t)

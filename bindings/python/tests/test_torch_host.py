@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(here, "fake_torch"))
 import numpy as np  # noqa: E402
 
 import symm  # noqa: E402
-from harness import case, check, expect_raises, run  # noqa: E402
+from harness import case, check, expect_raises, run, same_host  # noqa: E402
 
 check("torch" not in sys.modules, "import symm must not import torch")
 import symm.torch as st  # noqa: E402
@@ -238,27 +238,35 @@ def broadcast_and_barrier():
 @case
 def peer_tensors_are_views_of_the_peers_copy():
     # The host backend reaches every PE of the host by load/store: a peer
-    # tensor (DLPack over symm_ptr) reads and writes the peer's own copy.
+    # tensor (DLPack over symm_ptr) reads and writes the peer's own copy. A PE
+    # of another simulated host (SYMM_TEST_HOSTS, symmrun --hosts) has none.
     t = heap((n, 4), torch.int32)
     t.numpy()[:] = me
     ctx.barrier_all()
+    reach = [p for p in range(n) if same_host(p)]
     for p in range(n):
+        if p not in reach:
+            expect_raises(symm.NotSupported, ctx.peer_tensor, t, p)
+            continue
         pt = ctx.peer_tensor(t, p)
         check(pt.shape == t.shape and pt.dtype == t.dtype, (pt.shape, pt.dtype))
         check(pt.data_ptr() == ctx.ptr(t.data_ptr(), p), "the peer's address")
         check((pt.numpy() == p).all(), (p, pt.numpy()))
     ctx.barrier_all()  # everyone has read before anyone writes
-    for p in range(n):
+    for p in reach:
         ctx.peer_tensor(t, p)[me].fill_(100 + me)  # my row of p's copy
     ctx.barrier_all()
-    check((t.numpy() == (100 + np.arange(n))[:, None]).all(), t.numpy())
+    def rows(q):  # PE q's copy now: rows of its host's PEs written, the others q's fill
+        return np.array([100 + p if p in reach else q for p in range(n)])[:, None]
+
+    check((t.numpy() == rows(me)).all(), t.numpy())
     # views keep their offset and strides (a transposed view is not contiguous)
-    nxt = (me + 1) % n
+    nxt = reach[(reach.index(me) + 1) % len(reach)]  # the next PE of this host
     tt = t.t()
     ptt = ctx.peer_tensor(tt, nxt)
-    check(ptt.stride() == tt.stride() and (ptt.numpy() == tt.numpy()).all(), ptt.numpy())
+    check(ptt.stride() == tt.stride() and (ptt.numpy() == rows(nxt).T).all(), ptt.numpy())
     row = ctx.peer_tensor(t[2], nxt)
-    check(row.data_ptr() == ctx.ptr(t[2].data_ptr(), nxt) and (row.numpy() == 102).all(),
+    check(row.data_ptr() == ctx.ptr(t[2].data_ptr(), nxt) and (row.numpy() == rows(nxt)[2]).all(),
           row.numpy())
     ctx.barrier_all()
 
