@@ -62,22 +62,26 @@ fi
 
 # 2. the torch tests, under torchrun
 pass=0; fail=0
-run_mode() {
+run_mode() {  # mode [env command and assignments]; $label (optional) names the run
   local mode=$1; shift
-  echo "===== test_torch_gpu.py $mode ($NP ranks)" >> "$LOG"
+  local name=${label:-$mode}
+  echo "===== test_torch_gpu.py $name ($NP ranks)" >> "$LOG"
   local from; from=$(( $(wc -l < "$LOG") + 1 ))
   if "$@" timeout -k 5 120 $PY -m torch.distributed.run --standalone --nproc_per_node=$NP \
        bindings/python/tests/test_torch_gpu.py "$mode" >> "$LOG" 2>&1; then
-    pass=$((pass + 1)); echo "python: torch tests, $mode: ok ($(tail -n +$from "$LOG" | grep -o "$mode\] PASS" | wc -l) case passes over $NP ranks)"
+    pass=$((pass + 1)); echo "python: torch tests, $name: ok ($(tail -n +$from "$LOG" | grep -o "$mode\] PASS" | wc -l) case passes over $NP ranks)"
   else
     local rc=$?
-    fail=$((fail + 1)); echo "python: torch tests, $mode: FAILED (exit $rc$([ $rc = 124 ] && echo ': ran past 120 s'))"
+    fail=$((fail + 1)); echo "python: torch tests, $name: FAILED (exit $rc$([ $rc = 124 ] && echo ': ran past 120 s'))"
     tail -n +$from "$LOG" | grep -E "FAIL|Error|error|SKIP" | sort | uniq -c | sort -rn | head -8
   fi
 }
 run_mode env "${RUNENV[@]}"
 run_mode uid "${RUNENV[@]}"
 run_mode fallback "${RUNENV[@]}" SYMM_RUNTIME=/nonexistent
+# every rank its own simulated host (tests/harness.py: SYMM_HOST_ID per rank,
+# tcp): peers of other hosts through the GPU proxy
+label="env, $NP simulated hosts" run_mode env "${RUNENV[@]}" SYMM_TEST_HOSTS=$NP
 grep -h "SKIP" "$LOG" | sort -u | head -3
 
 # 3. the benchmark (before the examples: it is what the run is for)
