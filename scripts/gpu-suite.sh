@@ -96,7 +96,7 @@ BUILD_OK=0
   echo "targets: $targets"
   ninja -C "$BUILD" $targets
 } > "$OUT/build.log" 2>&1 && BUILD_OK=1
-if [ $BUILD_OK = 1 ]; then
+if [ $BUILD_OK = 1 ] && phase mp; then
   mp_targets=$(ninja -C "$BUILD" -t targets all | cut -d: -f1 | grep -E '^tests/mp/(core|p2p|teams)/[a-z_0-9]+$')
   timeout -k 5 "$(cap 240)" ninja -C "$BUILD" -k 0 $mp_targets >> "$OUT/build.log" 2>&1 || echo "(some tests/mp programs did not build)" >> "$OUT/build.log"
 fi
