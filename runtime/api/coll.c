@@ -754,7 +754,8 @@ static symm_status coll_run_x(const coll_call *c, bool in_proxy) {
     symm__err_clear();
     coll_plan p;
     memset(&p, 0, sizeof p);
-    p.fn = c->on_stream ? stream_kind_name(c->kind) : kind_name(c->kind);
+    /* in the proxy: a stream form the caller made (its messages say so) */
+    p.fn = c->on_stream || in_proxy ? stream_kind_name(c->kind) : kind_name(c->kind);
     symm_status st = symm__team_get(c->team_h, &p.team);
     if (st) return symm__err_prefix(p.fn, st);
     p.ctx = p.team->ctx;
