@@ -884,8 +884,9 @@ __device__ __forceinline__ int symm__alltoallv_grid(
     uint64_t *cnt = symm__a2av_sh, *roff = cnt + n, *soff = roff + n;
     bool ok = true;
     /* team PEs behind the proxy (the caller refuses a route of -1 before the
-     * grid starts: symm__alltoallv_grid_kernel): block 0 alone reads their counts and fetches their pieces,
-     * each as one get on its ring, which its closing barrier quiets */
+     * grid starts: symm__alltoallv_grid_kernel): block 0 alone reads their
+     * counts and fetches their pieces, each as one get on its ring, which its
+     * closing barrier quiets */
     const bool px = symm__coll_route(c, t) > 0;
     bool pxerr = false;
     if (blockIdx.x == 0) {
