@@ -799,9 +799,9 @@ SYMM_DEV_FN symm_status symm_dev_team_alltoallvmem_block(
                            cnt * unit_bytes, tid, nthr);
             else if (tid == (unsigned)k % nthr) /* one get, completed by the closing quiet */
                 pxerr |= symm__coll_px_rma_nl(c, SYMM_RING_OP_GET, symm_dev_team_world_pe(t, j),
-                                           (const char *)src + recv_offsets[j] * unit_bytes,
-                                           (char *)dst + at * unit_bytes, cnt * unit_bytes,
-                                           false) != SYMM_SUCCESS;
+                                              (const char *)src + recv_offsets[j] * unit_bytes,
+                                              (char *)dst + at * unit_bytes, cnt * unit_bytes,
+                                              false) != SYMM_SUCCESS;
         }
     }
     __syncthreads(); /* every thread is done with recv_offsets */
@@ -884,8 +884,9 @@ __device__ __forceinline__ int symm__alltoallv_grid(
     uint64_t *cnt = symm__a2av_sh, *roff = cnt + n, *soff = roff + n;
     bool ok = true;
     /* team PEs behind the proxy (the caller refuses a route of -1 before the
-     * grid starts: symm__alltoallv_grid_kernel): block 0 alone reads their counts and fetches their pieces,
-     * each as one get on its ring, which its closing barrier quiets */
+     * grid starts: symm__alltoallv_grid_kernel): block 0 alone reads their
+     * counts and fetches their pieces, each as one get on its ring, which its
+     * closing barrier quiets */
     const bool px = symm__coll_route(c, t) > 0;
     bool pxerr = false;
     if (blockIdx.x == 0) {
@@ -953,9 +954,9 @@ __device__ __forceinline__ int symm__alltoallv_grid(
             const int j = (me + k) % n;
             if (tid != (unsigned)k % nthr || !cnt[j] || symm__team_ptr(c, t, src, j)) continue;
             pxerr |= symm__coll_px_rma_nl(c, SYMM_RING_OP_GET, symm_dev_team_world_pe(t, j),
-                                       (const char *)src + soff[j] * unit_bytes,
-                                       (char *)dst + roff[j] * unit_bytes, cnt[j] * unit_bytes,
-                                       false) != SYMM_SUCCESS;
+                                          (const char *)src + soff[j] * unit_bytes,
+                                          (char *)dst + roff[j] * unit_bytes, cnt[j] * unit_bytes,
+                                          false) != SYMM_SUCCESS;
         }
     }
     grid.sync(); /* every block is done with the peers' src and with recv_offsets */
