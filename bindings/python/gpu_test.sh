@@ -82,6 +82,7 @@ run_mode fallback "${RUNENV[@]}" SYMM_RUNTIME=/nonexistent
 # every rank its own simulated host (tests/harness.py: SYMM_HOST_ID per rank,
 # tcp): peers of other hosts through the GPU proxy
 label="env, $NP simulated hosts" run_mode env "${RUNENV[@]}" SYMM_TEST_HOSTS=$NP
+label="uid, $NP simulated hosts" run_mode uid "${RUNENV[@]}" SYMM_TEST_HOSTS=$NP
 grep -h "SKIP" "$LOG" | sort -u | head -3
 
 # 3. the benchmark (before the examples: it is what the run is for)
