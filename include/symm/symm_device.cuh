@@ -879,6 +879,19 @@ SYMM_DEV_FN bool symm__team_proxied(const symm_device_ctx &c, int n, int start, 
         if (!symm_dev_peer_base(c, start + j * stride)) return true;
     return false;
 }
+/* How a barrier reaches the strided team: SYMM_SUCCESS with *px set (true:
+ * some PE through the calling block's ring), or, when some PE is reachable
+ * neither way, the status to return before any synchronisation:
+ * ABI_MISMATCH for a context of a runtime older than 1.3 (no rings this
+ * header can use), NOT_SUPPORTED for one with no proxy at all (GPUs of one
+ * host without peer access). Never a load through a NULL peer base. */
+SYMM_DEV_FN symm_status symm__team_route(const symm_device_ctx &c, int n, int start, int stride,
+                                         bool *px) {
+    *px = symm__team_proxied(c, n, start, stride);
+    if (*px && !symm__dev_ring(c))
+        return symm__dev_has_ring_fields(c) ? SYMM_ERR_NOT_SUPPORTED : SYMM_ERR_ABI_MISMATCH;
+    return SYMM_SUCCESS;
+}
 /* symm__barrier_arrive_wait for the header's own barriers, where a team PE
  * may be reached through the proxy: its announcement is an atomic SET of the
  * epoch on its flag, posted to the calling block's ring (the ring's earlier
@@ -916,8 +929,11 @@ SYMM_DEV_FN symm_status symm__barrier_thread(const symm_device_ctx &c, int slot,
     symm__world_strided w = {&c, start, stride};
     char *base = (char *)c.heap_base;
     uint64_t off = (uint64_t)slot * c.slot_bytes + SYMM_DEVICE_BARRIER_OFF;
+    bool px = false;
+    const symm_status rs = symm__team_route(c, n, start, stride, &px);
+    if (rs != SYMM_SUCCESS) return rs;
     uint64_t e = symm__barrier_epoch(base, off, me) + 1;
-    if (symm__dev_ring(c) && symm__team_proxied(c, n, start, stride)) {
+    if (px) {
         symm_status st = symm_ring_quiet(symm__dev_ring(c));
         if (st != SYMM_SUCCESS) return st;
         if (!symm__barrier_arrive_wait_px(c, off, me, n, start, stride, e, 0, 1,
@@ -945,7 +961,9 @@ SYMM_DEV_FN symm_status symm__barrier_block(const symm_device_ctx &c, int slot, 
      * accesses after the peers' arrivals. On 2 x H200 with 512 threads this
      * was much faster than every thread fencing on the way in and out
      * (docs/GPU-RESULTS.md "2026-11-28: the device team barrier"). */
-    const bool px = symm__dev_ring(c) && symm__team_proxied(c, n, start, stride);
+    bool px = false;
+    const symm_status rs = symm__team_route(c, n, start, stride, &px); /* same in every thread */
+    if (rs != SYMM_SUCCESS) return rs;
     __syncthreads();
     /* through the proxy: the block's earlier proxied requests complete first */
     int qerr = 0;
@@ -969,7 +987,9 @@ SYMM_DEV_FN symm_status symm__barrier_block(const symm_device_ctx &c, int slot, 
 /* Barrier over every PE (slot SYMM_DEVICE_WORLD_SLOT): quiet, then wait until
  * every PE arrived. One thread per PE calls it. Returns SYMM_SUCCESS, or
  * SYMM_ERR_PEER_FAILED when a peer PE died (the barrier is then broken for
- * good: the context is unusable). */
+ * good: the context is unusable); before any synchronisation,
+ * SYMM_ERR_ABI_MISMATCH / SYMM_ERR_NOT_SUPPORTED when some PE can be reached
+ * neither by load/store nor through a proxy ring (symm__team_route). */
 SYMM_DEV_FN symm_status symm_dev_barrier_all(const symm_device_ctx &c) {
     return symm__barrier_thread(c, SYMM_DEVICE_WORLD_SLOT, c.my_pe, c.n_pes, 0, 1);
 }

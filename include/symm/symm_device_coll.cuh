@@ -238,6 +238,9 @@ __device__ __forceinline__ bool symm__team_barrier_scope(const symm_device_ctx &
 /* Barrier over a team, by all 32 lanes of one warp per PE. */
 SYMM_DEV_FN symm_status symm_dev_team_barrier_warp(const symm_device_ctx &c,
                                                    const symm_device_team &t) {
+    bool px = false;
+    const symm_status rs = symm__team_route(c, t.n_pes, t.start, t.stride, &px);
+    if (rs != SYMM_SUCCESS) return rs;
     return symm__team_barrier_scope<symm__scope_warp>(c, t) ? SYMM_SUCCESS : SYMM_ERR_PEER_FAILED;
 }
 
