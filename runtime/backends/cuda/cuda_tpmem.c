@@ -24,7 +24,9 @@
  * the GPU's own atomic is atomic with all of them and returns the prior
  * value for fetching ops. The cost: a kernel launch and its wait, and a
  * free SM slot — a grid that holds every SM while it waits for this update
- * keeps it from running (the wait gives up at the job's timeout).
+ * keeps it from running (the wait gives up at the job's timeout). So a SET,
+ * what a device barrier's proxied announcement is, goes as a stream memory
+ * operation where the device has them (tpmem_set): no SM needed.
  */
 #include <sched.h>
 #include <time.h>
@@ -158,6 +160,28 @@ static symm_status tpmem_copy(void *state, void *dst, const void *src, uint64_t 
     return st;
 }
 
+/* A SET (it fetches nothing) as a stream memory operation: the GPU's front
+ * end writes the word, no SM is needed, so the update reaches a heap whose
+ * GPU is held whole by a kernel that waits for exactly this word (a
+ * cooperative grid at a device barrier whose peer of another host announces
+ * through the proxy: the atomic kernel could never start). An aligned store
+ * of the word's size is single-copy atomic: against concurrent atomics it is
+ * an exchange whose result nobody reads. 1: done (*st set); 0: use the
+ * kernel (stream memory operations unusable, or refused). */
+static int tpmem_set(cu_tpmem *g, void *addr, uint32_t size, uint64_t value, symm_status *st) {
+    if (!atomic_load(&g->s->memops)) return 0;
+    const CUdeviceptr a = (CUdeviceptr)(uintptr_t)addr;
+    CUresult r = size == 8 ? symm__cu.StreamWriteValue64(g->stream, a, value,
+                                                         CU_STREAM_WRITE_VALUE_DEFAULT)
+               : symm__cu.StreamWriteValue32 ? symm__cu.StreamWriteValue32(
+                                                   g->stream, a, (cuuint32_t)value,
+                                                   CU_STREAM_WRITE_VALUE_DEFAULT)
+                                             : CUDA_ERROR_NOT_SUPPORTED;
+    if (r != CUDA_SUCCESS) return 0;
+    *st = tpmem_wait(g, "a write of an atomic SET to GPU memory");
+    return 1;
+}
+
 static symm_status tpmem_atomic(void *state, void *addr, uint32_t dtype, uint32_t op,
                                 uint64_t value, uint64_t compare, uint64_t *fetched) {
     cu_tpmem *g = state;
@@ -165,6 +189,11 @@ static symm_status tpmem_atomic(void *state, void *addr, uint32_t dtype, uint32_
                             dtype == SYMM_DTYPE_FLOAT64 ? 8u : 4u;
     pthread_mutex_lock(&g->lock);
     symm_status st = cu_enter(g->s);
+    if (!st && op == SYMM_AMO_SET && tpmem_set(g, addr, size, value, &st)) {
+        pthread_mutex_unlock(&g->lock);
+        if (!st && fetched) *fetched = 0; /* SET fetches nothing */
+        return st;
+    }
     uint64_t *out = g->word;
     void *args[] = {&addr, &size, &op, &value, &compare, &out};
     if (!st)
