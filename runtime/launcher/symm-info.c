@@ -658,6 +658,7 @@ static const var vars[] = {
     {"SYMM_OFI_ATOMICS", "ofi transport, testing: native, cas or am (the atomics path)", false},
     {"SYMM_OFI_MAX_RMA", "ofi transport, testing: split transfers into posts of this many bytes", false},
     {"SYMM_OFI_FORCE_MR_LOCAL", "ofi transport, testing: 1 = registered descriptors and the bounce buffer", false},
+    {"SYMM_OFI_STAGE_CHUNK", "ofi transport, testing: largest piece of a staged GPU-memory message, bytes", false},
     {"SYMM_OFI_SPIN_US", "ofi transport: microseconds the target's progress thread spins before blocking (shm: opt-in, 0)", false},
     {"SYMM_OFI_TEST_WRONG_AM_KEY", "ofi transport, testing: 1 = send atomic messages with a wrong key", false},
     {"SYMM_LOADER", "Python package: the loader it opens", false},
