@@ -879,18 +879,21 @@ SYMM_DEV_FN bool symm__team_proxied(const symm_device_ctx &c, int n, int start, 
         if (!symm_dev_peer_base(c, start + j * stride)) return true;
     return false;
 }
-/* How a barrier reaches the strided team: SYMM_SUCCESS with *px set (true:
- * some PE through the calling block's ring), or, when some PE is reachable
- * neither way, the status to return before any synchronisation:
+/* The status for a PE that neither load/store nor a ring reaches:
  * ABI_MISMATCH for a context of a runtime older than 1.3 (no rings this
  * header can use), NOT_SUPPORTED for one with no proxy at all (GPUs of one
- * host without peer access). Never a load through a NULL peer base. */
+ * host without peer access). */
+SYMM_DEV_FN symm_status symm__dev_no_route(const symm_device_ctx &c) {
+    return symm__dev_has_ring_fields(c) ? SYMM_ERR_NOT_SUPPORTED : SYMM_ERR_ABI_MISMATCH;
+}
+/* How a barrier reaches the strided team: SYMM_SUCCESS with *px set (true:
+ * some PE through the calling block's ring), or, when some PE is reachable
+ * neither way, symm__dev_no_route's status, to return before any
+ * synchronisation. Never a load through a NULL peer base. */
 SYMM_DEV_FN symm_status symm__team_route(const symm_device_ctx &c, int n, int start, int stride,
                                          bool *px) {
     *px = symm__team_proxied(c, n, start, stride);
-    if (*px && !symm__dev_ring(c))
-        return symm__dev_has_ring_fields(c) ? SYMM_ERR_NOT_SUPPORTED : SYMM_ERR_ABI_MISMATCH;
-    return SYMM_SUCCESS;
+    return *px && !symm__dev_ring(c) ? symm__dev_no_route(c) : SYMM_SUCCESS;
 }
 /* symm__barrier_arrive_wait for the header's own barriers, where a team PE
  * may be reached through the proxy: its announcement is an atomic SET of the

@@ -113,12 +113,7 @@ SYMM_DEV_FN int symm__coll_route(const symm_device_ctx &c, const symm_device_tea
     if (!symm__team_proxied(c, t.n_pes, t.start, t.stride)) return 0;
     return symm__dev_ring(c) ? 1 : -1;
 }
-/* The status of route -1: a context of another device ABI (or of a runtime
- * older than 1.3) has no proxy for this header; one of this ABI with no
- * ring has none at all (a job on one host whose GPUs lack peer access). */
-SYMM_DEV_FN symm_status symm__coll_no_route(const symm_device_ctx &c) {
-    return symm__dev_has_ring_fields(c) ? SYMM_ERR_NOT_SUPPORTED : SYMM_ERR_ABI_MISMATCH;
-}
+
 /* A put or get of n bytes between the local memory `local` and team-world PE
  * pe's copy of sym, through the calling block's ring: posted only (wait
  * false: it completes at the ring's next quiet, which the collective's
@@ -274,7 +269,7 @@ __device__ __forceinline__ symm_status symm__broadcastmem(const symm_device_ctx 
                                                    const symm_device_team &t, void *dst,
                                                    const void *src, size_t nbytes, int root) {
     const int route = symm__coll_route(c, t);
-    if (route < 0) return symm__coll_no_route(c);
+    if (route < 0) return symm__dev_no_route(c);
     bool bad = false;
     SYMM__TEAM_BARRIER(S, c, t);
     if (!(t.my_pe == root && dst == src)) {
@@ -295,7 +290,7 @@ __device__ __forceinline__ symm_status symm__fcollectmem(const symm_device_ctx &
                                                   const symm_device_team &t, void *dst,
                                                   const void *src, size_t nbytes) {
     const int route = symm__coll_route(c, t);
-    if (route < 0) return symm__coll_no_route(c);
+    if (route < 0) return symm__dev_no_route(c);
     bool bad = false;
     SYMM__TEAM_BARRIER(S, c, t);
     char *mine = (char *)dst + (size_t)t.my_pe * nbytes;
@@ -318,7 +313,7 @@ __device__ __forceinline__ symm_status symm__alltoallmem(const symm_device_ctx &
                                                   const symm_device_team &t, void *dst,
                                                   const void *src, size_t nbytes) {
     const int route = symm__coll_route(c, t);
-    if (route < 0) return symm__coll_no_route(c);
+    if (route < 0) return symm__dev_no_route(c);
     bool bad = false;
     SYMM__TEAM_BARRIER(S, c, t);
     char *mine = (char *)dst + (size_t)t.my_pe * nbytes;
@@ -627,7 +622,7 @@ __device__ __forceinline__ symm_status symm__reduce_op(const symm_device_ctx &c,
     const int route = symm__coll_route(c, t); /* once a call */
 #define SYMM__RED_CASE(OP)                                                         \
     case OP:                                                                       \
-        if (route < 0) return symm__coll_no_route(c);                              \
+        if (route < 0) return symm__dev_no_route(c);                               \
         if (route > 0) return symm__reduce_px<S, T, OP, SCATTER>(c, t, dst, src, nelems); \
         if (SCATTER) return symm__reducescatter_run<S, T, OP>(c, t, dst, src, nelems); \
         return symm__reduce_run<S, T, OP>(c, t, dst, src, nelems);
@@ -754,7 +749,7 @@ SYMM_DEV_FN symm_status symm_dev_team_alltoallvmem_block(
     const unsigned tid = symm__block_tid(), nthr = symm__block_nthreads();
     const int n = t.n_pes, me = t.my_pe;
     const int route = symm__coll_route(c, t);
-    if (route < 0) return symm__coll_no_route(c);
+    if (route < 0) return symm__dev_no_route(c);
     bool pxerr = false; /* a proxied read or post of this thread failed */
     SYMM__TEAM_BARRIER(symm__scope_block, c, t);
     /* recv_offsets holds, until the copies are done, where PE j packed its
@@ -984,7 +979,7 @@ __global__ void __launch_bounds__(Threads)
                                 int *status) {
     const int route = symm__coll_route(c, t); /* the same in every block */
     if (route < 0) {
-        if (status && blockIdx.x == 0 && threadIdx.x == 0) *status = (int)symm__coll_no_route(c);
+        if (status && blockIdx.x == 0 && threadIdx.x == 0) *status = (int)symm__dev_no_route(c);
         return;
     }
     const int why = symm__alltoallv_grid(c, t, dst, dst_cap, src, symm__a2av_no_cap(unit_bytes),

@@ -380,6 +380,8 @@ SYMM_RING_FN symm_status symm_ring_claim(const symm_ring *r, uint64_t *t_out) {
             credit = SYMM_RING_LOAD_ACQUIRE_U64(&r->hdr->consumed);
             if (t < credit + r->depth) break;
             if (symm__ring_backoff(&polls)) {
+                /* The slot stays claimed: the consumer is stopping or the job
+                 * is lost, and the ring finishes nothing more either way. */
                 const symm_status st = symm_ring_alive(r);
                 if (st != SYMM_SUCCESS) return st;
             }
@@ -406,27 +408,10 @@ SYMM_RING_FN symm_status symm_ring_post(const symm_ring *r, const symm_ring_req 
                                         uint64_t *ticket) {
     if (symm_ring_usable(r) != SYMM_SUCCESS) return SYMM_ERR_ABI_MISMATCH;
     if (q->op == 0 || q->op > SYMM_RING_OP_LAST || q->pe < 0) return SYMM_ERR_INVALID_ARG;
-    const uint64_t t = SYMM_RING_FETCH_ADD_U64(r->head, SYMM_RING_SCAST(uint64_t, 1u));
-    uint64_t credit = SYMM_RING_LOAD_U64(r->credit);
-    if (t >= credit + r->depth) {
-        uint32_t polls = 0;
-        for (;;) {
-            credit = SYMM_RING_LOAD_ACQUIRE_U64(&r->hdr->consumed);
-            if (t < credit + r->depth) break;
-            if (symm__ring_backoff(&polls)) {
-                /* The slot stays claimed: the consumer is stopping or the job
-                 * is lost, and the ring finishes nothing more either way. */
-                const symm_status st = symm_ring_alive(r);
-                if (st != SYMM_SUCCESS) return st;
-            }
-        }
-        SYMM_RING_STORE_U64(r->credit, credit);
-    }
-    if (q->op == SYMM_RING_OP_PUT || q->op == SYMM_RING_OP_PUT_SIGNAL) SYMM_RING_FENCE_RELEASE();
-    uint64_t w[SYMM_RING_WORDS];
-    symm_ring_encode(q, t, r->log2_depth, w);
-    uint64_t *s = r->slots + (t & (r->depth - 1u)) * SYMM_RING_WORDS;
-    for (uint32_t i = 0; i < SYMM_RING_WORDS; i++) SYMM_RING_STORE_U64(&s[i], w[i]);
+    uint64_t t = 0;
+    const symm_status st = symm_ring_claim(r, &t);
+    if (st != SYMM_SUCCESS) return st;
+    symm_ring_write(r, q, t);
     if (ticket) *ticket = t + 1u;
     return SYMM_SUCCESS;
 }
