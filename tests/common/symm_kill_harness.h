@@ -8,7 +8,11 @@
  * its return value; pe_main writes one byte to ready_fd when it is about to
  * run the call under test (the victim then waits to be killed). Once every PE
  * is ready, the parent waits pause_ms, notes the time in *symm_kill_t (shared
- * memory, 0 until then) and SIGKILLs the victim. Then it collects the
+ * memory, 0 until then) and SIGKILLs the victim; once the kernel has torn the
+ * victim down (waitpid), it notes that time in *symm_gone_t. A latency bound is
+ * measured from the later of the two (symm_kill_since_ms): on a loaded machine
+ * the teardown of a process with a large heap has been seen to take over a
+ * second, and its sockets close only then. Then it collects the
  * survivors: 0 when each exited 0, 77 when one skipped (exit 77: no usable
  * GPU) and none failed, 1 otherwise. A survivor still running give_up_s after
  * the kill is killed and counted as failed: a hang is a failure of the test,
@@ -39,8 +43,18 @@ static inline double symm_kill_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* When the victim was killed (symm_kill_now), 0 before; shared with the PEs. */
-static volatile double *symm_kill_t;
+/* When the victim was killed and when it was gone (symm_kill_now), 0 before;
+ * shared with the PEs. */
+static volatile double *symm_kill_t, *symm_gone_t;
+
+/* Milliseconds from the victim's end to t: from when it was reaped when the
+ * parent has reaped it, else from the kill (a PE may notice the death before
+ * the parent reaps the victim; that counts from the kill, never below 0). */
+static inline double symm_kill_since_ms(double t) {
+    double from = *symm_gone_t > *symm_kill_t ? *symm_gone_t : *symm_kill_t;
+    if (from > t) from = *symm_kill_t;
+    return (t - from) * 1e3;
+}
 
 static inline void symm_kill_sleep_ms(double ms) {
     const long long ns = (long long)(ms * 1e6);
@@ -50,10 +64,12 @@ static inline void symm_kill_sleep_ms(double ms) {
 
 static inline int symm_kill_run(int n_pes, int victim, double pause_ms, double give_up_s,
                                 void (*setup)(int rank), symm_kill_pe_fn pe_main) {
-    symm_kill_t = (volatile double *)mmap(NULL, sizeof(double), PROT_READ | PROT_WRITE,
+    symm_kill_t = (volatile double *)mmap(NULL, 2 * sizeof(double), PROT_READ | PROT_WRITE,
                                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ASSERT_TRUE(symm_kill_t != MAP_FAILED);
+    symm_gone_t = symm_kill_t + 1;
     *symm_kill_t = 0;
+    *symm_gone_t = 0;
     int idp[2], readyp[2];
     ASSERT_EQ(pipe(idp), 0);
     ASSERT_EQ(pipe(readyp), 0);
@@ -100,15 +116,19 @@ static inline int symm_kill_run(int n_pes, int victim, double pause_ms, double g
     symm_kill_sleep_ms(pause_ms); /* let the survivors enter the call */
     *symm_kill_t = symm_kill_now();
     kill(pids[victim], SIGKILL);
-    int failures = 0, skipped = 0, left = n_pes;
+    int failures = 0, skipped = 0, left = n_pes - 1;
     bool done[SYMM_KILL_MAX_PES] = {false};
+    /* SIGKILL cannot be caught: the victim ends (a driver call may hold it a while) */
+    while (waitpid(pids[victim], NULL, WNOHANG) == 0 && symm_kill_now() - *symm_kill_t < give_up_s)
+        symm_kill_sleep_ms(0.2);
+    *symm_gone_t = symm_kill_now();
+    done[victim] = true;
     while (left > 0) {
         for (int r = 0; r < n_pes; r++) {
             int status;
             if (done[r] || waitpid(pids[r], &status, WNOHANG) == 0) continue;
             done[r] = true;
             left--;
-            if (r == victim) continue;
             if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
                 skipped++;
             } else if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {

@@ -209,7 +209,7 @@ static int run_pe(int rank, const symm_unique_id *id, int ready_fd) {
     CUDA_OK(cudaStreamSynchronize(s));
     const double t_end = symm_kill_now();
     if (*symm_kill_t == 0) TEST_FAIL_("%s ended before the victim was killed", kind);
-    const double ms = (t_end - *symm_kill_t) * 1e3;
+    const double ms = symm_kill_since_ms(t_end);
     if (code >= 0) {
         CUDA_OK(cudaMemcpy(&h_status, d_status, sizeof h_status, cudaMemcpyDeviceToHost));
         if (h_status != (int)SYMM_ERR_PEER_FAILED)

@@ -608,7 +608,7 @@ static int kill_pe(int rank, const symm_unique_id *id, int ready_fd) {
             TEST_FAIL_("producer %d ended with %s, expected PEER_FAILED", i,
                        symm__status_name(k[i].st));
         if (*symm_kill_t == 0) TEST_FAIL_("producer %d failed before the kill", i);
-        const double ms = (k[i].t_end - *symm_kill_t) * 1e3;
+        const double ms = symm_kill_since_ms(k[i].t_end);
         printf("PE 0: producer %d (%s) -> PEER_FAILED %.1f ms after PE 1 was killed, %llu "
                "requests posted\n", i, k[i].quiet_each ? "put + quiet" : "streaming puts", ms,
                (unsigned long long)atomic_load(&k[i].posted));

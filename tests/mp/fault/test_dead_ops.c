@@ -12,7 +12,8 @@
  * time in shared memory and SIGKILLs the victim; each survivor then runs KIND
  * against the victim until it fails, and checks the status and the latency
  * (limit: SYMM_PEER_TIMEOUT_MS, default 100 ms, plus LIMIT_SLACK_MS for a
- * loaded machine; the measured latency is printed).
+ * loaded machine, from when the victim was gone: symm_kill_since_ms; the
+ * measured latency is printed).
  * Host backend, or the CUDA backend with SYMM_TEST_BACKEND=cuda (exit 77
  * without a usable GPU).
  * DEAD_OPS_HOSTS=H splits the PEs into H simulated hosts like symmrun --hosts
@@ -46,9 +47,9 @@ static void expect_failed(const char *what, symm_status st) {
                    symm_status_string(st), symm_last_error());
     if (symm_last_error()[0] == '\0') TEST_FAIL_("%s: PEER_FAILED without a message", what);
     if (*symm_kill_t == 0) TEST_FAIL_("%s failed before the victim was killed", what);
-    double ms = (t - *symm_kill_t) * 1e3;
-    printf("PE %d: %s -> SYMM_ERR_PEER_FAILED %.1f ms after PE %d was killed (%s)\n", me, what,
-           ms, victim, symm_last_error());
+    double ms = symm_kill_since_ms(t);
+    printf("PE %d: %s -> SYMM_ERR_PEER_FAILED %.1f ms after PE %d ended (killed %.1f ms "
+           "before) (%s)\n", me, what, ms, victim, (t - *symm_kill_t) * 1e3, symm_last_error());
     fflush(stdout);
     if (ms > limit_ms()) TEST_FAIL_("%s noticed the dead PE after %.1f ms (limit %.0f)", what, ms,
                                     limit_ms());
