@@ -29,7 +29,6 @@
 #include "gpu_test.h"
 #include "symm_kill_harness.h"
 
-#define LIMIT_SLACK_MS 900.0
 #define GIVE_UP_S 30.0
 
 static const char *kind;
@@ -37,7 +36,7 @@ static int victim, n_pes, me;
 
 static double limit_ms(void) {
     const char *v = getenv("SYMM_PEER_TIMEOUT_MS");
-    return (v ? atof(v) : 100.0) + LIMIT_SLACK_MS;
+    return (v ? atof(v) : 100.0) + SYMM_KILL_SLACK_MS;
 }
 
 /* One block; thread 0 (or warp 0, or the whole block) waits; *status gets

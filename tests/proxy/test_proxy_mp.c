@@ -520,7 +520,6 @@ static void run_ops(bool remote, uint32_t depth) {
 
 /* ---- kill: PE 1 dies while PE 0's producers stream ---- */
 
-#define LIMIT_SLACK_MS 900.0
 #define GIVE_UP_S 20.0
 
 static uint32_t kill_depth;
@@ -602,7 +601,7 @@ static int kill_pe(int rank, const symm_unique_id *id, int ready_fd) {
     ASSERT_EQ(write(ready_fd, &one, 1), 1);
     for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
     const char *v = getenv("SYMM_PEER_TIMEOUT_MS");
-    const double limit = (v ? atof(v) : 100.0) + LIMIT_SLACK_MS;
+    const double limit = (v ? atof(v) : 100.0) + SYMM_KILL_SLACK_MS;
     for (int i = 0; i < 2; i++) {
         if (k[i].st != SYMM_ERR_PEER_FAILED)
             TEST_FAIL_("producer %d ended with %s, expected PEER_FAILED", i,
