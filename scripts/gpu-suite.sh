@@ -47,7 +47,7 @@ cd "$ROOT"
 OUT="${OUT:-$ROOT/gpu-suite-out}"
 mkdir -p "$OUT"
 BUDGET=${SUITE_BUDGET_S:-560}
-PHASES=" ${PHASES:-tests remote proxy info python bench nvshmem coll cstream probe mp} "
+PHASES=" ${PHASES:-tests remote proxy info python bench nvshmem coll cstream probe ab mp} "
 phase() { case "$PHASES" in *" $1 "*) return 0 ;; esac; return 1; }
 SKIPPED=""
 over() { SKIPPED="$SKIPPED $1"; log "skipped $1: $(left) s of the budget left"; }
@@ -86,6 +86,10 @@ command -v meson >/dev/null 2>&1 || MESON="python3 -m mesonbuild.mesonmain"
 # runtime, loader, launcher, GPU tests and bench; then, allowed to fail, the
 # tests/mp programs of suite gpu-mp.
 BUILD_OK=0
+# phase ab (scripts/gpu-ab.sh): the old runtime builds beside this one
+if phase ab && [ -d "$ROOT/.ab/small" ]; then
+  GPU_ARCHS=$ARCHS bash scripts/gpu-ab.sh build "$BUILD" > /dev/null 2>&1 &
+fi
 {
   if [ ! -f "$BUILD/build.ninja" ]; then
     # warnings are not errors here: this machine's compiler is newer than CI's, and a
@@ -93,7 +97,7 @@ BUILD_OK=0
     $MESON setup "$BUILD" -Dwerror=false -Dgpu_archs="$ARCHS" -Dcuda=enabled
   fi
   targets=$(ninja -C "$BUILD" -t targets all | cut -d: -f1 |
-    grep -E '^(runtime/libsymm_runtime\.so\.[0-9.]+|loader/libsymm\.so\.[0-9.]+|runtime/symmrun|runtime/symm-info|runtime/transports/[a-z]+/libsymm_transport_[a-z]+\.so|tests/gpu/[a-z_]+|tests/proxy/bench_proxy_ring_gpu|tests/mp/fault/fault_(transport_init|dead_ops)|tests/perf/(bench_symm|bench_coll_stream|probe_cuda))$')
+    grep -E '^(runtime/libsymm_runtime\.so\.[0-9.]+|loader/libsymm\.so\.[0-9.]+|runtime/symmrun|runtime/symm-info|runtime/transports/[a-z]+/libsymm_transport_[a-z]+\.so|tests/gpu/[a-z_]+|tests/proxy/bench_proxy_ring_gpu|tests/mp/fault/fault_(transport_init|dead_ops)|tests/perf/(bench_symm|bench_small_cost|bench_coll_stream|probe_cuda))$')
   # SKIP_TARGETS: a regex of targets left out (a short run's budget)
   [ -n "${SKIP_TARGETS:-}" ] && targets=$(echo "$targets" | grep -vE "$SKIP_TARGETS")
   echo "targets: $targets"
@@ -337,6 +341,16 @@ if [ $BUILD_OK = 1 ] && phase proxy && [ "$(left)" -gt 60 ]; then
   PROXY_RES=$(grep -E '^round|ratio' "$OUT/proxy-bench.txt" | tail -1)
   log "proxy: $PROXY_RES"
 fi
+# Before/after figures (scripts/gpu-ab.sh: the device header's load/store path
+# before the proxy branch, the CUDA backend's small host entries before the
+# small-call work); needs .ab/ from "gpu-ab.sh prepare" (carried).
+AB_RES="not run"
+if [ $BUILD_OK = 1 ] && phase ab && [ -d "$ROOT/.ab/ls" ] && [ "$(left)" -gt 150 ]; then
+  log "before/after (gpu-ab.sh)"
+  GPU_ARCHS=$ARCHS timeout -k 5 "$(cap 300)" bash scripts/gpu-ab.sh run "$BUILD" "$OUT" 3
+  AB_RES="ab.txt ($(grep -c '^-- round' "$OUT/ab.txt" 2>/dev/null) runs)"
+  log "ab: $AB_RES"
+fi
 if [ $BUILD_OK = 1 ] && [ "${SKIP_MP:-0}" != 1 ] && phase mp && [ "$(left)" -le 40 ]; then over mp; fi
 if [ $BUILD_OK = 1 ] && [ "${SKIP_MP:-0}" != 1 ] && phase mp && [ "$(left)" -gt 40 ]; then
   log "meson test --suite gpu-mp"
@@ -360,6 +374,7 @@ fi
   echo "- tests, suite gpu (own): $GPU_RES"
   echo "- every peer remote (suite gpu-remote, gpu_proxy_*, proxy_gpu_ring): $REMOTE_RES"
   echo "- proxy figures (proxy-bench.txt): $PROXY_RES"
+  echo "- before/after: $AB_RES"
   echo "- tests, suite gpu-mp (tests/mp programs with SYMM_TEST_BACKEND=cuda): ${MP_RES:-timed out}"
   echo "- symm-info --json (tests/tools/test_symm_info.py --expect-gpus $NGPU): $INFO_RES"
   echo
