@@ -28,9 +28,12 @@ static int run(const uint8_t *data, size_t size) {
     char *argv[MAX_ARGS + 2];
     int argc = 0;
     argv[argc++] = "symmrun";
-    const char *grace = NULL;
+    const char *grace = NULL, *bind = NULL;
     size_t at = 0;
-    if (size >= 6 && memcmp(buf, "GRACE=", 6) == 0) {
+    if (size >= 5 && memcmp(buf, "BIND=", 5) == 0) {
+        bind = buf + 5;
+        at = strlen(buf) + 1;
+    } else if (size >= 6 && memcmp(buf, "GRACE=", 6) == 0) {
         grace = buf + 6;
         at = strlen(buf) + 1;
     } else if (size >= 4 && memcmp(buf, "TMO=", 4) == 0) {
@@ -46,12 +49,13 @@ static int run(const uint8_t *data, size_t size) {
     symmrun_opts o;
     char err[256];
     memset(err, 0x55, sizeof err);
-    int r = symmrun_parse_args(argc, argv, grace, &o, err, sizeof err);
+    int r = symmrun_parse_args(argc, argv, grace, bind, &o, err, sizeof err);
     int valid = 0;
     if (r == SYMMRUN_ARGS_RUN) {
         if (o.n < 1 || o.n > SYMMRUN_MAX_PES || o.hosts < 0 || o.hosts > o.n || o.prog < 1 ||
             o.prog >= argc || !argv[o.prog] || o.timeout_s < 0 || o.timeout_s > 1e9 ||
-            !(o.grace_s >= 0) || (isfinite(o.grace_s) && o.grace_s > 1e9))
+            !(o.grace_s >= 0) || (isfinite(o.grace_s) && o.grace_s > 1e9) ||
+            o.bind < SYMMRUN_BIND_AUTO || o.bind > SYMMRUN_BIND_NONE)
             __builtin_trap();
         valid = 1;
     } else if (r == SYMMRUN_ARGS_USAGE) {

@@ -9,11 +9,11 @@
 # then the ratios to OpenSHMEM (of the medians, [the range of the rounds' own
 # ratios]); last, the raw floor of the same rounds (a store to the peer + a
 # full fence).
-# BASE=another build dir adds its bench_small to the rotation ("base": a
+# BASE=another build dir adds its bench_small and runtime to the rotation ("base": a
 # before/after comparison in one run).
 # BIND=core (default) pins each PE to its own core on both sides, as oshrun
-# does by default for 2 ranks (symm's PEs through taskset, by local rank);
-# BIND=none pins neither (oshrun --bind-to none). Unpinned, the scheduler of
+# does by default for 2 ranks (symmrun --bind core); BIND=none pins neither
+# (oshrun --bind-to none, symmrun --bind none). Unpinned, the scheduler of
 # a loaded machine may run both PEs on one core, and a barrier then costs
 # two context switches (~2 us) instead of a cache-line round trip.
 #   bash scripts/bench-small.sh [ROUNDS]    (BUILD=build dir, default build-bench)
@@ -37,19 +37,16 @@ BIND=${BIND:-core}
 OSH=(oshrun -np 2 --mca spml ucx --mca osc ucx -x UCX_TLS=posix,sysv,cma,self)
 [ "$(id -u)" = 0 ] && OSH+=(--allow-run-as-root)
 case "$BIND" in
-  core)
-    OSH+=(--bind-to core)
-    # PE i on core i (mod the cores): the wrapper runs under symmrun, which
-    # set SYMM_LOCAL_RANK
-    PIN=(sh -c 'exec taskset -c "$((SYMM_LOCAL_RANK % $(nproc)))" "$0" "$@"') ;;
-  none) OSH+=(--bind-to none); PIN=() ;;
+  core) OSH+=(--bind-to core); PIN=(--bind core) ;;
+  none) OSH+=(--bind-to none); PIN=(--bind none) ;;
   *) echo "bench-small: BIND=core or none" >&2; exit 2 ;;
 esac
 out=$(mktemp)
 for r in $(seq "$ROUNDS"); do
-  "$BUILD/runtime/symmrun" -n 2 "${PIN[@]}" "$BUILD/tests/perf/bench_small" 1 >>"$out" || exit 1
+  "$BUILD/runtime/symmrun" "${PIN[@]}" -n 2 "$BUILD/tests/perf/bench_small" 1 >>"$out" || exit 1
   if [ -n "${BASE:-}" ]; then
-    "$BASE/runtime/symmrun" -n 2 "${PIN[@]}" "$BASE/tests/perf/bench_small" 1 | sed -e 's/^small symm /small base /' -e 's/^small floor /small floor_base /' >>"$out" || exit 1
+    SYMM_RUNTIME="$BASE/runtime/libsymm_runtime.so.1" "$BUILD/runtime/symmrun" "${PIN[@]}" -n 2 \
+      "$BASE/tests/perf/bench_small" 1 | sed -e 's/^small symm /small base /' -e 's/^small floor /small floor_base /' >>"$out" || exit 1
   fi
   if [ -n "$SHMEM" ]; then
     "${OSH[@]}" "$BUILD/bench_small_shmem" 1 2>/dev/null | grep '^small ' >>"$out" || exit 1

@@ -619,6 +619,7 @@ static const var vars[] = {
     {"SYMM_LAUNCHER", "set by symmrun", false},
     {"SYMM_INTERRUPT_FD", "descriptor readable on SIGINT: waits for peers give up", false},
     {"SYMMRUN_GRACE", "symmrun: grace after a failure (s)", false},
+    {"SYMMRUN_BIND", "symmrun: CPUs of each PE (auto, spread, core, none)", false},
     {"SYMM_CUDA_PDL", "0: no programmatic dependent launch", false},
     {"SYMM_CUDA_COPY_KERNEL_MIN", "stream puts from GPU memory: SM copy from (bytes)", false},
     {"SYMM_CUDA_COPY_KERNEL_MAX", "... up to (bytes; 0: copy engine only)", false},

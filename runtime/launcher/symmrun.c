@@ -1,7 +1,8 @@
 /*
  * symmrun: run N processing elements of one symm job on this host.
  *
- *   symmrun -n N [--hosts H] [--timeout SEC] [--grace SEC|inf] [--no-kill] [--] program [args...]
+ *   symmrun -n N [--hosts H] [--bind MODE] [--timeout SEC] [--grace SEC|inf] [--no-kill]
+ *           [--] program [args...]
  *   (options, --help text and man page: man/symmrun.txt)
  *
  * symmrun makes a random job secret, serves the job's rendezvous on an
@@ -46,6 +47,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,11 +107,60 @@ static void set_runtime_path(void) {
 /* Simulated host of rank r (see --hosts): contiguous groups. */
 static long host_of(long r, long n, long hosts) { return r * hosts / n; }
 
-static void child_exec(int rank, long n, long hosts, pid_t parent, const sigset_t *mask,
-                       char **argv) {
+/*
+ * --bind: the CPUs each PE may run on, from symmrun's own (sched_getaffinity,
+ * so taskset and cgroup cpusets are respected), in the kernel's order: PE r
+ * of n gets the r-th of n contiguous groups (spread) or the first CPU of that
+ * group (core). auto is spread when the job's PEs are at most the CPUs, else
+ * none: a PE per CPU is what mpirun and oshrun do by default, and it keeps
+ * two PEs that spin on each other's words off one core; with more PEs than
+ * CPUs pinning would only stop the scheduler from balancing them. Simulated
+ * hosts share this machine, so every PE of the job counts. docs/DECISIONS.md
+ * "symmrun binds PEs to CPUs" has the figures.
+ */
+typedef struct bind_plan {
+    int mode;  /* SYMMRUN_BIND_SPREAD, _CORE or _NONE (auto resolved) */
+    int ncpu;
+    int cpu[CPU_SETSIZE];
+} bind_plan;
+
+static int plan_bind(bind_plan *b, int mode, long n) {
+    cpu_set_t own;
+    b->ncpu = 0;
+    if (sched_getaffinity(0, sizeof own, &own) == 0)
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &own)) b->cpu[b->ncpu++] = c;
+    if (mode == SYMMRUN_BIND_AUTO)
+        mode = b->ncpu > 0 && n <= b->ncpu ? SYMMRUN_BIND_SPREAD : SYMMRUN_BIND_NONE;
+    if (mode != SYMMRUN_BIND_NONE && n > b->ncpu) {
+        fprintf(stderr, "symmrun: --bind %s needs a CPU per PE: %ld PEs, %d CPUs this process "
+                "may use\n(--bind auto or none lets them share)\n",
+                mode == SYMMRUN_BIND_CORE ? "core" : "spread", n, b->ncpu);
+        return EXIT_USAGE;
+    }
+    b->mode = mode;
+    return 0;
+}
+
+/* In PE rank's child, before exec (the program and its threads inherit it). */
+static void apply_bind(const bind_plan *b, long rank, long n) {
+    if (b->mode == SYMMRUN_BIND_NONE) return;
+    long lo = rank * b->ncpu / n, hi = (rank + 1) * b->ncpu / n;
+    if (b->mode == SYMMRUN_BIND_CORE) hi = lo + 1;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (long i = lo; i < hi; i++) CPU_SET(b->cpu[i], &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
+        fprintf(stderr, "symmrun: PE %ld: not bound to CPUs %d-%d (%s); runs unbound\n", rank,
+                b->cpu[lo], b->cpu[hi - 1], strerror(errno));
+}
+
+static void child_exec(int rank, long n, long hosts, const bind_plan *bind, pid_t parent,
+                       const sigset_t *mask, char **argv) {
     sigprocmask(SIG_SETMASK, mask, NULL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(EXIT_INTERNAL); /* symmrun died before prctl */
+    apply_bind(bind, rank, n);
     char v[48]; /* "symmrun-host-" + a long */
     snprintf(v, sizeof v, "%d", rank);
     setenv("SYMM_RANK", v, 1);
@@ -163,6 +214,7 @@ typedef struct job {
     int64_t deadline; /* --timeout, 0: none                                     */
     int64_t term_at;  /* SIGTERM whatever still runs at this time (grace)       */
     int64_t kill_at;  /* SIGKILL whatever still runs at this time               */
+    bind_plan bind;   /* --bind                                                 */
 } job;
 
 /* The job's secret, address and rendezvous server (symmrun serves it). */
@@ -240,7 +292,7 @@ static int job_spawn(job *j, char **prog) {
     pid_t self = getpid();
     for (int r = 0; r < j->n; r++) {
         pid_t pid = fork();
-        if (pid == 0) child_exec(r, j->n, j->hosts, self, &j->old_mask, prog);
+        if (pid == 0) child_exec(r, j->n, j->hosts, &j->bind, self, &j->old_mask, prog);
         if (pid < 0) {
             fprintf(stderr, "symmrun: cannot start PE %d: %s; stopping the job\n", r,
                     strerror(errno));
@@ -383,7 +435,8 @@ static void job_supervise(job *j) {
 int main(int argc, char **argv) {
     symmrun_opts opt;
     char err[512];
-    switch (symmrun_parse_args(argc, argv, getenv("SYMMRUN_GRACE"), &opt, err, sizeof err)) {
+    switch (symmrun_parse_args(argc, argv, getenv("SYMMRUN_GRACE"), getenv("SYMMRUN_BIND"), &opt,
+                               err, sizeof err)) {
     case SYMMRUN_ARGS_HELP:
         fputs(symmrun_usage_text, stdout);
         return 0;
@@ -398,7 +451,9 @@ int main(int argc, char **argv) {
     }
     job j = {.n = opt.n, .hosts = opt.hosts, .timeout_s = opt.timeout_s, .grace_s = opt.grace_s,
              .sig_fd = -1, .first_failed = -1};
-    int rc = job_serve(&j);
+    int rc = plan_bind(&j.bind, opt.bind, opt.n);
+    if (rc) return rc;
+    rc = job_serve(&j);
     if (rc) return rc;
     rc = job_signals(&j);
     if (!rc) rc = job_spawn(&j, argv + opt.prog);

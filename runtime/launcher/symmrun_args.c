@@ -44,6 +44,16 @@ unsigned symmrun_parse_timeout_ms(const char *text, unsigned dflt) {
     return (unsigned)v;
 }
 
+int symmrun_parse_bind(const char *val) {
+    static const char *const names[] = {[SYMMRUN_BIND_AUTO] = "auto",
+                                        [SYMMRUN_BIND_SPREAD] = "spread",
+                                        [SYMMRUN_BIND_CORE] = "core",
+                                        [SYMMRUN_BIND_NONE] = "none"};
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
+        if (strcmp(val, names[i]) == 0) return i;
+    return -1;
+}
+
 /* One option's value into *o (opt: the option's short name). */
 static int take_value(int opt, const char *val, symmrun_opts *o, char *err, size_t cap) {
     char *end = NULL;
@@ -54,6 +64,10 @@ static int take_value(int opt, const char *val, symmrun_opts *o, char *err, size
         if (errno || end == val || !end || *end || o->n < 1 || o->n > SYMMRUN_MAX_PES)
             return usage(err, cap, "-n wants a PE count in 1..%d, not \"%s\"", SYMMRUN_MAX_PES,
                          val);
+        return SYMMRUN_ARGS_RUN;
+    case 'b':
+        if ((o->bind = symmrun_parse_bind(val)) < 0)
+            return usage(err, cap, "--bind wants auto, spread, core or none, not \"%s\"", val);
         return SYMMRUN_ARGS_RUN;
     case 'H':
         o->hosts = isdigit((unsigned char)val[0]) ? strtol(val, &end, 10) : 0;
@@ -103,17 +117,21 @@ static const struct option long_opts[] = {
     {"np", required_argument, NULL, 'n'},      {"hosts", required_argument, NULL, 'H'},
     {"timeout", required_argument, NULL, 't'}, {"grace", required_argument, NULL, 'g'},
     {"no-kill", no_argument, NULL, 'K'},       {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0},
+    {"version", no_argument, NULL, 'V'},       {"bind", required_argument, NULL, 'b'},
+    {NULL, 0, NULL, 0},
 };
 
-int symmrun_parse_args(int argc, char *const *argv, const char *grace_env, symmrun_opts *o,
-                       char *err, size_t err_cap) {
+int symmrun_parse_args(int argc, char *const *argv, const char *grace_env,
+                       const char *bind_env, symmrun_opts *o, char *err, size_t err_cap) {
     memset(o, 0, sizeof *o);
     o->grace_s = SYMMRUN_DEFAULT_GRACE_S;
     if (err && err_cap) err[0] = '\0';
     if (grace_env && *grace_env && !symmrun_parse_grace(grace_env, &o->grace_s))
         return usage(err, err_cap, "SYMMRUN_GRACE wants seconds (>= 0) or inf, not \"%s\"",
                      grace_env);
+    if (bind_env && *bind_env && (o->bind = symmrun_parse_bind(bind_env)) < 0)
+        return usage(err, err_cap, "SYMMRUN_BIND wants auto, spread, core or none, not \"%s\"",
+                     bind_env);
     for (int i = 0; i < argc; i++)
         if (!argv[i]) return usage(err, err_cap, "argument %d is NULL", i);
     if (argc < 1) return usage(err, err_cap, "missing -n N (the number of PEs)");
@@ -127,7 +145,7 @@ int symmrun_parse_args(int argc, char *const *argv, const char *grace_env, symmr
             optind = at + 2;
             continue;
         }
-        c = getopt_long(argc, argv, "+:n:H:t:g:hV", long_opts, NULL);
+        c = getopt_long(argc, argv, "+:n:H:t:g:b:hV", long_opts, NULL);
         if (c == -1) break;
         const char *arg = argv[optind - 1 < argc ? optind - 1 : argc - 1];
         if (c == 'h') return SYMMRUN_ARGS_HELP;

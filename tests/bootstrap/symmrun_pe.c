@@ -8,9 +8,12 @@
  *   term-ignore          every PE ignores SIGTERM; PE 0 exits 5, the others sleep
  *   int-ignore           every PE ignores SIGINT and sleeps
  *   pidfile DIR          write DIR/<rank>.pid, then sleep
+ *   affinity             print "PE <rank> cpus <list>." (its sched_getaffinity,
+ *                        comma-separated), for the --bind checks
  *   hosts H              check the simulated host of --hosts H: SYMM_HOST_ID
  *                        and the local rank/count of contiguous groups
  */
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +99,19 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "int-ignore") == 0) {
         signal(SIGINT, SIG_IGN);
         nap(30);
+        return 0;
+    }
+    if (strcmp(mode, "affinity") == 0) {
+        cpu_set_t set;
+        if (sched_getaffinity(0, sizeof set, &set) != 0) return fail("sched_getaffinity");
+        char line[8192];
+        int len = snprintf(line, sizeof line, "PE %d cpus ", rank);
+        for (int c = 0, first = 1; c < CPU_SETSIZE && len < (int)sizeof line - 16; c++) {
+            if (!CPU_ISSET(c, &set)) continue;
+            len += snprintf(line + len, sizeof line - (size_t)len, "%s%d", first ? "" : ",", c);
+            first = 0;
+        }
+        printf("%s.\n", line);
         return 0;
     }
     if (strcmp(mode, "pidfile") == 0 && argc == 3) {

@@ -3,11 +3,12 @@
  * fails or dies, the grace period survivors get (--grace, --no-kill,
  * SYMMRUN_GRACE), --timeout, signal forwarding, a stop signal ending the job
  * (the first SIGINT: exit 130; a second: SIGKILL), PEs dying with symmrun,
- * usage errors.
+ * usage errors, the CPUs --bind gives each PE.
  *
  *   test_symmrun SYMMRUN PE_PROGRAM GRACE_PE_PROGRAM
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -107,6 +108,70 @@ static void expect_text(const char *where, const char *text, const char *needle)
     if (!strstr(text, needle)) TEST_FAIL_("%s lacks \"%s\":\n%s", where, needle, text);
 }
 
+/* "PE <rank> cpus <cpu[lo..hi) comma-separated>." as symmrun_pe affinity prints it */
+static void cpus_line(char *buf, size_t cap, int rank, const int *cpu, int lo, int hi) {
+    int len = snprintf(buf, cap, "PE %d cpus ", rank);
+    for (int i = lo; i < hi; i++)
+        len += snprintf(buf + len, cap - (size_t)len, "%s%d", i > lo ? "," : "", cpu[i]);
+    snprintf(buf + len, cap - (size_t)len, ".");
+}
+
+/* --bind: each PE's CPUs, out of the ones this process may use. */
+static void test_bind(void) {
+    static result r;
+    cpu_set_t own;
+    ASSERT_EQ(sched_getaffinity(0, sizeof own, &own), 0);
+    static int cpu[CPU_SETSIZE];
+    int n = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &own)) cpu[n++] = c;
+    static char want[16384];
+    /* none: symmrun's own set */
+    RUN(&r, "-n", "2", "--bind", "none", pe_prog, "affinity");
+    ASSERT_EQ(r.code, 0);
+    for (int pe = 0; pe < 2; pe++) {
+        cpus_line(want, sizeof want, pe, cpu, 0, n);
+        expect_text("--bind none", r.out, want);
+    }
+    if (n >= 2) {
+        /* auto (the default) on 2 PEs: spread, halves; core: each half's first CPU */
+        RUN(&r, "-n", "2", pe_prog, "affinity");
+        ASSERT_EQ(r.code, 0);
+        cpus_line(want, sizeof want, 0, cpu, 0, n / 2);
+        expect_text("--bind auto", r.out, want);
+        cpus_line(want, sizeof want, 1, cpu, n / 2, n);
+        expect_text("--bind auto", r.out, want);
+        setenv("SYMMRUN_BIND", "core", 1);
+        RUN(&r, "-n", "2", pe_prog, "affinity");
+        unsetenv("SYMMRUN_BIND");
+        ASSERT_EQ(r.code, 0);
+        cpus_line(want, sizeof want, 0, cpu, 0, 1);
+        expect_text("SYMMRUN_BIND=core", r.out, want);
+        cpus_line(want, sizeof want, 1, cpu, n / 2, n / 2 + 1);
+        expect_text("SYMMRUN_BIND=core", r.out, want);
+    } else {
+        printf("test_symmrun: one CPU here: the 2-CPU --bind cases are not run\n");
+    }
+    /* symmrun on one CPU: auto leaves 2 PEs sharing it; core is a usage error */
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu[0], &one);
+    ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+    RUN(&r, "-n", "2", pe_prog, "affinity");
+    ASSERT_EQ(r.code, 0);
+    for (int pe = 0; pe < 2; pe++) {
+        cpus_line(want, sizeof want, pe, cpu, 0, 1);
+        expect_text("--bind auto on one CPU", r.out, want);
+    }
+    RUN(&r, "-n", "2", "--bind", "core", pe_prog, "affinity");
+    ASSERT_EQ(r.code, 2);
+    expect_text("stderr", r.err, "--bind core needs a CPU per PE: 2 PEs, 1 CPUs");
+    RUN(&r, "-n", "2", "--bind", "nearest", pe_prog, "affinity");
+    ASSERT_EQ(r.code, 2);
+    expect_text("stderr", r.err, "--bind wants auto, spread, core or none, not \"nearest\"");
+    ASSERT_EQ(sched_setaffinity(0, sizeof own, &own), 0);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: test_symmrun SYMMRUN PE_PROGRAM GRACE_PE_PROGRAM\n");
@@ -116,6 +181,8 @@ int main(int argc, char **argv) {
     pe_prog = argv[2];
     grace_prog = argv[3];
     static result r;
+
+    test_bind();
 
     /* Everyone exits 0: 0; the environment is as documented. */
     RUN(&r, "-n", "4", pe_prog, "env");

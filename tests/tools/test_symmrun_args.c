@@ -24,7 +24,7 @@ static void expect(int line, const char *const *args, int want, int prog, long n
     for (int round = 0; round < 2; round++) {
         symmrun_opts o;
         char err[256];
-        int r = symmrun_parse_args(argc, argv, NULL, &o, err, sizeof err);
+        int r = symmrun_parse_args(argc, argv, NULL, NULL, &o, err, sizeof err);
         bool ok = r == want;
         if (ok && r == SYMMRUN_ARGS_RUN)
             ok = o.prog == prog && o.n == n && o.hosts == hosts && o.timeout_s == timeout &&
@@ -101,13 +101,36 @@ int main(void) {
         char *argv[] = {"symmrun", "-n", "2", "prog", NULL};
         symmrun_opts o;
         char err[256];
-        ASSERT_EQ(symmrun_parse_args(4, argv, "5", &o, err, sizeof err), SYMMRUN_ARGS_RUN);
+        ASSERT_EQ(symmrun_parse_args(4, argv, "5", NULL, &o, err, sizeof err), SYMMRUN_ARGS_RUN);
         ASSERT_DBL_NEAR(o.grace_s, 5.0, 0);
-        ASSERT_EQ(symmrun_parse_args(4, argv, "soon", &o, err, sizeof err), SYMMRUN_ARGS_USAGE);
+        ASSERT_EQ(symmrun_parse_args(4, argv, "soon", NULL, &o, err, sizeof err), SYMMRUN_ARGS_USAGE);
         ASSERT_TRUE(strstr(err, "SYMMRUN_GRACE") != NULL);
         char *argv2[] = {"symmrun", "-g", "2", "-n", "2", "prog", NULL};
-        ASSERT_EQ(symmrun_parse_args(6, argv2, "5", &o, err, sizeof err), SYMMRUN_ARGS_RUN);
+        ASSERT_EQ(symmrun_parse_args(6, argv2, "5", NULL, &o, err, sizeof err), SYMMRUN_ARGS_RUN);
         ASSERT_DBL_NEAR(o.grace_s, 2.0, 0);
+    }
+    /* --bind: its values, SYMMRUN_BIND as its default, bad values named */
+    {
+        symmrun_opts o;
+        char err[256];
+        char *a1[] = {"symmrun", "-n", "2", "prog", NULL};
+        ASSERT_EQ(symmrun_parse_args(4, a1, NULL, NULL, &o, err, sizeof err), SYMMRUN_ARGS_RUN);
+        ASSERT_EQ(o.bind, SYMMRUN_BIND_AUTO);
+        ASSERT_EQ(symmrun_parse_args(4, a1, NULL, "core", &o, err, sizeof err), SYMMRUN_ARGS_RUN);
+        ASSERT_EQ(o.bind, SYMMRUN_BIND_CORE);
+        ASSERT_EQ(symmrun_parse_args(4, a1, NULL, "tight", &o, err, sizeof err),
+                  SYMMRUN_ARGS_USAGE);
+        ASSERT_TRUE(strstr(err, "SYMMRUN_BIND wants auto, spread, core or none, not \"tight\"") != NULL);
+        char *a2[] = {"symmrun", "--bind", "none", "-n", "2", "prog", NULL};
+        ASSERT_EQ(symmrun_parse_args(6, a2, NULL, "core", &o, err, sizeof err), SYMMRUN_ARGS_RUN);
+        ASSERT_EQ(o.bind, SYMMRUN_BIND_NONE);
+        char *a3[] = {"symmrun", "--bind=spread", "-n", "2", "prog", NULL};
+        ASSERT_EQ(symmrun_parse_args(5, a3, NULL, NULL, &o, err, sizeof err), SYMMRUN_ARGS_RUN);
+        ASSERT_EQ(o.bind, SYMMRUN_BIND_SPREAD);
+        ASSERT_EQ(o.prog, 4);
+        char *a4[] = {"symmrun", "--bind", "cores", "-n", "2", "prog", NULL};
+        ASSERT_EQ(symmrun_parse_args(6, a4, NULL, NULL, &o, err, sizeof err), SYMMRUN_ARGS_USAGE);
+        ASSERT_TRUE(strstr(err, "--bind wants auto, spread, core or none, not \"cores\"") != NULL);
     }
     if (failures) {
         fprintf(stderr, "test_symmrun_args: %d failures\n", failures);
