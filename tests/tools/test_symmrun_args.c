@@ -103,7 +103,8 @@ int main(void) {
         char err[256];
         ASSERT_EQ(symmrun_parse_args(4, argv, "5", NULL, &o, err, sizeof err), SYMMRUN_ARGS_RUN);
         ASSERT_DBL_NEAR(o.grace_s, 5.0, 0);
-        ASSERT_EQ(symmrun_parse_args(4, argv, "soon", NULL, &o, err, sizeof err), SYMMRUN_ARGS_USAGE);
+        ASSERT_EQ(symmrun_parse_args(4, argv, "soon", NULL, &o, err, sizeof err),
+                  SYMMRUN_ARGS_USAGE);
         ASSERT_TRUE(strstr(err, "SYMMRUN_GRACE") != NULL);
         char *argv2[] = {"symmrun", "-g", "2", "-n", "2", "prog", NULL};
         ASSERT_EQ(symmrun_parse_args(6, argv2, "5", NULL, &o, err, sizeof err), SYMMRUN_ARGS_RUN);
@@ -120,7 +121,8 @@ int main(void) {
         ASSERT_EQ(o.bind, SYMMRUN_BIND_CORE);
         ASSERT_EQ(symmrun_parse_args(4, a1, NULL, "tight", &o, err, sizeof err),
                   SYMMRUN_ARGS_USAGE);
-        ASSERT_TRUE(strstr(err, "SYMMRUN_BIND wants auto, spread, core or none, not \"tight\"") != NULL);
+        ASSERT_TRUE(strstr(err, "SYMMRUN_BIND wants auto, spread, core or none, not \"tight\"") !=
+                    NULL);
         char *a2[] = {"symmrun", "--bind", "none", "-n", "2", "prog", NULL};
         ASSERT_EQ(symmrun_parse_args(6, a2, NULL, "core", &o, err, sizeof err), SYMMRUN_ARGS_RUN);
         ASSERT_EQ(o.bind, SYMMRUN_BIND_NONE);
