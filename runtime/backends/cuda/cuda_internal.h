@@ -134,7 +134,10 @@ typedef struct cu_state {
     /* host-initiated work */
     CUstream s_int;
     CUevent ev_int;
-    atomic_bool nbi_pending;
+    /* host nbi puts/gets on s_int: posted counts them, done is the posted
+     * count that a finish of s_int saw before it waited (so it covers them);
+     * equal: nothing outstanding, and a quiet need not touch the device */
+    _Atomic uint64_t nbi_posted, nbi_done;
     pthread_mutex_t amo_lock;
     bool amo_lock_init;
     uint64_t *pinned; /* [0]: atomic result, [1]: error word (int) */
@@ -226,6 +229,12 @@ static inline symm_status cu_enter(const cu_state *s) {
     return SYMM_SUCCESS;
 }
 
+/* Host nbi operations on the internal stream that no finish covered yet. */
+static inline bool cu_nbi_outstanding(cu_state *s) {
+    return atomic_load_explicit(&s->nbi_done, memory_order_acquire) !=
+           atomic_load_explicit(&s->nbi_posted, memory_order_acquire);
+}
+
 #define CU_GAVE_UP_MSG                                                                  \
     "a GPU-side team wait (a barrier or collective) gave up after %llu ms: a peer PE died " \
     "or did not take part; the context's teams are out of step from now on"
@@ -271,6 +280,8 @@ symm_status symm__cu_launch(cu_state *s, CUfunction f, const char *name, unsigne
  * internal stream (watching the job's health) and report a GPU-side wait
  * that gave up; a stream returns at once. */
 symm_status symm__cu_finish(cu_state *s, void *stream);
+/* A GPU-side give-up recorded in the error word, as a blocking call's status. */
+symm_status symm__cu_check_err_word(cu_state *s);
 /* The team's lane (cu_lane), made on first use, with its stream ordered
  * after this context's unquieted nbi work on the internal stream (which it
  * followed when blocking team operations ran there). */

@@ -41,7 +41,7 @@ symm_status symm__cuda_put(symm__ctx *ctx, int32_t pe, uint64_t off, const void 
     SYMM_TRY(symm__cu_copy_async(s, (CUdeviceptr)(uintptr_t)(b + off), (CUdeviceptr)(uintptr_t)src,
                                  n));
     if (flags & SYMM__NBI) {
-        atomic_store(&s->nbi_pending, true);
+        atomic_fetch_add_explicit(&s->nbi_posted, 1, memory_order_release);
         return SYMM_SUCCESS;
     }
     return symm__cu_finish(s, NULL);
@@ -57,7 +57,7 @@ symm_status symm__cuda_get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, 
     SYMM_TRY(symm__cu_copy_async(s, (CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)(b + off),
                                  n));
     if (flags & SYMM__NBI) {
-        atomic_store(&s->nbi_pending, true);
+        atomic_fetch_add_explicit(&s->nbi_posted, 1, memory_order_release);
         return SYMM_SUCCESS;
     }
     return symm__cu_finish(s, NULL);
@@ -101,8 +101,12 @@ symm_status symm__cuda_atomic(symm__ctx *ctx, int32_t pe, uint64_t off, uint32_t
     return st;
 }
 
+/* Blocking host calls finish the internal stream before they return, so only
+ * nbi operations can be outstanding: with none, quiet is the error-word check
+ * alone (no driver call). */
 symm_status symm__cuda_quiet(symm__ctx *ctx) {
     cu_state *s = ctx->backend;
+    if (!cu_nbi_outstanding(s)) return symm__cu_check_err_word(s);
     SYMM_TRY(cu_enter(s));
     return symm__cu_finish(s, NULL);
 }
@@ -286,7 +290,7 @@ symm_status symm__cuda_quiet_stream(symm__ctx *ctx, void *stream) {
     if (!stream) return symm__cuda_quiet(ctx);
     /* Stream work completes in stream order: only host-issued nbi operations
      * (internal stream) need joining, and only outside a capture. */
-    if (!atomic_load(&s->nbi_pending)) return SYMM_SUCCESS;
+    if (!cu_nbi_outstanding(s)) return SYMM_SUCCESS;
     SYMM_TRY(cu_enter(s));
     CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
     SYMM__CU(StreamIsCapturing((CUstream)stream, &cap));

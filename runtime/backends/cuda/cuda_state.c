@@ -39,7 +39,7 @@ int symm__cu_take_err_word(cu_state *s) {
 }
 
 /* Blocking calls also report it as their own failure. */
-static symm_status check_err_word(cu_state *s) {
+symm_status symm__cu_check_err_word(cu_state *s) {
     int w = symm__cu_take_err_word(s);
     if (!w) return SYMM_SUCCESS;
     if (w == CU_ERR_PEER_FAILED) return symm__err(SYMM_ERR_PEER_FAILED, CU_PEER_FAILED_MSG);
@@ -147,16 +147,23 @@ static symm_status finish_on(cu_state *s, CUstream cs, const uint64_t *word, uin
 /* NULL stream = blocking: the work went to the internal stream; wait for it. */
 symm_status symm__cu_finish(cu_state *s, void *stream) {
     if (stream) return SYMM_SUCCESS;
+    /* what was posted before the wait is complete after it; later posts are
+     * not (another thread's), so done only moves up to what this wait saw */
+    uint64_t seen = atomic_load_explicit(&s->nbi_posted, memory_order_acquire);
     SYMM_TRY(finish_on(s, s->s_int, NULL, 0, "the internal stream (a blocking copy or atomic)"));
-    atomic_store(&s->nbi_pending, false);
-    return check_err_word(s);
+    uint64_t done = atomic_load_explicit(&s->nbi_done, memory_order_relaxed);
+    while (done < seen && !atomic_compare_exchange_weak_explicit(&s->nbi_done, &done, seen,
+                                                                 memory_order_release,
+                                                                 memory_order_relaxed)) {
+    }
+    return symm__cu_check_err_word(s);
 }
 
 symm_status symm__cu_lane_finish(cu_state *s, const cu_lane *lane, const uint64_t *word,
                                  uint64_t want) {
     SYMM_TRY(finish_on(s, lane->stream, word, want,
                        "a team's stream (a blocking barrier or collective waiting on peers)"));
-    return check_err_word(s);
+    return symm__cu_check_err_word(s);
 }
 
 void symm__cu_lane_free(cu_lane *l) {
@@ -200,7 +207,7 @@ symm_status symm__cu_lane(cu_state *s, const symm__team *team, cu_lane **lane) {
     /* This PE's nbi puts and gets that no quiet waited for yet went to the
      * internal stream: the team's work follows them, as when it ran there
      * (gpu_coll's nbi case). The event is the lane's, used by its one caller. */
-    if (atomic_load(&s->nbi_pending)) {
+    if (cu_nbi_outstanding(s)) {
         CUresult r = symm__cu.EventRecord(l->nbi_ev, s->s_int);
         if (r == CUDA_SUCCESS) r = symm__cu.StreamWaitEvent(l->stream, l->nbi_ev, 0);
         if (r != CUDA_SUCCESS) return symm__cu_fail(r, "cuEventRecord / cuStreamWaitEvent");
