@@ -132,7 +132,12 @@ symm_status symm__wait_keep(symm__ctx *ctx, atomic_int *keep, bool (*done)(void 
     /* Spin briefly (latency), then yield (PEs may outnumber cores), then
      * sleep in short naps; check for failed peers about every millisecond.
      * A wait that does not end while spinning parks (handles.c) and from
-     * then on leaves when its context or an object it holds is freed. */
+     * then on leaves when its context or an object it holds is freed.
+     * Once parked, every pass drives the transport's completions: a PE
+     * waiting here is the target of its peers' puts, gets and atomics, and
+     * a transport with manual progress (ofi) serves them only while someone
+     * reads its completion queue, so the waiting thread does it at once
+     * instead of leaving it to the transport's sleeping progress thread. */
     for (int i = 0; i < 128; i++) {
         if (done(arg)) return SYMM_SUCCESS;
     }
@@ -140,12 +145,12 @@ symm_status symm__wait_keep(symm__ctx *ctx, atomic_int *keep, bool (*done)(void 
     symm__park(ctx);
     uint64_t start = now_ns(), last_check = start, note_at = start + 1000000000ull;
     for (uint64_t iter = 0;; iter++) {
+        symm__progress(ctx); /* first: what it serves may be what done() waits for */
         if (done(arg)) return SYMM_SUCCESS;
         SYMM_TRY(symm__check_closing(ctx));
         uint64_t t = now_ns();
         if (t - last_check > 1000000ull) {
             last_check = t;
-            symm__progress(ctx);
             SYMM_TRY(symm__check_failed(ctx));
         }
         if (t >= note_at) { /* a long wait says what it waits for: 1 s, then every 10 s */

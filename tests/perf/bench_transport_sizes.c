@@ -1,11 +1,20 @@
 /*
  * A transport plugin's latency and bandwidth at several sizes: the figures
  * of bench_ofi_raw.c (raw libfabric), through any libsymm_transport_<name>.so.
- * Two PEs on two simulated hosts (tests/transport's tp_world); PE 0 measures,
- * PE 1 waits in the harness's barrier (a passive target: the plugin's own
- * progress serves it).
+ * Two PEs on two simulated hosts (tests/transport's tp_world); PE 0 measures.
+ * PE 1, the target, is in one of two states (--target):
+ *   passive  (default) it sleeps in the harness's barrier, which never enters
+ *            the plugin: only the plugin's own progress (its thread) serves
+ *            PE 0, as in a job whose target computes or waits elsewhere;
+ *   wait     it waits for a flag word in its heap that PE 0 puts at the end,
+ *            calling the plugin's progress hook and sched_yield in a loop:
+ *            what the core's waits (symm_wait_until, signal waits, barriers)
+ *            do while they yield, the first 20 ms of a wait (they nap 50 us
+ *            between passes after that). The counterpart of bench_ofi_raw's
+ *            target, which spins in fi_cq_read.
  *
  *   bench_transport_sizes PLUGIN [--sizes "8 64 ..."] [--iters N] [--repeat N]
+ *                        [--target passive|wait]
  *
  * Rows: "symm <figure> <bytes> <iters> <metric> <value>":
  *   put_lat  t_typical_us  blocking put from registered memory (remote completion)
@@ -15,6 +24,8 @@
  * t_typical is the median over the iterations; with --repeat N each figure
  * is the median of N runs.
  */
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +36,11 @@
 #include "../transport/tp_world.h"
 
 #define MAX_SIZE (4u << 20)
-#define HEAP (2u * MAX_SIZE)
+#define FLAG (2u * MAX_SIZE)  /* the heap word that ends a waiting target's wait */
+#define HEAP (FLAG + 4096u)
 
 static const char *sizes_arg = "8 64 512 4096 32768 262144 1048576 4194304";
-static int iters_arg = 1000, repeat = 3;
+static int iters_arg = 1000, repeat = 3, waiting = 0;
 static char *heap;
 
 static double now_us(void) {
@@ -91,9 +103,22 @@ static int bench(tp_world *w) {
     memset(heap, 0, HEAP);
     TRY(w->ops->open(&w->core, 0, &w->state, &w->info));
     TRY(w->ops->mem_add(w->state, heap, 0, HEAP, SYMM_TP_MEM_HOST, -1));
+    TRY(tp_barrier(w)); /* both registered: PE 0 may reach PE 1's flag */
+    if (w->me == 1 && waiting) {
+        /* The core's wait, yield phase: progress, test the word, yield. */
+        atomic_ullong *flag = (atomic_ullong *)(void *)(heap + FLAG);
+        for (unsigned i = 1;; i++) {
+            if (w->ops->progress) w->ops->progress(w->state); /* NULL: tcp plugin */
+            if (atomic_load_explicit(flag, memory_order_acquire)) break;
+            if (i % 1024 == 0 && w->core.check_failed(w->core.core)) /* PE 0 gave up */
+                return 1;
+            sched_yield();
+        }
+    }
     if (w->me == 0) {
-        printf("# bench_transport_sizes: %s on %s, 2 PEs on 2 simulated hosts, passive target, "
-               "repeat %d\n", w->ops->name, w->info.device, repeat);
+        printf("# bench_transport_sizes: %s on %s, 2 PEs on 2 simulated hosts, %s target, "
+               "repeat %d\n", w->ops->name, w->info.device, waiting ? "waiting" : "passive",
+               repeat);
         printf("%-7s %-14s %9s %6s %-13s %s\n", "#", "figure", "bytes", "iters", "metric", "value");
         char *list = strdup(sizes_arg), *save = NULL;
         double *r = malloc(sizeof *r * (size_t)repeat);
@@ -122,6 +147,10 @@ static int bench(tp_world *w) {
         }
         free(r);
         free(list);
+        if (waiting) { /* end PE 1's wait */
+            static const uint64_t one = 1;
+            TRY(w->ops->put(w->state, 1, FLAG, &one, sizeof one, 0));
+        }
     }
     TRY(tp_barrier(w));
     w->ops->close(w->state);
@@ -135,10 +164,14 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes_arg = argv[++i];
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters_arg = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--target") && i + 1 < argc && !strcmp(argv[i + 1], "wait"))
+            waiting = 1, i++;
+        else if (!strcmp(argv[i], "--target") && i + 1 < argc && !strcmp(argv[i + 1], "passive"))
+            waiting = 0, i++;
         else if (argv[i][0] != '-' && !o.plugin) o.plugin = argv[i];
         else {
             fprintf(stderr, "usage: bench_transport_sizes PLUGIN [--sizes \"S ...\"] [--iters N] "
-                            "[--repeat N]\n");
+                            "[--repeat N] [--target passive|wait]\n");
             return 2;
         }
     }

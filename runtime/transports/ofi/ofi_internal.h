@@ -53,7 +53,10 @@
  *   (the thread stands aside meanwhile): it spins briefly, then sleeps on
  *   the wait fd, or yields for 2 ms and then naps 20 us, so PEs that
  *   outnumber the cores leave each other CPU. -FI_EAGAIN is retried after
- *   progress.
+ *   progress. The core's waits (symm_wait_until, signal waits, barriers)
+ *   call the progress hook at every pass, so a PE that waits in symm serves
+ *   its peers from its own thread; meanwhile a thread without a wait fd
+ *   stands aside (APP_POLL_US).
  * - Failure: every wait checks core->check_failed and the peer_failed flag;
  *   a completion error marks its PE failed; a wait that sees no completion
  *   for stall_ms (8 s + 2 x SYMM_PEER_TIMEOUT_MS, plus time for the bytes in
@@ -70,7 +73,9 @@
  *   (cas: every op but CSWAP as a loop); SYMM_OFI_MAX_RMA=BYTES splits
  *   transfers into smaller posts; SYMM_OFI_STAGE_CHUNK=BYTES sets the data
  *   a staged message carries; SYMM_OFI_FORCE_MR_LOCAL=1 uses registered
- *   descriptors and the bounce buffer as FI_MR_LOCAL providers need.
+ *   descriptors and the bounce buffer as FI_MR_LOCAL providers need;
+ *   SYMM_OFI_TEST_NAP_US=US makes the progress thread poll only every US
+ *   microseconds (no wait fd).
  * - Coherence with CPU atomics (SYMM_TP_CAP_ATOMIC_GLOBAL): claimed only
  *   where the target's CPU performs every atomic with atomic instructions:
  *   the message path, and providers whose atomics are software run at the
@@ -152,6 +157,18 @@ static const char *const AUTO_ORDER[] = {"efa", "cxi", "verbs;ofi_rxm", "tcp;ofi
  * thread spins then likely dies holding its region's lock, and a peer's next
  * fi_write to it spins in libfabric for good (docs/OFI.md, Latency). */
 #define SPIN_US_MAX    100000u
+/* While the application's thread drives progress itself (the core's waits
+ * call the progress hook at every pass), a thread without a wait fd (shm)
+ * leaves the CQ to it, napping APP_ASIDE_US at a time: its 10 us naps and
+ * polls alongside made an 8-byte put to a waiting target 6-15 us instead of
+ * 2-3 (docs/OFI.md, Latency). A pass older than APP_POLL_US means the caller
+ * left its wait or naps (the core's naps are 50 us): the thread serves again. */
+#define APP_POLL_US    30u
+#define APP_ASIDE_US   200
+/* SYMM_OFI_TEST_NAP_US (testing knob): the progress thread naps this long
+ * between polls and never sleeps on the wait fd, so tests can tell whose
+ * polls served a peer. */
+#define TEST_NAP_US_MAX 1000000u
 /* The registered page of each PE: its check word, then one slot per PE for
  * the authentication (that PE's challenge, then this PE's proof over it). */
 #define AUTH_HEAD      64u
@@ -281,6 +298,8 @@ typedef struct ofi_tp {
     uint64_t am_key;      /* atomic messages to this PE must carry it */
     uint64_t am_key_flip; /* testing knob: XORed into the keys this PE sends */
     uint32_t spin_us;     /* SYMM_OFI_SPIN_US (no wait fd only) */
+    uint32_t test_nap_us; /* SYMM_OFI_TEST_NAP_US (0: the normal policy) */
+    _Atomic uint64_t app_poll_us; /* when the progress hook last read the CQ (now_us) */
     struct fid_mr *hello_mr;
 
     am_slot *am_rx, *am_tx; /* [AM_SLOTS] each; their buffers in am_buf, registered */

@@ -109,6 +109,16 @@ static int32_t open_limits(ofi_tp *st, char *why, size_t why_len) {
         }
         st->spin_us = (uint32_t)v;
     }
+    if ((knob = env(st->core, "SYMM_OFI_TEST_NAP_US"))) {
+        char *end;
+        unsigned long v = strtoul(knob, &end, 10);
+        if (*end || v > TEST_NAP_US_MAX) {
+            snprintf(why, why_len, "SYMM_OFI_TEST_NAP_US=\"%s\": expected microseconds in "
+                     "[0, %u]", knob, TEST_NAP_US_MAX);
+            return SYMM_ERR_INVALID_ARG;
+        }
+        st->test_nap_us = (uint32_t)v;
+    }
     knob = env(st->core, "SYMM_OFI_TEST_WRONG_AM_KEY"); /* a PE number */
     if (knob && strtol(knob, NULL, 10) == st->me) st->am_key_flip = 1;
     knob = env(st->core, "SYMM_OFI_FORCE_MR_LOCAL");
