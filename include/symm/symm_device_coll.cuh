@@ -453,6 +453,20 @@ __device__ __forceinline__ A symm__combine(A a, A b) {
         return a;
     }
 }
+/* The same with op known at run time (symm__reduce_px). */
+template <typename A>
+__device__ __forceinline__ A symm__combine_rt(int op, A a, A b) {
+    switch (op) {
+    case SYMM_OP_SUM: return symm__combine<A, SYMM_OP_SUM>(a, b);
+    case SYMM_OP_PROD: return symm__combine<A, SYMM_OP_PROD>(a, b);
+    case SYMM_OP_MIN: return symm__combine<A, SYMM_OP_MIN>(a, b);
+    case SYMM_OP_MAX: return symm__combine<A, SYMM_OP_MAX>(a, b);
+    case SYMM_OP_AND: return symm__combine<A, SYMM_OP_AND>(a, b);
+    case SYMM_OP_OR: return symm__combine<A, SYMM_OP_OR>(a, b);
+    case SYMM_OP_XOR: return symm__combine<A, SYMM_OP_XOR>(a, b);
+    default: return a;
+    }
+}
 
 /* Element i of team PEs' srcs combined in team order (internal). */
 template <typename T, int OP>
@@ -510,14 +524,17 @@ __device__ __forceinline__ symm_status symm__reducescatter_run(const symm_device
  * read into registers first; the result goes to dst[i0, i1) and (reduce) to
  * every peer's dst: stores to load/store peers, one put posted per proxied
  * peer (completed by the closing barrier's quiet). Same combining order as
- * the load/store path, so the results are bitwise the same. */
+ * the load/store path, so the results are bitwise the same. The op is an
+ * argument, not a template parameter: one body a type and scope serves
+ * every op (a kernel passing the op at run time compiled one body an op,
+ * docs/PROXY.md "Compile time"); a constant op still folds to its combine. */
 #ifndef SYMM__PX_CHUNK
 #define SYMM__PX_CHUNK 2
 #endif
-template <class S, typename T, int OP, bool SCATTER>
+template <class S, typename T, bool SCATTER>
 __device__ __forceinline__ symm_status symm__reduce_px(const symm_device_ctx &c,
                                                     const symm_device_team &t, T *dst,
-                                                    const T *src, size_t nelems) {
+                                                    const T *src, size_t nelems, int op) {
     typedef symm__dacc<T> R;
     typedef typename R::type A;
     const int n = t.n_pes, me = t.my_pe;
@@ -572,7 +589,7 @@ __device__ __forceinline__ symm_status symm__reduce_px(const symm_device_ctx &c,
                     const T v = symm__coll_vload(from + i);
                     x = R::load(&v);
                 }
-                acc[k] = j == 0 ? x : symm__combine<A, OP>(acc[k], x);
+                acc[k] = j == 0 ? x : symm__combine_rt<A>(op, acc[k], x);
             }
         }
         if (bad) break; /* every thread of the scope agrees (S::any) */
@@ -620,10 +637,15 @@ __device__ __forceinline__ symm_status symm__reduce_op(const symm_device_ctx &c,
     static_assert(std::is_integral<T>::value || symm__is_float_type<T>::value,
                   "reductions take integer, __half, __nv_bfloat16, float or double elements");
     const int route = symm__coll_route(c, t); /* once a call */
-#define SYMM__RED_CASE(OP)                                                         \
-    case OP:                                                                       \
-        if (route < 0) return symm__dev_no_route(c);                               \
-        if (route > 0) return symm__reduce_px<S, T, OP, SCATTER>(c, t, dst, src, nelems); \
+    bool op_ok = op >= SYMM_OP_SUM && op <= SYMM_OP_MAX;
+    if constexpr (!symm__is_float_type<T>::value) op_ok = op >= SYMM_OP_SUM && op <= SYMM_OP_XOR;
+    if (!op_ok) return op >= SYMM_OP_AND && op <= SYMM_OP_XOR ? SYMM_ERR_NOT_SUPPORTED
+                                                              : SYMM_ERR_INVALID_ARG;
+    if (route < 0) return symm__dev_no_route(c);
+    /* the op checked above: one proxied body for every op (symm__reduce_px) */
+    if (route > 0) return symm__reduce_px<S, T, SCATTER>(c, t, dst, src, nelems, op);
+#define SYMM__RED_CASE(OP)                                                          \
+    case OP:                                                                        \
         if (SCATTER) return symm__reducescatter_run<S, T, OP>(c, t, dst, src, nelems); \
         return symm__reduce_run<S, T, OP>(c, t, dst, src, nelems);
     switch (op) {
@@ -642,8 +664,7 @@ __device__ __forceinline__ symm_status symm__reduce_op(const symm_device_ctx &c,
         }
     }
 #undef SYMM__RED_CASE
-    if (op >= SYMM_OP_AND && op <= SYMM_OP_XOR) return SYMM_ERR_NOT_SUPPORTED;
-    return SYMM_ERR_INVALID_ARG;
+    return SYMM_ERR_INVALID_ARG; /* not reached: op_ok */
 }
 
 /* Element-wise reduction of every team PE's nelems of src into every PE's
