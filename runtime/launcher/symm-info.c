@@ -662,6 +662,7 @@ static const var vars[] = {
     {"SYMM_OFI_STAGE_CHUNK", "ofi transport, testing: largest piece of a staged GPU-memory message, bytes", false},
     {"SYMM_OFI_SPIN_US", "ofi transport: microseconds the target's progress thread spins before blocking (shm: opt-in, 0)", false},
     {"SYMM_OFI_TEST_WRONG_AM_KEY", "ofi transport, testing: 1 = send atomic messages with a wrong key", false},
+    {"SYMM_OFI_TEST_NAP_US", "ofi transport, testing: the progress thread reads the CQ only every N us", false},
     {"SYMM_LOADER", "Python package: the loader it opens", false},
     {"SYMM_DEBUG", "log level: NONE, WARN, INFO, TRACE", false},
     {"SYMM_DEBUG_SUBSYS", "log subsystems", false},
