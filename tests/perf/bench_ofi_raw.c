@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "symm_bench_bind.h"
+
 #define MAX_SIZE (4u << 20)
 #define WINDOW 64
 
@@ -344,6 +346,7 @@ int main(int argc, char **argv) {
     for (int me = 0; me < 2; me++) {
         kids[me] = fork();
         if (kids[me] == 0) {
+            symm_bench_bind(me);
             int rc = run(me, prov);
             fflush(NULL);
             _exit(rc);

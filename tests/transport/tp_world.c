@@ -1,6 +1,8 @@
 /* The stand-in core for transport tests (tp_world.h). */
 #include "tp_world.h"
 
+#include "symm_bench_bind.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
@@ -192,6 +194,7 @@ int tp_world_run(const tp_world_opts *o, int (*fn)(tp_world *w)) {
     for (int32_t i = 0; i < o->n; i++) {
         pids[i] = fork();
         if (pids[i] == 0) {
+            symm_bench_bind(i);
             int rc = child(o, i, fn);
             fflush(NULL);
             _exit(rc);
