@@ -158,11 +158,13 @@ static const char *const AUTO_ORDER[] = {"efa", "cxi", "verbs;ofi_rxm", "tcp;ofi
  * fi_write to it spins in libfabric for good (docs/OFI.md, Latency). */
 #define SPIN_US_MAX    100000u
 /* While the application's thread drives progress itself (the core's waits
- * call the progress hook at every pass), a thread without a wait fd (shm)
- * leaves the CQ to it, napping APP_ASIDE_US at a time: its 10 us naps and
- * polls alongside made an 8-byte put to a waiting target 6-15 us instead of
- * 2-3 (docs/OFI.md, Latency). A pass older than APP_POLL_US means the caller
- * left its wait or naps (the core's naps are 50 us): the thread serves again. */
+ * call the progress hook at every pass; a blocking call polls in its wait),
+ * the progress thread leaves the CQ to it, napping APP_ASIDE_US at a time
+ * instead of polling (shm: its 10 us naps and polls alongside made an 8-byte
+ * put to a waiting target 6-15 us instead of 2-3) or sleeping on the wait fd
+ * (tcp;ofi_rxm: each message woke it, 12-14 us instead of 8-9; docs/OFI.md,
+ * Latency). A pass older than APP_POLL_US means the caller left its wait or
+ * naps (the core's naps are 50 us): the thread serves again. */
 #define APP_POLL_US    30u
 #define APP_ASIDE_US   200
 /* SYMM_OFI_TEST_NAP_US (testing knob): the progress thread naps this long
@@ -299,7 +301,7 @@ typedef struct ofi_tp {
     uint64_t am_key_flip; /* testing knob: XORed into the keys this PE sends */
     uint32_t spin_us;     /* SYMM_OFI_SPIN_US (no wait fd only) */
     uint32_t test_nap_us; /* SYMM_OFI_TEST_NAP_US (0: the normal policy) */
-    _Atomic uint64_t app_poll_us; /* when the progress hook last read the CQ (now_us) */
+    _Atomic uint64_t app_poll_us; /* when an application thread last read the CQ (now_us) */
     struct fid_mr *hello_mr;
 
     am_slot *am_rx, *am_tx; /* [AM_SLOTS] each; their buffers in am_buf, registered */

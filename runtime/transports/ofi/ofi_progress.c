@@ -253,6 +253,7 @@ int32_t ofi__wait_for(ofi_tp *st, int32_t pe, uint32_t max) {
     for (uint32_t spins = 0;; spins++) {
         pthread_mutex_lock(&st->cq_mu);
         int got = ofi__poll_once(st);
+        atomic_store_explicit(&st->app_poll_us, now_us(), memory_order_relaxed);
         if (got < 0) {
             rc = give_up(st, SYMM_ERR_SYSTEM);
             pthread_mutex_unlock(&st->cq_mu);
@@ -305,20 +306,16 @@ int32_t ofi__wait_for(ofi_tp *st, int32_t pe, uint32_t max) {
 
 
 /* The core's hook: its waits call it at every pass (runtime/core/check.c).
- * Without a wait fd (shm) each call reads the CQ, and the thread leaves the
- * CQ to these calls (APP_POLL_US): a PE that waits in symm serves its peers
- * between two passes of its wait, not after the thread's nap. With a wait fd
- * the thread, woken by the provider, serves faster than the caller's polls
- * (tcp;ofi_rxm, 8-byte put: 9-11 us; 13-17 us with both polling; 31-33 us
- * with only the caller polling; docs/OFI.md, Latency), so the hook reads the
- * CQ at most every millisecond, a backup. */
+ * Each call reads the CQ, and the thread leaves the CQ to these calls
+ * (APP_POLL_US): a PE that waits in symm serves its peers between two passes
+ * of its wait, not after the thread's nap or its wake from the wait fd (with
+ * the thread asleep on the fd, each message woke it: tcp;ofi_rxm, 8-byte put
+ * to a waiting target 12-14 us; standing aside, 8-9 us, raw 7-8;
+ * docs/OFI.md, Latency). */
 void ofi__progress(void *state) {
     ofi_tp *st = state;
     if (!st->cq) return;
     uint64_t now = now_us();
-    if (st->wait_fd >= 0 && !st->test_nap_us &&
-        now - atomic_load_explicit(&st->app_poll_us, memory_order_relaxed) < 1000u)
-        return;
     if (pthread_mutex_trylock(&st->cq_mu) != 0) return; /* someone polls already */
     ofi__poll_once(st);
     pthread_mutex_unlock(&st->cq_mu);
@@ -340,10 +337,10 @@ void ofi__peer_failed(void *state) {
  * every 16 polls). Spinning was measured only to hurt where a wait fd exists
  * (tcp;ofi_rxm: a 2-core machine at load 30 took 35-49 us an 8-byte put
  * instead of 12-19 us; docs/OFI.md). While a caller waits (it polls itself)
- * the thread stays out of the way, and so it does without a wait fd while
- * the core's wait drives progress through the hook (APP_POLL_US); with a
- * wait fd it keeps sleeping there (standing aside made tcp;ofi_rxm slower:
- * docs/OFI.md, Latency). */
+ * the thread stays out of the way, and so it does while the application's
+ * thread polled within APP_POLL_US (the core's waits through the hook, a
+ * blocking call's own wait): asleep on the wait fd it would be woken by each
+ * message the application's thread is about to read anyway. */
 void *ofi__progress_main(void *arg) {
     ofi_tp *st = arg;
     long nap = 10;
@@ -364,9 +361,8 @@ void *ofi__progress_main(void *arg) {
             nap_us((long)st->test_nap_us);
             continue;
         }
-        if (st->wait_fd < 0 &&
-            now_us() - atomic_load_explicit(&st->app_poll_us, memory_order_relaxed) <
-                APP_POLL_US) { /* the application's thread polls: leave the CQ to it */
+        if (now_us() - atomic_load_explicit(&st->app_poll_us, memory_order_relaxed) <
+            APP_POLL_US) { /* the application's thread polls: leave the CQ to it */
             nap_us(APP_ASIDE_US);
             event = now_us();
             continue;
