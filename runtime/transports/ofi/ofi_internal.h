@@ -159,12 +159,12 @@ static const char *const AUTO_ORDER[] = {"efa", "cxi", "verbs;ofi_rxm", "tcp;ofi
 #define SPIN_US_MAX    100000u
 /* While the application's thread drives progress itself (the core's waits
  * call the progress hook at every pass; a blocking call polls in its wait),
- * the progress thread leaves the CQ to it, napping APP_ASIDE_US at a time
- * instead of polling (shm: its 10 us naps and polls alongside made an 8-byte
- * put to a waiting target 6-15 us instead of 2-3) or sleeping on the wait fd
- * (tcp;ofi_rxm: each message woke it, 12-14 us instead of 8-9; docs/OFI.md,
- * Latency). A pass older than APP_POLL_US means the caller left its wait or
- * naps (the core's naps are 50 us): the thread serves again. */
+ * a progress thread with a wait fd (tcp;ofi_rxm) leaves the CQ to it,
+ * napping APP_ASIDE_US at a time instead of sleeping on the fd, where each
+ * message woke it (12-14 us an 8-byte put to a waiting target instead of
+ * 8-9; docs/OFI.md, Latency). A pass older than APP_POLL_US means the caller
+ * left its wait or naps (the core's naps are 50 us): the thread serves again.
+ * shm keeps its thread serving (ofi__progress says why). */
 #define APP_POLL_US    30u
 #define APP_ASIDE_US   200
 /* SYMM_OFI_TEST_NAP_US (testing knob): the progress thread naps this long

@@ -306,16 +306,23 @@ int32_t ofi__wait_for(ofi_tp *st, int32_t pe, uint32_t max) {
 
 
 /* The core's hook: its waits call it at every pass (runtime/core/check.c).
- * Each call reads the CQ, and the thread leaves the CQ to these calls
- * (APP_POLL_US): a PE that waits in symm serves its peers between two passes
- * of its wait, not after the thread's nap or its wake from the wait fd (with
- * the thread asleep on the fd, each message woke it: tcp;ofi_rxm, 8-byte put
- * to a waiting target 12-14 us; standing aside, 8-9 us, raw 7-8;
- * docs/OFI.md, Latency). */
+ * With a wait fd (tcp;ofi_rxm) each call reads the CQ, and the thread leaves
+ * the CQ to these calls (APP_POLL_US): a PE that waits in symm serves its
+ * peers between two passes of its wait, not after the thread's wake from the
+ * wait fd (asleep on the fd, each message woke it: 8-byte put to a waiting
+ * target 12-14 us; standing aside, 8-9 us, raw 7-8; docs/OFI.md, Latency).
+ * Without one (shm) the thread serves and the hook reads at most every ms. */
 void ofi__progress(void *state) {
     ofi_tp *st = state;
     if (!st->cq) return;
     uint64_t now = now_us();
+    /* shm: at most every millisecond (a PE killed while reading its CQ dies
+     * holding its region's lock, which its peers' next posts then wait for
+     * for good: libfabric 1.17; reading it at every pass made test
+     * ofi-shm-midstream hang; docs/OFI.md, Latency) */
+    if (st->wait_fd < 0 && !st->test_nap_us &&
+        now - atomic_load_explicit(&st->app_poll_us, memory_order_relaxed) < 1000u)
+        return;
     if (pthread_mutex_trylock(&st->cq_mu) != 0) return; /* someone polls already */
     ofi__poll_once(st);
     pthread_mutex_unlock(&st->cq_mu);
@@ -361,8 +368,9 @@ void *ofi__progress_main(void *arg) {
             nap_us((long)st->test_nap_us);
             continue;
         }
-        if (now_us() - atomic_load_explicit(&st->app_poll_us, memory_order_relaxed) <
-            APP_POLL_US) { /* the application's thread polls: leave the CQ to it */
+        if (st->wait_fd >= 0 &&
+            now_us() - atomic_load_explicit(&st->app_poll_us, memory_order_relaxed) <
+                APP_POLL_US) { /* the application's thread polls: leave the CQ to it */
             nap_us(APP_ASIDE_US);
             event = now_us();
             continue;
