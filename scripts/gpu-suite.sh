@@ -65,6 +65,7 @@ log() { echo "[gpu-suite +$((SECONDS - T0))s] $*"; }
   nvidia-smi -L; nvidia-smi topo -m
   nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,compute_cap,clocks.sm,clocks.max.sm,memory.total --format=csv
   nvcc --version | tail -2; uname -r; nproc
+  grep -n -E 'CU_STREAM_MEM_OP_ATOMIC_REDUCTION|CU_STREAM_ATOMIC_REDUCTION|CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OP' /usr/local/cuda/include/cuda.h | head -20
   env | grep -E '^(NVSHMEM|NCCL|CUDA|TORCH_SYMM|SYMM)' | sort
 } > "$OUT/env.txt" 2>&1
 GPU_LINE=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
@@ -97,7 +98,7 @@ fi
     $MESON setup "$BUILD" -Dwerror=false -Dgpu_archs="$ARCHS" -Dcuda=enabled
   fi
   targets=$(ninja -C "$BUILD" -t targets all | cut -d: -f1 |
-    grep -E '^(runtime/libsymm_runtime\.so\.[0-9.]+|loader/libsymm\.so\.[0-9.]+|runtime/symmrun|runtime/symm-info|runtime/transports/[a-z]+/libsymm_transport_[a-z]+\.so|tests/gpu/[a-z_]+|tests/proxy/bench_proxy_ring_gpu|tests/mp/fault/fault_(transport_init|dead_ops)|tests/perf/(bench_symm|bench_small_cost|bench_coll_stream|probe_cuda))$')
+    grep -E '^(runtime/libsymm_runtime\.so\.[0-9.]+|loader/libsymm\.so\.[0-9.]+|runtime/symmrun|runtime/symm-info|runtime/transports/[a-z]+/libsymm_transport_[a-z]+\.so|tests/gpu/[a-z_]+|tests/proxy/bench_proxy_ring_gpu|tests/mp/fault/fault_(transport_init|dead_ops)|tests/perf/(bench_symm|bench_small_cost|bench_coll_stream|probe_cuda|probe_timeslice))$')
   # SKIP_TARGETS: a regex of targets left out (a short run's budget)
   [ -n "${SKIP_TARGETS:-}" ] && targets=$(echo "$targets" | grep -vE "$SKIP_TARGETS")
   echo "targets: $targets"
@@ -316,7 +317,7 @@ if [ $BUILD_OK = 1 ] && phase remote && [ "$(left)" -gt 40 ]; then
   log "meson test --suite gpu-remote"
   # (gpu_proxy_* and proxy_gpu_ring are in suite gpu: the tests phase runs them;
   # meson takes a suite and test names as both filters, so one list per call.)
-  timeout -k 5 "$(cap 300)" $MESON test -C "$BUILD" --no-rebuild --suite gpu-remote \
+  timeout -k 5 "$(cap 420)" $MESON test -C "$BUILD" --no-rebuild --suite gpu-remote \
     --print-errorlogs > "$OUT/remote.log" 2>&1
   REMOTE_RES=$(summ_tests "$OUT/remote.log")
   log "remote: $REMOTE_RES"
@@ -331,6 +332,8 @@ if [ $BUILD_OK = 1 ] && phase proxy && [ "$(left)" -gt 60 ]; then
   {
     echo "===== bench_proxy_ring_gpu 20000 --pin"
     timeout -k 5 "$(cap 60)" "$BUILD/tests/proxy/bench_proxy_ring_gpu" 20000 --pin
+    echo "===== probe_timeslice 40 (a process's GPU work while another process holds the GPU)"
+    timeout -k 5 "$(cap 60)" "$BUILD/tests/perf/probe_timeslice" 40; echo "(exit $?)"
     echo "===== symmrun -n 2 --hosts 2 gpu_proxy bench (tcp)"
     SYMM_RUNTIME="$BUILD/runtime/libsymm_runtime.so.1" SYMM_TRANSPORT=tcp \
       SYMM_TRANSPORT_PATH="$BUILD/runtime/transports/tcp" SYMM_HEAP_CAP=512M SYMM_HEAP_CHUNK=1M \
