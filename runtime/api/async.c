@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "proxy/proxy.h"
 
 symm_status symm_ctx_async_error(symm_ctx h, uint32_t flags, uint64_t msg_cap,
                                  symm_status *status, char *msg) {
@@ -36,6 +37,7 @@ symm_status symm_ctx_async_error(symm_ctx h, uint32_t flags, uint64_t msg_cap,
             memcpy(msg + len, more, (size_t)n + 1);
     }
     if (flags & SYMM_ASYNC_CLEAR) {
+        symm__proxy_ack(ctx); /* the proxy's failures were recorded here */
         ctx->async_count = 0;
         ctx->async_status = SYMM_SUCCESS;
         ctx->async_msg[0] = '\0';

@@ -46,6 +46,13 @@ typedef struct ring_c {
     uint64_t pending_from;  /* first ticket (1-based) issued non-blocking     */
     bool pending;           /* non-blocking requests since the last flush     */
     bool broken;            /* a slot broke the format: run nothing more      */
+    /* The host's view of failures (hdr->error keeps the first one for the
+     * GPU): the latest failed ticket and its status, and the ticket up to
+     * which a host call already returned them or symm_ctx_async_error
+     * cleared them (symm__engine_quiet reports a failure once). */
+    _Atomic uint64_t last_failed;
+    _Atomic uint32_t last_failed_st;
+    _Atomic uint64_t reported;
 } ring_c;
 
 struct symm__engine {
@@ -265,6 +272,8 @@ void symm__engine_fail(symm__engine *e, symm_status st) {
 static void request_failed(symm__engine *e, uint32_t idx, ring_c *r, uint64_t ticket,
                            const symm_ring_req *q, symm_status st) {
     bump(&e->n_failed, 1);
+    atomic_store_explicit(&r->last_failed_st, (uint32_t)st, memory_order_relaxed);
+    atomic_store_explicit(&r->last_failed, ticket, memory_order_release);
     if (__atomic_load_n(&r->hdr->error, __ATOMIC_RELAXED) == 0) {
         __atomic_store_n(&r->hdr->error_ticket, ticket, __ATOMIC_RELAXED);
         __atomic_store_n(&r->hdr->error, (uint64_t)(uint32_t)st, __ATOMIC_RELEASE);
@@ -537,13 +546,32 @@ symm_status symm__engine_quiet(symm__engine *e) {
                 nap = nap * 2 > 100000 ? 100000 : nap * 2;
             }
         }
-        uint64_t err = __atomic_load_n(&r->hdr->error, __ATOMIC_ACQUIRE);
-        uint64_t at = __atomic_load_n(&r->hdr->error_ticket, __ATOMIC_RELAXED);
-        if (err && at <= head)
-            return symm__err((symm_status)err, "proxy ring %u: request %" PRIu64 " failed (%s)",
-                             i, at, symm__status_name((symm_status)err));
+        /* A failure among the requests this quiet waited for, not yet
+         * returned by an earlier quiet nor cleared with the async error (it
+         * was recorded there when it happened): returned once. */
+        uint64_t at = atomic_load_explicit(&r->last_failed, memory_order_acquire);
+        uint64_t seen = atomic_load_explicit(&r->reported, memory_order_relaxed);
+        if (at && at <= head && at > seen &&
+            atomic_compare_exchange_strong(&r->reported, &seen, at)) {
+            symm_status err = (symm_status)atomic_load_explicit(&r->last_failed_st,
+                                                                memory_order_relaxed);
+            return symm__err(err, "proxy ring %u: request %" PRIu64 " failed (%s; "
+                             "symm_ctx_async_error has its message)", i, at,
+                             symm__status_name(err));
+        }
     }
     return SYMM_SUCCESS;
+}
+
+void symm__engine_ack(symm__engine *e) {
+    if (!e) return;
+    for (uint32_t i = 0; i < e->o.n_rings; i++) {
+        ring_c *r = &e->rings[i];
+        uint64_t at = atomic_load_explicit(&r->last_failed, memory_order_acquire);
+        uint64_t seen = atomic_load_explicit(&r->reported, memory_order_relaxed);
+        while (at > seen && !atomic_compare_exchange_weak(&r->reported, &seen, at)) {
+        }
+    }
 }
 
 void symm__engine_stats(const symm__engine *e, symm__proxy_stats *s) {

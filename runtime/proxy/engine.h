@@ -119,10 +119,14 @@ void symm__engine_stop(symm__engine *e);
 /* Stop, then free the rings. NULL accepted. */
 void symm__engine_destroy(symm__engine *e);
 /* Wait (host side) until every request claimed so far on every ring has
- * finished: completed >= head. The ring's first failure, or PEER_FAILED /
- * the state's status, ends it. Producers that are still running may claim
+ * finished: completed >= head. A failure among them that no earlier quiet
+ * returned and no symm__engine_ack covered is returned (once); PEER_FAILED /
+ * the state's status ends it. Producers that are still running may claim
  * more: those are not waited for. */
 symm_status symm__engine_quiet(symm__engine *e);
+/* The failures recorded so far count as delivered (symm_ctx_async_error
+ * with SYMM_ASYNC_CLEAR): a later quiet does not return them. */
+void symm__engine_ack(symm__engine *e);
 /* The fail word producers' handles point at (0 healthy, SYMM_DEVICE_FAIL_PEER
  * (2) once the job lost a PE, as the device context's fail word). */
 const int32_t *symm__engine_fail_word(const symm__engine *e);

@@ -393,6 +393,11 @@ symm_status symm__proxy_quiet(symm__ctx *ctx) {
     return p ? symm__engine_quiet(p->eng) : SYMM_SUCCESS;
 }
 
+void symm__proxy_ack(symm__ctx *ctx) {
+    symm__proxy *p = proxy_of(ctx);
+    if (p) symm__engine_ack(p->eng);
+}
+
 void symm__proxy_stop(symm__ctx *ctx) {
     symm__proxy *p = proxy_of(ctx);
     if (p) symm__engine_stop(p->eng);

@@ -39,6 +39,9 @@ symm_status symm__proxy_ring(symm__ctx *ctx, uint32_t i, uint32_t version, symm_
 uint32_t symm__proxy_n_rings(symm__ctx *ctx);
 /* Host-side quiet over the rings (symm__engine_quiet); SUCCESS without a proxy. */
 symm_status symm__proxy_quiet(symm__ctx *ctx);
+/* symm_ctx_async_error's SYMM_ASYNC_CLEAR: ring failures recorded so far
+ * were delivered; symm__proxy_quiet does not return them again. */
+void symm__proxy_ack(symm__ctx *ctx);
 /* End ctx's proxy thread (symm__engine_stop): in-flight requests complete or
  * fail, every producer wait ends. The rings stay readable until
  * symm__proxy_destroy. Idempotent; nothing when ctx has none. The GPU wiring

@@ -465,6 +465,28 @@ static void case_errors(void) {
     const uint64_t cw = __atomic_load_n(&r.hdr->completed, __ATOMIC_ACQUIRE);
     ASSERT_TRUE((cw & SYMM_RING_COMPLETED_FAILED) != 0);
     ASSERT_U64_EQ(SYMM_RING_COMPLETED_COUNT(cw), 100);
+    /* The host's quiet returns a failure once (it was recorded for
+     * symm_ctx_async_error when it happened); the GPU's view keeps it. */
+    CHECK_OK(symm__engine_quiet(e));
+    ASSERT_EQ(symm_ring_error(&r, &at), SYMM_ERR_OUT_OF_BOUNDS);
+    /* a later failure: returned by the next quiet; one acknowledged
+     * (symm_ctx_async_error cleared it) is not */
+    for (int round = 0; round < 2; round++) {
+        F.fail_seq = 100u + (uint64_t)round * 10u;
+        for (int s = 0; s < 10; s++) {
+            symm_ring_req q;
+            memset(&q, 0, sizeof q);
+            q.op = SYMM_RING_OP_AMO;
+            q.off = 100u + (uint64_t)round * 10u + (uint64_t)s;
+            q.value = q.off * 3u;
+            CHECK_OK(symm_ring_post(&r, &q, &tickets[s]));
+        }
+        (void)symm_ring_wait(&r, tickets[9]);
+        if (round == 1) symm__engine_ack(e);
+        if (round == 0) CHECK_STATUS(symm__engine_quiet(e), SYMM_ERR_OUT_OF_BOUNDS);
+        CHECK_OK(symm__engine_quiet(e));
+    }
+    ASSERT_EQ(F.runs, 120);
     symm__engine_destroy(e);
 
     /* a slot whose ticket tag is wrong (written for another lap): the ring
