@@ -15,6 +15,10 @@
  *            (what a proxied device put's or a stream form's wait is)
  *   waitval  the holder's stream waits on cuStreamWaitValue32 for the word
  *            (no kernel resident: a front-end semaphore wait)
+ *   owngrid  the holder is idle; the target itself runs a cooperative grid
+ *            that holds every SM and spins (a stream form's alltoallv grid
+ *            waiting for the proxy), and its work goes on another stream;
+ *            work that has not finished after 1 s is shown as -1
  *
  * The target's work, each enqueued on its own non-blocking stream and waited
  * for (median of ITERS, microseconds): a host-to-device copy from pinned
@@ -151,7 +155,7 @@ static double median(std::vector<double> v) {
 /* One measurement: enqueue `what` on s, wait (host spin on cudaStreamQuery). */
 enum { W_H2D, W_D2H, W_WRITEVAL, W_KERNEL };
 static int measure(int what, size_t bytes, int iters, cudaStream_t s, void *pinned, void *dev,
-                   double *med) {
+                   double *med, double bound_us) {
     std::vector<double> v;
     for (int i = 0; i < iters; i++) {
         double t0 = now_us();
@@ -166,12 +170,22 @@ static int measure(int what, size_t bytes, int iters, cudaStream_t s, void *pinn
         }
         cudaError_t e;
         while ((e = cudaStreamQuery(s)) == cudaErrorNotReady) {
+            if (bound_us > 0 && now_us() - t0 > bound_us) {
+                *med = -1; /* stuck: the caller frees the GPU */
+                return 0;
+            }
         }
         CK(e);
         v.push_back(now_us() - t0);
     }
     *med = median(v);
     return 0;
+}
+
+/* The target's own grid: every SM, spinning until *rel reaches epoch. */
+__global__ void grid_spin(volatile uint32_t *rel, uint32_t epoch) {
+    while (*rel < epoch) {
+    }
 }
 
 int main(int argc, char **argv) {
@@ -224,23 +238,52 @@ int main(int argc, char **argv) {
     };
     const int nrows = sizeof rows / sizeof rows[0];
     const int states[] = {ST_IDLE, ST_KERNEL, ST_WAITVAL};
-    double med[3][16];
+    double med[4][16];
     for (int si = 0; si < 3 && !rc; si++) {
         if (set_state(w, states[si])) {
             rc = 1;
             break;
         }
         for (int r = 0; r < nrows && !rc; r++)
-            rc = measure(rows[r].what, rows[r].bytes, iters, s, pinned, dev, &med[si][r]);
+            rc = measure(rows[r].what, rows[r].bytes, iters, s, pinned, dev, &med[si][r], 0);
+    }
+    /* owngrid: the holder idle, this process's cooperative grid on every SM */
+    if (!rc && set_state(w, ST_IDLE)) rc = 1;
+    uint32_t *rel = nullptr, *d_rel = nullptr, epoch = 0;
+    cudaStream_t gs;
+    int per_sm = 0, sms = 0;
+    if (!rc) {
+        CK(cudaHostAlloc((void **)&rel, 4096, cudaHostAllocMapped));
+        CK(cudaHostGetDevicePointer((void **)&d_rel, rel, 0));
+        *(volatile uint32_t *)rel = 0;
+        CK(cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking));
+        CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, grid_spin, 1024, 0));
+    }
+    for (int r = 0; r < nrows && !rc; r++) {
+        epoch++;
+        void *args[] = {(void *)&d_rel, (void *)&epoch};
+        CK(cudaLaunchCooperativeKernel((const void *)grid_spin, dim3(sms * per_sm), dim3(1024),
+                                       args, 0, gs));
+        usleep(2000); /* the grid is resident */
+        rc = measure(rows[r].what, rows[r].bytes, iters < 10 ? iters : 10, s, pinned, dev,
+                     &med[3][r], 1e6);
+        *(volatile uint32_t *)rel = epoch;
+        __sync_synchronize();
+        CK(cudaStreamSynchronize(gs));
+        CK(cudaStreamSynchronize(s)); /* a stuck piece of work finishes now */
     }
     if (!rc) {
         printf("target's GPU work while another process on the same GPU is idle / has a kernel "
-               "spinning / has a stream in cuStreamWaitValue32; median of %d, us\n", iters);
-        printf("%-14s %12s %12s %12s\n", "work", "idle", "kernel", "waitval");
+               "spinning / has a stream in cuStreamWaitValue32, and while the target's own "
+               "cooperative grid holds every SM (%d blocks of 1024; -1: not done after 1 s); "
+               "median of %d (owngrid: %d), us\n", sms * per_sm, iters, iters < 10 ? iters : 10);
+        printf("%-14s %12s %12s %12s %12s\n", "work", "idle", "kernel", "waitval", "owngrid");
         for (int r = 0; r < nrows; r++)
-            printf("%-14s %12.1f %12.1f %12.1f\n", rows[r].name, med[0][r], med[1][r], med[2][r]);
+            printf("%-14s %12.1f %12.1f %12.1f %12.1f\n", rows[r].name, med[0][r], med[1][r],
+                   med[2][r], med[3][r]);
     }
-    set_state(w, ST_QUIT);
+    w->cmd = ST_QUIT; /* the holder leaves its loop; waitpid below */
     int status = 0;
     waitpid(pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status)) {

@@ -57,12 +57,18 @@ static uint64_t now_ns(void) {
  * the GPU did not run the copy or the atomic kernel that long). */
 static symm_status tpmem_wait(cu_tpmem *g, const char *what) {
     uint64_t t0 = 0, bound = (uint64_t)g->ctx->cfg.timeout_ms * 1000000u;
+    bool told = false;
     for (unsigned spins = 0;; spins++) {
         CUresult r = symm__cu.StreamQuery(g->stream);
         if (r == CUDA_SUCCESS) return SYMM_SUCCESS;
         if (r != CUDA_ERROR_NOT_READY) return symm__cu_fail(r, what);
         if (spins < 64) continue;
         if (!t0) t0 = now_ns();
+        if (!told && now_ns() - t0 > 1000000000u) {
+            told = true; /* what a stalled peer waits for, named once */
+            SYMM_WARN(SYMM_LOG_BACKEND, "cuda: %s for a transport has waited 1 s for the GPU "
+                      "(every SM held by kernels that wait?)", what);
+        }
         if (bound && now_ns() - t0 > bound)
             return symm__err(SYMM_ERR_TIMEOUT, "cuda: %s for a transport did not complete in %u "
                              "ms (every SM held by kernels that wait?)", what,
