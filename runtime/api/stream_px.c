@@ -9,11 +9,28 @@ bool symm__px_stream_team(const symm__team *team) {
     return ctx->proxy && ctx->ops->ring_stream && symm__team_has_remote(team);
 }
 
+/* Post q on ring r from the stream: the stream waits on its wake word where
+ * the backend can (no SM held while the proxy works: on one GPU shared by
+ * two processes a resident waiting kernel made the other's GPU work wait a
+ * time slice, probe_timeslice), else the backend's thread waits (also in a
+ * capture: a graph may replay beside the stream's later work, and one word
+ * a stream would be shared). */
+static symm_status px_post(symm__ctx *ctx, uint32_t ring, const symm_ring *r,
+                           const symm_ring_req *q, uint64_t inline_bytes, uint32_t n_inline,
+                           symm_stream_t stream) {
+    void *hs = symm__hook_stream(stream);
+    const bool can = ctx->ops->ring_stream_wake && ctx->ops->ring_stream_wake(ctx, hs);
+    symm__px_wake wk;
+    const bool woken = can && symm__proxy_stream_wake(ctx, hs, ring, &wk) == SYMM_SUCCESS;
+    if (can && !woken) symm__err_clear(); /* every word taken: the thread waits */
+    return ctx->ops->ring_stream(ctx, r, q, inline_bytes, n_inline, woken ? &wk : NULL, hs);
+}
+
 symm_status symm__px_stream(symm__ctx *ctx, const symm_ring_req *q, uint64_t inline_bytes,
                             uint32_t n_inline, symm_stream_t stream) {
     symm_ring r;
     SYMM_TRY(symm__proxy_stream_ring(ctx, &r));
-    return ctx->ops->ring_stream(ctx, &r, q, inline_bytes, n_inline, symm__hook_stream(stream));
+    return px_post(ctx, symm__proxy_n_rings(ctx) - 1u, &r, q, inline_bytes, n_inline, stream);
 }
 
 symm_status symm__px_stream_call(symm__ctx *ctx, symm__proxy_call_fn fn, const void *arg,
@@ -38,7 +55,7 @@ symm_status symm__px_stream_quiet(symm__ctx *ctx, symm_stream_t stream) {
         SYMM_TRY(symm__proxy_ring(ctx, i, SYMM_RING_VERSION, &r));
         symm_ring_req q;
         symm__ring_req_init(&q, SYMM_RING_OP_QUIET, 0);
-        SYMM_TRY(ctx->ops->ring_stream(ctx, &r, &q, 0, 0, symm__hook_stream(stream)));
+        SYMM_TRY(px_post(ctx, i, &r, &q, 0, 0, stream));
     }
     return SYMM_SUCCESS;
 }

@@ -59,6 +59,15 @@ typedef struct symm__coll {
     uint64_t dst_cap, src_cap, scount_off, rcount_off;
 } symm__coll;
 
+/* A stream form's wake word (proxy.h symm__proxy_stream_wake): the ring's
+ * notify cells and the 32-bit word the stream waits on, in the device's
+ * view; cell is what goes into the ticket's notify cell. */
+typedef struct symm__px_wake {
+    uint64_t *notify;
+    uint32_t *word;
+    uint64_t cell;
+} symm__px_wake;
+
 typedef struct symm__backend_ops {
     /* ---- What the backend is: the core asks these, never which backend
      * it runs ---- */
@@ -192,11 +201,18 @@ typedef struct symm__backend_ops {
      * ring r (include/symm/symm_device_ring.h): claim a ticket, write the
      * request (with n_inline > 0, its first n_inline bytes of inline_bytes go
      * to the ticket's scratch cell first and the request's local address
-     * becomes that cell), and wait for it to finish, so the stream goes on
-     * only after it completed remotely. Stream-ordered and capturable. */
+     * becomes that cell), and have the stream wait for it to finish, so it
+     * goes on only after the request completed remotely. With wake (not
+     * NULL) the thread names wake->word in the ticket's notify cell and ends;
+     * the stream itself waits for the word to become 1 (no SM held while
+     * the proxy works) and resets it. Without, the thread waits. Stream-
+     * ordered and capturable. */
     symm_status (*ring_stream)(symm__ctx *ctx, const struct symm_ring *r,
                                const struct symm_ring_req *q, uint64_t inline_bytes,
-                               uint32_t n_inline, void *stream);
+                               uint32_t n_inline, const symm__px_wake *wake, void *stream);
+    /* Whether ring_stream can take a wake word on this stream now (the
+     * stream is not being captured). NULL: never. */
+    bool (*ring_stream_wake)(symm__ctx *ctx, void *stream);
 } symm__backend_ops;
 
 /* A backend's GPU-memory service for transports (tp_gpu_open). Every entry

@@ -12,6 +12,13 @@
  * QUIET request, so "completed >= t" always means remote completion while
  * puts still stream within a pass.
  *
+ * Wake words (for waiters that cannot poll: a CUDA stream waiting with
+ * cuStreamWaitValue32 holds no SM): a producer may put a word's number + 1
+ * into the ticket's notify cell before it writes the request; the engine
+ * reads and clears the cell when it takes the slot and stores 1 into that
+ * word once the request counts as completed (published), failed or not.
+ * The engine owns the words; the wiring hands them out (proxy.c).
+ *
  * Idle: poll for spin_us after the last request, then nap with doubling
  * naps up to idle_us (the wake-up latency bound; the thread's timer slack is
  * set to 1 µs so a nap is not stretched by the kernel's default 50 µs).
@@ -53,6 +60,9 @@ typedef struct ring_c {
     _Atomic uint64_t last_failed;
     _Atomic uint32_t last_failed_st;
     _Atomic uint64_t reported;
+    uint64_t *notify;       /* depth cells: a wake word's number + 1, or 0    */
+    uint32_t wake[PROXY_BUDGET]; /* words to set at the next publish         */
+    uint32_t n_wake;
 } ring_c;
 
 struct symm__engine {
@@ -65,6 +75,7 @@ struct symm__engine {
     uint8_t *prod;
     size_t prod_bytes;
     int32_t *fail_word;   /* in shared: what producers' handles point at     */
+    uint32_t *words;      /* in shared: SYMM__PROXY_WAKE_WORDS wake words     */
     uint32_t yield_mask;  /* spinning: yield the core every (mask + 1) rounds */
     ring_c *rings;
 
@@ -175,6 +186,11 @@ static size_t slots_off(const symm__engine *e, uint32_t i) {
     return hdr_off(e->o.n_rings) + (size_t)i * e->o.depth * SYMM_RING_SLOT_BYTES;
 }
 
+/* then the notify cells of each ring, then the wake words */
+static size_t notify_off(const symm__engine *e, uint32_t i) {
+    return slots_off(e, e->o.n_rings) + (size_t)i * e->o.depth * sizeof(uint64_t);
+}
+
 symm_status symm__engine_create(const symm__proxy_opts *o, const symm__proxy_exec *x,
                                 const symm__proxy_mem *mem, symm__engine **out) {
     *out = NULL;
@@ -189,7 +205,7 @@ symm_status symm__engine_create(const symm__proxy_opts *o, const symm__proxy_exe
     e->mem = mem ? *mem : host_mem;
     e->yield_mask = mem ? 7u : 0u;
     pthread_mutex_init(&e->lock, NULL);
-    e->shared_bytes = slots_off(e, o->n_rings);
+    e->shared_bytes = notify_off(e, o->n_rings) + SYMM__PROXY_WAKE_WORDS * sizeof(uint32_t);
     /* producer: [head, credit of each ring][scratch cells of each ring] */
     e->prod_bytes = (size_t)o->n_rings * 2 * PRODUCER_STRIDE +
                     (size_t)o->n_rings * o->depth * sizeof(uint64_t);
@@ -203,10 +219,12 @@ symm_status symm__engine_create(const symm__proxy_opts *o, const symm__proxy_exe
                          o->depth, e->shared_bytes);
     }
     e->fail_word = (int32_t *)e->shared;
+    e->words = (uint32_t *)(e->shared + notify_off(e, o->n_rings));
     for (uint32_t i = 0; i < o->n_rings; i++) {
         ring_c *r = &e->rings[i];
         r->hdr = (symm_ring_header *)(e->shared + hdr_off(i));
         r->slots = (uint64_t *)(e->shared + slots_off(e, i));
+        r->notify = (uint64_t *)(e->shared + notify_off(e, i));
         r->head = (uint64_t *)(e->prod + (size_t)i * 2 * PRODUCER_STRIDE);
         r->credit = (uint64_t *)(e->prod + ((size_t)i * 2 + 1) * PRODUCER_STRIDE);
         r->hdr->version = SYMM_RING_VERSION;
@@ -222,6 +240,19 @@ symm_status symm__engine_create(const symm__proxy_opts *o, const symm__proxy_exe
 uint32_t symm__engine_n_rings(const symm__engine *e) { return e->o.n_rings; }
 
 const int32_t *symm__engine_fail_word(const symm__engine *e) { return e->fail_word; }
+
+symm_status symm__engine_wake(symm__engine *e, uint32_t i, uint64_t **notify, uint32_t **words) {
+    if (i >= e->o.n_rings)
+        return symm__err(SYMM_ERR_INVALID_ARG, "proxy: ring %u does not exist (%u rings)", i,
+                         e->o.n_rings);
+    *notify = e->mem.device ? e->mem.device(e->mem.arg, e->rings[i].notify) : e->rings[i].notify;
+    *words = e->mem.device ? e->mem.device(e->mem.arg, e->words) : e->words;
+    return SYMM_SUCCESS;
+}
+
+uint32_t *symm__engine_word_host(symm__engine *e, uint32_t w) {
+    return w < SYMM__PROXY_WAKE_WORDS ? &e->words[w] : NULL;
+}
 
 static void *dev_view(const symm__engine *e, void *p) {
     return e->mem.device ? e->mem.device(e->mem.arg, p) : p;
@@ -285,8 +316,15 @@ static void request_failed(symm__engine *e, uint32_t idx, ring_c *r, uint64_t ti
 
 /* ---- the drain ---- */
 
-static void publish(ring_c *r) {
+static void wake_word(symm__engine *e, uint64_t cell) {
+    if (cell && cell <= SYMM__PROXY_WAKE_WORDS)
+        __atomic_store_n(&e->words[cell - 1], 1u, __ATOMIC_RELEASE);
+}
+
+static void publish(symm__engine *e, ring_c *r) {
     __atomic_store_n(&r->hdr->completed, r->next | r->failed_bit, __ATOMIC_RELEASE);
+    for (uint32_t k = 0; k < r->n_wake; k++) wake_word(e, (uint64_t)r->wake[k] + 1u);
+    r->n_wake = 0;
 }
 
 /* Complete what the ring issued non-blocking. A failure is recorded as the
@@ -349,7 +387,8 @@ static size_t drain(symm__engine *e, uint32_t idx, size_t budget) {
     ring_c *r = &e->rings[idx];
     const uint64_t mask = e->o.depth - 1u;
     size_t n = 0;
-    while (n < budget) {
+    /* (the wake list holds a pass's requests: at most PROXY_BUDGET) */
+    while (n < budget && r->n_wake < PROXY_BUDGET) {
         const uint64_t *s = r->slots + (r->next & mask) * SYMM_RING_WORDS;
         const uint64_t f = symm_ring_flag(r->next, e->log2);
         uint64_t w[SYMM_RING_WORDS];
@@ -364,6 +403,13 @@ static size_t drain(symm__engine *e, uint32_t idx, size_t budget) {
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         symm_ring_req q;
         symm_ring_decode(w, &q);
+        /* its wake word: taken before the credit frees the cell */
+        uint64_t *cell = &r->notify[r->next & mask];
+        const uint64_t wk = __atomic_load_n(cell, __ATOMIC_RELAXED);
+        if (wk) {
+            __atomic_store_n(cell, 0, __ATOMIC_RELAXED);
+            if (wk <= SYMM__PROXY_WAKE_WORDS) r->wake[r->n_wake++] = (uint32_t)(wk - 1u);
+        }
         const uint64_t ticket = ++r->next;
         __atomic_store_n(&r->hdr->consumed, r->next, __ATOMIC_RELEASE); /* the credit */
         n++;
@@ -390,11 +436,11 @@ static size_t drain(symm__engine *e, uint32_t idx, size_t budget) {
             st = run_one(e, idx, r, &q, ticket);
         }
         if (st) request_failed(e, idx, r, ticket, &q, st);
-        if (!r->pending) publish(r);
+        if (!r->pending) publish(e, r);
     }
     if (r->pending) {
         (void)flush(e, idx, r); /* recorded as the pending requests' failure */
-        publish(r);
+        publish(e, r);
     }
     if (n) bump(&e->n_requests, n);
     return n;
@@ -498,9 +544,15 @@ void symm__engine_stop(symm__engine *e) {
         e->joined = true;
     }
     pthread_mutex_unlock(&e->lock);
-    if (e->rings)
+    if (e->rings) {
         symm__engine_fail(e, atomic_load(&e->fatal) ? (symm_status)atomic_load(&e->fatal)
                                                     : SYMM_ERR_INVALID_STATE);
+        /* A producer that claimed a slot and named its wake word but never
+         * wrote the request (it saw the stop): its waiter ends too. */
+        for (uint32_t i = 0; i < e->o.n_rings; i++)
+            for (uint32_t k = 0; k < e->o.depth; k++)
+                wake_word(e, __atomic_exchange_n(&e->rings[i].notify[k], 0, __ATOMIC_ACQ_REL));
+    }
 }
 
 void symm__engine_destroy(symm__engine *e) {

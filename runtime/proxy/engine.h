@@ -28,6 +28,7 @@ extern "C" {
 #define SYMM__PROXY_DEFAULT_DEPTH 1024u
 #define SYMM__PROXY_DEFAULT_SPIN_US 50u   /* poll without pause after the last request */
 #define SYMM__PROXY_DEFAULT_IDLE_US 100u  /* longest nap when idle: the wake-up bound    */
+#define SYMM__PROXY_WAKE_WORDS 4096u      /* wake words (stream waits), engine.c         */
 
 /* symm__proxy_opts.flags */
 #define SYMM__PROXY_FORCE 1u    /* start even when no PE is remote (tests, benchmarks)     */
@@ -102,6 +103,14 @@ symm_status symm__engine_create(const symm__proxy_opts *o, const symm__proxy_exe
  * naming both versions when they differ. */
 symm_status symm__engine_ring(symm__engine *e, uint32_t i, uint32_t version, symm_ring *out);
 uint32_t symm__engine_n_rings(const symm__engine *e);
+/* Wake words (engine.c's header comment): ring i's notify cells (depth, one
+ * a slot: cell t % depth belongs to ticket index t) and the
+ * SYMM__PROXY_WAKE_WORDS 32-bit words, both in the producers' view. A
+ * producer that wants word w set once its request completed stores w + 1 in
+ * its cell before it writes the request. */
+symm_status symm__engine_wake(symm__engine *e, uint32_t i, uint64_t **notify, uint32_t **words);
+/* Word w in the host's view (NULL past the last). */
+uint32_t *symm__engine_word_host(symm__engine *e, uint32_t w);
 /* One drain pass over every ring (what the thread loops on): requests taken. */
 size_t symm__engine_poll(symm__engine *e);
 /* Start the thread (idempotent). */

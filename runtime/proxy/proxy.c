@@ -45,6 +45,13 @@ typedef struct symm__proxy {
     uint32_t n_calls, cap_calls;
     void *dev_rings;        /* device copy of the kernels' ring handles      */
     size_t dev_rings_bytes;
+    /* wake words handed out (symm__proxy_stream_wake): word i is stream i's,
+     * reused (a stream runs its operations one after another), until finalize */
+    struct px_wake {
+        const void *stream;
+        uint32_t word;
+    } *wakes;
+    uint32_t n_wakes, cap_wakes;
 } symm__proxy;
 
 static symm__proxy *proxy_of(const symm__ctx *ctx) { return ctx->proxy; }
@@ -388,6 +395,45 @@ symm_status symm__proxy_device_rings(symm__ctx *ctx, const void **rings, uint32_
     return SYMM_SUCCESS;
 }
 
+symm_status symm__proxy_stream_wake(symm__ctx *ctx, const void *stream, uint32_t ring,
+                                    symm__px_wake *out) {
+    symm__proxy *p = proxy_of(ctx);
+    memset(out, 0, sizeof *out);
+    if (!p) return symm__err(SYMM_ERR_NOT_SUPPORTED, "proxy: the context has none");
+    uint64_t *notify = NULL;
+    uint32_t *words = NULL;
+    SYMM_TRY(symm__engine_wake(p->eng, ring, &notify, &words));
+    pthread_mutex_lock(&p->lock);
+    symm_status st = SYMM_SUCCESS;
+    uint32_t w = UINT32_MAX;
+    for (uint32_t i = 0; i < p->n_wakes && w == UINT32_MAX; i++)
+        if (p->wakes[i].stream == stream) w = p->wakes[i].word;
+    if (w == UINT32_MAX) {
+        if (p->n_wakes >= SYMM__PROXY_WAKE_WORDS) {
+            st = symm__err(SYMM_ERR_NOT_SUPPORTED, "proxy: all %u wake words are taken",
+                           SYMM__PROXY_WAKE_WORDS);
+        } else if (p->n_wakes == p->cap_wakes) {
+            uint32_t cap = p->cap_wakes ? 2 * p->cap_wakes : 16;
+            void *nw = realloc(p->wakes, cap * sizeof *p->wakes);
+            if (!nw) st = symm__err(SYMM_ERR_OUT_OF_MEMORY, "proxy: out of host memory");
+            else {
+                p->wakes = nw;
+                p->cap_wakes = cap;
+            }
+        }
+        if (!st) {
+            w = p->n_wakes;
+            p->wakes[p->n_wakes++] = (struct px_wake){stream, w};
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+    SYMM_TRY(st);
+    out->notify = notify;
+    out->word = words + w;
+    out->cell = (uint64_t)w + 1u;
+    return SYMM_SUCCESS;
+}
+
 symm_status symm__proxy_quiet(symm__ctx *ctx) {
     symm__proxy *p = proxy_of(ctx);
     return p ? symm__engine_quiet(p->eng) : SYMM_SUCCESS;
@@ -420,6 +466,7 @@ void symm__proxy_destroy(symm__ctx *ctx) {
     for (uint32_t i = 0; i < p->n_calls; i++)
         if (p->calls[i].free_arg) p->calls[i].free_arg(p->calls[i].arg);
     free(p->calls);
+    free(p->wakes);
     if (p->dev_rings) ctx->ops->device_free(ctx, p->dev_rings, p->dev_rings_bytes);
     pthread_mutex_destroy(&p->lock);
     free(p);

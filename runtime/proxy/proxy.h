@@ -37,6 +37,14 @@ bool symm__proxy_running(symm__ctx *ctx);
  * NOT_SUPPORTED when ctx has no proxy. */
 symm_status symm__proxy_ring(symm__ctx *ctx, uint32_t i, uint32_t version, symm_ring *out);
 uint32_t symm__proxy_n_rings(symm__ctx *ctx);
+/* The wake word of `stream` for an operation a stream form posts on ring
+ * `ring` (engine.c's header comment): one a stream, reused (a stream runs
+ * its operations one after another; not for a capturing stream, whose graph
+ * may replay beside the stream's later work), kept until finalize.
+ * NOT_SUPPORTED when the context has no proxy or every word is taken (the
+ * caller then waits another way). */
+symm_status symm__proxy_stream_wake(symm__ctx *ctx, const void *stream, uint32_t ring,
+                                    symm__px_wake *out);
 /* Host-side quiet over the rings (symm__engine_quiet); SUCCESS without a proxy. */
 symm_status symm__proxy_quiet(symm__ctx *ctx);
 /* symm_ctx_async_error's SYMM_ASYNC_CLEAR: ring failures recorded so far

@@ -63,6 +63,7 @@ typedef struct fake {
     bool pend_puts;                             /* PUT is non-blocking until flush      */
     uint64_t fail_seq;                          /* a request (producer 0) that fails     */
     bool fail_on;
+    const uint32_t *wake_watch;                 /* must stay 0 until a flush ran        */
     atomic_int check_status;                    /* what the health check returns         */
     /* non-blocking requests since the last flush */
     int pend_p[4096];
@@ -129,6 +130,8 @@ static symm_status fake_run(void *arg, const symm_ring_req *q, bool *pending) {
 
 static symm_status fake_flush(void *arg) {
     (void)arg;
+    if (F.wake_watch && __atomic_load_n(F.wake_watch, __ATOMIC_ACQUIRE))
+        TEST_FAIL_("a wake word was set before the flush that completes its put");
     for (int i = 0; i < F.n_pend; i++) {
         if (F.hdr && SYMM_RING_COMPLETED_COUNT(__atomic_load_n(&F.hdr->completed,
                                                                __ATOMIC_ACQUIRE)) > F.pend_tag[i])
@@ -634,6 +637,80 @@ static void case_failed(void) {
     symm__engine_destroy(e);
 }
 
+/* Wake words: a producer names word w (cell w + 1) before it writes its
+ * request; the engine sets the word once the request completed (a pending
+ * put: after its flush), failed or not, clears the cell when it takes the
+ * slot, and at stop sets the words of slots claimed but never written. */
+static void post_woken(const symm_ring *r, uint64_t *notify, uint32_t op, uint64_t seq,
+                       uint32_t word) {
+    uint64_t t = 0;
+    CHECK_OK(symm_ring_claim(r, &t));
+    if (word != UINT32_MAX) __atomic_store_n(&notify[t & (r->depth - 1u)], (uint64_t)word + 1u,
+                                             __ATOMIC_RELAXED);
+    symm_ring_req q;
+    memset(&q, 0, sizeof q);
+    q.op = op;
+    q.off = seq;
+    q.value = seq * 3u;
+    symm_ring_write(r, &q, t);
+}
+
+static void case_wake(void) {
+    fake_reset();
+    F.pend_puts = true;
+    symm__engine *e = engine(1, 8, false);
+    symm_ring r = ring_of(e, 0);
+    F.hdr = r.hdr;
+    uint64_t *notify = NULL;
+    uint32_t *words = NULL;
+    CHECK_OK(symm__engine_wake(e, 0, &notify, &words));
+    ASSERT_TRUE(symm__engine_word_host(e, 0) == words);
+    ASSERT_TRUE(symm__engine_word_host(e, SYMM__PROXY_WAKE_WORDS) == NULL);
+    CHECK_STATUS(symm__engine_wake(e, 1, &notify, &words), SYMM_ERR_INVALID_ARG);
+    CHECK_OK(symm__engine_wake(e, 0, &notify, &words));
+    /* 100 requests over 8 slots (laps), words 2..5 in turn; every fourth a
+     * put that completes only at the pass's flush */
+    uint64_t seq = 0;
+    for (int k = 0; k < 100; k++) {
+        const uint32_t w = 2u + (uint32_t)(k % 4);
+        const bool put = k % 4 == 0;
+        F.wake_watch = put ? &words[w] : NULL;
+        post_woken(&r, notify, put ? SYMM_RING_OP_PUT : SYMM_RING_OP_AMO, seq++, w);
+        if (k % 3 == 0) post_woken(&r, notify, SYMM_RING_OP_AMO, seq++, UINT32_MAX);
+        ASSERT_EQ(__atomic_load_n(&words[w], __ATOMIC_ACQUIRE), 0u); /* not run yet */
+        ASSERT_TRUE(symm__engine_poll(e) >= 1);
+        if (__atomic_load_n(&words[w], __ATOMIC_ACQUIRE) != 1u)
+            TEST_FAIL_("request %d: its wake word %u was not set on completion", k, w);
+        for (uint32_t i = 0; i < 8; i++)
+            if (notify[i]) TEST_FAIL_("request %d: notify cell %u was not cleared", k, i);
+        for (uint32_t i = 0; i < 16; i++)
+            if (i != w && words[i]) TEST_FAIL_("request %d set word %u too", k, i);
+        words[w] = 0; /* the stream's reset */
+    }
+    F.wake_watch = NULL;
+    ASSERT_EQ(F.runs, (int)seq);
+    /* a failed request wakes its waiter as well */
+    F.fail_on = true;
+    F.fail_seq = seq;
+    post_woken(&r, notify, SYMM_RING_OP_AMO, seq++, 7);
+    ASSERT_EQ(symm__engine_poll(e), 1);
+    ASSERT_EQ(words[7], 1u);
+    uint64_t at = 0;
+    ASSERT_EQ(symm_ring_error(&r, &at), SYMM_ERR_OUT_OF_BOUNDS);
+    /* a slot claimed and named but never written: the stop wakes it */
+    uint64_t t = 0;
+    CHECK_OK(symm_ring_claim(&r, &t));
+    notify[t & 7u] = 9u + 1u;
+    ASSERT_EQ(symm__engine_poll(e), 0);
+    ASSERT_EQ(words[9], 0u);
+    symm__engine_stop(e);
+    ASSERT_EQ(words[9], 1u);
+    ASSERT_U64_EQ(notify[t & 7u], 0);
+    symm__engine_destroy(e);
+    printf("wake: words set on completion (after the flush of a put), on failure, and at stop "
+           "for a claimed slot; cells cleared\n");
+}
+
 int main(int argc, char **argv) {
     const char *c = argc > 1 ? argv[1] : "";
     if (!strcmp(c, "format")) case_format();
@@ -644,9 +721,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "errors")) case_errors();
     else if (!strcmp(c, "stop")) case_stop();
     else if (!strcmp(c, "failed")) case_failed();
+    else if (!strcmp(c, "wake")) case_wake();
     else {
         fprintf(stderr,
-                "usage: test_proxy_ring format|laps|many|rings|pending|errors|stop|failed\n");
+                "usage: test_proxy_ring format|laps|many|rings|pending|errors|stop|failed|wake\n");
         return 2;
     }
     return 0;

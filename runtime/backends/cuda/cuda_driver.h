@@ -82,6 +82,8 @@
                            unsigned int flags), 0) \
     X(StreamWaitValue64, (CUstream stream, CUdeviceptr addr, cuuint64_t value, \
                           unsigned int flags), 0) \
+    X(StreamWaitValue32, (CUstream stream, CUdeviceptr addr, cuuint32_t value, \
+                          unsigned int flags), 0) \
     X(ModuleLoadData, (CUmodule *module, const void *image), 1) \
     X(ModuleUnload, (CUmodule module), 1) \
     X(ModuleGetFunction, (CUfunction *func, CUmodule module, const char *name), 1) \

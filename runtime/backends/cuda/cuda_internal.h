@@ -345,6 +345,7 @@ symm_status symm__cuda_wait_stream(symm__ctx *ctx, uint64_t off, uint32_t cmp,
 symm_status symm__cuda_quiet_stream(symm__ctx *ctx, void *stream);
 symm_status symm__cuda_ring_stream(symm__ctx *ctx, const struct symm_ring *r,
                                    const struct symm_ring_req *q, uint64_t inline_bytes,
-                                   uint32_t n_inline, void *stream);
+                                   uint32_t n_inline, const symm__px_wake *wake, void *stream);
+bool symm__cuda_ring_stream_wake(symm__ctx *ctx, void *stream);
 
 #endif /* SYMM_CUDA_INTERNAL_H */

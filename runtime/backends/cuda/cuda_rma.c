@@ -301,17 +301,42 @@ symm_status symm__cuda_quiet_stream(symm__ctx *ctx, void *stream) {
 }
 
 
+/* Whether symm__cuda_ring_stream can take a wake word on this stream: the
+ * 32-bit stream memory operations it waits and resets with, and a stream
+ * that is not being captured (backend.h) and is one stream (the per-thread
+ * default stream's handle names a different stream in every thread, and the
+ * word is the handle's). */
+bool symm__cuda_ring_stream_wake(symm__ctx *ctx, void *stream) {
+    cu_state *s = ctx->backend;
+    if ((CUstream)stream == CU_STREAM_PER_THREAD || !atomic_load(&s->memops) || !symm__cu.StreamWaitValue32 || !symm__cu.StreamWriteValue32 ||
+        cu_enter(s) != SYMM_SUCCESS)
+        return false;
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    return symm__cu.StreamIsCapturing(stream_of(s, stream), &cap) == CUDA_SUCCESS &&
+           cap == CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 /* A stream form to a PE of another host: symm_k_ring on the stream posts the
- * request to the proxy's stream ring and waits for it (kernels.cu). */
+ * request to a proxy ring (kernels.cu); the stream then waits on the wake
+ * word and resets it for the stream's next operation (a graph replays the
+ * three nodes in order), or, without one, the kernel waits. */
 symm_status symm__cuda_ring_stream(symm__ctx *ctx, const struct symm_ring *r,
                                    const struct symm_ring_req *q, uint64_t inline_bytes,
-                                   uint32_t n_inline, void *stream) {
+                                   uint32_t n_inline, const symm__px_wake *wake, void *stream) {
     cu_state *s = ctx->backend;
     SYMM_TRY(cu_enter(s));
     CUstream cs = stream_of(s, stream);
     symm_ring rr = *r;
     symm_ring_req qq = *q;
-    void *args[] = {&rr, &qq, &inline_bytes, &n_inline};
+    uint64_t *notify = wake ? wake->notify : NULL;
+    uint32_t *word = wake ? wake->word : NULL;
+    uint64_t cell = wake ? wake->cell : 0;
+    void *args[] = {&rr, &qq, &inline_bytes, &n_inline, &notify, &word, &cell};
     SYMM_TRY(symm__cu_launch(s, s->f_ring, "cuLaunchKernel(symm_k_ring)", 1, 1, 32, cs, args));
+    if (word) {
+        const CUdeviceptr w = (CUdeviceptr)(uintptr_t)word;
+        SYMM__CU(StreamWaitValue32(cs, w, 1u, CU_STREAM_WAIT_VALUE_GEQ));
+        SYMM__CU(StreamWriteValue32(cs, w, 0u, CU_STREAM_WRITE_VALUE_DEFAULT));
+    }
     return symm__cu_finish(s, stream);
 }

@@ -37,27 +37,39 @@ extern "C" __global__ void symm_k_store(char *dst, const __grid_constant__ symm_
 }
 
 /* A stream form to a PE of another host (backend op ring_stream): one thread
- * claims a ticket on the proxy's stream ring, writes the request (an inline
- * value goes to the ticket's scratch cell first) and waits until the proxy
- * finished it, so the stream goes on after the operation completed remotely.
- * A failure (dead PE, stopped proxy) ends the wait; the proxy records it
- * (symm_ctx_async_error). */
+ * claims a ticket on a proxy ring, writes the request (an inline value goes
+ * to the ticket's scratch cell first). With a wake word (word not NULL) it
+ * names the word in the ticket's notify cell first and ends: the stream
+ * waits for the word (cuStreamWaitValue32, no SM held) and the proxy sets it
+ * when the request finished; if no ticket can be had (stopped proxy, lost
+ * job) the thread sets it. Without, the thread waits until the proxy
+ * finished it. Either way the stream goes on after the operation completed
+ * remotely. A failure (dead PE, stopped proxy) ends the wait; the proxy
+ * records it (symm_ctx_async_error). */
 extern "C" __global__ void symm_k_ring(const __grid_constant__ symm_ring r,
                                        const __grid_constant__ symm_ring_req q, uint64_t inl,
-                                       uint32_t n_inline) {
+                                       uint32_t n_inline, uint64_t *notify, uint32_t *word,
+                                       uint64_t wake_cell) {
     symm__k_enter();
     if (threadIdx.x != 0) return;
     uint64_t t = 0;
-    if (symm_ring_claim(&r, &t) != SYMM_SUCCESS) return;
+    if (symm_ring_claim(&r, &t) != SYMM_SUCCESS) {
+        if (word) {
+            *(volatile uint32_t *)word = 1u;
+            __threadfence_system();
+        }
+        return;
+    }
     symm_ring_req x = q;
     if (n_inline) {
         uint64_t *cell = symm_ring_cell(&r, t);
         *(volatile uint64_t *)cell = inl;
         x.local = (uint64_t)(uintptr_t)cell;
-        __threadfence_system();
     }
+    if (word) *(volatile uint64_t *)(notify + (t & (r.depth - 1u))) = wake_cell;
+    __threadfence_system(); /* the cells before the request's words */
     symm_ring_write(&r, &x, t);
-    (void)symm_ring_wait(&r, t + 1);
+    if (!word) (void)symm_ring_wait(&r, t + 1);
 }
 
 /* Signal update after everything earlier in the stream. */
