@@ -624,6 +624,7 @@ static const var vars[] = {
     {"SYMM_CUDA_COPY_KERNEL_MIN", "stream puts from GPU memory: SM copy from (bytes)", false},
     {"SYMM_CUDA_COPY_KERNEL_MAX", "... up to (bytes; 0: copy engine only)", false},
     {"SYMM_CUDA_STREAM_MEMOPS", "1: EQ stream waits with cuStreamWaitValue64", false},
+    {"SYMM_CUDA_TPMEM_SMALL", "copy|stage: host-to-GPU copies < 64 KiB for transports", false},
     {"SYMM_CUDA_COLL_ALGO",
      "collectives: auto, ll (one-shot), ll128 (reductions), staged, ce (copy engines: reduce-scatter, all-reduce, all-gather, all-to-all), twoshot / pull (barrier); alltoallv: auto / ll its LL form, others its grid form", false},
     {"SYMM_CUDA_LL_BYTES", "one-shot LL collectives: bytes per pair of PEs (0: none)", false},
