@@ -56,10 +56,13 @@ run)
     echo "== before/after, $(date -u '+%Y-%m-%d %H:%M UTC'), $(cat "$AB/commits" | paste -sd' ')"
     echo "== ls: bench_symm BENCH_SECTIONS=dev,pp, old header vs this one, this runtime"
     ok=1
+    # both compiles at once (each is one nvcc of a few tens of seconds)
     $NV -I"$AB/ls/include" -I"$AB/ls/tests/common" "$AB/ls/tests/perf/bench_symm.cu" \
-      -o "$AB/bench_symm_old" -lcuda || ok=0
+      -o "$AB/bench_symm_old" -lcuda & p_old=$!
     $NV -I"$ROOT/include" -I"$ROOT/tests/common" "$ROOT/tests/perf/bench_symm.cu" \
-      -o "$AB/bench_symm_new" -lcuda || ok=0
+      -o "$AB/bench_symm_new" -lcuda & p_new=$!
+    wait $p_old || ok=0
+    wait $p_new || ok=0
     if [ $ok = 1 ]; then
       for r in $(seq 1 "$ROUNDS"); do
         for w in old new; do

@@ -11,6 +11,8 @@
 # those, e.g. two commands on one warm machine, the build kept:
 # PHASES="tests info python" then PHASES="bench nvshmem coll probe mp"),
 # SKIP_MP=1 (skip the tests/mp programs on CUDA), SKIP_NVSHMEM=1, SKIP_PROBE=1,
+# REMOTE_TESTS (test names for phase remote instead of suite gpu-remote),
+# AB_ROUNDS (phase ab's alternating rounds, default 3),
 # SKIP_TARGETS (a regex of build targets to leave out, e.g. tests/gpu/gpu_dcoll),
 # OVERSUBSCRIBE=1 (run the 3- and 4-PE suites on fewer GPUs too, time-sliced),
 # SKIP_PY=1 (skip the Python/PyTorch tests and bench_torch), SKIP_COLL=1 (skip
@@ -317,8 +319,9 @@ if [ $BUILD_OK = 1 ] && phase remote && [ "$(left)" -gt 40 ]; then
   log "meson test --suite gpu-remote"
   # (gpu_proxy_* and proxy_gpu_ring are in suite gpu: the tests phase runs them;
   # meson takes a suite and test names as both filters, so one list per call.)
-  timeout -k 5 "$(cap 420)" $MESON test -C "$BUILD" --no-rebuild --suite gpu-remote \
-    --print-errorlogs > "$OUT/remote.log" 2>&1
+  # REMOTE_TESTS: test names instead of the suite (a short run)
+  timeout -k 5 "$(cap 420)" $MESON test -C "$BUILD" --no-rebuild \
+    ${REMOTE_TESTS:---suite gpu-remote} --print-errorlogs > "$OUT/remote.log" 2>&1
   REMOTE_RES=$(summ_tests "$OUT/remote.log")
   log "remote: $REMOTE_RES"
 fi
@@ -348,9 +351,9 @@ fi
 # before the proxy branch, the CUDA backend's small host entries before the
 # small-call work); needs .ab/ from "gpu-ab.sh prepare" (carried).
 AB_RES="not run"
-if [ $BUILD_OK = 1 ] && phase ab && [ -d "$ROOT/.ab/ls" ] && [ "$(left)" -gt 150 ]; then
+if [ $BUILD_OK = 1 ] && phase ab && [ -d "$ROOT/.ab/ls" ] && [ "$(left)" -gt 110 ]; then
   log "before/after (gpu-ab.sh)"
-  GPU_ARCHS=$ARCHS timeout -k 5 "$(cap 300)" bash scripts/gpu-ab.sh run "$BUILD" "$OUT" 3
+  GPU_ARCHS=$ARCHS timeout -k 5 "$(cap 300)" bash scripts/gpu-ab.sh run "$BUILD" "$OUT" "${AB_ROUNDS:-3}"
   AB_RES="ab.txt ($(grep -c '^-- round' "$OUT/ab.txt" 2>/dev/null) runs)"
   log "ab: $AB_RES"
 fi

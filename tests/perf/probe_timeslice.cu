@@ -22,7 +22,9 @@
  *
  * The target's work, each enqueued on its own non-blocking stream and waited
  * for (median of ITERS, microseconds): a host-to-device copy from pinned
- * memory of 8 B to 1 MiB, a device-to-host copy of 8 B and 64 KiB,
+ * memory of 8 B to 1 MiB, a device-to-host copy of 8 B and 64 KiB, a device-
+ * to-device copy of 8 B and 16 KiB, a staged host-to-device copy (64 KiB
+ * into a scratch buffer, then device-to-device: SYMM_CUDA_TPMEM_SMALL=stage),
  * cuStreamWriteValue64, a one-thread kernel.
  *
  *   probe_timeslice [iters]      (default 40)
@@ -153,7 +155,7 @@ static double median(std::vector<double> v) {
 }
 
 /* One measurement: enqueue `what` on s, wait (host spin on cudaStreamQuery). */
-enum { W_H2D, W_D2H, W_WRITEVAL, W_KERNEL };
+enum { W_H2D, W_D2H, W_D2D, W_STAGED, W_WRITEVAL, W_KERNEL };
 static int measure(int what, size_t bytes, int iters, cudaStream_t s, void *pinned, void *dev,
                    double *med, double bound_us) {
     std::vector<double> v;
@@ -161,6 +163,12 @@ static int measure(int what, size_t bytes, int iters, cudaStream_t s, void *pinn
         double t0 = now_us();
         if (what == W_H2D) CK(cudaMemcpyAsync(dev, pinned, bytes, cudaMemcpyHostToDevice, s));
         else if (what == W_D2H) CK(cudaMemcpyAsync(pinned, dev, bytes, cudaMemcpyDeviceToHost, s));
+        else if (what == W_D2D)
+            CK(cudaMemcpyAsync((char *)dev + (512 << 10), dev, bytes, cudaMemcpyDeviceToDevice, s));
+        else if (what == W_STAGED) { /* what SYMM_CUDA_TPMEM_SMALL=stage does */
+            CK(cudaMemcpyAsync((char *)dev + (512 << 10), pinned, 65536, cudaMemcpyHostToDevice, s));
+            CK(cudaMemcpyAsync(dev, (char *)dev + (512 << 10), bytes, cudaMemcpyDeviceToDevice, s));
+        }
         else if (what == W_WRITEVAL)
             CKD(cuStreamWriteValue64((CUstream)s, (CUdeviceptr)(uintptr_t)dev, (cuuint64_t)i,
                                      CU_STREAM_WRITE_VALUE_DEFAULT));
@@ -234,6 +242,8 @@ int main(int argc, char **argv) {
         {"h2d 16 KiB", W_H2D, 16384},   {"h2d 64 KiB", W_H2D, 65536},
         {"h2d 256 KiB", W_H2D, 262144}, {"h2d 1 MiB", W_H2D, 1u << 20},
         {"d2h 8 B", W_D2H, 8},          {"d2h 64 KiB", W_D2H, 65536},
+        {"d2d 8 B", W_D2D, 8},          {"d2d 16 KiB", W_D2D, 16384},
+        {"staged 8 B", W_STAGED, 8},    {"staged 16 KiB", W_STAGED, 16384},
         {"writeval64", W_WRITEVAL, 8},  {"kernel", W_KERNEL, 0},
     };
     const int nrows = sizeof rows / sizeof rows[0];
