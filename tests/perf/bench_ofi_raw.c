@@ -6,6 +6,7 @@
  * measures.
  *
  *   bench_ofi_raw PROVIDER [--sizes "8 64 ..."] [--iters N] [--repeat N]
+ *                 [--amo fadd|cswap|fetch|swap] [--cq-wait none|fd]
  *
  * Completion semantics match the transport's: FI_DELIVERY_COMPLETE where the
  * provider offers it, else (shm) each write is followed by an 8-byte read of
@@ -13,9 +14,14 @@
  * Rows: "raw <figure> <bytes> <iters> <metric> <value>":
  *   put_lat  t_typical_us  fi_write + its completion (remote), median
  *   get_lat  t_typical_us  fi_read + its completion, median
- *   amo_lat  t_typical_us  fi_fetch_atomic(FI_SUM, FI_UINT64), median (8 B only)
+ *   amo_lat  t_typical_us  one 64-bit fetching atomic, median (8 B only): --amo fadd
+ *                          (default) fi_fetch_atomic(FI_SUM), cswap fi_compare_atomic(FI_CSWAP),
+ *                          fetch fi_fetch_atomic(FI_ATOMIC_READ), swap ...(FI_ATOMIC_WRITE)
  *   put_bw   bw_avg_MBps   64 writes in flight, then all completions (MB = 2^20 B)
- * With --repeat N each figure is the median of N runs.
+ * With --repeat N each figure is the median of N runs. --cq-wait fd opens both
+ * processes' CQs with a wait object (FI_WAIT_FD), as the ofi transport does so
+ * that its progress thread can sleep on it, where the provider has one (shm has
+ * none: fi_cq_open fails); default none, no wait object.
  */
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
@@ -47,7 +53,8 @@ typedef struct shared {
 
 static shared *S;
 static const char *sizes_arg = "8 64 512 4096 32768 262144 1048576 4194304";
-static int iters_arg = 1000, repeat = 3;
+static int iters_arg = 1000, repeat = 3, cq_wait_fd = 0;
+static const char *amo_arg = "fadd";
 
 static double now_us(void) {
     struct timespec ts;
@@ -118,7 +125,8 @@ static int setup(ep_t *e, const char *prov, int me) {
     }
     CHECK(fi_fabric(e->info->fabric_attr, &e->fabric, NULL));
     CHECK(fi_domain(e->fabric, e->info, &e->domain, NULL));
-    struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_CONTEXT, .size = 1024};
+    struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_CONTEXT, .size = 1024,
+                            .wait_obj = cq_wait_fd ? FI_WAIT_FD : FI_WAIT_NONE};
     CHECK(fi_cq_open(e->domain, &ca, &e->cq, NULL));
     struct fi_av_attr aa = {.type = FI_AV_TABLE, .count = 2};
     CHECK(fi_av_open(e->domain, &aa, &e->av, NULL));
@@ -214,11 +222,20 @@ static int get_once(ep_t *e, size_t n) {
 }
 
 static int amo_once(ep_t *e) {
-    uint64_t *op = (uint64_t *)(void *)(e->buf + MAX_SIZE), *res = op + 1;
+    uint64_t *op = (uint64_t *)(void *)(e->buf + MAX_SIZE), *res = op + 1, *cmp = op + 2;
     *op = 1;
+    *cmp = 0;
     void *desc = fi_mr_desc(e->mr);
-    POST(e, fi_fetch_atomic(e->ep, op, 1, desc, res, desc, e->peer, e->raddr, e->rkey, FI_UINT64,
-                            FI_SUM, &ctxs[0]));
+    if (!strcmp(amo_arg, "cswap"))
+        POST(e, fi_compare_atomic(e->ep, op, 1, desc, cmp, desc, res, desc, e->peer, e->raddr,
+                                  e->rkey, FI_UINT64, FI_CSWAP, &ctxs[0]));
+    else
+        POST(e, fi_fetch_atomic(e->ep, op, 1, desc, res, desc, e->peer, e->raddr, e->rkey,
+                                FI_UINT64,
+                                !strcmp(amo_arg, "fetch")  ? FI_ATOMIC_READ
+                                : !strcmp(amo_arg, "swap") ? FI_ATOMIC_WRITE
+                                                           : FI_SUM,
+                                &ctxs[0]));
     if (reap(e, pending)) return -1;
     pending = 0;
     return 0;
@@ -264,8 +281,9 @@ static int bw(ep_t *e, size_t n, uint64_t *iters_out, double *out) {
 
 static int measure(ep_t *e, const char *prov) {
     printf("# bench_ofi_raw: provider %s (%s completion), 2 processes on this machine, "
-           "target spinning on its CQ, repeat %d\n", e->info->fabric_attr->prov_name,
-           e->delivery ? "delivery" : "transmit + read flush", repeat);
+           "target spinning on its CQ, CQ wait object %s, amo %s, repeat %d\n",
+           e->info->fabric_attr->prov_name, e->delivery ? "delivery" : "transmit + read flush",
+           cq_wait_fd ? "fd" : "none", amo_arg, repeat);
     printf("%-7s %-14s %9s %6s %-13s %s\n", "#", "figure", "bytes", "iters", "metric", "value");
     (void)prov;
     char *list = strdup(sizes_arg), *save = NULL;
@@ -327,12 +345,22 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes_arg = argv[++i];
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters_arg = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--amo") && i + 1 < argc) amo_arg = argv[++i];
+        else if (!strcmp(argv[i], "--cq-wait") && i + 1 < argc && !strcmp(argv[i + 1], "fd"))
+            cq_wait_fd = 1, i++;
+        else if (!strcmp(argv[i], "--cq-wait") && i + 1 < argc && !strcmp(argv[i + 1], "none"))
+            cq_wait_fd = 0, i++;
         else if (argv[i][0] != '-' && !prov) prov = argv[i];
         else {
             fprintf(stderr, "usage: bench_ofi_raw PROVIDER [--sizes \"S ...\"] [--iters N] "
-                            "[--repeat N]\n");
+                            "[--repeat N] [--amo fadd|cswap|fetch|swap] [--cq-wait none|fd]\n");
             return 2;
         }
+    }
+    if (strcmp(amo_arg, "fadd") && strcmp(amo_arg, "cswap") && strcmp(amo_arg, "fetch") &&
+        strcmp(amo_arg, "swap")) {
+        fprintf(stderr, "bench_ofi_raw: --amo %s: expected fadd, cswap, fetch or swap\n", amo_arg);
+        return 2;
     }
     if (!prov || iters_arg < 1 || repeat < 1) {
         fprintf(stderr, "bench_ofi_raw: need PROVIDER (e.g. \"tcp;ofi_rxm\", shm), --iters >= 1, "

@@ -14,12 +14,13 @@
  *            target, which spins in fi_cq_read.
  *
  *   bench_transport_sizes PLUGIN [--sizes "8 64 ..."] [--iters N] [--repeat N]
- *                        [--target passive|wait]
+ *                        [--target passive|wait] [--amo fadd|cswap|fetch|swap]
  *
  * Rows: "symm <figure> <bytes> <iters> <metric> <value>":
  *   put_lat  t_typical_us  blocking put from registered memory (remote completion)
  *   get_lat  t_typical_us  blocking get into registered memory
- *   amo_lat  t_typical_us  blocking 64-bit fetch-add (8 B only)
+ *   amo_lat  t_typical_us  one blocking 64-bit fetching atomic (8 B only): --amo fadd
+ *                          (default) fetch-add, cswap compare-swap, fetch, swap
  *   put_bw   bw_avg_MBps   nbi puts of <bytes>, one quiet at the end (MB = 2^20 B)
  * t_typical is the median over the iterations; with --repeat N each figure
  * is the median of N runs.
@@ -41,6 +42,7 @@
 
 static const char *sizes_arg = "8 64 512 4096 32768 262144 1048576 4194304";
 static int iters_arg = 1000, repeat = 3, waiting = 0;
+static const char *amo_arg = "fadd";
 static char *heap;
 
 static double now_us(void) {
@@ -70,13 +72,16 @@ static double median(double *v, int n) {
 
 static int lat(tp_world *w, const char *what, uint64_t n, int iters, double *out) {
     double *t = malloc(sizeof *t * (size_t)iters);
-    uint64_t one = 1, got;
+    uint64_t one = 1, zero = 0, got;
+    uint32_t aop = !strcmp(amo_arg, "cswap")  ? SYMM_AMO_COMPARE_SWAP
+                   : !strcmp(amo_arg, "fetch") ? SYMM_AMO_FETCH
+                   : !strcmp(amo_arg, "swap")  ? SYMM_AMO_SWAP
+                                               : SYMM_AMO_FETCH_ADD;
     for (int i = -10; i < iters; i++) {
         double t0 = now_us();
         if (!strcmp(what, "put_lat")) TRY(w->ops->put(w->state, 1, 0, heap + MAX_SIZE, n, 0));
         else if (!strcmp(what, "get_lat")) TRY(w->ops->get(w->state, heap + MAX_SIZE, 1, 0, n, 0));
-        else TRY(w->ops->atomic(w->state, 1, 0, SYMM_DTYPE_UINT64, SYMM_AMO_FETCH_ADD, &one, NULL,
-                                &got, 0));
+        else TRY(w->ops->atomic(w->state, 1, 0, SYMM_DTYPE_UINT64, aop, &one, &zero, &got, 0));
         if (i >= 0) t[i] = now_us() - t0;
     }
     *out = median(t, iters);
@@ -117,8 +122,8 @@ static int bench(tp_world *w) {
     }
     if (w->me == 0) {
         printf("# bench_transport_sizes: %s on %s, 2 PEs on 2 simulated hosts, %s target, "
-               "repeat %d\n", w->ops->name, w->info.device, waiting ? "waiting" : "passive",
-               repeat);
+               "amo %s, repeat %d\n", w->ops->name, w->info.device,
+               waiting ? "waiting" : "passive", amo_arg, repeat);
         printf("%-7s %-14s %9s %6s %-13s %s\n", "#", "figure", "bytes", "iters", "metric", "value");
         char *list = strdup(sizes_arg), *save = NULL;
         double *r = malloc(sizeof *r * (size_t)repeat);
@@ -168,12 +173,20 @@ int main(int argc, char **argv) {
             waiting = 1, i++;
         else if (!strcmp(argv[i], "--target") && i + 1 < argc && !strcmp(argv[i + 1], "passive"))
             waiting = 0, i++;
+        else if (!strcmp(argv[i], "--amo") && i + 1 < argc) amo_arg = argv[++i];
         else if (argv[i][0] != '-' && !o.plugin) o.plugin = argv[i];
         else {
             fprintf(stderr, "usage: bench_transport_sizes PLUGIN [--sizes \"S ...\"] [--iters N] "
-                            "[--repeat N] [--target passive|wait]\n");
+                            "[--repeat N] [--target passive|wait] "
+                            "[--amo fadd|cswap|fetch|swap]\n");
             return 2;
         }
+    }
+    if (strcmp(amo_arg, "fadd") && strcmp(amo_arg, "cswap") && strcmp(amo_arg, "fetch") &&
+        strcmp(amo_arg, "swap")) {
+        fprintf(stderr, "bench_transport_sizes: --amo %s: expected fadd, cswap, fetch or swap\n",
+                amo_arg);
+        return 2;
     }
     if (!o.plugin || iters_arg < 1 || repeat < 1) {
         fprintf(stderr, "bench_transport_sizes: need PLUGIN, --iters >= 1, --repeat >= 1\n");

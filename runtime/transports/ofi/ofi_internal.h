@@ -75,7 +75,9 @@
  *   a staged message carries; SYMM_OFI_FORCE_MR_LOCAL=1 uses registered
  *   descriptors and the bounce buffer as FI_MR_LOCAL providers need;
  *   SYMM_OFI_TEST_NAP_US=US makes the progress thread poll only every US
- *   microseconds (no wait fd).
+ *   microseconds (no wait fd); SYMM_OFI_TEST_CQ_WAIT=none opens the CQ
+ *   without a wait object, as on a provider that has none (what the object
+ *   costs the data path; docs/OFI.md, Benchmark).
  * - Coherence with CPU atomics (SYMM_TP_CAP_ATOMIC_GLOBAL): claimed only
  *   where the target's CPU performs every atomic with atomic instructions:
  *   the message path, and providers whose atomics are software run at the
@@ -301,6 +303,7 @@ typedef struct ofi_tp {
     uint64_t am_key_flip; /* testing knob: XORed into the keys this PE sends */
     uint32_t spin_us;     /* SYMM_OFI_SPIN_US (no wait fd only) */
     uint32_t test_nap_us; /* SYMM_OFI_TEST_NAP_US (0: the normal policy) */
+    int test_no_cq_wait;  /* SYMM_OFI_TEST_CQ_WAIT=none: the CQ without a wait object */
     _Atomic uint64_t app_poll_us; /* when an application thread last read the CQ (now_us) */
     struct fid_mr *hello_mr;
 

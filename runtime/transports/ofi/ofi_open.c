@@ -119,6 +119,13 @@ static int32_t open_limits(ofi_tp *st, char *why, size_t why_len) {
         }
         st->test_nap_us = (uint32_t)v;
     }
+    if ((knob = env(st->core, "SYMM_OFI_TEST_CQ_WAIT"))) {
+        if (strcmp(knob, "none") && strcmp(knob, "fd")) {
+            snprintf(why, why_len, "SYMM_OFI_TEST_CQ_WAIT=\"%s\": expected none or fd", knob);
+            return SYMM_ERR_INVALID_ARG;
+        }
+        st->test_no_cq_wait = !strcmp(knob, "none");
+    }
     knob = env(st->core, "SYMM_OFI_TEST_WRONG_AM_KEY"); /* a PE number */
     if (knob && strtol(knob, NULL, 10) == st->me) st->am_key_flip = 1;
     knob = env(st->core, "SYMM_OFI_FORCE_MR_LOCAL");
@@ -153,10 +160,11 @@ static int32_t open_endpoint(ofi_tp *st, char *why, size_t why_len) {
     memset(&ca, 0, sizeof ca);
     ca.format = FI_CQ_FORMAT_CONTEXT;
     ca.size = st->depth + 2 * AM_SLOTS;
-    ca.wait_obj = FI_WAIT_FD;
+    ca.wait_obj = st->test_no_cq_wait ? FI_WAIT_NONE : FI_WAIT_FD;
     st->wait_fd = -1;
     int rc = fi_cq_open(st->domain, &ca, &st->cq, NULL);
-    if (!rc && fi_control(&st->cq->fid, FI_GETWAIT, &st->wait_fd) != 0) st->wait_fd = -1;
+    if (!rc && !st->test_no_cq_wait && fi_control(&st->cq->fid, FI_GETWAIT, &st->wait_fd) != 0)
+        st->wait_fd = -1;
     if (rc) { /* no file-descriptor wait object: the progress thread naps */
         ca.wait_obj = FI_WAIT_NONE;
         rc = fi_cq_open(st->domain, &ca, &st->cq, NULL);
