@@ -37,13 +37,6 @@
 /* Each bounce buffer: large enough that a piece's fixed cost (launch of the
  * DMA, its wait) is small beside its bytes. */
 #define TPMEM_BOUNCE (1u << 20)
-/* Host-to-GPU copies below this size the driver does not give the copy
- * engine: they wait for the context's compute engine, which a kernel of
- * another process on the same GPU holds for a time slice (2.4 ms on an
- * H100, tests/perf/probe_timeslice) and which the PE's own grid may hold
- * whole. SYMM_CUDA_TPMEM_SMALL=stage moves them as a copy of this size into
- * a private GPU buffer, then a device-to-device copy of the bytes asked. */
-#define TPMEM_STAGE (64u << 10)
 
 typedef struct cu_tpmem {
     symm__ctx *ctx;
@@ -52,7 +45,6 @@ typedef struct cu_tpmem {
     CUstream stream;
     uint8_t *bounce[2]; /* pinned, TPMEM_BOUNCE bytes each */
     uint64_t *word;     /* pinned: an atomic's prior value  */
-    CUdeviceptr stage;  /* TPMEM_STAGE bytes of GPU memory (0: small copies are direct) */
 } cu_tpmem;
 
 static uint64_t now_ns(void) {
@@ -75,7 +67,8 @@ static symm_status tpmem_wait(cu_tpmem *g, const char *what) {
         if (!told && now_ns() - t0 > 1000000000u) {
             told = true; /* what a stalled peer waits for, named once */
             SYMM_WARN(SYMM_LOG_BACKEND, "cuda: %s for a transport has waited 1 s for the GPU "
-                      "(every SM held by kernels that wait?)", what);
+                      "(every SM held by kernels that wait, or a hardware queue shared with a "
+                      "stream that waits? docs/PROXY.md \"What remains\")", what);
         }
         if (bound && now_ns() - t0 > bound)
             return symm__err(SYMM_ERR_TIMEOUT, "cuda: %s for a transport did not complete in %u "
@@ -115,14 +108,6 @@ static symm_status dma(cu_tpmem *g, void *dst, const void *src, uint64_t n) {
  * overlaps the DMA of piece i - 1 from the other. */
 static symm_status to_gpu(cu_tpmem *g, uint8_t *dst, const uint8_t *src, uint64_t n) {
     symm_status st = SYMM_SUCCESS;
-    if (g->stage && n < TPMEM_STAGE) {
-        /* a copy the copy engine takes (TPMEM_STAGE bytes, the rest of the
-         * bounce buffer's bytes are don't-care), then the bytes asked */
-        memcpy(g->bounce[0], src, n);
-        SYMM_TRY(dma(g, (void *)(uintptr_t)g->stage, g->bounce[0], TPMEM_STAGE));
-        SYMM_TRY(dma(g, dst, (const void *)(uintptr_t)g->stage, n));
-        return tpmem_wait(g, "a copy to GPU memory");
-    }
     for (uint64_t done = 0, i = 0; done < n && !st; i++) {
         uint64_t m = min_u64(n - done, TPMEM_BOUNCE);
         memcpy(g->bounce[i & 1], src + done, m);
@@ -239,7 +224,6 @@ static void tpmem_close(void *state) {
         for (int i = 0; i < 2; i++)
             if (g->bounce[i]) symm__cu.MemFreeHost(g->bounce[i]);
         if (g->word) symm__cu.MemFreeHost(g->word);
-        if (g->stage) symm__cu.MemFree(g->stage);
     }
     pthread_mutex_destroy(&g->lock);
     free(g);
@@ -260,14 +244,6 @@ symm_status symm__cuda_tp_gpu_open(symm__ctx *ctx, symm__tp_gpu *out) {
         (r = symm__cu.MemHostAlloc((void **)&g->bounce[0], TPMEM_BOUNCE, 0)) == CUDA_SUCCESS &&
         (r = symm__cu.MemHostAlloc((void **)&g->bounce[1], TPMEM_BOUNCE, 0)) == CUDA_SUCCESS)
         r = symm__cu.MemHostAlloc((void **)&g->word, sizeof *g->word, 0);
-    const char *sm = getenv("SYMM_CUDA_TPMEM_SMALL");
-    if (!st && r == CUDA_SUCCESS && sm && *sm && strcmp(sm, "copy") != 0) {
-        if (strcmp(sm, "stage") != 0)
-            st = symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_TPMEM_SMALL=\"%.32s\": expected "
-                           "copy or stage", sm);
-        else
-            r = symm__cu.MemAlloc(&g->stage, TPMEM_STAGE);
-    }
     if (!st && r != CUDA_SUCCESS)
         st = symm__cu_fail(r, "the transports' GPU-memory service (stream, pinned buffers)");
     if (st) {
