@@ -337,6 +337,9 @@ if [ $BUILD_OK = 1 ] && phase proxy && [ "$(left)" -gt 60 ]; then
     timeout -k 5 "$(cap 60)" "$BUILD/tests/proxy/bench_proxy_ring_gpu" 20000 --pin
     echo "===== probe_timeslice 40 (a process's GPU work while another process holds the GPU)"
     timeout -k 5 "$(cap 60)" "$BUILD/tests/perf/probe_timeslice" 40; echo "(exit $?)"
+    echo "===== the same with CUDA_DEVICE_MAX_CONNECTIONS=32 (the qwait column: shared hardware queues?)"
+    CUDA_DEVICE_MAX_CONNECTIONS=32 timeout -k 5 "$(cap 60)" "$BUILD/tests/perf/probe_timeslice" 10
+    echo "(exit $?)"
     echo "===== symmrun -n 2 --hosts 2 gpu_proxy bench (tcp)"
     SYMM_RUNTIME="$BUILD/runtime/libsymm_runtime.so.1" SYMM_TRANSPORT=tcp \
       SYMM_TRANSPORT_PATH="$BUILD/runtime/transports/tcp" SYMM_HEAP_CAP=512M SYMM_HEAP_CHUNK=1M \

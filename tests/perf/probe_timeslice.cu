@@ -19,6 +19,10 @@
  *            that holds every SM and spins (a stream form's alltoallv grid
  *            waiting for the proxy), and its work goes on another stream;
  *            work that has not finished after 1 s is shown as -1
+ *   qwait    the holder is idle; 40 streams of the target wait in
+ *            cuStreamWaitValue32 and its work goes on a stream made after
+ *            them: -1 says it waited behind another stream's wait (more
+ *            streams than hardware queues, CUDA_DEVICE_MAX_CONNECTIONS)
  *
  * The target's work, each enqueued on its own non-blocking stream and waited
  * for (median of ITERS, microseconds): a host-to-device copy from pinned
@@ -248,7 +252,7 @@ int main(int argc, char **argv) {
     };
     const int nrows = sizeof rows / sizeof rows[0];
     const int states[] = {ST_IDLE, ST_KERNEL, ST_WAITVAL};
-    double med[4][16];
+    double med[5][16];
     for (int si = 0; si < 3 && !rc; si++) {
         if (set_state(w, states[si])) {
             rc = 1;
@@ -283,15 +287,42 @@ int main(int argc, char **argv) {
         CK(cudaStreamSynchronize(gs));
         CK(cudaStreamSynchronize(s)); /* a stuck piece of work finishes now */
     }
+    /* qwait: QWAIT streams of this process each wait in cuStreamWaitValue32
+     * on a word nobody sets yet; the work goes on a stream made after them
+     * (more streams than the device's hardware queues: CUDA_DEVICE_MAX_
+     * CONNECTIONS, 8 by default). -1: the work waited behind another
+     * stream's wait (a shared hardware queue). */
+    enum { QWAIT = 40 };
+    cudaStream_t qs[QWAIT], ms;
+    uint32_t *d_qrel = d_rel ? d_rel + 16 : nullptr;
     if (!rc) {
+        rel[16] = 0;
+        for (int i = 0; i < QWAIT; i++) {
+            CK(cudaStreamCreateWithFlags(&qs[i], cudaStreamNonBlocking));
+            CKD(cuStreamWaitValue32((CUstream)qs[i], (CUdeviceptr)(uintptr_t)d_qrel, 1,
+                                    CU_STREAM_WAIT_VALUE_GEQ));
+        }
+        CK(cudaStreamCreateWithFlags(&ms, cudaStreamNonBlocking));
+        for (int r = 0; r < nrows && !rc; r++)
+            rc = measure(rows[r].what, rows[r].bytes, 5, ms, pinned, dev, &med[4][r], 1e6);
+        *(volatile uint32_t *)&rel[16] = 1;
+        __sync_synchronize();
+        for (int i = 0; i < QWAIT; i++) CK(cudaStreamSynchronize(qs[i]));
+        CK(cudaStreamSynchronize(ms));
+    }
+    if (!rc) {
+        const char *mc = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
         printf("target's GPU work while another process on the same GPU is idle / has a kernel "
-               "spinning / has a stream in cuStreamWaitValue32, and while the target's own "
-               "cooperative grid holds every SM (%d blocks of 1024; -1: not done after 1 s); "
-               "median of %d (owngrid: %d), us\n", sms * per_sm, iters, iters < 10 ? iters : 10);
-        printf("%-14s %12s %12s %12s %12s\n", "work", "idle", "kernel", "waitval", "owngrid");
+               "spinning / has a stream in cuStreamWaitValue32, while the target's own "
+               "cooperative grid holds every SM (%d blocks of 1024), and on a stream made after "
+               "%d of its streams that wait in cuStreamWaitValue32 (CUDA_DEVICE_MAX_CONNECTIONS="
+               "%s); -1: not done after 1 s; median of %d (owngrid: %d, qwait: 5), us\n",
+               sms * per_sm, (int)QWAIT, mc ? mc : "unset", iters, iters < 10 ? iters : 10);
+        printf("%-14s %12s %12s %12s %12s %12s\n", "work", "idle", "kernel", "waitval", "owngrid",
+               "qwait");
         for (int r = 0; r < nrows; r++)
-            printf("%-14s %12.1f %12.1f %12.1f %12.1f\n", rows[r].name, med[0][r], med[1][r],
-                   med[2][r], med[3][r]);
+            printf("%-14s %12.1f %12.1f %12.1f %12.1f %12.1f\n", rows[r].name, med[0][r],
+                   med[1][r], med[2][r], med[3][r], med[4][r]);
     }
     w->cmd = ST_QUIT; /* the holder leaves its loop; waitpid below */
     int status = 0;
