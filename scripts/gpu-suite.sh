@@ -12,6 +12,8 @@
 # PHASES="tests info python" then PHASES="bench nvshmem coll probe mp"),
 # SKIP_MP=1 (skip the tests/mp programs on CUDA), SKIP_NVSHMEM=1, SKIP_PROBE=1,
 # REMOTE_TESTS (test names for phase remote instead of suite gpu-remote),
+# REMOTE_MAXCONN_TESTS (test names phase remote runs again with
+# CUDA_DEVICE_MAX_CONNECTIONS=32),
 # AB_ROUNDS (phase ab's alternating rounds, default 3),
 # SKIP_TARGETS (a regex of build targets to leave out, e.g. tests/gpu/gpu_dcoll),
 # OVERSUBSCRIBE=1 (run the 3- and 4-PE suites on fewer GPUs too, time-sliced),
@@ -324,6 +326,14 @@ if [ $BUILD_OK = 1 ] && phase remote && [ "$(left)" -gt 40 ]; then
     ${REMOTE_TESTS:---suite gpu-remote} --print-errorlogs > "$OUT/remote.log" 2>&1
   REMOTE_RES=$(summ_tests "$OUT/remote.log")
   log "remote: $REMOTE_RES"
+  # REMOTE_MAXCONN_TESTS: these tests again with CUDA_DEVICE_MAX_CONNECTIONS=32
+  # (does a shared hardware queue hold the GPU-memory service's copies?)
+  if [ -n "${REMOTE_MAXCONN_TESTS:-}" ] && [ "$(left)" -gt 40 ]; then
+    CUDA_DEVICE_MAX_CONNECTIONS=32 timeout -k 5 "$(cap 300)" $MESON test -C "$BUILD" \
+      --no-rebuild $REMOTE_MAXCONN_TESTS --print-errorlogs > "$OUT/remote-maxconn.log" 2>&1
+    REMOTE_RES="$REMOTE_RES; with CUDA_DEVICE_MAX_CONNECTIONS=32: $(summ_tests "$OUT/remote-maxconn.log")"
+    log "remote, CUDA_DEVICE_MAX_CONNECTIONS=32: $(summ_tests "$OUT/remote-maxconn.log")"
+  fi
 fi
 # The proxy's figures (docs/PROXY.md "Figures"): the ring round trip beside the
 # machine's floor (a kernel thread and a host thread ping-ponging one pinned
