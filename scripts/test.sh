@@ -52,8 +52,9 @@ phase kernels build_cuda || { summary; exit 1; }
 phase build ninja -C "$BUILD" || { summary; exit 1; }
 
 run_tests() {
+  # suite shm-dead: kept out (libfabric 1.17's shm lock hazard, docs/OFI.md "Dead peers over shm")
   meson test -C "$BUILD" --print-errorlogs --num-processes "${SYMM_TEST_JOBS:-2}" \
-    --timeout-multiplier "${SYMM_TIMEOUT_MULT:-2}" "$@"
+    --timeout-multiplier "${SYMM_TIMEOUT_MULT:-2}" --no-suite shm-dead "$@"
   local r=$?
   # One plain summary line from meson's log.
   python3 - "$BUILD/meson-logs/testlog.json" >"$BUILD/test-count.txt" <<'PY'
