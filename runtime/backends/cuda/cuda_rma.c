@@ -308,8 +308,8 @@ symm_status symm__cuda_quiet_stream(symm__ctx *ctx, void *stream) {
  * word is the handle's). */
 bool symm__cuda_ring_stream_wake(symm__ctx *ctx, void *stream) {
     cu_state *s = ctx->backend;
-    if ((CUstream)stream == CU_STREAM_PER_THREAD || !atomic_load(&s->memops) || !symm__cu.StreamWaitValue32 || !symm__cu.StreamWriteValue32 ||
-        cu_enter(s) != SYMM_SUCCESS)
+    if ((CUstream)stream == CU_STREAM_PER_THREAD || !atomic_load(&s->memops) ||
+        !symm__cu.StreamWaitValue32 || !symm__cu.StreamWriteValue32 || cu_enter(s) != SYMM_SUCCESS)
         return false;
     CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
     return symm__cu.StreamIsCapturing(stream_of(s, stream), &cap) == CUDA_SUCCESS &&
