@@ -28,7 +28,7 @@
  * for (median of ITERS, microseconds): a host-to-device copy from pinned
  * memory of 8 B to 1 MiB, a device-to-host copy of 8 B and 64 KiB, a device-
  * to-device copy of 8 B and 16 KiB, a staged host-to-device copy (64 KiB
- * into a scratch buffer, then device-to-device: SYMM_CUDA_TPMEM_SMALL=stage),
+ * into a scratch buffer, then device-to-device),
  * cuStreamWriteValue64, a one-thread kernel.
  *
  *   probe_timeslice [iters]      (default 40)
@@ -169,8 +169,9 @@ static int measure(int what, size_t bytes, int iters, cudaStream_t s, void *pinn
         else if (what == W_D2H) CK(cudaMemcpyAsync(pinned, dev, bytes, cudaMemcpyDeviceToHost, s));
         else if (what == W_D2D)
             CK(cudaMemcpyAsync((char *)dev + (512 << 10), dev, bytes, cudaMemcpyDeviceToDevice, s));
-        else if (what == W_STAGED) { /* what SYMM_CUDA_TPMEM_SMALL=stage does */
-            CK(cudaMemcpyAsync((char *)dev + (512 << 10), pinned, 65536, cudaMemcpyHostToDevice, s));
+        else if (what == W_STAGED) { /* a staged small copy (tried, withdrawn: 96ba71b) */
+            CK(cudaMemcpyAsync((char *)dev + (512 << 10), pinned, 65536, cudaMemcpyHostToDevice,
+                               s));
             CK(cudaMemcpyAsync(dev, (char *)dev + (512 << 10), bytes, cudaMemcpyDeviceToDevice, s));
         }
         else if (what == W_WRITEVAL)
