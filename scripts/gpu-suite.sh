@@ -12,8 +12,9 @@
 # PHASES="tests info python" then PHASES="bench nvshmem coll probe mp"),
 # SKIP_MP=1 (skip the tests/mp programs on CUDA), SKIP_NVSHMEM=1, SKIP_PROBE=1,
 # REMOTE_TESTS (test names for phase remote instead of suite gpu-remote),
-# REMOTE_MAXCONN_TESTS (test names phase remote runs again with
-# CUDA_DEVICE_MAX_CONNECTIONS=32),
+# REMOTE_AGAIN_TESTS (test names phase remote runs again with the environment
+# REMOTE_AGAIN_ENV, default CUDA_DEVICE_MAX_CONNECTIONS=32; e.g.
+# REMOTE_AGAIN_ENV="CUDA_MODULE_LOADING=EAGER"),
 # AB_ROUNDS (phase ab's alternating rounds, default 3),
 # SKIP_TARGETS (a regex of build targets to leave out, e.g. tests/gpu/gpu_dcoll),
 # OVERSUBSCRIBE=1 (run the 3- and 4-PE suites on fewer GPUs too, time-sliced),
@@ -108,7 +109,8 @@ fi
   echo "targets: $targets"
   ninja -C "$BUILD" $targets
 } > "$OUT/build.log" 2>&1 && BUILD_OK=1
-if [ $BUILD_OK = 1 ] && phase mp; then
+# (also for phase remote when REMOTE_TESTS names tests/mp programs across hosts, cuda_remote_*)
+if [ $BUILD_OK = 1 ] && { phase mp || case "${REMOTE_TESTS:-}" in *cuda_remote*) true ;; *) false ;; esac; }; then
   mp_targets=$(ninja -C "$BUILD" -t targets all | cut -d: -f1 | grep -E '^tests/mp/(core|p2p|teams)/[a-z_0-9]+$')
   timeout -k 5 "$(cap 240)" ninja -C "$BUILD" -k 0 $mp_targets >> "$OUT/build.log" 2>&1 || echo "(some tests/mp programs did not build)" >> "$OUT/build.log"
 fi
@@ -326,13 +328,14 @@ if [ $BUILD_OK = 1 ] && phase remote && [ "$(left)" -gt 40 ]; then
     ${REMOTE_TESTS:---suite gpu-remote} --print-errorlogs > "$OUT/remote.log" 2>&1
   REMOTE_RES=$(summ_tests "$OUT/remote.log")
   log "remote: $REMOTE_RES"
-  # REMOTE_MAXCONN_TESTS: these tests again with CUDA_DEVICE_MAX_CONNECTIONS=32
-  # (does a shared hardware queue hold the GPU-memory service's copies?)
-  if [ -n "${REMOTE_MAXCONN_TESTS:-}" ] && [ "$(left)" -gt 40 ]; then
-    CUDA_DEVICE_MAX_CONNECTIONS=32 timeout -k 5 "$(cap 300)" $MESON test -C "$BUILD" \
-      --no-rebuild $REMOTE_MAXCONN_TESTS --print-errorlogs > "$OUT/remote-maxconn.log" 2>&1
-    REMOTE_RES="$REMOTE_RES; with CUDA_DEVICE_MAX_CONNECTIONS=32: $(summ_tests "$OUT/remote-maxconn.log")"
-    log "remote, CUDA_DEVICE_MAX_CONNECTIONS=32: $(summ_tests "$OUT/remote-maxconn.log")"
+  # REMOTE_AGAIN_TESTS: these tests again with REMOTE_AGAIN_ENV (what a hang
+  # depends on: CUDA_DEVICE_MAX_CONNECTIONS, CUDA_MODULE_LOADING, SYMM_CUDA_TPMEM_CTX)
+  if [ -n "${REMOTE_AGAIN_TESTS:-}" ] && [ "$(left)" -gt 40 ]; then
+    again_env=${REMOTE_AGAIN_ENV:-CUDA_DEVICE_MAX_CONNECTIONS=32}
+    env $again_env timeout -k 5 "$(cap 300)" $MESON test -C "$BUILD" \
+      --no-rebuild $REMOTE_AGAIN_TESTS --print-errorlogs > "$OUT/remote-again.log" 2>&1
+    REMOTE_RES="$REMOTE_RES; with $again_env: $(summ_tests "$OUT/remote-again.log")"
+    log "remote, $again_env: $(summ_tests "$OUT/remote-again.log")"
   fi
 fi
 # The proxy's figures (docs/PROXY.md "Figures"): the ring round trip beside the
@@ -346,9 +349,9 @@ if [ $BUILD_OK = 1 ] && phase proxy && [ "$(left)" -gt 60 ]; then
     echo "===== bench_proxy_ring_gpu 20000 --pin"
     timeout -k 5 "$(cap 60)" "$BUILD/tests/proxy/bench_proxy_ring_gpu" 20000 --pin
     echo "===== probe_timeslice 40 (a process's GPU work while another process holds the GPU)"
-    timeout -k 5 "$(cap 60)" "$BUILD/tests/perf/probe_timeslice" 40; echo "(exit $?)"
+    timeout -k 5 "$(cap 120)" "$BUILD/tests/perf/probe_timeslice" 40; echo "(exit $?)"
     echo "===== the same with CUDA_DEVICE_MAX_CONNECTIONS=32 (the qwait column: shared hardware queues?)"
-    CUDA_DEVICE_MAX_CONNECTIONS=32 timeout -k 5 "$(cap 60)" "$BUILD/tests/perf/probe_timeslice" 10
+    CUDA_DEVICE_MAX_CONNECTIONS=32 timeout -k 5 "$(cap 90)" "$BUILD/tests/perf/probe_timeslice" 10
     echo "(exit $?)"
     echo "===== symmrun -n 2 --hosts 2 gpu_proxy bench (tcp)"
     SYMM_RUNTIME="$BUILD/runtime/libsymm_runtime.so.1" SYMM_TRANSPORT=tcp \

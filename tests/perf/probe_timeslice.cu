@@ -19,10 +19,23 @@
  *            that holds every SM and spins (a stream form's alltoallv grid
  *            waiting for the proxy), and its work goes on another stream;
  *            work that has not finished after 1 s is shown as -1
- *   qwait    the holder is idle; 40 streams of the target wait in
+ *   qwait    the holder is idle; 16 streams of the target wait in
  *            cuStreamWaitValue32 and its work goes on a stream made after
  *            them: -1 says it waited behind another stream's wait (more
- *            streams than hardware queues, CUDA_DEVICE_MAX_CONNECTIONS)
+ *            streams than hardware queues, CUDA_DEVICE_MAX_CONNECTIONS, 8
+ *            by default). Not more than 16: on driver 580.159.04 (H100,
+ *            2026-12-06) cuStreamCreate blocked for good once 33 streams of
+ *            the process waited (PROBE_TRACE=1 PROBE_ONLY_Q=1: a line per
+ *            step, the q columns alone)
+ *   qprio    as qwait, the work on a stream of the greatest priority
+ *   qctx2    as qwait, the work in a second context of the target
+ *            (cuCtxCreate) on a cuMemMap mapping made in the first: what
+ *            the GPU-memory service's own context does
+ *   kctx2    the target's first context runs a one-thread spinning kernel;
+ *            the work in the second context (the time slice between two
+ *            contexts of one process)
+ *   gctx2    the target's first context runs the cooperative grid of
+ *            owngrid; the work in the second context
  *
  * The target's work, each enqueued on its own non-blocking stream and waited
  * for (median of ITERS, microseconds): a host-to-device copy from pinned
@@ -163,7 +176,9 @@ enum { W_H2D, W_D2H, W_D2D, W_STAGED, W_WRITEVAL, W_KERNEL };
 static int measure(int what, size_t bytes, int iters, cudaStream_t s, void *pinned, void *dev,
                    double *med, double bound_us) {
     std::vector<double> v;
+    static const bool trace = getenv("PROBE_TRACE") != nullptr;
     for (int i = 0; i < iters; i++) {
+        if (trace) fprintf(stderr, "measure %d %zu #%d: enqueue\n", what, bytes, i);
         double t0 = now_us();
         if (what == W_H2D) CK(cudaMemcpyAsync(dev, pinned, bytes, cudaMemcpyHostToDevice, s));
         else if (what == W_D2H) CK(cudaMemcpyAsync(pinned, dev, bytes, cudaMemcpyDeviceToHost, s));
@@ -181,6 +196,7 @@ static int measure(int what, size_t bytes, int iters, cudaStream_t s, void *pinn
             nop_kernel<<<1, 1, 0, s>>>((int *)dev);
             CK(cudaGetLastError());
         }
+        if (trace) fprintf(stderr, "measure %d %zu #%d: enqueued, waiting\n", what, bytes, i);
         cudaError_t e;
         while ((e = cudaStreamQuery(s)) == cudaErrorNotReady) {
             if (bound_us > 0 && now_us() - t0 > bound_us) {
@@ -202,6 +218,7 @@ __global__ void grid_spin(volatile uint32_t *rel, uint32_t epoch) {
 }
 
 int main(int argc, char **argv) {
+    setvbuf(stdout, nullptr, _IOLBF, 0); /* what was printed survives a timeout */
     int iters = argc > 1 ? atoi(argv[1]) : 40;
     if (iters < 3) iters = 3;
     shared_words *w = (shared_words *)mmap(nullptr, sizeof(shared_words), PROT_READ | PROT_WRITE,
@@ -253,8 +270,11 @@ int main(int argc, char **argv) {
     };
     const int nrows = sizeof rows / sizeof rows[0];
     const int states[] = {ST_IDLE, ST_KERNEL, ST_WAITVAL};
-    double med[5][16];
-    for (int si = 0; si < 3 && !rc; si++) {
+    double med[9][16];
+    for (int i = 0; i < 9; i++)
+        for (int j = 0; j < 16; j++) med[i][j] = -3; /* not measured */
+    const bool only_q = getenv("PROBE_ONLY_Q") != nullptr; /* diagnosis: the q columns alone */
+    for (int si = 0; si < 3 && !rc && !only_q; si++) {
         if (set_state(w, states[si])) {
             rc = 1;
             break;
@@ -275,7 +295,7 @@ int main(int argc, char **argv) {
         CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
         CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, grid_spin, 1024, 0));
     }
-    for (int r = 0; r < nrows && !rc; r++) {
+    for (int r = 0; r < nrows && !rc && !only_q; r++) {
         epoch++;
         void *args[] = {(void *)&d_rel, (void *)&epoch};
         CK(cudaLaunchCooperativeKernel((const void *)grid_spin, dim3(sms * per_sm), dim3(1024),
@@ -288,28 +308,138 @@ int main(int argc, char **argv) {
         CK(cudaStreamSynchronize(gs));
         CK(cudaStreamSynchronize(s)); /* a stuck piece of work finishes now */
     }
+    fprintf(stderr, "probe_timeslice: %s (rc %d)\n", "owngrid measured", rc);
+    /* The second context: a cuMemMap mapping made in the first (what the
+     * heap is), portable pinned memory, and a context made with cuCtxCreate. */
+    CUcontext prim = nullptr, c2 = nullptr;
+    void *vmm = nullptr, *pin2 = nullptr;
+    bool ctx2_ok = false;
+    if (!rc) {
+        CUdevice d0;
+        CKD(cuDeviceGet(&d0, 0));
+        CKD(cuCtxGetCurrent(&prim));
+        CUmemAllocationProp prop;
+        memset(&prop, 0, sizeof prop);
+        prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+        prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        prop.location.id = 0;
+        size_t gran = 0, vsz = 2u << 20;
+        CKD(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+        vsz = (vsz + gran - 1) / gran * gran;
+        CUmemGenericAllocationHandle h;
+        CUdeviceptr va;
+        CKD(cuMemCreate(&h, vsz, &prop, 0));
+        CKD(cuMemAddressReserve(&va, vsz, 0, 0, 0));
+        CKD(cuMemMap(va, vsz, 0, h, 0));
+        CUmemAccessDesc acc;
+        memset(&acc, 0, sizeof acc);
+        acc.location = prop.location;
+        acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        CKD(cuMemSetAccess(va, vsz, &acc, 1));
+        vmm = (void *)(uintptr_t)va;
+        CK(cudaHostAlloc(&pin2, maxb, cudaHostAllocPortable));
+        memset(pin2, 1, maxb);
+        CUresult r = cuCtxCreate(&c2, nullptr, 0, d0);
+        if (r != CUDA_SUCCESS) {
+            const char *e = "?";
+            cuGetErrorName(r, &e);
+            printf("probe_timeslice: cuCtxCreate failed (%s): no ctx2 columns\n", e);
+        } else {
+            ctx2_ok = true;
+            CKD(cuCtxSetCurrent(prim));
+        }
+    }
+    fprintf(stderr, "probe_timeslice: second context made: %d (rc %d)\n", (int)ctx2_ok, rc);
     /* qwait: QWAIT streams of this process each wait in cuStreamWaitValue32
      * on a word nobody sets yet; the work goes on a stream made after them
      * (more streams than the device's hardware queues: CUDA_DEVICE_MAX_
      * CONNECTIONS, 8 by default). -1: the work waited behind another
      * stream's wait (a shared hardware queue). */
-    enum { QWAIT = 40 };
+    enum { QWAIT = 16 };
     cudaStream_t qs[QWAIT], ms;
     uint32_t *d_qrel = d_rel ? d_rel + 16 : nullptr;
     if (!rc) {
         rel[16] = 0;
         for (int i = 0; i < QWAIT; i++) {
             CK(cudaStreamCreateWithFlags(&qs[i], cudaStreamNonBlocking));
+            if (getenv("PROBE_TRACE")) fprintf(stderr, "qwait: stream %d made\n", i);
             CKD(cuStreamWaitValue32((CUstream)qs[i], (CUdeviceptr)(uintptr_t)d_qrel, 1,
                                     CU_STREAM_WAIT_VALUE_GEQ));
+            if (getenv("PROBE_TRACE")) fprintf(stderr, "qwait: stream %d waits\n", i);
         }
         CK(cudaStreamCreateWithFlags(&ms, cudaStreamNonBlocking));
         for (int r = 0; r < nrows && !rc; r++)
             rc = measure(rows[r].what, rows[r].bytes, 5, ms, pinned, dev, &med[4][r], 1e6);
+    }
+    fprintf(stderr, "probe_timeslice: %s (rc %d)\n", "qwait measured", rc);
+    /* qprio: the same waiters; the work on a stream of the greatest priority */
+    if (!rc) {
+        int lo = 0, hi = 0;
+        cudaStream_t ps;
+        CK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+        CK(cudaStreamCreateWithPriority(&ps, cudaStreamNonBlocking, hi));
+        for (int r = 0; r < nrows && !rc; r++)
+            rc = measure(rows[r].what, rows[r].bytes, 5, ps, pinned, dev, &med[5][r], 1e6);
+    }
+    /* measure in c2; an error there is a row of -2, not the probe's end */
+    auto in_ctx2 = [&](int col) -> int {
+        CKD(cuCtxSetCurrent(c2));
+        cudaStream_t cs;
+        CK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+        for (int r = 0; r < nrows; r++)
+            if (measure(rows[r].what, rows[r].bytes, 5, cs, pin2, vmm, &med[col][r], 1e6))
+                med[col][r] = -2;
+        CKD(cuCtxSetCurrent(prim));
+        return 0;
+    };
+    fprintf(stderr, "probe_timeslice: qprio measured (rc %d)\n", rc);
+    if (!rc && ctx2_ok) rc = in_ctx2(6); /* qctx2: the 16 waiters still wait */
+    if (!rc) {
         *(volatile uint32_t *)&rel[16] = 1;
         __sync_synchronize();
         for (int i = 0; i < QWAIT; i++) CK(cudaStreamSynchronize(qs[i]));
         CK(cudaStreamSynchronize(ms));
+    }
+    fprintf(stderr, "probe_timeslice: %s (rc %d)\n", "qctx2 measured, waiters released", rc);
+    if (!rc && ctx2_ok) { /* kctx2: a one-thread kernel of the first context spins */
+        epoch++;
+        spin_until<<<1, 1, 0, gs>>>(d_rel, d_rel + 32, epoch);
+        CK(cudaGetLastError());
+        usleep(2000);
+        rc = in_ctx2(7);
+        *(volatile uint32_t *)rel = epoch;
+        __sync_synchronize();
+        CK(cudaStreamSynchronize(gs));
+    }
+    fprintf(stderr, "probe_timeslice: %s (rc %d)\n", "kctx2 measured", rc);
+    if (!rc && ctx2_ok) { /* gctx2: the first context's grid holds every SM */
+        epoch++;
+        void *args[] = {(void *)&d_rel, (void *)&epoch};
+        CK(cudaLaunchCooperativeKernel((const void *)grid_spin, dim3(sms * per_sm), dim3(1024),
+                                       args, 0, gs));
+        usleep(2000);
+        rc = in_ctx2(8);
+        *(volatile uint32_t *)rel = epoch;
+        __sync_synchronize();
+        CK(cudaStreamSynchronize(gs));
+    }
+    fprintf(stderr, "probe_timeslice: %s (rc %d)\n", "gctx2 measured", rc);
+    if (!rc && ctx2_ok) { /* what c2 wrote is there; c2 and memory the first context owns */
+        CKD(cuCtxSetCurrent(c2));
+        cudaStream_t cs;
+        CK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+        memset(pin2, 0, 65536);
+        CK(cudaMemcpyAsync(pin2, vmm, 65536, cudaMemcpyDeviceToHost, cs));
+        CK(cudaStreamSynchronize(cs));
+        int bad = 0;
+        for (int i = 4096; i < 65536; i++) bad += ((unsigned char *)pin2)[i] != 1;
+        printf("ctx2: data copied in the second context into the mapping read back: %s\n",
+               bad ? "WRONG" : "ok");
+        cudaError_t e = cudaMemcpyAsync(pin2, dev, 8, cudaMemcpyDeviceToHost, cs);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(cs);
+        printf("ctx2: a copy from cudaMalloc memory of the first context: %s\n",
+               cudaGetErrorString(e));
+        CKD(cuCtxSetCurrent(prim));
     }
     if (!rc) {
         const char *mc = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
@@ -319,11 +449,17 @@ int main(int argc, char **argv) {
                "%d of its streams that wait in cuStreamWaitValue32 (CUDA_DEVICE_MAX_CONNECTIONS="
                "%s); -1: not done after 1 s; median of %d (owngrid: %d, qwait: 5), us\n",
                sms * per_sm, (int)QWAIT, mc ? mc : "unset", iters, iters < 10 ? iters : 10);
-        printf("%-14s %12s %12s %12s %12s %12s\n", "work", "idle", "kernel", "waitval", "owngrid",
-               "qwait");
-        for (int r = 0; r < nrows; r++)
-            printf("%-14s %12.1f %12.1f %12.1f %12.1f %12.1f\n", rows[r].name, med[0][r],
-                   med[1][r], med[2][r], med[3][r], med[4][r]);
+        printf("qprio: the same 16 waiters, the work on a stream of the greatest priority; "
+               "qctx2 / kctx2 / gctx2: the work in a second context of the target on a cuMemMap "
+               "mapping while its first context has the 16 waiters / a one-thread spinning "
+               "kernel / the cooperative grid (-2: failed, -3: not measured)\n");
+        printf("%-14s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "work", "idle", "kernel", "waitval",
+               "owngrid", "qwait", "qprio", "qctx2", "kctx2", "gctx2");
+        for (int r = 0; r < nrows; r++) {
+            printf("%-14s", rows[r].name);
+            for (int c = 0; c < 9; c++) printf(" %9.1f", med[c][r]);
+            printf("\n");
+        }
     }
     w->cmd = ST_QUIT; /* the holder leaves its loop; waitpid below */
     int status = 0;

@@ -32,6 +32,8 @@
     X(CtxSetCurrent, (CUcontext ctx), 1) \
     X(CtxGetCurrent, (CUcontext *pctx), 1) \
     X(CtxSynchronize, (void), 1) \
+    X(CtxCreate, (CUcontext *pctx, unsigned int flags, CUdevice dev), 0) \
+    X(CtxDestroy, (CUcontext ctx), 0) \
     X(MemAddressReserve, (CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, \
                           unsigned long long flags), 1) \
     X(MemAddressFree, (CUdeviceptr ptr, size_t size), 1) \
@@ -86,6 +88,7 @@
                           unsigned int flags), 0) \
     X(ModuleLoadData, (CUmodule *module, const void *image), 1) \
     X(ModuleUnload, (CUmodule module), 1) \
+    X(ModuleGetLoadingMode, (CUmoduleLoadingMode *mode), 0) \
     X(ModuleGetFunction, (CUfunction *func, CUmodule module, const char *name), 1) \
     X(FuncLoad, (CUfunction func), 0) \
     X(FuncSetAttribute, (CUfunction func, CUfunction_attribute attrib, int value), 0) \
