@@ -220,13 +220,20 @@ int main(void) {
             CU(cudaMemsetAsync(status + 1, 0, sizeof(int), s));
         } else {
             const size_t row = ROW * sizeof(float);
+            /* GPU_TEST_TRACE: a line a step on stderr (where a hang is) */
+            const bool tr = getenv("GPU_TEST_TRACE") != NULL;
             route_kernel<<<1, 512, 0, s>>>(dt, b);
+            if (tr) fprintf(stderr, "[trace pe %d] moe: route launched\n", me);
             CU(symm_dev_alltoallv_on_stream(dc, dt, b.recv, (uint64_t)np * MAX_TOKENS, b.send,
                                             b.counts, row, b.rcounts, b.roffs, status, s));
+            if (tr) fprintf(stderr, "[trace pe %d] moe: dispatch enqueued\n", me);
             experts_kernel<<<1, 512, 0, s>>>(dt, b);
+            if (tr) fprintf(stderr, "[trace pe %d] moe: experts launched\n", me);
             CU(symm_dev_alltoallv_on_stream(dc, dt, b.back, MAX_TOKENS, b.recv, b.rcounts, row,
                                             b.bcounts, b.boffs, status + 1, s));
+            if (tr) fprintf(stderr, "[trace pe %d] moe: combine enqueued\n", me);
             unpack_kernel<<<1, 512, 0, s>>>(b);
+            if (tr) fprintf(stderr, "[trace pe %d] moe: unpack launched\n", me);
         }
         CU(cudaGetLastError());
         CU(cudaStreamSynchronize(s));

@@ -48,13 +48,16 @@ static void test_put_get(symm_ctx ctx, cudaStream_t s) {
             default: from = host.data(); break;
             }
             CUDA_OK(cudaDeviceSynchronize());
+            gpu_trace("put_get: %llu bytes, source kind %d", (unsigned long long)n, kind);
             if (kind == 1 || n % 2)
                 CHECK_OK(symm_put_on_stream(dst, 0, from, n, next, s));
             else
                 CHECK_OK(symm_putmem_on_stream(ctx, gpu_ptr(dst), from, n, next, s));
             CHECK_OK(symm_quiet_on_stream(ctx, s));
             CHECK_OK(symm_barrier_all_on_stream(ctx, s));
+            gpu_trace("put_get: put, quiet and barrier enqueued; synchronizing");
             CUDA_OK(cudaStreamSynchronize(s));
+            gpu_trace("put_get: put done; get");
             gpu_read(got.data(), dst, 0, n);
             char what[64];
             snprintf(what, sizeof what, "put_on_stream kind %d", kind);
@@ -70,8 +73,9 @@ static void test_put_get(symm_ctx ctx, cudaStream_t s) {
                 CHECK_OK(symm_getmem_on_stream(ctx, into, gpu_ptr(dst), n, next, s));
             else
                 CHECK_OK(symm_get_on_stream(into, dst, 0, n, next, s));
-            CHECK_OK(symm_quiet_on_stream(ctx, s));
+                    CHECK_OK(symm_quiet_on_stream(ctx, s));
             CUDA_OK(cudaStreamSynchronize(s));
+            gpu_trace("put_get: get done");
             if (kind == 0) gpu_read(got.data(), src, 0, n);
             if (kind == 1) CUDA_OK(cudaMemcpy(got.data(), dmem, n, cudaMemcpyDeviceToHost));
             if (kind == 2) memcpy(got.data(), pinned, n);
@@ -295,14 +299,17 @@ static void test_chain(symm_ctx ctx, cudaStream_t s) {
         CUDA_OK(cudaMemset(base, 0, n * (R + K + 1)));
         CUDA_OK(cudaDeviceSynchronize());
         CHECK_OK(symm_barrier_all(ctx));
+        gpu_trace("chain: %llu bytes", (unsigned long long)n);
         fill_pat<<<64, 256, 0, s>>>(base, n, gpu_me, 7);
         CUDA_OK(cudaGetLastError());
         for (int r = 0; r < R; r++) {
             CHECK_OK(symm_putmem_on_stream(ctx, base + (uint64_t)(r + 1) * n, base + (uint64_t)r * n,
                                            n, next, s));
             CHECK_OK(symm_barrier_all_on_stream(ctx, s));
+            gpu_trace("chain: round %d: put and barrier enqueued, launching add_one", r);
             add_one<<<64, 256, 0, s>>>(base + (uint64_t)(r + 1) * n, n);
             CUDA_OK(cudaGetLastError());
+            gpu_trace("chain: round %d: add_one launched", r);
         }
         for (int k = 0; k < K; k++)
             CHECK_OK(symm_putmem_on_stream(ctx, base + (uint64_t)(R + k + 1) * n,
@@ -325,11 +332,17 @@ int main(void) {
     symm_ctx ctx = gpu_test_init();
     cudaStream_t s;
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    gpu_trace("put_get");
     test_put_get(ctx, s);
+    gpu_trace("signal_stream");
     if (gpu_n >= 2) test_signal_stream(ctx, s);
+    gpu_trace("barriers_on_stream");
     test_barriers_on_stream(ctx, s);
+    gpu_trace("chain");
     test_chain(ctx, s);
+    gpu_trace("graph");
     test_graph(ctx, s);
+    gpu_trace("done");
     CUDA_OK(cudaStreamDestroy(s));
     gpu_test_fini(&ctx);
     return 0;

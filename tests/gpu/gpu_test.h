@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include <stdint.h>
@@ -32,6 +33,21 @@ static inline void gpu_skip(const char *why) {
 }
 
 static int gpu_me, gpu_n;
+
+/* GPU_TEST_TRACE=1: a line on stderr at each step a test marks, so a run that
+ * hangs says where (the lent GPU machines have no debugger). */
+static inline void gpu_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void gpu_trace(const char *fmt, ...) {
+    static int on = -1;
+    if (on < 0) on = getenv("GPU_TEST_TRACE") != NULL;
+    if (!on) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[trace pe %d] ", gpu_me);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
 
 /* Init on the CUDA backend and make cudart use the same device. */
 static inline symm_ctx gpu_test_init(void) {

@@ -19,10 +19,13 @@
  * are its own) and copies there: the heap and registered buffers are
  * cuMemMap mappings, which every context of the device reaches; memory bound
  * to the primary context (cuMemAlloc) still goes through the primary one.
- * Measured on one H100 (docs/PROXY.md "What remains"): a small host put
- * across simulated hosts 284 us with it against 59-79 us without (the GPU
- * switches between contexts), and the two tests still hung; so the primary
- * context serves by default until a run shows what the hang is.
+ * The service then makes its pointer queries in its own context too, and
+ * enters the primary one only for memory bound to it (lane_pick). Measured
+ * on one H100 (docs/PROXY.md "What remains"): a small host put across
+ * simulated hosts 284 us with it against 59-79 us without (the GPU switches
+ * between contexts), and the two tests still hung (that run still queried in
+ * the primary context); so the primary context serves by default until a run
+ * shows what the hang is (docs/PROXY.md "Lazy loading" has the lead).
  *
  * Copies between host and GPU memory go through two pinned bounce buffers
  * (allocated when the service opens, during symm_init: cuMemHostAlloc may
@@ -143,15 +146,41 @@ static int tpmem_where(const cu_tpmem *g, const void *p) {
     return TP_MAPPED;
 }
 
-static bool tpmem_is_gpu(void *state, const void *p) {
-    cu_tpmem *g = state;
-    if (cu_enter(g->s) != SYMM_SUCCESS) return false;
-    return tpmem_where(g, p) != TP_HOST;
-}
-
 /* The lane for work on these two pointers' memory. */
 static const tp_lane *lane_for(const cu_tpmem *g, int wd, int ws) {
     return g->own.cuctx && wd != TP_BOUND && ws != TP_BOUND ? &g->own : &g->prim;
+}
+
+/* Classify a and b (b NULL: one pointer) and make the context for work on
+ * them current; *saved gets the caller's context (lane_leave(*out, *saved)).
+ * The queries run in the service's own context when it has one, so the
+ * primary context is touched only for memory bound to it. */
+static symm_status lane_pick(cu_tpmem *g, const void *a, const void *b, int *wa, int *wb,
+                             const tp_lane **out, CUcontext *saved) {
+    const tp_lane *first = g->own.cuctx ? &g->own : &g->prim;
+    SYMM_TRY(lane_enter(first, saved));
+    *wa = tpmem_where(g, a);
+    *wb = b ? tpmem_where(g, b) : TP_HOST;
+    const tp_lane *l = lane_for(g, *wa, *wb);
+    if (l != first) {
+        CUresult r = symm__cu.CtxSetCurrent(l->cuctx);
+        if (r != CUDA_SUCCESS) {
+            lane_leave(first, *saved);
+            return symm__cu_fail(r, "cuCtxSetCurrent (GPU-memory service)");
+        }
+    }
+    *out = l;
+    return SYMM_SUCCESS;
+}
+
+static bool tpmem_is_gpu(void *state, const void *p) {
+    cu_tpmem *g = state;
+    const tp_lane *l = NULL;
+    CUcontext saved = NULL;
+    int w = TP_HOST, unused;
+    if (lane_pick(g, p, NULL, &w, &unused, &l, &saved) != SYMM_SUCCESS) return false;
+    lane_leave(l, saved);
+    return w != TP_HOST;
 }
 
 static symm_status dma(const tp_lane *l, void *dst, const void *src, uint64_t n) {
@@ -213,18 +242,15 @@ static symm_status tpmem_copy(void *state, void *dst, const void *src, uint64_t 
     cu_tpmem *g = state;
     if (!n) return SYMM_SUCCESS;
     pthread_mutex_lock(&g->lock);
-    symm_status st = cu_enter(g->s); /* the pointer queries */
-    int wd = st ? TP_HOST : tpmem_where(g, dst), ws = st ? TP_HOST : tpmem_where(g, src);
-    const tp_lane *l = lane_for(g, wd, ws);
+    const tp_lane *l = NULL;
     CUcontext saved = NULL;
-    if (!st && (wd || ws)) st = lane_enter(l, &saved);
-    if (st) {
-    } else if (!wd && !ws) {
-        memmove(dst, src, n);
-    } else {
+    int wd = TP_HOST, ws = TP_HOST;
+    symm_status st = lane_pick(g, dst, src, &wd, &ws, &l, &saved);
+    if (!st) {
         if (wd && ws) st = inside_gpu(g, l, dst, src, n);
         else if (wd) st = to_gpu(g, l, dst, src, n);
-        else st = from_gpu(g, l, dst, src, n);
+        else if (ws) st = from_gpu(g, l, dst, src, n);
+        else memmove(dst, src, n);
         lane_leave(l, saved);
     }
     pthread_mutex_unlock(&g->lock);
@@ -260,10 +286,10 @@ static symm_status tpmem_atomic(void *state, void *addr, uint32_t dtype, uint32_
     uint32_t size = dtype == SYMM_DTYPE_INT64 || dtype == SYMM_DTYPE_UINT64 ||
                             dtype == SYMM_DTYPE_FLOAT64 ? 8u : 4u;
     pthread_mutex_lock(&g->lock);
-    symm_status st = cu_enter(g->s);
-    const tp_lane *l = lane_for(g, st ? TP_HOST : tpmem_where(g, addr), TP_HOST);
+    const tp_lane *l = NULL;
     CUcontext saved = NULL;
-    if (!st) st = lane_enter(l, &saved);
+    int w = TP_HOST, unused;
+    symm_status st = lane_pick(g, addr, NULL, &w, &unused, &l, &saved);
     if (st) {
         pthread_mutex_unlock(&g->lock);
         return st;
