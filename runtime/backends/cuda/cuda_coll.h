@@ -40,6 +40,8 @@ symm_status symm__cu_launch_barrier(cu_state *s, const symm__team *team, char *c
                                     uint64_t bump, CUstream cs);
 /* The reduction kernel of a form (CU_RED_*) for dtype and op, looked up once. */
 symm_status symm__cu_reduce_fn(cu_state *s, uint32_t dtype, uint32_t op, int form, CUfunction *f);
+/* Look up (and so load) every reduction kernel now; how many there are. */
+unsigned symm__cu_preload_reduce(cu_state *s);
 /* "all-reduce", "all-gather"...: a collective kind, for the trace. */
 const char *symm__cu_coll_kind_name(uint32_t kind);
 /* ops->sync_stream: the team's barrier on a stream (NULL: blocking, on the

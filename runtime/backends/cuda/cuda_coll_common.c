@@ -201,6 +201,25 @@ symm_status symm__cu_reduce_fn(cu_state *s, uint32_t dtype, uint32_t op, int for
     return SYMM_SUCCESS;
 }
 
+/* Every reduction kernel of every form, looked up now (so loaded, under
+ * CUDA's lazy loading, while no stream waits: a lookup later would load
+ * the kernel then, and a load waits for the device's queued work; docs/
+ * PROXY.md "Lazy loading"). Returns how many there are. */
+unsigned symm__cu_preload_reduce(cu_state *s) {
+    static const int forms[] = {CU_RED_BARRIER, CU_RED_LL, CU_RED_STAGED, CU_RED_L8, CU_RED_CE};
+    unsigned n = 0;
+    for (size_t k = 0; k < sizeof forms / sizeof forms[0]; k++)
+        for (uint32_t dtype = 1; dtype < SYMM_DTYPE_COUNT; dtype++)
+            for (uint32_t op = 0; op < CU_N_OPS; op++) {
+                CUfunction f = NULL;
+                if (symm__cu_reduce_fn(s, dtype, op, forms[k], &f) != SYMM_SUCCESS) continue;
+                if (symm__cu.FuncLoad) symm__cu.FuncLoad(f);
+                n++;
+            }
+    symm__err_clear(); /* the (dtype, op) pairs that have no kernel */
+    return n;
+}
+
 const char *symm__cu_coll_kind_name(uint32_t kind) {
     switch (kind) {
     case SYMM__COLL_REDUCE: return "all-reduce";

@@ -49,6 +49,7 @@
 #include <sched.h>
 #include <time.h>
 
+#include "cuda_coll.h"
 #include "cuda_internal.h"
 #include "cuda_tpmem.h"
 
@@ -390,19 +391,26 @@ static void own_open(cu_tpmem *g) {
 }
 
 /* CUDA's lazy loading (the default since 12.2) loads a kernel at its first
- * launch, and the load waits for the device's queued work to finish while it
- * holds the context. A stream that waits for a PE of another host ends only
- * when this service has copied into the heap (here or on the peer), and the
- * service's calls wait for the same context: a first launch in that window
- * deadlocks the job (the same hazard others met: torchcomms #2334, NVIDIA
- * nvbench #136). Said once a process, when a staging transport opens the
- * service; docs/PROXY.md "Lazy loading". */
-static void lazy_warn(void) {
+ * launch (or lookup), and the load waits for the device's queued work to
+ * finish while it holds the context. A stream that waits for a PE of
+ * another host ends only when this service has copied into the heap (here
+ * or on the peer), and the service's calls wait for the same context: a
+ * load in that window deadlocks the job (the hazard others met: torchcomms
+ * #2334, NVIDIA nvbench #136). So, when a staging transport opens the
+ * service under lazy loading: the backend's kernels that are looked up on
+ * first use (the reductions) are loaded now, and the application is told
+ * once a process about its own; docs/PROXY.md "Lazy loading". */
+static void lazy_guard(cu_state *s) {
     static atomic_bool said;
     CUmoduleLoadingMode m = CU_MODULE_EAGER_LOADING;
     if (!symm__cu.ModuleGetLoadingMode || symm__cu.ModuleGetLoadingMode(&m) != CUDA_SUCCESS ||
-        m != CU_MODULE_LAZY_LOADING || atomic_exchange(&said, true))
+        m != CU_MODULE_LAZY_LOADING)
         return;
+    uint64_t t0 = now_ns();
+    unsigned n = symm__cu_preload_reduce(s);
+    SYMM_INFO(SYMM_LOG_BACKEND, "cuda: lazy loading: %u reduction kernels loaded now (%.1f ms), "
+              "before any stream waits for a PE of another host", n, (double)(now_ns() - t0) / 1e6);
+    if (atomic_exchange(&said, true)) return;
     SYMM_WARN(SYMM_LOG_BACKEND, "cuda: CUDA lazy loading is on (CUDA_MODULE_LOADING unset or "
               "LAZY) and GPU memory reaches PEs of other hosts by staging copies: a kernel "
               "launched for the first time while a stream waits for such a PE can hang the "
@@ -458,7 +466,7 @@ symm_status symm__cuda_tp_gpu_open(symm__ctx *ctx, symm__tp_gpu *out) {
         return st;
     }
     own_open(g);
-    lazy_warn();
+    lazy_guard(s);
     *out = (symm__tp_gpu){.state = g, .heap_is_gpu = true, .is_gpu = tpmem_is_gpu,
                           .copy = tpmem_copy, .atomic = tpmem_atomic, .close = tpmem_close};
     return SYMM_SUCCESS;
