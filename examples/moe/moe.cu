@@ -209,6 +209,18 @@ int main(void) {
     cudaStream_t s;
     CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 
+    /* Under CUDA's lazy loading a kernel is loaded at its first launch, and the
+     * load waits for the device's queued work: a kernel launched for the first
+     * time while the dispatch's grid waits for a PE of another host can hang
+     * the job. So the kernels are loaded before any stream waits (docs/
+     * PROXY.md "Lazy loading"; GPU_TEST_NO_WARMUP=1 leaves them lazy). */
+    if (!getenv("GPU_TEST_NO_WARMUP")) {
+        cudaFuncAttributes fa;
+        CU(cudaFuncGetAttributes(&fa, moe_fused));
+        CU(cudaFuncGetAttributes(&fa, route_kernel));
+        CU(cudaFuncGetAttributes(&fa, experts_kernel));
+        CU(cudaFuncGetAttributes(&fa, unpack_kernel));
+    }
     float *got = (float *)malloc(sizeof(float) * ntok * HID);
     int errors = 0;
     for (int pass = 0; pass < 2; pass++) {

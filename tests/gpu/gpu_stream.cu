@@ -332,6 +332,16 @@ int main(void) {
     symm_ctx ctx = gpu_test_init();
     cudaStream_t s;
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    /* Under CUDA's lazy loading a kernel is loaded at its first launch, and the
+     * load waits for the device's queued work: launched first while a stream
+     * waits for a PE of another host (the chain's add_one after a stream
+     * barrier), it can hang the job. So this test's kernels are loaded before
+     * (docs/PROXY.md "Lazy loading"; GPU_TEST_NO_WARMUP=1 leaves them lazy). */
+    if (!getenv("GPU_TEST_NO_WARMUP")) {
+        cudaFuncAttributes fa;
+        CUDA_OK(cudaFuncGetAttributes(&fa, fill_pat));
+        CUDA_OK(cudaFuncGetAttributes(&fa, add_one));
+    }
     gpu_trace("put_get");
     test_put_get(ctx, s);
     gpu_trace("signal_stream");
