@@ -201,18 +201,22 @@ symm_status symm__cu_reduce_fn(cu_state *s, uint32_t dtype, uint32_t op, int for
     return SYMM_SUCCESS;
 }
 
-/* Every reduction kernel of every form, looked up now (so loaded, under
- * CUDA's lazy loading, while no stream waits: a lookup later would load
- * the kernel then, and a load waits for the device's queued work; docs/
- * PROXY.md "Lazy loading"). Returns how many there are. */
+/* Every reduction kernel of every form this configuration can run, looked
+ * up now (so loaded, under CUDA's lazy loading, while no stream waits: a
+ * lookup later would load the kernel then, and a load waits for the
+ * device's queued work; docs/PROXY.md "Lazy loading"). Returns how many. */
 unsigned symm__cu_preload_reduce(cu_state *s) {
-    static const int forms[] = {CU_RED_BARRIER, CU_RED_LL, CU_RED_STAGED, CU_RED_L8, CU_RED_CE};
+    const struct { int form; bool on; } forms[] = {
+        {CU_RED_BARRIER, true},           {CU_RED_LL, s->ll_slot != 0},
+        {CU_RED_STAGED, s->st_slot != 0}, {CU_RED_L8, s->st_slot != 0 && s->l8_lines != 0},
+        {CU_RED_CE, s->ce_slot != 0},
+    };
     unsigned n = 0;
     for (size_t k = 0; k < sizeof forms / sizeof forms[0]; k++)
-        for (uint32_t dtype = 1; dtype < SYMM_DTYPE_COUNT; dtype++)
+        for (uint32_t dtype = 1; forms[k].on && dtype < SYMM_DTYPE_COUNT; dtype++)
             for (uint32_t op = 0; op < CU_N_OPS; op++) {
                 CUfunction f = NULL;
-                if (symm__cu_reduce_fn(s, dtype, op, forms[k], &f) != SYMM_SUCCESS) continue;
+                if (symm__cu_reduce_fn(s, dtype, op, forms[k].form, &f) != SYMM_SUCCESS) continue;
                 if (symm__cu.FuncLoad) symm__cu.FuncLoad(f);
                 n++;
             }

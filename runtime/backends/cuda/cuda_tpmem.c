@@ -63,6 +63,7 @@ typedef struct tp_lane {
     CUcontext cuctx;
     CUstream stream;
     CUfunction f_amo;
+    bool own; /* the service's own context, not the primary */
 } tp_lane;
 
 typedef struct cu_tpmem {
@@ -94,8 +95,10 @@ static symm_status lane_enter(const tp_lane *l, CUcontext *saved) {
     return SYMM_SUCCESS;
 }
 
+/* Give the caller its context back; one that had none keeps the primary
+ * (as cu_enter leaves it: a transport's thread calls again and again). */
 static void lane_leave(const tp_lane *l, CUcontext saved) {
-    if (saved != l->cuctx) symm__cu.CtxSetCurrent(saved);
+    if (saved != l->cuctx && (saved || l->own)) symm__cu.CtxSetCurrent(saved);
 }
 
 /* Wait for the lane's stream; bounded by the job's timeout (SYMM_ERR_TIMEOUT:
@@ -140,6 +143,7 @@ static int tpmem_where(const cu_tpmem *g, const void *p) {
     if (symm__cu.PointerGetAttributes(2, attrs, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
         return TP_HOST;
     if (type != CU_MEMORYTYPE_DEVICE || managed) return TP_HOST;
+    if (!g->own.cuctx) return TP_BOUND; /* one context: the difference does not matter */
     CUmemGenericAllocationHandle hd;
     if (symm__cu.MemRetainAllocationHandle(&hd, (void *)(uintptr_t)p) != CUDA_SUCCESS)
         return TP_BOUND;
@@ -395,8 +399,8 @@ static void own_open(cu_tpmem *g) {
  * finish while it holds the context. A stream that waits for a PE of
  * another host ends only when this service has copied into the heap (here
  * or on the peer), and the service's calls wait for the same context: a
- * load in that window deadlocks the job (the hazard others met: torchcomms
- * #2334, NVIDIA nvbench #136). So, when a staging transport opens the
+ * load in that window deadlocks the job (others met the same hazard:
+ * docs/PROXY.md). So, when a staging transport opens the
  * service under lazy loading: the backend's kernels that are looked up on
  * first use (the reductions) are loaded now, and the application is told
  * once a process about its own; docs/PROXY.md "Lazy loading". */
@@ -448,6 +452,7 @@ symm_status symm__cuda_tp_gpu_open(symm__ctx *ctx, symm__tp_gpu *out) {
     g->ctx = ctx;
     g->s = s;
     g->prim = (tp_lane){.cuctx = s->cuctx, .f_amo = s->f_amo};
+    g->own.own = true;
     pthread_mutex_init(&g->lock, NULL);
     symm_status st = cu_enter(s);
     CUresult r = CUDA_SUCCESS;
