@@ -329,7 +329,7 @@ if [ $BUILD_OK = 1 ] && phase remote && [ "$(left)" -gt 40 ]; then
   REMOTE_RES=$(summ_tests "$OUT/remote.log")
   log "remote: $REMOTE_RES"
   # REMOTE_AGAIN_TESTS: these tests again with REMOTE_AGAIN_ENV (what a hang
-  # depends on: CUDA_DEVICE_MAX_CONNECTIONS, CUDA_MODULE_LOADING, SYMM_CUDA_TPMEM_CTX)
+  # depends on: CUDA_DEVICE_MAX_CONNECTIONS, CUDA_MODULE_LOADING, GPU_TEST_NO_WARMUP)
   if [ -n "${REMOTE_AGAIN_TESTS:-}" ] && [ "$(left)" -gt 40 ]; then
     again_env=${REMOTE_AGAIN_ENV:-CUDA_DEVICE_MAX_CONNECTIONS=32}
     env $again_env timeout -k 5 "$(cap 300)" $MESON test -C "$BUILD" \

@@ -69,7 +69,7 @@ run_mode() {  # mode [env command and assignments]; $label (optional) names the 
   local from; from=$(( $(wc -l < "$LOG") + 1 ))
   if "$@" timeout -k 5 120 $PY -m torch.distributed.run --standalone --nproc_per_node=$NP \
        bindings/python/tests/test_torch_gpu.py "$mode" >> "$LOG" 2>&1; then
-    pass=$((pass + 1)); echo "python: torch tests, $name: ok ($(tail -n +$from "$LOG" | grep -o "$mode\] PASS" | wc -l) case passes over $NP ranks)"
+    pass=$((pass + 1)); echo "python: torch tests, $name: ok ($(tail -n +$from "$LOG" | grep -oE "$mode\] [0-9]+ passed" | awk '{s += $2} END {print s + 0}') case passes over $NP ranks)"
   else
     local rc=$?
     fail=$((fail + 1)); echo "python: torch tests, $name: FAILED (exit $rc$([ $rc = 124 ] && echo ': ran past 120 s'))"

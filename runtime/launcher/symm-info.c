@@ -643,7 +643,6 @@ static const var vars[] = {
     {"SYMM_CUDA_A2AV_BLOCKS", "symm_alltoallv on CUDA: blocks of its grid (default 0: one a SM)", false},
     {"SYMM_CUDA_COLL_COPY", "all-gather/all-to-all above LL: auto (push; large 3-PE all-gathers pull), push, pull", false},
     {"SYMM_CUDA_DISABLE_P2P", "1: no load/store between GPUs", false},
-    {"SYMM_CUDA_TPMEM_CTX", "GPU-memory service for staging transports: primary (default) or own (an experiment: a context of its own)", false},
     {"SYMM_TRANSPORT", "transport to other hosts: auto, none, ibverbs, tcp", false},
     {"SYMM_TRANSPORT_PATH", "folders searched first for transport plugins", false},
     {"SYMM_TCP_ADDR", "tcp transport: address to listen on", false},

@@ -3,11 +3,7 @@
  * when the GPU says it can, is_device_mem tells device from host and managed
  * memory, local_copy moves bytes both ways (the staging copies of route.c);
  * the GPU-memory service for staging transports (tp_gpu_open) copies and
- * updates the heap and cuMemAlloc memory, also while 16 streams of the
- * primary context wait in cuStreamWaitValue32 (with the default 8 hardware
- * queues every queue holds a waiting stream: the service's own context must
- * still run; not more: on driver 580 cuStreamCreate itself blocked once 33
- * streams of the process waited, probe_timeslice PROBE_TRACE).
+ * updates the heap and cuMemAlloc memory.
  * Linked against the runtime's objects (internal hooks); one PE.
  * Exit 77 without a usable GPU. Prints which dma-buf path ran. */
 #include <fcntl.h>
@@ -25,11 +21,9 @@ const char *symm_status_string(symm_status s) { return symm__status_name(s); }
 const char *symm_last_error(void) { return symm__last_error(); }
 
 /* The service's copies and atomics on the heap (a cuMemMap mapping) and on
- * cuMemAlloc memory d (NULL: not), checked against host data; `waiting`:
- * with every hardware queue of the primary context holding a stream that
- * waits (memory bound to that context is copied in it: d is left out). */
+ * cuMemAlloc memory d (NULL: not), checked against host data. */
 static symm_status service_round(symm__tp_gpu *svc, uint8_t *heap, uint8_t *d, char *host,
-                                 const char *waiting) {
+                                 const char *label) {
     uint8_t *scratch = d ? d : heap + (4u << 20); /* a GPU buffer of 1 MiB */
     const uint64_t sizes[] = {8, 4096, 65536, 3u << 20}; /* 3 MiB: pieces of the bounce */
     for (int k = 0; k < 4; k++) {
@@ -45,7 +39,7 @@ static symm_status service_round(symm__tp_gpu *svc, uint8_t *heap, uint8_t *d, c
             for (uint64_t i = 0; i < n; i++) {
                 if (back[i] != host[i]) {
                     printf("FAIL: service copy of %llu bytes to %s %s: byte %llu differs\n",
-                           (unsigned long long)n, j ? "cuMemAlloc memory" : "the heap", waiting,
+                           (unsigned long long)n, j ? "cuMemAlloc memory" : "the heap", label,
                            (unsigned long long)i);
                     free(back);
                     return SYMM_ERR_INTERNAL;
@@ -84,14 +78,11 @@ static symm_status service_round(symm__tp_gpu *svc, uint8_t *heap, uint8_t *d, c
     ASSERT_EQ(got32, 5u);
     CHECK_OK(svc->copy(svc->state, &v32, w32, 4));
     ASSERT_EQ(v32, 8u);
-    printf("gpu_tp_hooks: the service's copies and atomics %s: ok\n", waiting);
+    printf("gpu_tp_hooks: the service's copies and atomics %s: ok\n", label);
     return SYMM_SUCCESS;
 }
 
-/* The GPU-memory service (what tcp stages through), idle; with
- * SYMM_CUDA_TPMEM_CTX=own (test gpu_tp_hooks_ownctx) also with 16 streams of
- * the primary context waiting in cuStreamWaitValue32, which its own context
- * must not notice (in the primary context such a copy may wait for good). */
+/* The GPU-memory service (what tcp stages through). */
 static symm_status check_service(symm__ctx *ctx, void *hp, void *d, char *host) {
     ASSERT_TRUE(ctx->ops->tp_gpu_open != NULL);
     symm__tp_gpu svc;
@@ -102,33 +93,6 @@ static symm_status check_service(symm__ctx *ctx, void *hp, void *d, char *host) 
     ASSERT_TRUE(!svc.is_gpu(svc.state, host));
     uint8_t *heap = hp; /* 6 MiB of the heap */
     CHECK_OK(service_round(&svc, heap, d, host, "(idle)"));
-    const char *mode = getenv("SYMM_CUDA_TPMEM_CTX");
-    if (!mode || strcmp(mode, "own") != 0) {
-        printf("gpu_tp_hooks: the service in the primary context: no waiting-streams round "
-               "(test gpu_tp_hooks_ownctx runs it)\n");
-    } else {
-        enum { NWAIT = 16 };
-        uint32_t *word = NULL;
-        ASSERT_EQ(symm__cu.MemHostAlloc((void **)&word, 4096, CU_MEMHOSTALLOC_PORTABLE),
-                  CUDA_SUCCESS);
-        *(volatile uint32_t *)word = 0;
-        CUstream ws[NWAIT];
-        for (int i = 0; i < NWAIT; i++) {
-            ASSERT_EQ(symm__cu.StreamCreate(&ws[i], CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-            ASSERT_EQ(symm__cu.StreamWaitValue32(ws[i], (CUdeviceptr)(uintptr_t)word, 1,
-                                                 CU_STREAM_WAIT_VALUE_GEQ),
-                      CUDA_SUCCESS);
-        }
-        symm_status st = service_round(&svc, heap, NULL, host, "(16 streams waiting)");
-        *(volatile uint32_t *)word = 1;
-        __sync_synchronize();
-        for (int i = 0; i < NWAIT; i++) {
-            ASSERT_EQ(symm__cu.StreamSynchronize(ws[i]), CUDA_SUCCESS);
-            symm__cu.StreamDestroy(ws[i]);
-        }
-        symm__cu.MemFreeHost(word);
-        CHECK_OK(st);
-    }
     svc.close(svc.state);
     return SYMM_SUCCESS;
 }

@@ -28,14 +28,6 @@
  *            the process waited (PROBE_TRACE=1 PROBE_ONLY_Q=1: a line per
  *            step, the q columns alone)
  *   qprio    as qwait, the work on a stream of the greatest priority
- *   qctx2    as qwait, the work in a second context of the target
- *            (cuCtxCreate) on a cuMemMap mapping made in the first: what
- *            the GPU-memory service's own context does
- *   kctx2    the target's first context runs a one-thread spinning kernel;
- *            the work in the second context (the time slice between two
- *            contexts of one process)
- *   gctx2    the target's first context runs the cooperative grid of
- *            owngrid; the work in the second context
  *
  * The target's work, each enqueued on its own non-blocking stream and waited
  * for (median of ITERS, microseconds): a host-to-device copy from pinned
@@ -270,8 +262,8 @@ int main(int argc, char **argv) {
     };
     const int nrows = sizeof rows / sizeof rows[0];
     const int states[] = {ST_IDLE, ST_KERNEL, ST_WAITVAL};
-    double med[9][16];
-    for (int i = 0; i < 9; i++)
+    double med[6][16];
+    for (int i = 0; i < 6; i++)
         for (int j = 0; j < 16; j++) med[i][j] = -3; /* not measured */
     const bool only_q = getenv("PROBE_ONLY_Q") != nullptr; /* diagnosis: the q columns alone */
     for (int si = 0; si < 3 && !rc && !only_q; si++) {
@@ -309,47 +301,6 @@ int main(int argc, char **argv) {
         CK(cudaStreamSynchronize(s)); /* a stuck piece of work finishes now */
     }
     fprintf(stderr, "probe_timeslice: %s (rc %d)\n", "owngrid measured", rc);
-    /* The second context: a cuMemMap mapping made in the first (what the
-     * heap is), portable pinned memory, and a context made with cuCtxCreate. */
-    CUcontext prim = nullptr, c2 = nullptr;
-    void *vmm = nullptr, *pin2 = nullptr;
-    bool ctx2_ok = false;
-    if (!rc) {
-        CUdevice d0;
-        CKD(cuDeviceGet(&d0, 0));
-        CKD(cuCtxGetCurrent(&prim));
-        CUmemAllocationProp prop;
-        memset(&prop, 0, sizeof prop);
-        prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-        prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        prop.location.id = 0;
-        size_t gran = 0, vsz = 2u << 20;
-        CKD(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-        vsz = (vsz + gran - 1) / gran * gran;
-        CUmemGenericAllocationHandle h;
-        CUdeviceptr va;
-        CKD(cuMemCreate(&h, vsz, &prop, 0));
-        CKD(cuMemAddressReserve(&va, vsz, 0, 0, 0));
-        CKD(cuMemMap(va, vsz, 0, h, 0));
-        CUmemAccessDesc acc;
-        memset(&acc, 0, sizeof acc);
-        acc.location = prop.location;
-        acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-        CKD(cuMemSetAccess(va, vsz, &acc, 1));
-        vmm = (void *)(uintptr_t)va;
-        CK(cudaHostAlloc(&pin2, maxb, cudaHostAllocPortable));
-        memset(pin2, 1, maxb);
-        CUresult r = cuCtxCreate(&c2, nullptr, 0, d0);
-        if (r != CUDA_SUCCESS) {
-            const char *e = "?";
-            cuGetErrorName(r, &e);
-            printf("probe_timeslice: cuCtxCreate failed (%s): no ctx2 columns\n", e);
-        } else {
-            ctx2_ok = true;
-            CKD(cuCtxSetCurrent(prim));
-        }
-    }
-    fprintf(stderr, "probe_timeslice: second context made: %d (rc %d)\n", (int)ctx2_ok, rc);
     /* qwait: QWAIT streams of this process each wait in cuStreamWaitValue32
      * on a word nobody sets yet; the work goes on a stream made after them
      * (more streams than the device's hardware queues: CUDA_DEVICE_MAX_
@@ -381,83 +332,29 @@ int main(int argc, char **argv) {
         for (int r = 0; r < nrows && !rc; r++)
             rc = measure(rows[r].what, rows[r].bytes, 5, ps, pinned, dev, &med[5][r], 1e6);
     }
-    /* measure in c2; an error there is a row of -2, not the probe's end */
-    auto in_ctx2 = [&](int col) -> int {
-        CKD(cuCtxSetCurrent(c2));
-        cudaStream_t cs;
-        CK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
-        for (int r = 0; r < nrows; r++)
-            if (measure(rows[r].what, rows[r].bytes, 5, cs, pin2, vmm, &med[col][r], 1e6))
-                med[col][r] = -2;
-        CKD(cuCtxSetCurrent(prim));
-        return 0;
-    };
     fprintf(stderr, "probe_timeslice: qprio measured (rc %d)\n", rc);
-    if (!rc && ctx2_ok) rc = in_ctx2(6); /* qctx2: the 16 waiters still wait */
     if (!rc) {
         *(volatile uint32_t *)&rel[16] = 1;
         __sync_synchronize();
         for (int i = 0; i < QWAIT; i++) CK(cudaStreamSynchronize(qs[i]));
         CK(cudaStreamSynchronize(ms));
     }
-    fprintf(stderr, "probe_timeslice: %s (rc %d)\n", "qctx2 measured, waiters released", rc);
-    if (!rc && ctx2_ok) { /* kctx2: a one-thread kernel of the first context spins */
-        epoch++;
-        spin_until<<<1, 1, 0, gs>>>(d_rel, d_rel + 32, epoch);
-        CK(cudaGetLastError());
-        usleep(2000);
-        rc = in_ctx2(7);
-        *(volatile uint32_t *)rel = epoch;
-        __sync_synchronize();
-        CK(cudaStreamSynchronize(gs));
-    }
-    fprintf(stderr, "probe_timeslice: %s (rc %d)\n", "kctx2 measured", rc);
-    if (!rc && ctx2_ok) { /* gctx2: the first context's grid holds every SM */
-        epoch++;
-        void *args[] = {(void *)&d_rel, (void *)&epoch};
-        CK(cudaLaunchCooperativeKernel((const void *)grid_spin, dim3(sms * per_sm), dim3(1024),
-                                       args, 0, gs));
-        usleep(2000);
-        rc = in_ctx2(8);
-        *(volatile uint32_t *)rel = epoch;
-        __sync_synchronize();
-        CK(cudaStreamSynchronize(gs));
-    }
-    fprintf(stderr, "probe_timeslice: %s (rc %d)\n", "gctx2 measured", rc);
-    if (!rc && ctx2_ok) { /* what c2 wrote is there; c2 and memory the first context owns */
-        CKD(cuCtxSetCurrent(c2));
-        cudaStream_t cs;
-        CK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
-        memset(pin2, 0, 65536);
-        CK(cudaMemcpyAsync(pin2, vmm, 65536, cudaMemcpyDeviceToHost, cs));
-        CK(cudaStreamSynchronize(cs));
-        int bad = 0;
-        for (int i = 4096; i < 65536; i++) bad += ((unsigned char *)pin2)[i] != 1;
-        printf("ctx2: data copied in the second context into the mapping read back: %s\n",
-               bad ? "WRONG" : "ok");
-        cudaError_t e = cudaMemcpyAsync(pin2, dev, 8, cudaMemcpyDeviceToHost, cs);
-        if (e == cudaSuccess) e = cudaStreamSynchronize(cs);
-        printf("ctx2: a copy from cudaMalloc memory of the first context: %s\n",
-               cudaGetErrorString(e));
-        CKD(cuCtxSetCurrent(prim));
-    }
+    fprintf(stderr, "probe_timeslice: %s (rc %d)\n", "waiters released", rc);
     if (!rc) {
         const char *mc = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
         printf("target's GPU work while another process on the same GPU is idle / has a kernel "
                "spinning / has a stream in cuStreamWaitValue32, while the target's own "
                "cooperative grid holds every SM (%d blocks of 1024), and on a stream made after "
                "%d of its streams that wait in cuStreamWaitValue32 (CUDA_DEVICE_MAX_CONNECTIONS="
-               "%s); -1: not done after 1 s; median of %d (owngrid: %d, qwait: 5), us\n",
+               "%s); -1: not done after 1 s, -3: not measured; median of %d (owngrid: %d, "
+               "qwait: 5), us\n",
                sms * per_sm, (int)QWAIT, mc ? mc : "unset", iters, iters < 10 ? iters : 10);
-        printf("qprio: the same 16 waiters, the work on a stream of the greatest priority; "
-               "qctx2 / kctx2 / gctx2: the work in a second context of the target on a cuMemMap "
-               "mapping while its first context has the 16 waiters / a one-thread spinning "
-               "kernel / the cooperative grid (-2: failed, -3: not measured)\n");
-        printf("%-14s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "work", "idle", "kernel", "waitval",
-               "owngrid", "qwait", "qprio", "qctx2", "kctx2", "gctx2");
+        printf("qprio: the same 16 waiters, the work on a stream of the greatest priority\n");
+        printf("%-14s %9s %9s %9s %9s %9s %9s\n", "work", "idle", "kernel", "waitval",
+               "owngrid", "qwait", "qprio");
         for (int r = 0; r < nrows; r++) {
             printf("%-14s", rows[r].name);
-            for (int c = 0; c < 9; c++) printf(" %9.1f", med[c][r]);
+            for (int c = 0; c < 6; c++) printf(" %9.1f", med[c][r]);
             printf("\n");
         }
     }

@@ -27,13 +27,9 @@ static symm_status load_fail(symm_status st, const char *fmt, const char *a, con
     return st;
 }
 
-/* The version whose signature an entry's field has: cuFuncLoad came in
- * 12.4; cuCtxCreate's three-parameter form is the one of CUDA 3.2 (11.4 gave
- * the name exec-affinity parameters, 12.5 a parameter struct). */
+/* The version whose signature an entry's field has: cuFuncLoad came in 12.4. */
 static int entry_version(const char *name) {
-    if (strcmp(name, "FuncLoad") == 0) return 12040;
-    if (strcmp(name, "CtxCreate") == 0) return 3020;
-    return SYMM__CU_ABI_VERSION;
+    return strcmp(name, "FuncLoad") == 0 ? 12040 : SYMM__CU_ABI_VERSION;
 }
 
 static symm_status load_once_body(void) {

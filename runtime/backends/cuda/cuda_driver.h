@@ -32,8 +32,6 @@
     X(CtxSetCurrent, (CUcontext ctx), 1) \
     X(CtxGetCurrent, (CUcontext *pctx), 1) \
     X(CtxSynchronize, (void), 1) \
-    X(CtxCreate, (CUcontext *pctx, unsigned int flags, CUdevice dev), 0) \
-    X(CtxDestroy, (CUcontext ctx), 0) \
     X(MemAddressReserve, (CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, \
                           unsigned long long flags), 1) \
     X(MemAddressFree, (CUdeviceptr ptr, size_t size), 1) \

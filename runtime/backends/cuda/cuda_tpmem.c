@@ -4,28 +4,10 @@
  *
  * Who calls: a transport's own threads (tcp's service thread, serving peers)
  * and the application's (a put from the GPU heap), concurrently; so the
- * service has its own non-blocking stream, makes its context current in the
- * calling thread for the call (and restores the caller's), and serialises
- * its calls with a mutex. Its stream never waits for the application's
- * streams or the internal one: a copy into the heap must not queue behind a
- * kernel or a stream that is waiting for exactly that data.
- *
- * Its own context: an experiment, off by default (SYMM_CUDA_TPMEM_CTX=own).
- * A stream of the primary context may share a hardware queue with the
- * application's streams (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default), and
- * work queued behind a stream that waits in the same queue waits too: a
- * suspect for the two tests that hang across simulated hosts. With `own` the
- * service makes a context of its own on the device (cuCtxCreate; its queues
- * are its own) and copies there: the heap and registered buffers are
- * cuMemMap mappings, which every context of the device reaches; memory bound
- * to the primary context (cuMemAlloc) still goes through the primary one.
- * The service then makes its pointer queries in its own context too, and
- * enters the primary one only for memory bound to it (lane_pick). Measured
- * on one H100 (docs/PROXY.md "What remains"): a small host put across
- * simulated hosts 284 us with it against 59-79 us without (the GPU switches
- * between contexts), and the two tests still hung (that run still queried in
- * the primary context); so the primary context serves by default until a run
- * shows what the hang is (docs/PROXY.md "Lazy loading" has the lead).
+ * service has its own non-blocking stream, makes the context current in the
+ * calling thread, and serialises its calls with a mutex. Its stream never
+ * waits for the application's streams or the internal one: a copy into the
+ * heap must not queue behind a kernel that is waiting for exactly that data.
  *
  * Copies between host and GPU memory go through two pinned bounce buffers
  * (allocated when the service opens, during symm_init: cuMemHostAlloc may
@@ -57,28 +39,14 @@
  * DMA, its wait) is small beside its bytes. */
 #define TPMEM_BOUNCE (1u << 20)
 
-/* Where the service's work runs: a context, its stream, symm_k_amo loaded in
- * that context. */
-typedef struct tp_lane {
-    CUcontext cuctx;
-    CUstream stream;
-    CUfunction f_amo;
-    bool own; /* the service's own context, not the primary */
-} tp_lane;
-
 typedef struct cu_tpmem {
     symm__ctx *ctx;
     cu_state *s;
     pthread_mutex_t lock;
-    tp_lane own;        /* the service's own context; own.cuctx NULL: none */
-    CUmodule own_mod;   /* the module with symm_k_amo, loaded in own */
-    tp_lane prim;       /* the primary context */
-    uint8_t *bounce[2]; /* pinned (portable), TPMEM_BOUNCE bytes each */
-    uint64_t *word;     /* pinned (portable): an atomic's prior value */
+    CUstream stream;
+    uint8_t *bounce[2]; /* pinned, TPMEM_BOUNCE bytes each */
+    uint64_t *word;     /* pinned: an atomic's prior value  */
 } cu_tpmem;
-
-/* What a pointer is to the service. */
-enum { TP_HOST = 0, TP_MAPPED = 1, TP_BOUND = 2 };
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -86,28 +54,13 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Make the lane's context current for a call; *saved gets the caller's. */
-static symm_status lane_enter(const tp_lane *l, CUcontext *saved) {
-    *saved = NULL;
-    symm__cu.CtxGetCurrent(saved);
-    if (*saved == l->cuctx) return SYMM_SUCCESS;
-    SYMM__CU(CtxSetCurrent(l->cuctx));
-    return SYMM_SUCCESS;
-}
-
-/* Give the caller its context back; one that had none keeps the primary
- * (as cu_enter leaves it: a transport's thread calls again and again). */
-static void lane_leave(const tp_lane *l, CUcontext saved) {
-    if (saved != l->cuctx && (saved || l->own)) symm__cu.CtxSetCurrent(saved);
-}
-
-/* Wait for the lane's stream; bounded by the job's timeout (SYMM_ERR_TIMEOUT:
+/* Wait for the service's stream; bounded by the job's timeout (SYMM_ERR_TIMEOUT:
  * the GPU did not run the copy or the atomic kernel that long). */
-static symm_status tpmem_wait(cu_tpmem *g, const tp_lane *l, const char *what) {
+static symm_status tpmem_wait(cu_tpmem *g, const char *what) {
     uint64_t t0 = 0, bound = (uint64_t)g->ctx->cfg.timeout_ms * 1000000u;
     bool told = false;
     for (unsigned spins = 0;; spins++) {
-        CUresult r = symm__cu.StreamQuery(l->stream);
+        CUresult r = symm__cu.StreamQuery(g->stream);
         if (r == CUDA_SUCCESS) return SYMM_SUCCESS;
         if (r != CUDA_ERROR_NOT_READY) return symm__cu_fail(r, what);
         if (spins < 64) continue;
@@ -115,9 +68,8 @@ static symm_status tpmem_wait(cu_tpmem *g, const tp_lane *l, const char *what) {
         if (!told && now_ns() - t0 > 1000000000u) {
             told = true; /* what a stalled peer waits for, named once */
             SYMM_WARN(SYMM_LOG_BACKEND, "cuda: %s for a transport has waited 1 s for the GPU "
-                      "(in the %s context; every SM held by kernels that wait, or a first "
-                      "launch under lazy loading? docs/PROXY.md \"Lazy loading\")", what,
-                      l == &g->own ? "service's own" : "primary");
+                      "(every SM held by kernels that wait, or a first launch under lazy "
+                      "loading? docs/PROXY.md \"Lazy loading\")", what);
         }
         if (bound && now_ns() - t0 > bound)
             return symm__err(SYMM_ERR_TIMEOUT, "cuda: %s for a transport did not complete in %u "
@@ -127,136 +79,90 @@ static symm_status tpmem_wait(cu_tpmem *g, const tp_lane *l, const char *what) {
     }
 }
 
-/* GPU memory the CPU cannot touch: this PE's heap (a cuMemMap mapping), or
- * what the driver says is device memory (managed memory is not: the CPU
- * reaches it) — TP_MAPPED when it is a cuMemMap mapping (it has an
- * allocation handle: every context of the device reaches it), TP_BOUND
- * otherwise (cuMemAlloc: its context's). */
-static int tpmem_where(const cu_tpmem *g, const void *p) {
+/* GPU memory the CPU cannot touch: this PE's heap, or what the driver says
+ * is device memory (managed memory is not: the CPU reaches it). */
+static bool tpmem_dev(const cu_tpmem *g, const void *p) {
     const uint8_t *b = p, *h = g->ctx->heap_base;
-    if (h && b >= h && (uint64_t)(b - h) < g->s->span) return TP_MAPPED;
+    if (h && b >= h && (uint64_t)(b - h) < g->s->span) return true;
     CUmemorytype type = (CUmemorytype)0;
     int managed = 0;
     CUpointer_attribute attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
                                     CU_POINTER_ATTRIBUTE_IS_MANAGED};
     void *data[2] = {&type, &managed};
     if (symm__cu.PointerGetAttributes(2, attrs, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
-        return TP_HOST;
-    if (type != CU_MEMORYTYPE_DEVICE || managed) return TP_HOST;
-    if (!g->own.cuctx) return TP_BOUND; /* one context: the difference does not matter */
-    CUmemGenericAllocationHandle hd;
-    if (symm__cu.MemRetainAllocationHandle(&hd, (void *)(uintptr_t)p) != CUDA_SUCCESS)
-        return TP_BOUND;
-    symm__cu.MemRelease(hd);
-    return TP_MAPPED;
-}
-
-/* The lane for work on these two pointers' memory. */
-static const tp_lane *lane_for(const cu_tpmem *g, int wd, int ws) {
-    return g->own.cuctx && wd != TP_BOUND && ws != TP_BOUND ? &g->own : &g->prim;
-}
-
-/* Classify a and b (b NULL: one pointer) and make the context for work on
- * them current; *saved gets the caller's context (lane_leave(*out, *saved)).
- * The queries run in the service's own context when it has one, so the
- * primary context is touched only for memory bound to it. */
-static symm_status lane_pick(cu_tpmem *g, const void *a, const void *b, int *wa, int *wb,
-                             const tp_lane **out, CUcontext *saved) {
-    const tp_lane *first = g->own.cuctx ? &g->own : &g->prim;
-    SYMM_TRY(lane_enter(first, saved));
-    *wa = tpmem_where(g, a);
-    *wb = b ? tpmem_where(g, b) : TP_HOST;
-    const tp_lane *l = lane_for(g, *wa, *wb);
-    if (l != first) {
-        CUresult r = symm__cu.CtxSetCurrent(l->cuctx);
-        if (r != CUDA_SUCCESS) {
-            lane_leave(first, *saved);
-            return symm__cu_fail(r, "cuCtxSetCurrent (GPU-memory service)");
-        }
-    }
-    *out = l;
-    return SYMM_SUCCESS;
+        return false;
+    return type == CU_MEMORYTYPE_DEVICE && !managed;
 }
 
 static bool tpmem_is_gpu(void *state, const void *p) {
     cu_tpmem *g = state;
-    const tp_lane *l = NULL;
-    CUcontext saved = NULL;
-    int w = TP_HOST, unused;
-    if (lane_pick(g, p, NULL, &w, &unused, &l, &saved) != SYMM_SUCCESS) return false;
-    lane_leave(l, saved);
-    return w != TP_HOST;
+    if (cu_enter(g->s) != SYMM_SUCCESS) return false;
+    return tpmem_dev(g, p);
 }
 
-static symm_status dma(const tp_lane *l, void *dst, const void *src, uint64_t n) {
-    SYMM__CU(MemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n, l->stream));
+static symm_status dma(cu_tpmem *g, void *dst, const void *src, uint64_t n) {
+    SYMM__CU(MemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n, g->stream));
     return SYMM_SUCCESS;
 }
 
 /* Host -> GPU in pieces: the memcpy of piece i into one bounce buffer
  * overlaps the DMA of piece i - 1 from the other. */
-static symm_status to_gpu(cu_tpmem *g, const tp_lane *l, uint8_t *dst, const uint8_t *src,
-                          uint64_t n) {
+static symm_status to_gpu(cu_tpmem *g, uint8_t *dst, const uint8_t *src, uint64_t n) {
     symm_status st = SYMM_SUCCESS;
     for (uint64_t done = 0, i = 0; done < n && !st; i++) {
         uint64_t m = min_u64(n - done, TPMEM_BOUNCE);
         memcpy(g->bounce[i & 1], src + done, m);
-        st = tpmem_wait(g, l, "a copy to GPU memory"); /* piece i - 1: frees nothing of ours */
-        if (!st) st = dma(l, dst + done, g->bounce[i & 1], m);
+        st = tpmem_wait(g, "a copy to GPU memory"); /* piece i - 1: frees nothing of ours */
+        if (!st) st = dma(g, dst + done, g->bounce[i & 1], m);
         done += m;
     }
-    symm_status w = tpmem_wait(g, l, "a copy to GPU memory");
+    symm_status w = tpmem_wait(g, "a copy to GPU memory");
     return st ? st : w;
 }
 
 /* GPU -> host: the DMA of piece i + 1 overlaps the memcpy of piece i out. */
-static symm_status from_gpu(cu_tpmem *g, const tp_lane *l, uint8_t *dst, const uint8_t *src,
-                            uint64_t n) {
+static symm_status from_gpu(cu_tpmem *g, uint8_t *dst, const uint8_t *src, uint64_t n) {
     uint64_t m = min_u64(n, TPMEM_BOUNCE);
-    symm_status st = dma(l, g->bounce[0], src, m);
+    symm_status st = dma(g, g->bounce[0], src, m);
     for (uint64_t done = 0, i = 0; done < n && !st; i++) {
-        SYMM_TRY(tpmem_wait(g, l, "a copy from GPU memory"));
+        SYMM_TRY(tpmem_wait(g, "a copy from GPU memory"));
         uint64_t next = done + m, m2 = next < n ? min_u64(n - next, TPMEM_BOUNCE) : 0;
-        if (m2) st = dma(l, g->bounce[(i + 1) & 1], src + next, m2);
+        if (m2) st = dma(g, g->bounce[(i + 1) & 1], src + next, m2);
         memcpy(dst + done, g->bounce[i & 1], m);
         done = next;
         m = m2;
     }
-    symm_status w = tpmem_wait(g, l, "a copy from GPU memory");
+    symm_status w = tpmem_wait(g, "a copy from GPU memory");
     return st ? st : w;
 }
 
 /* GPU -> GPU: one DMA; overlapping ranges (cuMemcpy's are undefined) by
  * way of host memory, as memmove. */
-static symm_status inside_gpu(cu_tpmem *g, const tp_lane *l, uint8_t *dst, const uint8_t *src,
-                              uint64_t n) {
+static symm_status inside_gpu(cu_tpmem *g, uint8_t *dst, const uint8_t *src, uint64_t n) {
     if (dst < src + n && src < dst + n && dst != src) {
         uint8_t *tmp = malloc(n);
         if (!tmp) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
-        symm_status st = from_gpu(g, l, tmp, src, n);
-        if (!st) st = to_gpu(g, l, dst, tmp, n);
+        symm_status st = from_gpu(g, tmp, src, n);
+        if (!st) st = to_gpu(g, dst, tmp, n);
         free(tmp);
         return st;
     }
     if (dst == src) return SYMM_SUCCESS;
-    SYMM_TRY(dma(l, dst, src, n));
-    return tpmem_wait(g, l, "a copy inside GPU memory");
+    SYMM_TRY(dma(g, dst, src, n));
+    return tpmem_wait(g, "a copy inside GPU memory");
 }
 
 static symm_status tpmem_copy(void *state, void *dst, const void *src, uint64_t n) {
     cu_tpmem *g = state;
     if (!n) return SYMM_SUCCESS;
     pthread_mutex_lock(&g->lock);
-    const tp_lane *l = NULL;
-    CUcontext saved = NULL;
-    int wd = TP_HOST, ws = TP_HOST;
-    symm_status st = lane_pick(g, dst, src, &wd, &ws, &l, &saved);
+    symm_status st = cu_enter(g->s);
     if (!st) {
-        if (wd && ws) st = inside_gpu(g, l, dst, src, n);
-        else if (wd) st = to_gpu(g, l, dst, src, n);
-        else if (ws) st = from_gpu(g, l, dst, src, n);
-        else memmove(dst, src, n);
-        lane_leave(l, saved);
+        bool dd = tpmem_dev(g, dst), sd = tpmem_dev(g, src);
+        if (!dd && !sd) memmove(dst, src, n);
+        else if (dd && sd) st = inside_gpu(g, dst, src, n);
+        else if (dd) st = to_gpu(g, dst, src, n);
+        else st = from_gpu(g, dst, src, n);
     }
     pthread_mutex_unlock(&g->lock);
     return st;
@@ -270,18 +176,17 @@ static symm_status tpmem_copy(void *state, void *dst, const void *src, uint64_t 
  * of the word's size is single-copy atomic: against concurrent atomics it is
  * an exchange whose result nobody reads. 1: done (*st set); 0: use the
  * kernel (stream memory operations unusable, or refused). */
-static int tpmem_set(cu_tpmem *g, const tp_lane *l, void *addr, uint32_t size, uint64_t value,
-                     symm_status *st) {
+static int tpmem_set(cu_tpmem *g, void *addr, uint32_t size, uint64_t value, symm_status *st) {
     if (!atomic_load(&g->s->memops)) return 0;
     const CUdeviceptr a = (CUdeviceptr)(uintptr_t)addr;
-    CUresult r = size == 8 ? symm__cu.StreamWriteValue64(l->stream, a, value,
+    CUresult r = size == 8 ? symm__cu.StreamWriteValue64(g->stream, a, value,
                                                          CU_STREAM_WRITE_VALUE_DEFAULT)
                : symm__cu.StreamWriteValue32 ? symm__cu.StreamWriteValue32(
-                                                   l->stream, a, (cuuint32_t)value,
+                                                   g->stream, a, (cuuint32_t)value,
                                                    CU_STREAM_WRITE_VALUE_DEFAULT)
                                              : CUDA_ERROR_NOT_SUPPORTED;
     if (r != CUDA_SUCCESS) return 0;
-    *st = tpmem_wait(g, l, "a write of an atomic SET to GPU memory");
+    *st = tpmem_wait(g, "a write of an atomic SET to GPU memory");
     return 1;
 }
 
@@ -291,107 +196,22 @@ static symm_status tpmem_atomic(void *state, void *addr, uint32_t dtype, uint32_
     uint32_t size = dtype == SYMM_DTYPE_INT64 || dtype == SYMM_DTYPE_UINT64 ||
                             dtype == SYMM_DTYPE_FLOAT64 ? 8u : 4u;
     pthread_mutex_lock(&g->lock);
-    const tp_lane *l = NULL;
-    CUcontext saved = NULL;
-    int w = TP_HOST, unused;
-    symm_status st = lane_pick(g, addr, NULL, &w, &unused, &l, &saved);
-    if (st) {
-        pthread_mutex_unlock(&g->lock);
-        return st;
-    }
-    if (op == SYMM_AMO_SET && tpmem_set(g, l, addr, size, value, &st)) {
-        lane_leave(l, saved);
+    symm_status st = cu_enter(g->s);
+    if (!st && op == SYMM_AMO_SET && tpmem_set(g, addr, size, value, &st)) {
         pthread_mutex_unlock(&g->lock);
         if (!st && fetched) *fetched = 0; /* SET fetches nothing */
         return st;
     }
     uint64_t *out = g->word;
     void *args[] = {&addr, &size, &op, &value, &compare, &out};
-    st = symm__cu_launch(g->s, l->f_amo, "cuLaunchKernel(symm_k_amo) for a transport", 1, 1, 1,
-                         l->stream, args);
-    if (!st) st = tpmem_wait(g, l, "an atomic on GPU memory");
+    if (!st)
+        st = symm__cu_launch(g->s, g->s->f_amo, "cuLaunchKernel(symm_k_amo) for a transport", 1,
+                             1, 1, g->stream, args);
+    if (!st) st = tpmem_wait(g, "an atomic on GPU memory");
     uint64_t r = *(volatile uint64_t *)g->word;
-    lane_leave(l, saved);
     pthread_mutex_unlock(&g->lock);
     if (!st && fetched) *fetched = size == 8 ? r : (uint32_t)r;
     return st;
-}
-
-/* The own context's resources; called with own.cuctx current. */
-static void own_release(cu_tpmem *g) {
-    if (g->own.stream) {
-        symm__cu.StreamSynchronize(g->own.stream);
-        symm__cu.StreamDestroy(g->own.stream);
-    }
-    if (g->own_mod) symm__cu.ModuleUnload(g->own_mod);
-    g->own.stream = NULL;
-    g->own_mod = NULL;
-}
-
-static void own_destroy(cu_tpmem *g) {
-    if (!g->own.cuctx) return;
-    if (symm__cu.CtxSetCurrent(g->own.cuctx) == CUDA_SUCCESS) own_release(g);
-    symm__cu.CtxSetCurrent(g->s->cuctx);
-    symm__cu.CtxDestroy(g->own.cuctx);
-    g->own.cuctx = NULL;
-}
-
-/* Make the service's own context when SYMM_CUDA_TPMEM_CTX=own, or say why
- * not (the primary's then serves). Called with the primary context current;
- * leaves it current. */
-static void own_open(cu_tpmem *g) {
-    const char *e = getenv("SYMM_CUDA_TPMEM_CTX");
-    if (!e || strcmp(e, "own") != 0) return;
-    const char *why = NULL;
-    CUresult r = CUDA_SUCCESS;
-    if (!symm__cu.CtxCreate || !symm__cu.CtxDestroy) {
-        why = "the driver lacks cuCtxCreate";
-    } else if ((r = symm__cu.CtxCreate(&g->own.cuctx, 0, g->s->dev)) != CUDA_SUCCESS) {
-        g->own.cuctx = NULL;
-        why = "cuCtxCreate failed";
-    } else {
-        /* symm_k_amo's module, loaded again in this context */
-        r = CUDA_ERROR_NOT_FOUND;
-        for (int i = 0; i < SYMM__CUDA_FATBINS_N && r == CUDA_ERROR_NOT_FOUND; i++) {
-            if ((r = symm__cu.ModuleLoadData(&g->own_mod, symm__cuda_fatbins[i].data)) !=
-                CUDA_SUCCESS) {
-                g->own_mod = NULL;
-                break;
-            }
-            r = symm__cu.ModuleGetFunction(&g->own.f_amo, g->own_mod, "symm_k_amo");
-            if (r != CUDA_SUCCESS) {
-                symm__cu.ModuleUnload(g->own_mod);
-                g->own_mod = NULL;
-            }
-        }
-        if (r != CUDA_SUCCESS) why = "symm_k_amo's module did not load in it";
-        else if ((r = symm__cu.StreamCreate(&g->own.stream, CU_STREAM_NON_BLOCKING)) !=
-                 CUDA_SUCCESS) {
-            g->own.stream = NULL;
-            why = "cuStreamCreate failed";
-        } else if (g->ctx->heap_base) {
-            /* the heap is reachable from this context: 8 bytes out of it */
-            r = symm__cu.MemcpyAsync((CUdeviceptr)(uintptr_t)g->word,
-                                     (CUdeviceptr)(uintptr_t)g->ctx->heap_base, 8,
-                                     g->own.stream);
-            if (r == CUDA_SUCCESS) r = symm__cu.StreamSynchronize(g->own.stream);
-            if (r != CUDA_SUCCESS) why = "the heap is not reachable from it";
-        }
-        if (symm__cu.FuncLoad && !why) symm__cu.FuncLoad(g->own.f_amo);
-    }
-    if (why) {
-        const char *name = NULL;
-        if (r != CUDA_SUCCESS && symm__cu.GetErrorName) symm__cu.GetErrorName(r, &name);
-        own_destroy(g);
-        symm__cu.CtxSetCurrent(g->s->cuctx);
-        SYMM_WARN(SYMM_LOG_BACKEND, "cuda: SYMM_CUDA_TPMEM_CTX=own: the GPU-memory service for "
-                  "transports gets no context of its own (%s%s%s) and copies in the primary "
-                  "context", why, name ? ": " : "", name ? name : "");
-        return;
-    }
-    symm__cu.CtxSetCurrent(g->s->cuctx);
-    SYMM_INFO(SYMM_LOG_BACKEND, "cuda: the GPU-memory service for transports copies in a "
-              "context of its own (SYMM_CUDA_TPMEM_CTX=own)");
 }
 
 /* CUDA's lazy loading (the default since 12.2) loads a kernel at its first
@@ -426,10 +246,9 @@ static void tpmem_close(void *state) {
     cu_tpmem *g = state;
     if (!g) return;
     if (cu_enter(g->s) == SYMM_SUCCESS) {
-        own_destroy(g);
-        if (g->prim.stream) {
-            symm__cu.StreamSynchronize(g->prim.stream);
-            symm__cu.StreamDestroy(g->prim.stream);
+        if (g->stream) {
+            symm__cu.StreamSynchronize(g->stream);
+            symm__cu.StreamDestroy(g->stream);
         }
         for (int i = 0; i < 2; i++)
             if (g->bounce[i]) symm__cu.MemFreeHost(g->bounce[i]);
@@ -443,34 +262,23 @@ symm_status symm__cuda_tp_gpu_open(symm__ctx *ctx, symm__tp_gpu *out) {
     cu_state *s = ctx->backend;
     if (!s) return symm__err(SYMM_ERR_INTERNAL, "cuda: a transport's GPU-memory service before "
                              "the heap exists");
-    const char *e = getenv("SYMM_CUDA_TPMEM_CTX");
-    if (e && *e && strcmp(e, "own") != 0 && strcmp(e, "primary") != 0)
-        return symm__err(SYMM_ERR_INVALID_ARG, "SYMM_CUDA_TPMEM_CTX=%s: expected primary (the "
-                         "default) or own", e);
     cu_tpmem *g = calloc(1, sizeof *g);
     if (!g) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "cuda backend: out of host memory");
     g->ctx = ctx;
     g->s = s;
-    g->prim = (tp_lane){.cuctx = s->cuctx, .f_amo = s->f_amo};
-    g->own.own = true;
     pthread_mutex_init(&g->lock, NULL);
     symm_status st = cu_enter(s);
     CUresult r = CUDA_SUCCESS;
-    const unsigned portable = CU_MEMHOSTALLOC_PORTABLE; /* both contexts use them */
-    if (!st && (r = symm__cu.StreamCreate(&g->prim.stream, CU_STREAM_NON_BLOCKING)) ==
-                   CUDA_SUCCESS &&
-        (r = symm__cu.MemHostAlloc((void **)&g->bounce[0], TPMEM_BOUNCE, portable)) ==
-            CUDA_SUCCESS &&
-        (r = symm__cu.MemHostAlloc((void **)&g->bounce[1], TPMEM_BOUNCE, portable)) ==
-            CUDA_SUCCESS)
-        r = symm__cu.MemHostAlloc((void **)&g->word, sizeof *g->word, portable);
+    if (!st && (r = symm__cu.StreamCreate(&g->stream, CU_STREAM_NON_BLOCKING)) == CUDA_SUCCESS &&
+        (r = symm__cu.MemHostAlloc((void **)&g->bounce[0], TPMEM_BOUNCE, 0)) == CUDA_SUCCESS &&
+        (r = symm__cu.MemHostAlloc((void **)&g->bounce[1], TPMEM_BOUNCE, 0)) == CUDA_SUCCESS)
+        r = symm__cu.MemHostAlloc((void **)&g->word, sizeof *g->word, 0);
     if (!st && r != CUDA_SUCCESS)
         st = symm__cu_fail(r, "the transports' GPU-memory service (stream, pinned buffers)");
     if (st) {
         tpmem_close(g);
         return st;
     }
-    own_open(g);
     lazy_guard(s);
     *out = (symm__tp_gpu){.state = g, .heap_is_gpu = true, .is_gpu = tpmem_is_gpu,
                           .copy = tpmem_copy, .atomic = tpmem_atomic, .close = tpmem_close};
