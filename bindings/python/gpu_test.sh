@@ -80,9 +80,13 @@ run_mode env "${RUNENV[@]}"
 run_mode uid "${RUNENV[@]}"
 run_mode fallback "${RUNENV[@]}" SYMM_RUNTIME=/nonexistent
 # every rank its own simulated host (tests/harness.py: SYMM_HOST_ID per rank,
-# tcp): peers of other hosts through the GPU proxy
-label="env, $NP simulated hosts" run_mode env "${RUNENV[@]}" SYMM_TEST_HOSTS=$NP
-label="uid, $NP simulated hosts" run_mode uid "${RUNENV[@]}" SYMM_TEST_HOSTS=$NP
+# tcp): peers of other hosts through the GPU proxy. With eager loading: torch
+# loads each kernel at its first launch otherwise, and a first launch while a
+# stream waits for a PE of another host can hang (docs/PROXY.md "Lazy loading")
+label="env, $NP simulated hosts" run_mode env "${RUNENV[@]}" SYMM_TEST_HOSTS=$NP \
+  CUDA_MODULE_LOADING=EAGER
+label="uid, $NP simulated hosts" run_mode uid "${RUNENV[@]}" SYMM_TEST_HOSTS=$NP \
+  CUDA_MODULE_LOADING=EAGER
 grep -h "SKIP" "$LOG" | sort -u | head -3
 
 # 3. the benchmark (before the examples: it is what the run is for)
