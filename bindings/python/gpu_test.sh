@@ -84,9 +84,9 @@ run_mode fallback "${RUNENV[@]}" SYMM_RUNTIME=/nonexistent
 # loads each kernel at its first launch otherwise, and a first launch while a
 # stream waits for a PE of another host can hang (docs/PROXY.md "Lazy loading")
 label="env, $NP simulated hosts" run_mode env "${RUNENV[@]}" SYMM_TEST_HOSTS=$NP \
-  CUDA_MODULE_LOADING=EAGER
+  CUDA_MODULE_LOADING=EAGER SYMM_TEST_TRACE=1
 label="uid, $NP simulated hosts" run_mode uid "${RUNENV[@]}" SYMM_TEST_HOSTS=$NP \
-  CUDA_MODULE_LOADING=EAGER
+  CUDA_MODULE_LOADING=EAGER SYMM_TEST_TRACE=1
 grep -h "SKIP" "$LOG" | sort -u | head -3
 
 # 3. the benchmark (before the examples: it is what the run is for)

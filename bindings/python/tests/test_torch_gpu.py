@@ -42,6 +42,14 @@ dev = local % ngpu
 shared = world > ngpu  # ranks share a GPU: NCCL refuses that
 torch.cuda.set_device(dev)
 P = "[rank %d/%d gpu %d %s] " % (rank, world, dev, MODE)
+TRACE = os.environ.get("SYMM_TEST_TRACE") == "1"
+
+
+def trace(what):
+    """SYMM_TEST_TRACE=1: a line a step, so a run stopped by its time limit names the step."""
+    if TRACE:
+        print("%strace: %s" % (P, what), flush=True)
+
 
 if MODE == "fallback":
     check(os.environ.get("SYMM_RUNTIME") == "/nonexistent", "fallback mode needs SYMM_RUNTIME=/nonexistent")
@@ -289,37 +297,45 @@ def torch_collectives_on_the_current_stream():
             for kind in ("heap", "plain"):
                 mk = (lambda k, d=dt: ctx.tensor(k, d)) if kind == "heap" else (
                     lambda k, d=dt: torch.zeros(k, dtype=d, device="cuda"))
+                trace("%s %s: all_reduce sum" % (dt, kind))
                 t = mk(96)
                 t.copy_(torch.arange(96, device="cuda").to(dt) + me)
                 st.all_reduce(t)
                 ref = (torch.arange(96) * n + n * (n - 1) // 2).to(dt)
                 check(torch.equal(t.cpu(), ref), (dt, kind, "sum", t[:4]))
+                trace("%s %s: all_reduce max" % (dt, kind))
                 t.fill_(me + 1)
                 st.all_reduce(t, "max")
                 check(bool((t == n).all()), (dt, kind, "max"))
+                trace("%s %s: all_gather" % (dt, kind))
                 x = mk(5)
                 x.fill_(me)
                 o = mk(5 * n)
                 st.all_gather(o, x)
                 ref = torch.arange(n).repeat_interleave(5).to(dt)
                 check(torch.equal(o.cpu(), ref), (dt, kind, "all_gather", o))
+                trace("%s %s: reduce_scatter" % (dt, kind))
                 big = mk(3 * n)
                 big.copy_(torch.arange(3 * n, device="cuda").to(dt))
                 rs = mk(3)
                 st.reduce_scatter(rs, big)
                 ref = ((torch.arange(3 * me, 3 * me + 3)) * n).to(dt)
                 check(torch.equal(rs.cpu(), ref), (dt, kind, "reduce_scatter", rs))
+                trace("%s %s: all_to_all" % (dt, kind))
                 a = mk(2 * n)
                 a.copy_((torch.arange(2 * n, device="cuda") + 10 * me).to(dt))
                 ao = mk(2 * n)
                 st.all_to_all(ao, a)
                 ref = torch.cat([torch.arange(2 * me, 2 * me + 2) + 10 * r for r in range(n)]).to(dt)
                 check(torch.equal(ao.cpu(), ref), (dt, kind, "all_to_all", ao))
+                trace("%s %s: broadcast" % (dt, kind))
                 bc = mk(7)
                 bc.fill_(me + 2)
                 st.broadcast(bc, src=n - 1)
                 check(bool((bc == n + 1).all()), (dt, kind, "broadcast"))
+                trace("%s %s: barrier" % (dt, kind))
                 st.barrier()
+    trace("synchronize")
     S.synchronize()
     check(ctx.async_error() == (0, ""), ctx.async_error())
 
