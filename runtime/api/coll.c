@@ -134,6 +134,7 @@ typedef struct coll_call {
     int32_t root;
     uint32_t op;
     bool on_stream;       /* a *_on_stream entry                       */
+    bool px_counted;      /* queued for the proxy, counted as issued    */
     symm_stream_t stream; /* its stream (the user's; NULL = legacy)     */
     /* alltoallv */
     uint64_t dst_nelems, src_nelems;
@@ -704,7 +705,11 @@ static symm_status coll_run_x(const coll_call *c, bool in_proxy);
  * stream form, rather than a device kernel per collective; docs/PROXY.md. */
 static symm_status coll_px(symm__ctx *ctx, void *arg) {
     (void)ctx;
-    return coll_run_x(arg, true);
+    const coll_call *c = arg;
+    symm_status st = coll_run_x(c, true);
+    symm__team *t = symm__team_lookup(c->team_h);
+    if (t) symm__px_team_done(t, c->px_counted);
+    return st;
 }
 
 static symm_status coll_run(const coll_call *c) { return coll_run_x(c, false); }
@@ -731,7 +736,7 @@ static symm_status coll_enqueue_px(const coll_call *c, coll_plan *p) {
     b.rcount_h = c->rcount_h;
     b.scount_index = c->scount_index;
     b.rcount_index = c->rcount_index;
-    return symm__px_stream_call(p->ctx, coll_px, &b, sizeof b, c->stream);
+    return symm__px_team_call(p->team, coll_px, &b, sizeof b, &b.px_counted, c->stream);
 }
 
 /* Host memory the generic algorithm needs, taken before the exchange: a
@@ -761,6 +766,8 @@ static symm_status coll_run_x(const coll_call *c, bool in_proxy) {
     p.ctx = p.team->ctx;
     /* the proxy's thread runs a stream form the caller's thread enqueued */
     st = in_proxy ? SYMM_SUCCESS : symm__thread_check(p.ctx);
+    /* a blocking call runs after the team's stream calls issued before it */
+    if (!st && !in_proxy && !c->on_stream) st = symm__team_px_drain(p.team);
     if (st) return symm__err_prefix(p.fn, st);
     if (c->on_stream && symm__px_stream_team(p.team)) return coll_enqueue_px(c, &p);
     const int32_t hook_max = p.ctx->ops->coll_max_pes;

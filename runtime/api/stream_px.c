@@ -48,6 +48,40 @@ symm_status symm__px_stream_call(symm__ctx *ctx, symm__proxy_call_fn fn, const v
     return symm__px_stream(ctx, &q, 0, 0, stream);
 }
 
+symm_status symm__px_team_call(symm__team *team, symm__proxy_call_fn fn, void *arg,
+                               size_t arg_bytes, bool *counted, symm_stream_t stream) {
+    symm__ctx *ctx = team->ctx;
+    /* A graph's call runs at every replay, or never: it cannot be counted
+     * (docs/PROXY.md: the application orders a graph's team calls itself). */
+    *counted = !(ctx->ops->stream_capturing &&
+                 ctx->ops->stream_capturing(ctx, symm__hook_stream(stream)));
+    symm_status st = symm__px_stream_call(ctx, fn, arg, arg_bytes, stream);
+    if (st == SYMM_SUCCESS && *counted) atomic_fetch_add(&team->px_issued, 1);
+    return st;
+}
+
+void symm__px_team_done(symm__team *team, bool counted) {
+    if (counted) atomic_fetch_add(&team->px_done, 1);
+}
+
+typedef struct drain_arg {
+    symm__team *team;
+    uint64_t want;
+} drain_arg;
+
+static bool drained(void *arg) {
+    const drain_arg *a = arg;
+    /* a stopped proxy runs nothing more: what it left fails the stream */
+    return atomic_load(&a->team->px_done) >= a->want || !symm__proxy_running(a->team->ctx);
+}
+
+symm_status symm__team_px_drain(symm__team *team) {
+    const uint64_t want = atomic_load(&team->px_issued);
+    if (atomic_load(&team->px_done) >= want) return SYMM_SUCCESS;
+    drain_arg a = {team, want};
+    return symm__wait(team->ctx, drained, &a);
+}
+
 symm_status symm__px_stream_quiet(symm__ctx *ctx, symm_stream_t stream) {
     const uint32_t n = symm__proxy_n_rings(ctx);
     for (uint32_t i = 0; i < n; i++) {

@@ -31,6 +31,17 @@ symm_status symm__px_stream(symm__ctx *ctx, const symm_ring_req *q, uint64_t inl
  * thread, in stream order. */
 symm_status symm__px_stream_call(symm__ctx *ctx, symm__proxy_call_fn fn, const void *arg,
                                  size_t arg_bytes, symm_stream_t stream);
+/* A team's stream barrier or collective through the proxy, in issue order
+ * with the team's blocking calls (decision: docs/PROXY.md "Stream forms to
+ * PEs of other hosts"): symm__px_team_call enqueues fn as
+ * symm__px_stream_call does and, outside a capture, counts it as issued;
+ * fn calls symm__px_team_done(team) when it finished (counted: what
+ * symm__px_team_call set). A blocking call of the team first waits for
+ * those issued before it (symm__team_px_drain). */
+symm_status symm__px_team_call(symm__team *team, symm__proxy_call_fn fn, void *arg,
+                               size_t arg_bytes, bool *counted, symm_stream_t stream);
+void symm__px_team_done(symm__team *team, bool counted);
+symm_status symm__team_px_drain(symm__team *team);
 /* symm_quiet_on_stream's part: a QUIET on every ring of the proxy. */
 symm_status symm__px_stream_quiet(symm__ctx *ctx, symm_stream_t stream);
 

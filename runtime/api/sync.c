@@ -11,7 +11,7 @@
  * by its handle, so a replay after the team's destroy fails cleanly. */
 typedef struct px_sync_arg {
     symm_team team;
-    bool quiet;
+    bool quiet, counted;
 } px_sync_arg;
 
 static symm_status px_sync(symm__ctx *ctx, void *arg) {
@@ -19,8 +19,10 @@ static symm_status px_sync(symm__ctx *ctx, void *arg) {
     symm__team *t = symm__team_lookup(a->team);
     if (!t || t->ctx != ctx)
         return symm__err(SYMM_ERR_INVALID_HANDLE, "stream barrier: the team was destroyed");
-    if (a->quiet) SYMM_TRY(symm__quiet(ctx));
-    return symm__team_sync(t);
+    symm_status st = a->quiet ? symm__quiet(ctx) : SYMM_SUCCESS;
+    if (st == SYMM_SUCCESS) st = symm__team_sync(t);
+    symm__px_team_done(t, a->counted);
+    return st;
 }
 
 /* quiet (when asked) then sync of team, blocking or on a stream. */
@@ -28,15 +30,20 @@ static symm_status team_sync(symm__team *team, bool quiet, symm__mode m) {
     symm__ctx *ctx = team->ctx;
     if (!m.on_stream || !ctx->ops->sync_stream) {
         if (m.on_stream) SYMM_TRY(symm__check_failed(ctx));
+        /* after the team's stream barriers and collectives issued before */
+        SYMM_TRY(symm__team_px_drain(team));
         if (quiet) SYMM_TRY(symm__quiet(ctx));
         return symm__team_sync(team);
     }
     SYMM_TRY(symm__check_failed(ctx));
     if (symm__px_stream_team(team)) {
-        px_sync_arg a = {(symm_team)(uintptr_t)team->handle, quiet};
+        px_sync_arg a;
+        memset(&a, 0, sizeof a); /* equal calls compare equal (symm__proxy_call_add) */
+        a.team = (symm_team)(uintptr_t)team->handle;
+        a.quiet = quiet;
         /* the stream's earlier requests to other hosts complete first */
         if (quiet) SYMM_TRY(symm__px_stream_quiet(ctx, m.stream));
-        return symm__px_stream_call(ctx, px_sync, &a, sizeof a, m.stream);
+        return symm__px_team_call(team, px_sync, &a, sizeof a, &a.counted, m.stream);
     }
     void *s = symm__hook_stream(m.stream);
     if (quiet && ctx->ops->quiet_stream) SYMM_TRY(ctx->ops->quiet_stream(ctx, s));

@@ -213,6 +213,8 @@ typedef struct symm__backend_ops {
     /* Whether ring_stream can take a wake word on this stream now (the
      * stream is not being captured). NULL: never. */
     bool (*ring_stream_wake)(symm__ctx *ctx, void *stream);
+    /* Whether stream is being captured into a graph now. NULL: never. */
+    bool (*stream_capturing)(symm__ctx *ctx, void *stream);
 } symm__backend_ops;
 
 /* A backend's GPU-memory service for transports (tp_gpu_open). Every entry

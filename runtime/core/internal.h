@@ -306,6 +306,11 @@ typedef struct symm__team {
     symm_team_config config;
     struct symm__team_hier *hier; /* host grouping (sync.c), NULL until used */
     atomic_int closing;     /* being destroyed (handles.c, "Handle lifetime") */
+    /* Stream barriers and collectives of this team that the proxy's thread
+     * runs (api/stream_px.c): enqueued outside a capture / finished. A
+     * blocking call of the team waits until those enqueued before it have
+     * finished (symm__team_px_drain). */
+    _Atomic uint64_t px_issued, px_done;
 } symm__team;
 
 /* A team's members grouped by host (teams that span hosts, sync.c): the

@@ -24,6 +24,10 @@
  * kill: two producer threads stream to the victim; each must end with
  *      PEER_FAILED within SYMM_PEER_TIMEOUT_MS + slack; stop and finalize
  *      end too.
+ * mixed: every PE's proxy runs a team sync while its application thread
+ *      makes a host barrier of the same team (run_mixed).
+ *
+ *   symmrun -n 4 --hosts 2 test_proxy_mp mixed ROUNDS
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -32,6 +36,7 @@
 #include <time.h>
 
 #include "proxy.h"
+#include "stream_px.h"
 #include "symm_kill_harness.h"
 #include "symm_test.h"
 
@@ -647,11 +652,60 @@ static void set_host(int rank) {
     setenv("SYMM_HOST_ID", id, 1);
 }
 
+/* ---- mixed: a team's stream barrier that the proxy runs (here posted by
+ * a CPU producer as the stream's kernel posts it, counted as issued as
+ * api/stream_px.c counts it) and a host barrier of the same team right
+ * after, without waiting for the first: the host barrier must run after it
+ * (symm__team_px_drain), else the two threads' syncs of one team interleave
+ * (4 PEs on 2 hosts: a hang within a few hundred rounds). ---- */
+
+static symm_status mixed_sync(symm__ctx *ctx, void *arg) {
+    (void)arg;
+    symm_status st = symm__team_sync(ctx->predef[SYMM_TEAM_WORLD]);
+    symm__px_team_done(ctx->predef[SYMM_TEAM_WORLD], true);
+    return st;
+}
+
+static void run_mixed(uint32_t rounds) {
+    symm_ctx ctx = symm_test_init(SYMM_BACKEND_HOST);
+    me = symm_my_pe(ctx);
+    CHECK_OK(symm__ctx_get(ctx, &C));
+    if (C->n_remote == 0) TEST_FAIL_("run under symmrun --hosts 2: the team must span hosts");
+    symm__proxy_opts o;
+    CHECK_OK(symm__proxy_opts_env(&o));
+    CHECK_OK(symm__proxy_start(C, &o));
+    uint64_t id = 0;
+    static int unused;
+    CHECK_OK(symm__proxy_call_add(C, mixed_sync, &unused, sizeof unused, NULL, false, &id));
+    symm_ring r;
+    CHECK_OK(symm__proxy_ring(C, 0, SYMM_RING_VERSION, &r));
+    symm__team *world = C->predef[SYMM_TEAM_WORLD];
+    double t0 = now_s();
+    for (uint32_t k = 0; k < rounds; k++) {
+        symm_ring_req q;
+        symm__ring_req_init(&q, SYMM_RING_OP_CALL, 0);
+        q.value = id;
+        uint64_t t = 0;
+        atomic_fetch_add(&world->px_issued, 1);
+        CHECK_OK(symm_ring_post(&r, &q, &t));
+        CHECK_OK(symm_barrier_all(ctx)); /* the proxied sync may not have run yet */
+        CHECK_OK(symm_ring_wait(&r, t));
+    }
+    ASSERT_EQ(atomic_load(&world->px_done), (uint64_t)rounds);
+    printf("PE %d: mixed: %u rounds in %.2f s\n", me, rounds, now_s() - t0);
+    CHECK_OK(symm__boot_barrier(C->boot));
+    symm__proxy_stop(C);
+    symm__proxy_destroy(C);
+    CHECK_OK(symm_finalize(&ctx));
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     const uint32_t depth = argc > 2 ? (uint32_t)atoi(argv[2]) : 1024;
     if (!strcmp(mode, "ops")) {
         run_ops(true, depth);
+    } else if (!strcmp(mode, "mixed")) {
+        run_mixed(depth);
     } else if (!strcmp(mode, "local")) {
         run_ops(false, depth);
     } else if (!strcmp(mode, "kill")) {
@@ -661,7 +715,7 @@ int main(int argc, char **argv) {
         if (rc == 0) printf("kill: PE 0's producers ended with PEER_FAILED (depth %u)\n", depth);
         return rc;
     } else {
-        fprintf(stderr, "usage: test_proxy_mp ops|local|kill [DEPTH]\n");
+        fprintf(stderr, "usage: test_proxy_mp ops|local|kill [DEPTH] | mixed [ROUNDS]\n");
         return 2;
     }
     return 0;

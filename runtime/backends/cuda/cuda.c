@@ -644,5 +644,6 @@ const symm__backend_ops symm__cuda_ops = {
     .device_free = cuda_device_free,
     .ring_stream = symm__cuda_ring_stream,
     .ring_stream_wake = symm__cuda_ring_stream_wake,
+    .stream_capturing = symm__cuda_stream_capturing,
     .tp_gpu_open = symm__cuda_tp_gpu_open, /* cuda_tpmem.c */
 };

@@ -347,5 +347,6 @@ symm_status symm__cuda_ring_stream(symm__ctx *ctx, const struct symm_ring *r,
                                    const struct symm_ring_req *q, uint64_t inline_bytes,
                                    uint32_t n_inline, const symm__px_wake *wake, void *stream);
 bool symm__cuda_ring_stream_wake(symm__ctx *ctx, void *stream);
+bool symm__cuda_stream_capturing(symm__ctx *ctx, void *stream);
 
 #endif /* SYMM_CUDA_INTERNAL_H */

@@ -316,6 +316,14 @@ bool symm__cuda_ring_stream_wake(symm__ctx *ctx, void *stream) {
            cap == CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+bool symm__cuda_stream_capturing(symm__ctx *ctx, void *stream) {
+    cu_state *s = ctx->backend;
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    return cu_enter(s) == SYMM_SUCCESS &&
+           symm__cu.StreamIsCapturing(stream_of(s, stream), &cap) == CUDA_SUCCESS &&
+           cap != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 /* A stream form to a PE of another host: symm_k_ring on the stream posts the
  * request to a proxy ring (kernels.cu); the stream then waits on the wake
  * word and resets it for the stream's next operation (a graph replays the
