@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "stream_px.h"
 #include "teams.h"
 
 #define CONFIG_MIN_SIZE ((uint32_t)sizeof(uint32_t)) /* struct_size alone */
@@ -328,7 +329,9 @@ out:
 static symm_status split_entry(const char *fn, symm_team h, symm__team **parent) {
     symm__err_clear();
     SYMM_TRY(symm__team_get(h, parent));
-    return symm__thread_check((*parent)->ctx);
+    SYMM_TRY(symm__thread_check((*parent)->ctx));
+    /* after the parent's stream calls issued before (sync.c's rule) */
+    return symm__team_px_drain(*parent);
 }
 
 symm_status symm_team_split_strided(symm_team parent_h, int32_t start, int32_t stride,
@@ -421,6 +424,7 @@ symm_status symm_team_destroy(symm_team h) {
     SYMM_TRY(symm__thread_check(ctx));
     SYMM_CHECK(!t->predefined, SYMM_ERR_INVALID_ARG,
                "%s: team %p is predefined (owned by its context)", fn, (void *)h);
+    SYMM_TRY(symm__team_px_drain(t)); /* its stream calls issued before run first */
 
     symm__xrec rec;
     memset(&rec, 0, sizeof rec);
