@@ -4,8 +4,9 @@
  * put_signal_on_stream with the consumer's stream waiting on the signal (every
  * comparison); quiet/barrier/team sync on streams; a chain of dependent
  * stream operations mixed with the user's kernels (nothing may overtake the
- * work it depends on, PDL launches included); and a CUDA graph that captures
- * put + put_signal + barrier, replayed several times.
+ * work it depends on, PDL launches included); host allocations while a
+ * stream barrier and reduction are still queued; and a CUDA graph that
+ * captures put + put_signal + barrier, replayed several times.
  */
 #include "gpu_test.h"
 
@@ -207,6 +208,43 @@ static void test_barriers_on_stream(symm_ctx ctx, cudaStream_t s) {
     CHECK_OK(symm_buf_free(slot));
 }
 
+/* Host calls while the stream still has a barrier and a collective to run
+ * (what a framework does: it allocates its next tensor while the last
+ * collective is queued): symm_buf_alloc large enough to grow the heap, a
+ * free, a reduction enqueued after them; then the results. Across hosts the
+ * proxy's thread runs the stream calls meanwhile. */
+static void test_alloc_while_queued(symm_ctx ctx, cudaStream_t s) {
+    symm_team world = NULL;
+    CHECK_OK(symm_team_get(ctx, SYMM_TEAM_WORLD, &world));
+    symm_buf v = NULL;
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_INT64, 64, &v));
+    std::vector<int64_t> mine(64, (int64_t)gpu_me + 1);
+    gpu_write(v, 0, mine.data(), 64 * sizeof(int64_t));
+    CHECK_OK(symm_barrier_all(ctx));
+    for (int r = 0; r < 3; r++) {
+        gpu_trace("alloc_while_queued: round %d: barrier and all-reduce enqueued", r);
+        CHECK_OK(symm_barrier_all_on_stream(ctx, s));
+        CHECK_OK(symm_reduce_on_stream(world, v, 0, v, 0, 64, SYMM_OP_SUM, s));
+        symm_buf big = NULL; /* 3 MiB: more than the heap's free chunk (SYMM_HEAP_CHUNK 1M) */
+        CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT8, 3u << 20, &big));
+        gpu_trace("alloc_while_queued: round %d: allocated", r);
+        CHECK_OK(symm_buf_free(big));
+        CHECK_OK(symm_barrier_all_on_stream(ctx, s));
+        CUDA_OK(cudaStreamSynchronize(s));
+        gpu_trace("alloc_while_queued: round %d: stream done", r);
+        std::vector<int64_t> got(64);
+        gpu_read(got.data(), v, 0, 64 * sizeof(int64_t));
+        int64_t want = (int64_t)gpu_n * (gpu_n + 1) / 2;
+        for (int k = 0; k < r; k++) want *= gpu_n;
+        for (int i = 0; i < 64; i++)
+            if (got[i] != want)
+                TEST_FAIL_("alloc while queued, round %d: element %d is %lld, expected %lld", r, i,
+                           (long long)got[i], (long long)want);
+    }
+    CHECK_OK(symm_barrier_all(ctx));
+    CHECK_OK(symm_buf_free(v));
+}
+
 /* put + put_signal + barrier captured once, replayed R times. */
 static void test_graph(symm_ctx ctx, cudaStream_t s) {
     const uint64_t N = 256 << 10;
@@ -350,6 +388,8 @@ int main(void) {
     test_barriers_on_stream(ctx, s);
     gpu_trace("chain");
     test_chain(ctx, s);
+    gpu_trace("alloc_while_queued");
+    test_alloc_while_queued(ctx, s);
     gpu_trace("graph");
     test_graph(ctx, s);
     gpu_trace("done");
