@@ -301,6 +301,18 @@ symm_status symm__cuda_quiet_stream(symm__ctx *ctx, void *stream) {
 }
 
 
+/* Whether stream is being captured into *capturing; false when the query
+ * fails. */
+static bool capture_known(symm__ctx *ctx, void *stream, bool *capturing) {
+    cu_state *s = ctx->backend;
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (cu_enter(s) != SYMM_SUCCESS ||
+        symm__cu.StreamIsCapturing(stream_of(s, stream), &cap) != CUDA_SUCCESS)
+        return false;
+    *capturing = cap != CU_STREAM_CAPTURE_STATUS_NONE;
+    return true;
+}
+
 /* Whether symm__cuda_ring_stream can take a wake word on this stream: the
  * 32-bit stream memory operations it waits and resets with, and a stream
  * that is not being captured (backend.h) and is one stream (the per-thread
@@ -308,20 +320,15 @@ symm_status symm__cuda_quiet_stream(symm__ctx *ctx, void *stream) {
  * word is the handle's). */
 bool symm__cuda_ring_stream_wake(symm__ctx *ctx, void *stream) {
     cu_state *s = ctx->backend;
-    if ((CUstream)stream == CU_STREAM_PER_THREAD || !atomic_load(&s->memops) ||
-        !symm__cu.StreamWaitValue32 || !symm__cu.StreamWriteValue32 || cu_enter(s) != SYMM_SUCCESS)
-        return false;
-    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-    return symm__cu.StreamIsCapturing(stream_of(s, stream), &cap) == CUDA_SUCCESS &&
-           cap == CU_STREAM_CAPTURE_STATUS_NONE;
+    bool capturing = true;
+    return (CUstream)stream != CU_STREAM_PER_THREAD && atomic_load(&s->memops) &&
+           symm__cu.StreamWaitValue32 && symm__cu.StreamWriteValue32 &&
+           capture_known(ctx, stream, &capturing) && !capturing;
 }
 
 bool symm__cuda_stream_capturing(symm__ctx *ctx, void *stream) {
-    cu_state *s = ctx->backend;
-    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-    return cu_enter(s) == SYMM_SUCCESS &&
-           symm__cu.StreamIsCapturing(stream_of(s, stream), &cap) == CUDA_SUCCESS &&
-           cap != CU_STREAM_CAPTURE_STATUS_NONE;
+    bool capturing = false;
+    return capture_known(ctx, stream, &capturing) && capturing;
 }
 
 /* A stream form to a PE of another host: symm_k_ring on the stream posts the
