@@ -23,10 +23,35 @@
 
 /* ---- services for the plugin ---- */
 
-static int32_t svc_allgather(void *c, const void *mine, void *all, size_t len) {
-    return symm__boot_allgather(((symm__ctx *)c)->boot, mine, all, len);
+/* The transport whose collective entry (mem_add) this thread is in, holding
+ * its lock. The bootstrap services let other threads' calls into the plugin
+ * while they wait for the other PEs: a proxy thread must not wait for an
+ * application thread's collective, whose peers may themselves wait for that
+ * proxy (a peer's heap growth behind its stream's queued barrier;
+ * transport.h, "Thread safety"). */
+static _Thread_local struct symm__tp *tls_in_collective;
+
+static struct symm__tp *collective_unlock(symm__ctx *ctx) {
+    struct symm__tp *tp = tls_in_collective;
+    if (!tp || tp != ctx->tp) return NULL;
+    pthread_mutex_unlock(&tp->lock);
+    return tp;
 }
-static int32_t svc_barrier(void *c) { return symm__boot_barrier(((symm__ctx *)c)->boot); }
+static void collective_relock(struct symm__tp *tp) {
+    if (tp) pthread_mutex_lock(&tp->lock);
+}
+static int32_t svc_allgather(void *c, const void *mine, void *all, size_t len) {
+    struct symm__tp *held = collective_unlock(c);
+    int32_t st = symm__boot_allgather(((symm__ctx *)c)->boot, mine, all, len);
+    collective_relock(held);
+    return st;
+}
+static int32_t svc_barrier(void *c) {
+    struct symm__tp *held = collective_unlock(c);
+    int32_t st = symm__boot_barrier(((symm__ctx *)c)->boot);
+    collective_relock(held);
+    return st;
+}
 static int32_t svc_check_failed(void *c) {
     symm__ctx *ctx = c;
     return atomic_load_explicit(&ctx->failed, memory_order_relaxed) ||
@@ -376,7 +401,9 @@ symm_status symm__tp_mem_add(symm__ctx *ctx, void *base, uint64_t off, uint64_t 
      * gets the address the service knows it by. */
     if (tp->gpu.copy && tp->gpu.view) base = tp->gpu.view(tp->gpu.state, base);
     pthread_mutex_lock(&tp->lock);
+    tls_in_collective = tp;
     int32_t st = tp->ops->mem_add(tp->state, base, off, len, kind, fd);
+    tls_in_collective = NULL;
     pthread_mutex_unlock(&tp->lock);
     if (fd >= 0) close(fd);
     if (st == SYMM_ERR_PEER_FAILED) symm__mark_failed(ctx);

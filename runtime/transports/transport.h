@@ -34,6 +34,12 @@
  *  - Thread safety: the core serialises calls on one transport instance
  *    (SYMM_THREAD_MULTIPLE contexts take a lock around them), except
  *    `progress` and `peer_failed`, which may come from any thread.
+ *    One opening: while mem_add waits in core->allgather or core->barrier
+ *    for the other PEs, the core lets other threads' calls in (a GPU
+ *    proxy's puts and atomics must not wait for an application thread's
+ *    collective: the peers it waits for may be waiting for that proxy). So
+ *    mem_add keeps the plugin's state consistent across those calls and
+ *    holds no lock of its own there that data operations take.
  */
 #ifndef SYMM_TRANSPORT_H
 #define SYMM_TRANSPORT_H

@@ -28,12 +28,17 @@
  *      makes a host barrier of the same team (run_mixed).
  *
  *   symmrun -n 4 --hosts 2 test_proxy_mp mixed ROUNDS
+ * grow: heap growths while the proxy has a team sync still to run, and one
+ *      PE's growth waits for that sync, as a GPU's may (run_grow).
+ *
+ *   symmrun -n 2 --hosts 2 test_proxy_mp grow ROUNDS
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "proxy.h"
 #include "stream_px.h"
@@ -699,6 +704,92 @@ static void run_mixed(uint32_t rounds) {
     CHECK_OK(symm_finalize(&ctx));
 }
 
+/* ---- grow: a heap growth (symm_buf_alloc past the backed heap, so the
+ * transport's collective mem_add) while the proxy still has a team sync to
+ * run. On a GPU a PE's growth may wait for its stream (CUDA may order a
+ * device memory allocation after queued work), and the stream's queued
+ * barrier waits for the other PE's proxy. Here PE 1's heap_grow is wrapped
+ * to wait the same way, and PE 0's proxy starts its sync only once PE 0's
+ * application thread is in mem_add's exchange: if that thread kept the
+ * transport through the exchange, PE 0's proxy could not send, PE 1 could
+ * not grow, and the job would hang (transport.h, "Thread safety"). ---- */
+
+static _Atomic int grow_synced;
+static symm__backend_ops grow_ops;
+static symm_status (*grow_orig)(symm__ctx *, uint64_t);
+
+static symm_status grow_sync(symm__ctx *ctx, void *arg) {
+    (void)arg;
+    if (ctx->my_pe == 0) usleep(300 * 1000); /* PE 0's application thread is in mem_add by then */
+    symm_status st = symm__team_sync(ctx->predef[SYMM_TEAM_WORLD]);
+    atomic_store(&grow_synced, 1);
+    return st;
+}
+
+static symm_status grow_behind_stream(symm__ctx *ctx, uint64_t new_mapped) {
+    const double t0 = now_s();
+    while (!atomic_load(&grow_synced)) {
+        if (now_s() - t0 > 10.0)
+            return symm__err(SYMM_ERR_TIMEOUT, "test: the proxied team sync did not finish "
+                             "within 10 s while this PE's heap growth waited for it");
+        usleep(1000);
+    }
+    return grow_orig(ctx, new_mapped);
+}
+
+static void run_grow(uint32_t rounds) {
+    symm_ctx ctx = symm_test_init(SYMM_BACKEND_HOST);
+    me = symm_my_pe(ctx);
+    CHECK_OK(symm__ctx_get(ctx, &C));
+    if (C->n_remote == 0) TEST_FAIL_("run under symmrun --hosts 2: the team must span hosts");
+    if (me == 1) {
+        grow_ops = *C->ops;
+        grow_orig = grow_ops.heap_grow;
+        grow_ops.heap_grow = grow_behind_stream;
+        C->ops = &grow_ops;
+    }
+    symm__proxy_opts o;
+    CHECK_OK(symm__proxy_opts_env(&o));
+    CHECK_OK(symm__proxy_start(C, &o));
+    uint64_t id = 0;
+    static int unused;
+    CHECK_OK(symm__proxy_call_add(C, grow_sync, &unused, sizeof unused, NULL, false, &id));
+    symm_ring r;
+    CHECK_OK(symm__proxy_ring(C, 0, SYMM_RING_VERSION, &r));
+    const double t0 = now_s();
+    for (uint32_t k = 0; k < rounds; k++) {
+        atomic_store(&grow_synced, 0);
+        const uint64_t mapped = C->heap_mapped;
+        symm_ring_req q;
+        symm__ring_req_init(&q, SYMM_RING_OP_CALL, 0);
+        q.value = id;
+        uint64_t t = 0;
+        CHECK_OK(symm_ring_post(&r, &q, &t));
+        /* past the backed heap: a growth, so mem_add; filled and read back */
+        symm_buf b = NULL;
+        CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT8, C->cfg.heap_chunk, &b));
+        ASSERT_TRUE(C->heap_mapped > mapped);
+        CHECK_OK(symm_ring_wait(&r, t));
+        uint8_t *local = malloc(C->cfg.heap_chunk);
+        ASSERT_TRUE(local != NULL);
+        for (uint64_t i = 0; i < C->cfg.heap_chunk; i++) local[i] = pattern(k + (uint32_t)me, i);
+        CHECK_OK(symm_put(b, 0, local, C->cfg.heap_chunk, 1 - me));
+        CHECK_OK(symm_barrier_all(ctx));
+        CHECK_OK(symm_get(local, b, 0, C->cfg.heap_chunk, me));
+        for (uint64_t i = 0; i < C->cfg.heap_chunk; i++)
+            if (local[i] != pattern(k + (uint32_t)(1 - me), i))
+                TEST_FAIL_("round %u: byte %llu of the grown buffer is wrong", k,
+                           (unsigned long long)i);
+        free(local);
+    }
+    printf("PE %d: grow: %u heap growths with a proxied team sync pending, %.2f s\n", me,
+           rounds, now_s() - t0);
+    CHECK_OK(symm__boot_barrier(C->boot));
+    symm__proxy_stop(C);
+    symm__proxy_destroy(C);
+    CHECK_OK(symm_finalize(&ctx));
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     const uint32_t depth = argc > 2 ? (uint32_t)atoi(argv[2]) : 1024;
@@ -706,6 +797,8 @@ int main(int argc, char **argv) {
         run_ops(true, depth);
     } else if (!strcmp(mode, "mixed")) {
         run_mixed(depth);
+    } else if (!strcmp(mode, "grow")) {
+        run_grow(depth);
     } else if (!strcmp(mode, "local")) {
         run_ops(false, depth);
     } else if (!strcmp(mode, "kill")) {
@@ -715,7 +808,7 @@ int main(int argc, char **argv) {
         if (rc == 0) printf("kill: PE 0's producers ended with PEER_FAILED (depth %u)\n", depth);
         return rc;
     } else {
-        fprintf(stderr, "usage: test_proxy_mp ops|local|kill [DEPTH] | mixed [ROUNDS]\n");
+        fprintf(stderr, "usage: test_proxy_mp ops|local|kill [DEPTH] | mixed|grow [ROUNDS]\n");
         return 2;
     }
     return 0;

@@ -154,14 +154,17 @@ static int32_t ibv_mem_add(void *state, void *base, uint64_t heap_off, uint64_t 
         status = SYMM_ERR_OUT_OF_MEMORY;
         snprintf(why, sizeof why, "out of host memory");
     }
+    /* Data operations of other threads may run during the exchange
+     * (transport.h, "Thread safety"): regs is consistent, mu released. */
+    pthread_mutex_unlock(&st->mu);
     uint64_t *raddr, *rkey;
     int32_t rc = symm__tp_mem_exchange(core, "ibverbs: ", status, why, (uintptr_t)base,
                                        mr ? mr->rkey : 0, heap_off, len, &raddr, &rkey);
     if (rc) {
         if (mr) F->dereg_mr(mr);
-        pthread_mutex_unlock(&st->mu);
         return rc;
     }
+    pthread_mutex_lock(&st->mu);
     st->regs[st->n_regs++] = (ibv_region){
         .off = heap_off, .len = len, .base = base, .mr = mr, .raddr = raddr, .rkey = rkey};
     pthread_mutex_unlock(&st->mu);

@@ -89,7 +89,10 @@ int32_t ofi__mem_add(void *state, void *base, uint64_t heap_off, uint64_t len,
         status = SYMM_ERR_OUT_OF_MEMORY;
         snprintf(why, sizeof why, "out of host memory");
     }
-    /* Collective: nobody targets the range before every PE has added it. */
+    /* Collective: nobody targets the range before every PE has added it.
+     * Data operations of other threads may run meanwhile (transport.h,
+     * "Thread safety"): regs is consistent, mu released. */
+    pthread_mutex_unlock(&st->mu);
     uint64_t *raddr, *rkey;
     int32_t rc = symm__tp_mem_exchange(
         core, "ofi transport: ", status, why,
@@ -98,9 +101,9 @@ int32_t ofi__mem_add(void *state, void *base, uint64_t heap_off, uint64_t len,
         heap_off, len, &raddr, &rkey);
     if (rc) {
         if (mr) fi_close(&mr->fid);
-        pthread_mutex_unlock(&st->mu);
         return rc;
     }
+    pthread_mutex_lock(&st->mu);
     pthread_mutex_lock(&st->cq_mu);
     st->regs[st->n_regs++] = (ofi_region){.off = heap_off, .len = len, .base = base, .mr = mr,
                                           .desc = mr ? fi_mr_desc(mr) : NULL, .raddr = raddr,
