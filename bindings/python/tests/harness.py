@@ -137,7 +137,15 @@ def run(prefix=""):
             "-c", os.devnull, "-W", "default", "--tb=short", "--no-header"]
     if prefix:
         args += ["-o", "console_output_style=classic"]
+    if os.environ.get("SYMM_TEST_TRACE") == "1":
+        # trace lines as they happen (a run stopped by its time limit loses
+        # captured output), and every thread's Python stack if it hangs
+        import faulthandler
+        args.append("-s")
+        faulthandler.dump_traceback_later(int(os.environ.get("SYMM_TEST_TRACE_STACKS_S", "90")))
     pytest.main(args, plugins=[plugin])
+    if os.environ.get("SYMM_TEST_TRACE") == "1":
+        faulthandler.cancel_dump_traceback_later()
     missing = len(_CASES) - plugin.passed - plugin.failed - plugin.deselected
     if missing:  # a case pytest did not run (and was not asked to leave out) is a failure
         print("%sFAIL %d of %d cases did not run" % (prefix, missing, len(_CASES)), flush=True)
