@@ -128,8 +128,16 @@ int32_t ofi__post(ofi_tp *st, int32_t pe, ofi_op *o, int read, int bounce, void 
     ofi_rec *r = &st->recs[idx];
     if (o->kind == OP_SEND) ((am_msg *)o->buf)->token = (uint64_t)r->gen << 32 | (uint64_t)idx;
     uint64_t first = 0, idle_since = 0, limit = limit_ms ? limit_ms : ofi__stall_limit(st, pe);
+    /* without a wait fd the progress thread stands aside while we post
+     * (POST_ASIDE_MS) */
+    const int aside = st->wait_fd < 0;
     for (uint32_t spins = 0;; spins++) {
+        if (aside) {
+            atomic_store_explicit(&st->post_us, now_us(), memory_order_relaxed);
+            atomic_fetch_add(&st->posting, 1);
+        }
         ssize_t ret = issue(st, p->addr, o, &r->ctx);
+        if (aside) atomic_fetch_sub(&st->posting, 1);
         if (ret == 0) {
             atomic_store_explicit(&st->activity, 1, memory_order_relaxed);
             /* a message's answer is its proof of delivery: no flush for it */

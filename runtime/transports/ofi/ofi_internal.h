@@ -169,6 +169,13 @@ static const char *const AUTO_ORDER[] = {"efa", "cxi", "verbs;ofi_rxm", "tcp;ofi
  * shm keeps its thread serving (ofi__progress says why). */
 #define APP_POLL_US    30u
 #define APP_ASIDE_US   200
+/* Without a wait fd (shm) the thread also stands aside while an application
+ * thread is inside a post (fi_write & co.), as long as that post is younger
+ * than POST_ASIDE_MS: its 10 us naps and CQ reads beside a streaming poster
+ * halved shm's nbi bandwidth at 64 KiB (docs/OFI.md, Benchmark, "the
+ * progress thread beside a streaming initiator"). The bound keeps a PE whose
+ * post never returns (a dead peer's shm lock) serving the others. */
+#define POST_ASIDE_MS  50u
 /* SYMM_OFI_TEST_NAP_US (testing knob): the progress thread naps this long
  * between polls and never sleeps on the wait fd, so tests can tell whose
  * polls served a peer. */
@@ -254,6 +261,8 @@ typedef struct ofi_tp {
     pthread_mutex_t mu;    /* the calls the core serialises (open .. close)        */
     pthread_mutex_t cq_mu; /* completion state: CQ reads, records, counters, bounce */
     atomic_int news, stop, waiters, activity;
+    atomic_int posting;            /* application threads inside a post (no wait fd) */
+    _Atomic uint64_t post_us;      /* when the latest of them began (now_us) */
 
     struct fi_info *info;
     struct fid_fabric *fabric;
