@@ -82,11 +82,12 @@ run_mode fallback "${RUNENV[@]}" SYMM_RUNTIME=/nonexistent
 # every rank its own simulated host (tests/harness.py: SYMM_HOST_ID per rank,
 # tcp): peers of other hosts through the GPU proxy. With eager loading: torch
 # loads each kernel at its first launch otherwise, and a first launch while a
-# stream waits for a PE of another host can hang (docs/PROXY.md "Lazy loading")
-label="env, $NP simulated hosts" run_mode env "${RUNENV[@]}" SYMM_TEST_HOSTS=$NP \
-  CUDA_MODULE_LOADING=EAGER SYMM_TEST_TRACE=1
-label="uid, $NP simulated hosts" run_mode uid "${RUNENV[@]}" SYMM_TEST_HOSTS=$NP \
-  CUDA_MODULE_LOADING=EAGER SYMM_TEST_TRACE=1
+# stream waits for a PE of another host can hang (docs/PROXY.md "Lazy loading").
+# Traced: a line a step, every thread's Python stack after 90 s, and symm's
+# long waits saying what they wait for.
+HOSTS_TRACE=(CUDA_MODULE_LOADING=EAGER SYMM_TEST_TRACE=1 SYMM_DEBUG=INFO SYMM_DEBUG_SUBSYS=wait)
+label="env, $NP simulated hosts" run_mode env "${RUNENV[@]}" SYMM_TEST_HOSTS=$NP "${HOSTS_TRACE[@]}"
+label="uid, $NP simulated hosts" run_mode uid "${RUNENV[@]}" SYMM_TEST_HOSTS=$NP "${HOSTS_TRACE[@]}"
 grep -h "SKIP" "$LOG" | sort -u | head -3
 
 # 3. the benchmark (before the examples: it is what the run is for)
