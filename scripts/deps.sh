@@ -123,6 +123,15 @@ symm_deps() {
     symm_pip_install pytest || true
     python3 -c 'import pytest' >/dev/null 2>&1 || missing+=("pytest (python3 -m pip install pytest)")
   fi
+  # meson-python builds the Python package's sdist and wheel (test
+  # python_pip_install, bindings/python/test_install.sh) without build isolation.
+  if ! python3 -c 'import mesonpy' >/dev/null 2>&1; then
+    echo "deps: installing meson-python with pip (Python package build test)"
+    symm_pip_install meson-python || true
+    python3 -c 'import mesonpy' >/dev/null 2>&1 ||
+      echo "deps: meson-python not installed (python3 -m pip install meson-python):" \
+           "test python_pip_install will fail"
+  fi
   # matplotlib draws the benchmark figures (scripts/plot-bench.py; tools suite's plots test).
   if ! python3 -c 'import matplotlib' >/dev/null 2>&1; then
     echo "deps: installing matplotlib with pip (benchmark figures)"
