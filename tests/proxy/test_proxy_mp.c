@@ -657,6 +657,45 @@ static void set_host(int rank) {
     setenv("SYMM_HOST_ID", id, 1);
 }
 
+/* ---- the proxied-call modes (mixed, grow): a context whose world team spans
+ * hosts, its proxy started with one call registered, posted as the stream's
+ * kernel posts it. ---- */
+
+static symm_ctx spanning_ctx(void) {
+    symm_ctx ctx = symm_test_init(SYMM_BACKEND_HOST);
+    me = symm_my_pe(ctx);
+    CHECK_OK(symm__ctx_get(ctx, &C));
+    if (C->n_remote == 0) TEST_FAIL_("run under symmrun --hosts 2: the team must span hosts");
+    return ctx;
+}
+
+static uint64_t start_with_call(symm__proxy_call_fn fn, symm_ring *r) {
+    symm__proxy_opts o;
+    CHECK_OK(symm__proxy_opts_env(&o));
+    CHECK_OK(symm__proxy_start(C, &o));
+    uint64_t id = 0;
+    static int unused;
+    CHECK_OK(symm__proxy_call_add(C, fn, &unused, sizeof unused, NULL, false, &id));
+    CHECK_OK(symm__proxy_ring(C, 0, SYMM_RING_VERSION, r));
+    return id;
+}
+
+static uint64_t post_call(symm_ring *r, uint64_t id) {
+    symm_ring_req q;
+    symm__ring_req_init(&q, SYMM_RING_OP_CALL, 0);
+    q.value = id;
+    uint64_t t = 0;
+    CHECK_OK(symm_ring_post(r, &q, &t));
+    return t;
+}
+
+static void finish_proxied(symm_ctx ctx) {
+    CHECK_OK(symm__boot_barrier(C->boot));
+    symm__proxy_stop(C);
+    symm__proxy_destroy(C);
+    CHECK_OK(symm_finalize(&ctx));
+}
+
 /* ---- mixed: a team's stream barrier that the proxy runs (here posted by
  * a CPU producer as the stream's kernel posts it, counted as issued as
  * api/stream_px.c counts it) and a host barrier of the same team right
@@ -672,36 +711,20 @@ static symm_status mixed_sync(symm__ctx *ctx, void *arg) {
 }
 
 static void run_mixed(uint32_t rounds) {
-    symm_ctx ctx = symm_test_init(SYMM_BACKEND_HOST);
-    me = symm_my_pe(ctx);
-    CHECK_OK(symm__ctx_get(ctx, &C));
-    if (C->n_remote == 0) TEST_FAIL_("run under symmrun --hosts 2: the team must span hosts");
-    symm__proxy_opts o;
-    CHECK_OK(symm__proxy_opts_env(&o));
-    CHECK_OK(symm__proxy_start(C, &o));
-    uint64_t id = 0;
-    static int unused;
-    CHECK_OK(symm__proxy_call_add(C, mixed_sync, &unused, sizeof unused, NULL, false, &id));
+    symm_ctx ctx = spanning_ctx();
     symm_ring r;
-    CHECK_OK(symm__proxy_ring(C, 0, SYMM_RING_VERSION, &r));
+    const uint64_t id = start_with_call(mixed_sync, &r);
     symm__team *world = C->predef[SYMM_TEAM_WORLD];
     double t0 = now_s();
     for (uint32_t k = 0; k < rounds; k++) {
-        symm_ring_req q;
-        symm__ring_req_init(&q, SYMM_RING_OP_CALL, 0);
-        q.value = id;
-        uint64_t t = 0;
         atomic_fetch_add(&world->px_issued, 1);
-        CHECK_OK(symm_ring_post(&r, &q, &t));
+        const uint64_t t = post_call(&r, id);
         CHECK_OK(symm_barrier_all(ctx)); /* the proxied sync may not have run yet */
         CHECK_OK(symm_ring_wait(&r, t));
     }
     ASSERT_EQ(atomic_load(&world->px_done), (uint64_t)rounds);
     printf("PE %d: mixed: %u rounds in %.2f s\n", me, rounds, now_s() - t0);
-    CHECK_OK(symm__boot_barrier(C->boot));
-    symm__proxy_stop(C);
-    symm__proxy_destroy(C);
-    CHECK_OK(symm_finalize(&ctx));
+    finish_proxied(ctx);
 }
 
 /* ---- grow: a heap growth (symm_buf_alloc past the backed heap, so the
@@ -738,33 +761,20 @@ static symm_status grow_behind_stream(symm__ctx *ctx, uint64_t new_mapped) {
 }
 
 static void run_grow(uint32_t rounds) {
-    symm_ctx ctx = symm_test_init(SYMM_BACKEND_HOST);
-    me = symm_my_pe(ctx);
-    CHECK_OK(symm__ctx_get(ctx, &C));
-    if (C->n_remote == 0) TEST_FAIL_("run under symmrun --hosts 2: the team must span hosts");
+    symm_ctx ctx = spanning_ctx();
     if (me == 1) {
         grow_ops = *C->ops;
         grow_orig = grow_ops.heap_grow;
         grow_ops.heap_grow = grow_behind_stream;
         C->ops = &grow_ops;
     }
-    symm__proxy_opts o;
-    CHECK_OK(symm__proxy_opts_env(&o));
-    CHECK_OK(symm__proxy_start(C, &o));
-    uint64_t id = 0;
-    static int unused;
-    CHECK_OK(symm__proxy_call_add(C, grow_sync, &unused, sizeof unused, NULL, false, &id));
     symm_ring r;
-    CHECK_OK(symm__proxy_ring(C, 0, SYMM_RING_VERSION, &r));
+    const uint64_t id = start_with_call(grow_sync, &r);
     const double t0 = now_s();
     for (uint32_t k = 0; k < rounds; k++) {
         atomic_store(&grow_synced, 0);
         const uint64_t mapped = C->heap_mapped;
-        symm_ring_req q;
-        symm__ring_req_init(&q, SYMM_RING_OP_CALL, 0);
-        q.value = id;
-        uint64_t t = 0;
-        CHECK_OK(symm_ring_post(&r, &q, &t));
+        const uint64_t t = post_call(&r, id);
         /* past the backed heap: a growth, so mem_add; filled and read back */
         symm_buf b = NULL;
         CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT8, C->cfg.heap_chunk, &b));
@@ -784,10 +794,7 @@ static void run_grow(uint32_t rounds) {
     }
     printf("PE %d: grow: %u heap growths with a proxied team sync pending, %.2f s\n", me,
            rounds, now_s() - t0);
-    CHECK_OK(symm__boot_barrier(C->boot));
-    symm__proxy_stop(C);
-    symm__proxy_destroy(C);
-    CHECK_OK(symm_finalize(&ctx));
+    finish_proxied(ctx);
 }
 
 int main(int argc, char **argv) {
