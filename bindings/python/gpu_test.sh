@@ -30,7 +30,14 @@ echo "python: $($PY --version 2>&1), torch $($PY -c 'import torch; print(torch._
 #    machine), first exactly as a user types it (pip's build isolation on,
 #    which needs meson-python in pip's find-links), then, only if that fails,
 #    with --no-build-isolation (meson-python installed for $PY).
+#    The GPU machines reach no index: the build requirements (meson-python,
+#    meson, pyproject-metadata, packaging, ninja) come as wheels in $ROOT/.whl
+#    when the caller carried them there (scripts/gpu-wheels.sh), which pip's
+#    build isolation then takes as its index.
 SITE=$(mktemp -d /tmp/symm-pysite.XXXXXX)
+if [ -d "$ROOT/.whl" ] && ls "$ROOT"/.whl/meson_python-*.whl >/dev/null 2>&1; then
+  export PIP_FIND_LINKS="$ROOT/.whl"
+fi
 pip_install() {  # extra pip arguments
   rm -rf "$SITE" && mkdir -p "$SITE"
   timeout 300 $PY -m pip install -q --no-index --no-deps --disable-pip-version-check "$@" \
