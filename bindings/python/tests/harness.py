@@ -85,8 +85,9 @@ def expect_raises(exc, fn, *args, **kwargs):
 class _Plugin:
     """Collect the running script's @case functions; count the outcomes."""
 
-    def __init__(self, pytest, module):
+    def __init__(self, pytest, module, prefix=""):
         self.module = module
+        self.prefix = prefix
         self.passed = self.failed = self.deselected = 0
         cases = {id(f) for f in _CASES}
 
@@ -118,6 +119,10 @@ class _Plugin:
                 self.passed += 1
             elif report.outcome == "failed":
                 self.failed += 1
+                # now, not in pytest's summary at the end: a peer left behind
+                # in a collective may hang the run before that summary prints
+                print("\n%sFAILED %s (%s):\n%s" % (self.prefix, report.nodeid.split("::")[-1],
+                                                 report.when, report.longreprtext), flush=True)
 
 
 def run(prefix=""):
@@ -132,7 +137,7 @@ def run(prefix=""):
         return 1
     module = sys.modules["__main__"]
     path = os.path.abspath(module.__file__)
-    plugin = _Plugin(pytest, module)
+    plugin = _Plugin(pytest, module, prefix)
     args = [path, "-v", "-p", "no:cacheprovider", "--rootdir", os.path.dirname(path),
             "-c", os.devnull, "-W", "default", "--tb=short", "--no-header"]
     if prefix:
