@@ -379,6 +379,13 @@ struct symm__ctx {
      * stores, atomics and full fence (the host backend: host_cpu.h). Without
      * a transport the entries then do them inline (api/entry.h). */
     bool cpu_peers;
+    /* The thread pointer (symm__thread_ptr) of the GPU proxy's thread while it
+     * runs (0: none). Its copies between host and GPU memory go through the
+     * transport's GPU-memory service (symm__local_copy, route.c), never as
+     * the driver's pageable copies: an application thread's pageable copy
+     * that waits for its stream (torch's .cpu()) holds what the driver's
+     * pageable path needs, and that stream may wait for this very thread. */
+    _Atomic uintptr_t svc_thread;
 
     /* heap */
     uint8_t *heap_base;   /* this PE's heap (local mapping)                  */
@@ -533,6 +540,11 @@ symm_status symm__put_signal(symm__ctx *ctx, int32_t pe, uint64_t off, const voi
                              uint32_t flags);
 symm_status symm__quiet(symm__ctx *ctx);
 symm_status symm__fence(symm__ctx *ctx);
+/* Copy n bytes between local memories, one side or both the device's (the
+ * backend's local_copy; on the GPU proxy's thread the transport's
+ * GPU-memory service, which stages through pinned buffers on a stream of
+ * its own: ctx->svc_thread). */
+symm_status symm__local_copy(symm__ctx *ctx, void *dst, const void *src, uint64_t n);
 /* Drive the transport's completions (wait loops). Cheap; any thread. */
 void symm__progress(symm__ctx *ctx);
 /* The team as GPU code sees it (core/teams.c; NOT_SUPPORTED when it is not
@@ -554,6 +566,9 @@ uint32_t symm__tp_job_caps(const symm__ctx *ctx, uint32_t caps);
  * reachable by the transport. No-op without one. */
 symm_status symm__tp_mem_add(symm__ctx *ctx, void *base, uint64_t off, uint64_t len);
 void symm__tp_mem_remove(symm__ctx *ctx, uint64_t off, uint64_t len);
+/* The transport's GPU-memory service's copy (transport.h mem_copy): the
+ * backend's (tp_gpu_open) when it has one, else local_copy or memmove. */
+symm_status symm__tp_mem_copy(symm__ctx *ctx, void *dst, const void *src, uint64_t n);
 /* Tell the transport that the job lost a PE (any thread). */
 void symm__tp_peer_failed(symm__ctx *ctx);
 /* Local: close the transport and unload the plugin. NULL tp accepted. */

@@ -46,6 +46,27 @@ static inline bool via_tp(const symm__ctx *ctx, int32_t pe) {
     return ctx->remote && ctx->remote[pe];
 }
 
+/* ---- the GPU proxy's own copies ----
+ * The proxy's thread runs stream operations and collectives while
+ * application threads may sit in the driver: torch's .cpu() is a copy into
+ * pageable memory that waits for its stream, and holds what the driver's
+ * pageable path needs meanwhile; if that stream waits for the proxy, a
+ * pageable copy by the proxy's thread (the backend's put or get of a host
+ * buffer: a collective's records and partial sums, a staging buffer) never
+ * starts. So every copy between local memories on that thread goes through
+ * the transport's GPU-memory service: pinned bounce buffers and a stream of
+ * its own, polled (the transport's service thread already copies that way).
+ * Other threads keep the backend's copies. */
+static inline bool on_svc_thread(const symm__ctx *ctx) {
+    const uintptr_t t = atomic_load_explicit(&ctx->svc_thread, memory_order_relaxed);
+    return __builtin_expect(t != 0, 0) && t == symm__thread_ptr();
+}
+
+symm_status symm__local_copy(symm__ctx *ctx, void *dst, const void *src, uint64_t n) {
+    if (on_svc_thread(ctx)) return symm__tp_mem_copy(ctx, dst, src, n);
+    return ctx->ops->local_copy(ctx, dst, src, n);
+}
+
 /* ---- device buffers outside the heap: staged through host memory ----
  * A transport reaches the heap (registered at mem_add, GPU memory included)
  * and host memory. A caller's GPU buffer outside the heap is neither: the
@@ -98,7 +119,7 @@ static symm_status staged_put(symm__ctx *ctx, int32_t pe, uint64_t off, const ui
     symm_status st = SYMM_SUCCESS;
     for (uint64_t done = 0; done < n && st == SYMM_SUCCESS;) {
         uint64_t m = n - done < cap ? n - done : cap;
-        st = ctx->ops->local_copy(ctx, buf, src + done, m);
+        st = symm__local_copy(ctx, buf, src + done, m);
         if (st == SYMM_SUCCESS) st = tp_put(ctx, pe, off + done, buf, m, 0);
         done += m;
     }
@@ -122,7 +143,7 @@ static symm_status put_edge(symm__ctx *ctx, int32_t pe, uint64_t off, const uint
     uint8_t b[8];
     const void *p = src;
     if (dev_mem(ctx, src)) {
-        SYMM_TRY(ctx->ops->local_copy(ctx, b, src, k));
+        SYMM_TRY(symm__local_copy(ctx, b, src, k));
         p = b;
     }
     return tp_put(ctx, pe, off, p, k, 0);
@@ -152,6 +173,8 @@ symm_status symm__put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src,
     const bool partial = partial_words(off, n);
     if (!via_tp(ctx, pe)) {
         if (partial && ctx->amo_tp && ctx->tp) return put_split(ctx, pe, off, src, n, flags);
+        if (on_svc_thread(ctx) && ctx->peer_base[pe]) /* blocking: nbi may complete early */
+            return symm__tp_mem_copy(ctx, ctx->peer_base[pe] + off, src, n);
         return ctx->ops->put(ctx, pe, off, src, n, flags);
     }
     const bool dev = dev_mem(ctx, src); /* one pointer query per remote put */
@@ -169,7 +192,11 @@ symm_status symm__put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src,
 
 symm_status symm__get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
                       uint32_t flags) {
-    if (!via_tp(ctx, pe)) return ctx->ops->get(ctx, dst, pe, off, n, flags);
+    if (!via_tp(ctx, pe)) {
+        if (on_svc_thread(ctx) && ctx->peer_base[pe])
+            return symm__tp_mem_copy(ctx, dst, ctx->peer_base[pe] + off, n);
+        return ctx->ops->get(ctx, dst, pe, off, n, flags);
+    }
     if (n && !in_heap(ctx, dst) && dev_mem(ctx, dst)) {
         uint8_t *buf, *out = dst;
         size_t cap;
@@ -178,7 +205,7 @@ symm_status symm__get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint6
         for (uint64_t done = 0; done < n && st == SYMM_SUCCESS;) {
             uint64_t m = n - done < cap ? n - done : cap;
             st = tp_get(ctx, buf, pe, off + done, m, 0);
-            if (st == SYMM_SUCCESS) st = ctx->ops->local_copy(ctx, out + done, buf, m);
+            if (st == SYMM_SUCCESS) st = symm__local_copy(ctx, out + done, buf, m);
             done += m;
         }
         free(buf);
@@ -213,7 +240,7 @@ symm_status symm__put_signal(symm__ctx *ctx, int32_t pe, uint64_t off, const voi
             }
             uint8_t b[8];
             SYMM_TRY(symm__put(ctx, pe, off, s8, head + mid, 0));
-            SYMM_TRY(ctx->ops->local_copy(ctx, b, s8 + head + mid, tail));
+            SYMM_TRY(symm__local_copy(ctx, b, s8 + head + mid, tail));
             return tp_put_signal(ctx, pe, off + head + mid, b, tail, sig_off, value, sig_op, 0);
         }
         if (dev && n && !in_heap(ctx, src)) {
@@ -225,7 +252,7 @@ symm_status symm__put_signal(symm__ctx *ctx, int32_t pe, uint64_t off, const voi
             uint64_t last = (n - 1) / cap * cap; /* offset of the last piece */
             symm_status st = staged_put(ctx, pe, off, src, last, buf, cap);
             if (st == SYMM_SUCCESS)
-                st = ctx->ops->local_copy(ctx, buf, (const uint8_t *)src + last, n - last);
+                st = symm__local_copy(ctx, buf, (const uint8_t *)src + last, n - last);
             if (st == SYMM_SUCCESS)
                 st = tp_put_signal(ctx, pe, off + last, buf, n - last, sig_off, value, sig_op, 0);
             free(buf);

@@ -107,8 +107,10 @@ static uint32_t svc_mem_kind(void *c, const void *p) {
     return g->is_gpu && g->is_gpu(g->state, p) ? SYMM_TP_MEM_CUDA : SYMM_TP_MEM_HOST;
 }
 static int32_t svc_mem_copy(void *c, void *dst, const void *src, uint64_t n) {
-    symm__ctx *ctx = c;
-    const symm__tp_gpu *g = gpu_of(c);
+    return symm__tp_mem_copy(c, dst, src, n);
+}
+symm_status symm__tp_mem_copy(symm__ctx *ctx, void *dst, const void *src, uint64_t n) {
+    const symm__tp_gpu *g = gpu_of(ctx);
     if (!n) return SYMM_SUCCESS;
     if (g) return g->copy(g->state, dst, src, n);
     if (ctx->ops->has_device) {

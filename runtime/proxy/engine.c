@@ -469,6 +469,7 @@ static void *engine_main(void *arg) {
     symm__engine *e = arg;
     prctl(PR_SET_TIMERSLACK, 1000ul, 0, 0, 0); /* naps of a few µs stay a few µs */
     prctl(PR_SET_NAME, "symm-proxy", 0, 0, 0);
+    if (e->x.thread) e->x.thread(e->x.arg, true);
     const uint64_t spin_ns = (uint64_t)e->o.spin_us * 1000u;
     const uint64_t max_nap = (uint64_t)e->o.idle_us * 1000u;
     uint64_t last_work = now_ns(), nap = 1000;
@@ -511,6 +512,7 @@ static void *engine_main(void *arg) {
         health(e, now_ns());
         if (!symm__engine_poll(e)) break;
     }
+    if (e->x.thread) e->x.thread(e->x.arg, false);
     return NULL;
 }
 

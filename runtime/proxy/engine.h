@@ -64,6 +64,9 @@ typedef struct symm__proxy_exec {
     /* A request failed (or the job did: q NULL): record it. NULL: nothing. */
     void (*failed)(void *arg, uint32_t ring, uint64_t ticket, const symm_ring_req *q,
                    symm_status st, const char *msg);
+    /* On the engine's thread: first thing (started true) and last (false).
+     * NULL: nothing. */
+    void (*thread)(void *arg, bool started);
 } symm__proxy_exec;
 
 /* Where the rings live. The GPU wiring gives host-pinned memory mapped into

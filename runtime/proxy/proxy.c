@@ -95,7 +95,7 @@ static symm_status in_heap(const symm__ctx *ctx, const char *what, uint64_t off,
 static symm_status local_write(symm__ctx *ctx, void *dst, const void *src, size_t n) {
     const symm__backend_ops *o = ctx->ops;
     if (o->is_device_mem && o->local_copy && o->is_device_mem(ctx, dst))
-        return o->local_copy(ctx, dst, src, n);
+        return symm__local_copy(ctx, dst, src, n);
     memcpy(dst, src, n);
     return SYMM_SUCCESS;
 }
@@ -242,6 +242,14 @@ static symm_status px_flush(void *arg) { return symm__quiet(arg); }
 
 static symm_status px_check(void *arg) { return symm__check_failed(arg); }
 
+/* The engine's thread copies local memory through the transport's memory
+ * service (ctx->svc_thread, route.c): with a GPU, pinned staging on a
+ * stream of the service's own; on the host backend a memmove, as its put. */
+static void px_thread(void *arg, bool started) {
+    symm__ctx *ctx = arg;
+    atomic_store(&ctx->svc_thread, started ? symm__thread_ptr() : (uintptr_t)0);
+}
+
 static void px_failed(void *arg, uint32_t ring, uint64_t ticket, const symm_ring_req *q,
                       symm_status st, const char *msg) {
     symm__ctx *ctx = arg;
@@ -318,7 +326,7 @@ symm_status symm__proxy_start(symm__ctx *ctx, const symm__proxy_opts *o) {
     p->stream_ring = ctx->ops && ctx->ops->ring_stream && gpu_mem(ctx);
     if (p->stream_ring && oo.n_rings < SYMM__PROXY_MAX_RINGS) oo.n_rings++;
     else p->stream_ring = false;
-    const symm__proxy_exec x = {ctx, px_run, px_flush, px_check, px_failed};
+    const symm__proxy_exec x = {ctx, px_run, px_flush, px_check, px_failed, px_thread};
     const symm__proxy_mem m = {ctx, pm_alloc_shared, pm_free_shared, pm_alloc_producer,
                                pm_free_producer, pm_device, pm_read_producer};
     symm_status st = symm__engine_create(&oo, &x, gpu_mem(ctx) ? &m : NULL, &p->eng);

@@ -78,7 +78,7 @@ static symm_status no_flush(void *arg) {
     (void)arg;
     return SYMM_SUCCESS;
 }
-static const symm__proxy_exec exec = {NULL, no_run, no_flush, NULL, NULL};
+static const symm__proxy_exec exec = {NULL, no_run, no_flush, NULL, NULL, NULL};
 
 /* An engine whose thread runs on CPU 1 (--pin): threads inherit the
  * creator's affinity. */

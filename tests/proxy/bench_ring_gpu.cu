@@ -146,7 +146,7 @@ int main(int argc, char **argv) {
     CK(cudaSetDeviceFlags(cudaDeviceMapHost));
     symm__proxy_mem mem = {nullptr,     alloc_shared, free_shared,  alloc_producer,
                            free_producer, device_view, read_producer};
-    symm__proxy_exec x = {nullptr, no_run, no_flush, nullptr, nullptr};
+    symm__proxy_exec x = {nullptr, no_run, no_flush, nullptr, nullptr, nullptr};
     symm__proxy_opts o = {1, 1024, 50, 100, 0};
     symm__engine *e = nullptr;
     if (symm__engine_create(&o, &x, &mem, &e)) {

@@ -158,7 +158,8 @@ static void fake_failed(void *arg, uint32_t ring, uint64_t ticket, const symm_ri
              symm__status_name(st), msg);
 }
 
-static const symm__proxy_exec fake_exec = {NULL, fake_run, fake_flush, fake_check, fake_failed};
+static const symm__proxy_exec fake_exec = {NULL, fake_run, fake_flush, fake_check, fake_failed,
+                                           NULL};
 
 static symm__engine *engine(uint32_t rings, uint32_t depth, bool thread) {
     symm__proxy_opts o = {rings, depth, 20, 50, 0};
