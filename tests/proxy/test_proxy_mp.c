@@ -32,6 +32,11 @@
  *      PE's growth waits for that sync, as a GPU's may (run_grow).
  *
  *   symmrun -n 2 --hosts 2 test_proxy_mp grow ROUNDS
+ * pageable: the proxy's thread moves data between this host's PEs while the
+ *      application thread holds a lock that the backend's copies take, as
+ *      the CUDA driver's pageable path is held (run_pageable).
+ *
+ *   symmrun -n 4 --hosts 2 test_proxy_mp pageable ROUNDS
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -797,6 +802,100 @@ static void run_grow(uint32_t rounds) {
     finish_proxied(ctx);
 }
 
+/* ---- pageable: the proxy's thread never takes the backend's copies. On
+ * CUDA they are the driver's pageable path, which an application thread's
+ * copy into pageable memory holds while it waits for its stream (torch's
+ * .cpu()); when that stream waits for the proxy, a backend copy on the
+ * proxy's thread never starts. Here every PE's backend put and get take one
+ * lock of the process, as the driver's pageable path does, and the
+ * application thread holds it while it waits for a proxied call that moves
+ * data between this host's PEs from host memory (a collective's records and
+ * partial sums are such data) around a sync of the world team. The call
+ * must end within 10 s (route.c: on the proxy's thread those copies go
+ * through the transport's memory service). ---- */
+
+static pthread_mutex_t driver_lock = PTHREAD_MUTEX_INITIALIZER;
+static symm__backend_ops pg_ops;
+static symm_status (*pg_put)(symm__ctx *, int32_t, uint64_t, const void *, uint64_t, uint32_t);
+static symm_status (*pg_get)(symm__ctx *, void *, int32_t, uint64_t, uint64_t, uint32_t);
+static uint64_t pg_off;         /* heap offset of n_pes 8-byte slots */
+static _Atomic uint32_t pg_round;
+
+static symm_status locked_put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src,
+                              uint64_t n, uint32_t flags) {
+    pthread_mutex_lock(&driver_lock);
+    symm_status st = pg_put(ctx, pe, off, src, n, flags);
+    pthread_mutex_unlock(&driver_lock);
+    return st;
+}
+
+static symm_status locked_get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
+                              uint32_t flags) {
+    pthread_mutex_lock(&driver_lock);
+    symm_status st = pg_get(ctx, dst, pe, off, n, flags);
+    pthread_mutex_unlock(&driver_lock);
+    return st;
+}
+
+static uint64_t pg_value(uint32_t round, int32_t pe) { return ((uint64_t)round << 32) | (uint32_t)pe; }
+
+static symm_status pageable_call(symm__ctx *ctx, void *arg) {
+    (void)arg;
+    symm__team *world = ctx->predef[SYMM_TEAM_WORLD];
+    const uint32_t k = atomic_load(&pg_round);
+    const uint64_t mine = pg_value(k, ctx->my_pe); /* on the stack: host memory */
+    for (int32_t pe = 0; pe < ctx->n_pes; pe++)
+        if (!ctx->remote[pe]) SYMM_TRY(symm__put(ctx, pe, pg_off + 8u * (uint64_t)ctx->my_pe, &mine, 8, 0));
+    SYMM_TRY(symm__team_sync(world));
+    for (int32_t pe = 0; pe < ctx->n_pes; pe++) {
+        if (ctx->remote[pe]) continue;
+        uint64_t got = 0;
+        SYMM_TRY(symm__get(ctx, &got, pe, pg_off + 8u * (uint64_t)pe, 8, 0));
+        if (got != pg_value(k, pe))
+            return symm__err(SYMM_ERR_INTERNAL, "round %u: PE %d's slot on PE %d holds %#llx, "
+                             "not %#llx", k, pe, pe, (unsigned long long)got,
+                             (unsigned long long)pg_value(k, pe));
+    }
+    return symm__team_sync(world); /* the next round's puts after every PE's gets */
+}
+
+static void run_pageable(uint32_t rounds) {
+    symm_ctx ctx = spanning_ctx();
+    if (C->n_pes - C->n_remote < 2) TEST_FAIL_("run with 2 or more PEs on each host");
+    pg_ops = *C->ops;
+    pg_put = pg_ops.put;
+    pg_get = pg_ops.get;
+    pg_ops.put = locked_put;
+    pg_ops.get = locked_get;
+    C->ops = &pg_ops;
+    symm_buf b = NULL;
+    CHECK_OK(symm_buf_alloc(ctx, SYMM_DTYPE_UINT64, (uint64_t)C->n_pes, &b));
+    symm__buf *bb = NULL;
+    CHECK_OK(symm__buf_get(b, &bb));
+    pg_off = bb->off;
+    symm_ring r;
+    const uint64_t id = start_with_call(pageable_call, &r);
+    const double t0 = now_s();
+    for (uint32_t k = 0; k < rounds; k++) {
+        atomic_store(&pg_round, k);
+        pthread_mutex_lock(&driver_lock); /* the application's copy, waiting for its stream */
+        const uint64_t t = post_call(&r, id);
+        const double w0 = now_s();
+        while (!symm_ring_test(&r, t)) {
+            if (now_s() - w0 > 10.0)
+                TEST_FAIL_("round %u: the proxied call did not finish within 10 s while the "
+                           "application thread held the backend's copy lock: the proxy's "
+                           "thread waits for it", k);
+            usleep(100);
+        }
+        pthread_mutex_unlock(&driver_lock);
+        CHECK_OK(symm_ring_wait(&r, t));
+    }
+    printf("PE %d: pageable: %u proxied rounds with the backend's copies locked, %.2f s\n", me,
+           rounds, now_s() - t0);
+    finish_proxied(ctx);
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     const uint32_t depth = argc > 2 ? (uint32_t)atoi(argv[2]) : 1024;
@@ -806,6 +905,8 @@ int main(int argc, char **argv) {
         run_mixed(depth);
     } else if (!strcmp(mode, "grow")) {
         run_grow(depth);
+    } else if (!strcmp(mode, "pageable")) {
+        run_pageable(depth);
     } else if (!strcmp(mode, "local")) {
         run_ops(false, depth);
     } else if (!strcmp(mode, "kill")) {
@@ -815,7 +916,8 @@ int main(int argc, char **argv) {
         if (rc == 0) printf("kill: PE 0's producers ended with PEER_FAILED (depth %u)\n", depth);
         return rc;
     } else {
-        fprintf(stderr, "usage: test_proxy_mp ops|local|kill [DEPTH] | mixed|grow [ROUNDS]\n");
+        fprintf(stderr, "usage: test_proxy_mp ops|local|kill [DEPTH] | mixed|grow|pageable "
+                        "[ROUNDS]\n");
         return 2;
     }
     return 0;
