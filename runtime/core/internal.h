@@ -380,11 +380,8 @@ struct symm__ctx {
      * a transport the entries then do them inline (api/entry.h). */
     bool cpu_peers;
     /* The thread pointer (symm__thread_ptr) of the GPU proxy's thread while it
-     * runs (0: none). Its copies between host and GPU memory go through the
-     * transport's GPU-memory service (symm__local_copy, route.c), never as
-     * the driver's pageable copies: an application thread's pageable copy
-     * that waits for its stream (torch's .cpu()) holds what the driver's
-     * pageable path needs, and that stream may wait for this very thread. */
+     * runs (0: none): its local copies take the transport's memory service
+     * (route.c, "the GPU proxy's own copies"). */
     _Atomic uintptr_t svc_thread;
 
     /* heap */
@@ -540,10 +537,8 @@ symm_status symm__put_signal(symm__ctx *ctx, int32_t pe, uint64_t off, const voi
                              uint32_t flags);
 symm_status symm__quiet(symm__ctx *ctx);
 symm_status symm__fence(symm__ctx *ctx);
-/* Copy n bytes between local memories, one side or both the device's (the
- * backend's local_copy; on the GPU proxy's thread the transport's
- * GPU-memory service, which stages through pinned buffers on a stream of
- * its own: ctx->svc_thread). */
+/* Copy n bytes between local memories, one side or both the device's: the
+ * backend's local_copy, on the proxy's thread the transport's service. */
 symm_status symm__local_copy(symm__ctx *ctx, void *dst, const void *src, uint64_t n);
 /* Drive the transport's completions (wait loops). Cheap; any thread. */
 void symm__progress(symm__ctx *ctx);

@@ -662,7 +662,7 @@ static void set_host(int rank) {
     setenv("SYMM_HOST_ID", id, 1);
 }
 
-/* ---- the proxied-call modes (mixed, grow): a context whose world team spans
+/* ---- the proxied-call modes (mixed, grow, pageable): a context whose world team spans
  * hosts, its proxy started with one call registered, posted as the stream's
  * kernel posts it. ---- */
 
