@@ -13,7 +13,9 @@
 # then on the GPU machine, build-gpucarry carried:
 #   OUT=/some/dir bash scripts/gpu-torch-hosts.sh build-gpucarry
 # Writes OUT/<run>.txt and prints a line per run (exit status, seconds, each
-# rank's pass count, failures, the last trace lines of a run that failed).
+# rank's pass count, failures, the last trace lines of a run that failed and
+# the native frames in symm and the driver of every thread of a run that
+# hung: tests/tools/stackdump.c, built here, prints them before the limit).
 set -u
 cd "$(dirname "$0")/.."
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -26,18 +28,24 @@ for f in "$B"/runtime/libsymm_runtime.so.*.*.*; do [ -f "$f" ] && V=${f##*.so.};
 [ -n "$V" ] || { echo "gpu-torch-hosts.sh: no runtime built in $B"; exit 2; }
 T=bindings/python/tests
 nvidia-smi -L > "$OUT/gpu.txt" 2>&1
+# every thread's native stack shortly before the time limit (no gdb there)
+SD=$(mktemp -d)/stackdump.so
+cc -shared -fPIC -O1 -o "$SD" tests/tools/stackdump.c -lpthread || SD=
 run1() { # tag timeout mode [env assignments...]; SCRIPT: the test file
   local tag=$1 to=$2 mode=$3; shift 3
   local t0=$SECONDS
   env PYTHONPATH="$PWD/bindings/python" SYMM_LOADER="$B/loader/libsymm.so.$V" \
     SYMM_RUNTIME="$B/runtime/libsymm_runtime.so.$V" SYMM_TRANSPORT_PATH="$B/runtime/transports/tcp" \
-    CUDA_MODULE_LOADING=EAGER SYMM_TEST_TRACE=1 SYMM_TEST_TRACE_STACKS_S=$((to - 15)) "$@" \
+    CUDA_MODULE_LOADING=EAGER SYMM_TEST_TRACE=1 SYMM_TEST_TRACE_STACKS_S=$((to - 15)) \
+    ${SD:+LD_PRELOAD=$SD SYMM_STACKS_S=$((to - 12))} "$@" \
     timeout -k 5 "$to" python3 -m torch.distributed.run --standalone --nproc_per_node=2 \
     "${SCRIPT:-$T/test_torch_gpu.py}" "$mode" > "$OUT/$tag.txt" 2>&1
   local rc=$?
   echo "$tag: exit $rc, $((SECONDS - t0)) s: $(grep -E '^\[rank [0-9]/2[^]]*\] [0-9]+ passed' "$OUT/$tag.txt" | tr '\n' ';')"
   grep -E "FAILED|Timeout \(" "$OUT/$tag.txt" | head -5
   [ $rc = 0 ] || grep "trace:" "$OUT/$tag.txt" | tail -2
+  # a hung run: the frames of each thread that sits in the runtime or the driver
+  [ $rc = 0 ] || grep -E "^(\[[^]]*\]:?)? *stackdump .*(libsymm|libcuda)" "$OUT/$tag.txt" | head -60
   return $rc
 }
 if ! run1 collectives_h2 60 env SYMM_TEST_HOSTS=2 PYTEST_ADDOPTS="-k torch_collectives"; then
