@@ -274,8 +274,14 @@ symm_status symm__quiet(symm__ctx *ctx) {
     TP_CALL(ctx, quiet(tp_->state));
 }
 
+/* With amo_tp an atomic or signal update to a PE of this host goes through
+ * the transport while the puts before it went through the backend, whose
+ * fence orders only its own path (the CUDA backend's nbi copies still wait
+ * on its stream): so the backend's operations complete (quiet) before
+ * anything after the fence can take the transport's way. Test: tests/remote
+ * "stream_" cases, GPU-RESULTS.md "2026-12-07: the seventh run on one H100". */
 symm_status symm__fence(symm__ctx *ctx) {
-    SYMM_TRY(ctx->ops->fence(ctx));
+    SYMM_TRY(ctx->amo_tp ? ctx->ops->quiet(ctx) : ctx->ops->fence(ctx));
     if (!ctx->tp) return SYMM_SUCCESS;
     TP_CALL(ctx, fence(tp_->state));
 }

@@ -647,6 +647,7 @@ static const var vars[] = {
     {"SYMM_TRANSPORT_PATH", "folders searched first for transport plugins", false},
     {"SYMM_TCP_ADDR", "tcp transport: address to listen on", false},
     {"SYMM_TCP_NO_GLOBAL_ATOMICS", "tcp transport: test switch (atomics through it)", false},
+    {"SYMM_TEST_HOST_DEFER_NBI", "host backend: test switch (1: nbi puts and gets run at the next operation of another kind, as on a stream)", false},
     {"SYMM_TEST_HOST_GPU_MEM", "host backend: test switch (1: transports see the heap as GPU memory)", false},
     {"SYMM_TEST_HOST_GPU_FAIL_BYTES", "host backend: test switch (copies of this size fail, with the above)", false},
     {"SYMM_PEER_STALL_MS", "tcp transport: ms a call waits on a live peer that moves no byte (default 10000)", false},

@@ -5,6 +5,7 @@
  * semantic of symm on machines without GPUs.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +17,27 @@
 #include "host_cpu.h"
 #include "host_gpu_test.h"
 
+/* A test switch: SYMM_TEST_HOST_DEFER_NBI=1 holds the nbi puts and gets in
+ * a queue, run in issue order at the backend's next operation of another
+ * kind (a blocking put or get, an atomic, quiet, memset0), as copies queued
+ * on a stream run: what the CUDA backend's nbi copies on its internal stream
+ * do. fence orders them by the queue alone, as on a stream. So the core's
+ * ordering between the backend's path and the transport's (an atomic or
+ * signal that goes through the transport after puts that went through the
+ * backend) is tested on machines without a GPU (tests/remote, "stream_"). */
+typedef struct deferred_copy {
+    void *dst;
+    const void *src;
+    uint64_t n;
+} deferred_copy;
+
 typedef struct host_state {
     int *fds;          /* [n_pes]: memfd of each local PE, -1 otherwise */
     uint8_t **reserv;  /* [n_pes]: reserved range of each mapped PE      */
+    bool defer;        /* SYMM_TEST_HOST_DEFER_NBI=1                     */
+    pthread_mutex_t qlock;
+    deferred_copy *q;  /* the queue, in issue order                      */
+    size_t qn, qcap;
 } host_state;
 
 static void host_heap_fini(symm__ctx *ctx);
@@ -30,6 +49,12 @@ static symm_status host_heap_init(symm__ctx *ctx) {
     if (!hs) return symm__err(SYMM_ERR_OUT_OF_MEMORY, "host backend: out of host memory");
     ctx->backend = hs;
     symm_status st = SYMM_SUCCESS;
+    pthread_mutex_init(&hs->qlock, NULL);
+    const char *defer = getenv("SYMM_TEST_HOST_DEFER_NBI");
+    hs->defer = defer && strcmp(defer, "1") == 0;
+    if (hs->defer)
+        SYMM_INFO(SYMM_LOG_BACKEND, "host backend: SYMM_TEST_HOST_DEFER_NBI=1: nbi puts and gets "
+                  "run at the next operation of another kind (a test switch)");
     hs->fds = malloc((size_t)ctx->n_pes * sizeof *hs->fds);
     hs->reserv = calloc((size_t)ctx->n_pes, sizeof *hs->reserv);
     int *local_fds = malloc((size_t)(ctx->local_n_pes > 0 ? ctx->local_n_pes : 1) * sizeof(int));
@@ -106,6 +131,8 @@ static void host_heap_fini(symm__ctx *ctx) {
     }
     free(hs->fds);
     free(hs->reserv);
+    free(hs->q);
+    pthread_mutex_destroy(&hs->qlock);
     free(hs);
     ctx->backend = NULL;
     ctx->heap_base = NULL;
@@ -116,17 +143,48 @@ static symm_status unreachable(int32_t pe) {
     return symm__err(SYMM_ERR_NOT_SUPPORTED, "host backend: PE %d is not mapped", pe);
 }
 
+/* Runs the held nbi copies in issue order (SYMM_TEST_HOST_DEFER_NBI). */
+static void drain(host_state *hs) {
+    if (!hs->defer) return;
+    pthread_mutex_lock(&hs->qlock);
+    for (size_t i = 0; i < hs->qn; i++) symm__host_copy(hs->q[i].dst, hs->q[i].src, hs->q[i].n);
+    hs->qn = 0;
+    pthread_mutex_unlock(&hs->qlock);
+}
+
+/* A copy: held when it is nbi and the switch is on (run at once, after the
+ * held ones, when the queue cannot grow), else after the held ones. */
+static void copy_op(host_state *hs, void *dst, const void *src, uint64_t n, uint32_t flags) {
+    if (hs->defer && (flags & SYMM__NBI)) {
+        pthread_mutex_lock(&hs->qlock);
+        if (hs->qn == hs->qcap) {
+            size_t cap = hs->qcap ? 2 * hs->qcap : 64;
+            deferred_copy *q = realloc(hs->q, cap * sizeof *q);
+            if (q) {
+                hs->q = q;
+                hs->qcap = cap;
+            }
+        }
+        const bool held = hs->qn < hs->qcap;
+        if (held) hs->q[hs->qn++] = (deferred_copy){dst, src, n};
+        pthread_mutex_unlock(&hs->qlock);
+        if (held) return;
+    }
+    drain(hs);
+    symm__host_copy(dst, src, n);
+}
+
 static symm_status host_put(symm__ctx *ctx, int32_t pe, uint64_t off, const void *src, uint64_t n,
                             uint32_t flags) {
     if (!ctx->peer_base[pe]) return unreachable(pe);
-    symm__host_copy(ctx->peer_base[pe] + off, src, n);
+    copy_op(ctx->backend, ctx->peer_base[pe] + off, src, n, flags);
     return SYMM_SUCCESS;
 }
 
 static symm_status host_get(symm__ctx *ctx, void *dst, int32_t pe, uint64_t off, uint64_t n,
                             uint32_t flags) {
     if (!ctx->peer_base[pe]) return unreachable(pe);
-    symm__host_copy(dst, ctx->peer_base[pe] + off, n);
+    copy_op(ctx->backend, dst, ctx->peer_base[pe] + off, n, flags);
     return SYMM_SUCCESS;
 }
 
@@ -143,12 +201,14 @@ static symm_status host_atomic(symm__ctx *ctx, int32_t pe, uint64_t off, uint32_
     if (value) symm__host_copy(&v, value, size);
     if (compare) symm__host_copy(&c, compare, size);
     if (op == SYMM_AMO_INC || op == SYMM_AMO_FETCH_INC) v = 1;
+    drain(ctx->backend);
     uint64_t old = symm__host_amo(ctx->peer_base[pe] + off, size, op, v, c);
     if (fetched) symm__host_copy(fetched, &old, size);
     return SYMM_SUCCESS;
 }
 
 static symm_status host_quiet(symm__ctx *ctx) {
+    drain(ctx->backend);
     symm__host_fence();
     return SYMM_SUCCESS;
 }
@@ -159,6 +219,7 @@ static symm_status host_fence(symm__ctx *ctx) {
 }
 
 static symm_status host_memset0(symm__ctx *ctx, uint64_t off, uint64_t n) {
+    drain(ctx->backend);
     memset(ctx->heap_base + off, 0, n);
     return SYMM_SUCCESS;
 }
